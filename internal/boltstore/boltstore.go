@@ -1,0 +1,311 @@
+// Package boltstore is the embedded engine.Store of reserve: one bbolt file
+// holding workshops, reservations and receipts, with a group committer that
+// lets concurrent reservations share one durable commit.
+//
+// It provides primitive reads and writes only; every decision is made by
+// package engine. It must not import net/http or any front end.
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// SchemaVersion is the layout version this package writes and understands.
+const SchemaVersion = 1
+
+// The buckets, declared once and created by Open.
+var (
+	bucketMeta         = []byte("meta")
+	bucketWorkshops    = []byte("workshops")
+	bucketReservations = []byte("reservations")
+	bucketReceipts     = []byte("receipts")
+
+	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts}
+
+	keySchema = []byte("schema")
+)
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("boltstore: store is closed")
+
+// Options tune a Store. The zero value is the production default: durable
+// group commit and a one-second wait for the file lock.
+type Options struct {
+	// LockTimeout bounds the wait for another process's lock on the file.
+	// Zero means one second.
+	LockTimeout time.Duration
+	// NoGroupCommit commits every Update on its own, for comparisons.
+	NoGroupCommit bool
+	// MaxBatch bounds how many Updates share one commit. Zero means 1024.
+	MaxBatch int
+	// OnCommit, if set, is told how many Updates shared each group commit
+	// (for the daemon's batch-size metric).
+	OnCommit func(calls int)
+	// ReadOnly opens the file without taking the writer's lock exclusively.
+	ReadOnly bool
+}
+
+// Store is an engine.Store on one bbolt file. It is safe for concurrent use.
+type Store struct {
+	db       *bolt.DB
+	path     string
+	group    bool
+	maxBatch int
+	onCommit func(int)
+	calls    chan call
+	loopDone chan struct{}
+
+	closeMu sync.RWMutex // Held for reading by Update while a call is in flight.
+	closed  bool
+}
+
+// call is one Update waiting for the group committer.
+type call struct {
+	fn  func(engine.Tx) error
+	err chan error
+}
+
+// Open opens or creates the database at path (mode 0600). A file locked by
+// another process yields "database <path> is in use by another reserved"
+// after opts.LockTimeout; a file written by a newer schema is refused.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+		ReadOnly:       opts.ReadOnly,
+	})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("database %s is in use by another reserved", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if opts.ReadOnly {
+		err = db.View(func(tx *bolt.Tx) error { return checkSchema(tx, path) })
+	} else {
+		err = db.Update(func(tx *bolt.Tx) error { return initSchema(tx, path) })
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit}
+	if s.group {
+		s.calls = make(chan call, opts.MaxBatch)
+		s.loopDone = make(chan struct{})
+		go s.commitLoop()
+	}
+	return s, nil
+}
+
+// initSchema creates every bucket and records the schema version of a new
+// file, refuses a file of a newer schema or of another program, and creates
+// buckets this version declares that an older file lacks.
+func initSchema(tx *bolt.Tx, path string) error {
+	if tx.Bucket(bucketMeta) == nil {
+		foreign := tx.ForEach(func([]byte, *bolt.Bucket) error { return errForeign })
+		if foreign != nil {
+			return fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
+		}
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return fmt.Errorf("create bucket meta in %s: %w", path, err)
+		}
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], SchemaVersion)
+		if err := meta.Put(keySchema, v[:]); err != nil {
+			return fmt.Errorf("record schema version in %s: %w", path, err)
+		}
+	}
+	if err := checkSchema(tx, path); err != nil {
+		return err
+	}
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s in %s: %w", name, path, err)
+		}
+	}
+	return nil
+}
+
+var errForeign = errors.New("foreign bucket")
+
+func checkSchema(tx *bolt.Tx, path string) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
+	}
+	raw := meta.Get(keySchema)
+	if len(raw) != 8 {
+		return fmt.Errorf("database %s has no readable schema version", path)
+	}
+	if v := binary.BigEndian.Uint64(raw); v > SchemaVersion {
+		return fmt.Errorf("database %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", path, v, SchemaVersion)
+	}
+	return nil
+}
+
+// Path returns the file the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// DB returns the underlying bbolt handle, for tools that stream or inspect
+// the file.
+func (s *Store) DB() *bolt.DB { return s.db }
+
+// Update implements engine.Store. With group commit, concurrent Updates are
+// run one after the other inside a single bbolt transaction and share its
+// fsync; a function that fails is taken out and the rest run again, so fn
+// may be called more than once.
+func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if !s.group {
+		return s.db.Update(func(btx *bolt.Tx) error { return safeCall(fn, &tx{b: btx}) })
+	}
+	c := call{fn: fn, err: make(chan error, 1)}
+	s.calls <- c
+	return <-c.err
+}
+
+// View implements engine.Store with a bbolt read transaction, which never
+// waits for the writer.
+func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{b: btx}) })
+}
+
+// Check reports broken invariants: the engine's (counters, receipts,
+// reservations, capacity) and bbolt's own page-level consistency.
+func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
+	var findings []engine.Finding
+	err := s.db.View(func(btx *bolt.Tx) error {
+		for err := range btx.Check() {
+			findings = append(findings, engine.Finding{Kind: "bolt_structure", Detail: err.Error()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", s.path, err)
+	}
+	more, err := engine.Check(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("check %s: %w", s.path, err)
+	}
+	return append(findings, more...), nil
+}
+
+// Close waits for Updates in flight, stops the committer and closes the file.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	if s.group {
+		close(s.calls)
+		<-s.loopDone
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close database %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// commitLoop is the group committer: it takes every call waiting at the
+// moment, runs them in one transaction and answers them after the commit.
+// While a commit is being synced, new calls queue up for the next one, so the
+// batch size follows the load without any added delay.
+func (s *Store) commitLoop() {
+	defer close(s.loopDone)
+	batch := make([]call, 0, s.maxBatch)
+	for c := range s.calls {
+		batch = append(batch[:0], c)
+	fill:
+		for len(batch) < s.maxBatch {
+			select {
+			case c, ok := <-s.calls:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, c)
+			default:
+				break fill
+			}
+		}
+		s.commit(batch)
+		if s.onCommit != nil {
+			s.onCommit(len(batch))
+		}
+	}
+}
+
+// commit runs batch in one transaction. A call whose function fails is
+// answered with its error (its writes were rolled back with the transaction)
+// and the others run again without it.
+func (s *Store) commit(batch []call) {
+	for len(batch) > 0 {
+		failed := -1
+		var failErr error
+		err := s.db.Update(func(btx *bolt.Tx) error {
+			t := &tx{b: btx}
+			for i, c := range batch {
+				if err := safeCall(c.fn, t); err != nil {
+					failed, failErr = i, err
+					return err
+				}
+			}
+			return nil
+		})
+		if failed >= 0 {
+			batch[failed].err <- failErr
+			batch = append(batch[:failed:failed], batch[failed+1:]...)
+			continue
+		}
+		for _, c := range batch {
+			c.err <- err
+		}
+		return
+	}
+}
+
+// safeCall runs fn and turns a panic into an error, so one bad call cannot
+// take down the committer and every caller waiting on it.
+func safeCall(fn func(engine.Tx) error, t *tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in transaction: %v", p)
+		}
+	}()
+	return fn(t)
+}

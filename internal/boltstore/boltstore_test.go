@@ -1,0 +1,128 @@
+package boltstore_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/engine/enginetest"
+)
+
+// mustOpen opens a store on a fresh file in a temporary directory and closes
+// it when the test ends.
+func mustOpen(tb testing.TB, opts boltstore.Options) *boltstore.Store {
+	tb.Helper()
+	s, err := boltstore.Open(filepath.Join(tb.TempDir(), "reserved.db"), opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return s
+}
+
+func TestConformanceGroupCommit(t *testing.T) {
+	enginetest.Run(t, func(tb testing.TB) engine.Store { return mustOpen(tb, boltstore.Options{}) })
+}
+
+func TestConformanceNoGroupCommit(t *testing.T) {
+	enginetest.Run(t, func(tb testing.TB) engine.Store { return mustOpen(tb, boltstore.Options{NoGroupCommit: true}) })
+}
+
+func TestInUseByAnotherProcess(t *testing.T) {
+	// bbolt's flock is per open file description, so a second Open in the
+	// same process contends exactly like a second daemon would.
+	path := filepath.Join(t.TempDir(), "reserved.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = boltstore.Open(path, boltstore.Options{LockTimeout: 50e6})
+	if err == nil || err.Error() != "database "+path+" is in use by another reserved" {
+		t.Fatalf("second open: %v", err)
+	}
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reserved.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), []byte{0, 0, 0, 0, 0, 0, 0, 99})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = boltstore.Open(path, boltstore.Options{})
+	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this reserved understands (1)") {
+		t.Fatalf("open of newer schema: %v", err)
+	}
+}
+
+func TestNotAReservedDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("meta")); return err })
+	db.Close()
+	if _, err := boltstore.Open(path, boltstore.Options{}); err == nil || !strings.Contains(err.Error(), "no readable schema version") {
+		t.Fatalf("open of foreign database: %v", err)
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reserved.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	eng := engine.New(s)
+	if _, _, err := eng.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 3, MaxQuantity: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	key := engine.OperationKey("f47ac10b-58cc-4372-a567-0e02b2c3d479")
+	first, err := eng.Reserve(ctx, "alice", key, engine.Request{Workshop: "go-basics", Quantity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Reserve(ctx, "alice", key, engine.Request{Workshop: "go-basics", Quantity: 2}); err == nil {
+		t.Fatal("Reserve on a closed store succeeded")
+	}
+	s = mustOpenPath(t, path)
+	again, err := engine.New(s).Reserve(ctx, "alice", key, engine.Request{Workshop: "go-basics", Quantity: 2})
+	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
+		t.Fatalf("replay after reopen = %+v %v, want %s", again, err, first.Body)
+	}
+}
+
+func mustOpenPath(tb testing.TB, path string) *boltstore.Store {
+	tb.Helper()
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}

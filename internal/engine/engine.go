@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The HTTP status codes of the two authoritative answers. The engine stores
+// them in receipts; it does not depend on net/http to name them.
+const (
+	StatusCodeReserved    = 201
+	StatusCodeUnavailable = 409
+)
+
+// Engine makes every decision of reserve against a Store. It is safe for
+// concurrent use.
+type Engine struct {
+	store  Store
+	now    func() time.Time
+	newID  func(time.Time) string
+	faults Faults
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock injects the clock (tests fix it).
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// WithIDs injects the reservation id source (tests fix it). It must return
+// ids for which IsReservationID holds.
+func WithIDs(newID func(time.Time) string) Option { return func(e *Engine) { e.newID = newID } }
+
+// New returns an Engine deciding against store.
+func New(store Store, opts ...Option) *Engine {
+	e := &Engine{store: store, now: time.Now, newID: NewReservationID}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Store returns the store the engine decides against.
+func (e *Engine) Store() Store { return e.store }
+
+// Faults returns the engine's fault switches.
+func (e *Engine) Faults() *Faults { return &e.faults }
+
+// Reserve is the idempotent reservation operation: for (actor, key) it either
+// replays the stored answer (same payload), refuses with CodeOperationConflict
+// (different payload), or decides the intent once — unknown workshop and
+// quantity above the workshop's max_quantity are refused without storing
+// anything; otherwise the reservation (if capacity suffices), the workshop's
+// counter and the receipt are written in one transaction, and the answer is
+// 201 reserved or 409 unavailable. A repeat of a key whose receipt exists is
+// answered from a read transaction without taking the writer.
+func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, req Request) (Outcome, error) {
+	if err := checkOperation(actor, key, req); err != nil {
+		return Outcome{}, err
+	}
+	fp := Fingerprint(req)
+
+	var out Outcome
+	var decided error
+	found := false
+	err := e.store.View(ctx, func(tx Tx) error {
+		rec, ok, err := tx.Receipt(actor, key)
+		if err != nil || !ok {
+			return err
+		}
+		found = true
+		out, decided = replay(rec, req)
+		return nil
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("reserve: look up receipt: %w", err)
+	}
+	if found {
+		return out, decided
+	}
+
+	now := e.now().UTC()
+	id := e.newID(now)
+	faultDecided, failReceipt := false, false
+	err = e.store.Update(ctx, func(tx Tx) error {
+		var err error
+		out, decided, err = e.decide(tx, actor, key, req, fp, now, id, func() bool {
+			if !faultDecided { // The store may run this function again.
+				failReceipt, faultDecided = e.faults.takeReceiptWrite(), true
+			}
+			return failReceipt
+		})
+		return err
+	})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("reserve: %w", err)
+	}
+	return out, decided
+}
+
+// KeyedRequest is one intent of a ReserveBatch.
+type KeyedRequest struct {
+	Key     OperationKey
+	Request Request
+}
+
+// ReserveBatch decides many intents of one actor in a single transaction,
+// each with exactly the rules of Reserve, and commits them all or none. It is
+// meant for bulk loading (database generators, tests); refusals that store
+// nothing are returned per item in errs.
+func (e *Engine) ReserveBatch(ctx context.Context, actor string, items []KeyedRequest) (outs []Outcome, errs []error, err error) {
+	for _, it := range items {
+		if err := checkOperation(actor, it.Key, it.Request); err != nil {
+			return nil, nil, err
+		}
+	}
+	now := e.now().UTC()
+	ids := make([]string, len(items))
+	for i := range ids {
+		ids[i] = e.newID(now)
+	}
+	err = e.store.Update(ctx, func(tx Tx) error {
+		outs, errs = make([]Outcome, len(items)), make([]error, len(items))
+		for i, it := range items {
+			var err error
+			outs[i], errs[i], err = e.decide(tx, actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], func() bool { return false })
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reserve batch: %w", err)
+	}
+	return outs, errs, nil
+}
+
+func checkOperation(actor string, key OperationKey, req Request) error {
+	if err := ValidateActor(actor); err != nil {
+		return Errorf(CodeUnauthenticated, "%v", err)
+	}
+	if !isCanonicalUUIDv4(string(key)) {
+		return Errorf(CodeInvalidIdempotencyKey, "operation key %q is not a lowercase canonical UUIDv4", truncate(string(key), 80))
+	}
+	return req.Validate()
+}
+
+// decide is the one reservation decision, run inside a write transaction. It
+// returns the outcome, or a refusal that stores nothing (decision), or an
+// error that must roll the transaction back (err). It has no effects outside
+// tx except consulting failReceipt, which is stable across reruns.
+func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, now time.Time, id string, failReceipt func() bool) (out Outcome, decision, err error) {
+	rec, ok, err := tx.Receipt(actor, key)
+	if err != nil {
+		return Outcome{}, nil, fmt.Errorf("look up receipt: %w", err)
+	}
+	if ok {
+		out, decision = replay(rec, req)
+		return out, decision, nil
+	}
+	w, ok, err := tx.Workshop(req.Workshop)
+	if err != nil {
+		return Outcome{}, nil, fmt.Errorf("look up workshop %s: %w", req.Workshop, err)
+	}
+	if !ok {
+		return Outcome{}, Errorf(CodeUnknownWorkshop, "workshop %q does not exist", req.Workshop), nil
+	}
+	if req.Quantity > w.MaxQuantity {
+		return Outcome{}, Errorf(CodeRequestContract, "member \"quantity\" is %d, above the maximum of %d for workshop %q", req.Quantity, w.MaxQuantity, w.ID), nil
+	}
+
+	rec = Receipt{
+		Actor: actor, OperationKey: key,
+		FingerprintVersion: FingerprintVersion, Fingerprint: fp,
+		Request: req, CreatedAt: now,
+	}
+	answer := Answer{Status: StatusUnavailable, Workshop: req.Workshop, Quantity: req.Quantity}
+	rec.HTTPStatus = StatusCodeUnavailable
+	if w.Capacity-w.Reserved >= req.Quantity {
+		if _, taken, err := tx.Reservation(id); err != nil || taken {
+			return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", id, err)
+		}
+		w.Reserved += req.Quantity
+		if err := tx.PutWorkshop(w); err != nil {
+			return Outcome{}, nil, fmt.Errorf("update workshop %s: %w", w.ID, err)
+		}
+		res := Reservation{ID: id, Actor: actor, OperationKey: key, Workshop: req.Workshop, Quantity: req.Quantity, CreatedAt: now}
+		if err := tx.PutReservation(res); err != nil {
+			return Outcome{}, nil, fmt.Errorf("insert reservation: %w", err)
+		}
+		answer.Status, answer.ReservationID = StatusReserved, id
+		rec.HTTPStatus, rec.ReservationID = StatusCodeReserved, id
+	}
+	rec.Body, err = json.Marshal(answer)
+	if err != nil {
+		return Outcome{}, nil, fmt.Errorf("encode answer: %w", err)
+	}
+	if failReceipt() {
+		return Outcome{}, nil, fmt.Errorf("store receipt: %w", ErrInjectedReceiptWrite)
+	}
+	if err := tx.PutReceipt(rec); err != nil {
+		return Outcome{}, nil, fmt.Errorf("store receipt: %w", err)
+	}
+	return Outcome{HTTPStatus: rec.HTTPStatus, Body: rec.Body, ReservationID: rec.ReservationID}, nil, nil
+}
+
+// replay answers a request from its existing receipt: the stored status and
+// bytes when the payload matches, CodeOperationConflict when it does not.
+func replay(rec Receipt, req Request) (Outcome, error) {
+	same, err := sameFingerprint(rec, req)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !same {
+		return Outcome{}, Errorf(CodeOperationConflict,
+			"operation key %s was already used for a different reservation (workshop %q, quantity %d); a different reservation needs a new operation key",
+			rec.OperationKey, rec.Request.Workshop, rec.Request.Quantity)
+	}
+	return Outcome{HTTPStatus: rec.HTTPStatus, Body: rec.Body, Replayed: true, ReservationID: rec.ReservationID}, nil
+}
+
+// sameFingerprint compares req with a receipt under the receipt's own
+// fingerprint version.
+func sameFingerprint(rec Receipt, req Request) (bool, error) {
+	switch rec.FingerprintVersion {
+	case 1:
+		return rec.Fingerprint == Fingerprint(req), nil
+	}
+	return false, fmt.Errorf("receipt %s of %s has unknown fingerprint version %d", rec.OperationKey, rec.Actor, rec.FingerprintVersion)
+}

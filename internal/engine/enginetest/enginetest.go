@@ -1,0 +1,560 @@
+// Package enginetest is the conformance suite of engine.Store: it runs the
+// whole reservation contract of package engine against a store, so every
+// store (bbolt, and any later one) proves the same behaviour with the same
+// tests. A store's own tests call Run.
+package enginetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// NewStore opens a fresh, empty store for one test and arranges for it to be
+// closed when the test ends.
+type NewStore func(t testing.TB) engine.Store
+
+// Now is the fixed clock of the suite.
+var Now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// Run runs every conformance test against stores made by newStore.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, h *harness)
+	}{
+		{"FirstEffect", testFirstEffect},
+		{"ReplayIsByteIdentical", testReplay},
+		{"SameKeyOtherPayloadConflicts", testConflict},
+		{"MemberOrderIsIrrelevant", testMemberOrder},
+		{"KeysAreScopedToActors", testActorsIndependent},
+		{"UnavailableIsStoredAndReplayed", testUnavailable},
+		{"RaisedCapacityDoesNotReviveOldIntent", testCapacityRaised},
+		{"FailedReceiptWriteRollsBackEverything", testFailReceiptWrite},
+		{"RefusalsStoreNothing", testRefusalsStoreNothing},
+		{"InvalidArgumentsStoreNothing", testInvalidArguments},
+		{"OperationLookupIsPerActor", testOperationLookup},
+		{"ReservationVisibility", testReservationVisibility},
+		{"WorkshopAdmin", testWorkshopAdmin},
+		{"ReserveBatch", testReserveBatch},
+		{"ConcurrentSameKey", testConcurrentSameKey},
+		{"ConcurrentLastPlaces", testConcurrentLastPlaces},
+		{"ConcurrentDistinctKeys", testConcurrentDistinctKeys},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, newStore(t))
+			tt.fn(t, h)
+			h.mustCheckClean()
+		})
+	}
+}
+
+// harness is an engine over a fresh store with a fixed clock and
+// deterministic, unique reservation ids.
+type harness struct {
+	t     testing.TB
+	ctx   context.Context
+	store engine.Store
+	eng   *engine.Engine
+}
+
+func newHarness(t testing.TB, store engine.Store) *harness {
+	var n atomic.Uint64
+	eng := engine.New(store,
+		engine.WithClock(func() time.Time { return Now }),
+		engine.WithIDs(func(time.Time) string { return fmt.Sprintf("%032x", n.Add(1)) }),
+	)
+	return &harness{t: t, ctx: context.Background(), store: store, eng: eng}
+}
+
+var reservedBody = regexp.MustCompile(`^\{"status":"reserved","reservation_id":"[0-9a-f]{32}","workshop":"[a-z][a-z0-9-]+","quantity":[0-9]+\}$`)
+
+func newKey() engine.OperationKey { return engine.OperationKey(uuid.NewString()) }
+
+func (h *harness) workshop(id string, capacity, maxQuantity int) engine.Workshop {
+	h.t.Helper()
+	w, created, err := h.eng.PutWorkshop(h.ctx, id, engine.WorkshopSpec{Capacity: capacity, MaxQuantity: maxQuantity, Title: "Workshop " + id}, nil)
+	if err != nil || !created {
+		h.t.Fatalf("PutWorkshop(%s): created=%v err=%v", id, created, err)
+	}
+	return w
+}
+
+func (h *harness) reserve(actor string, key engine.OperationKey, workshop string, quantity int) (engine.Outcome, error) {
+	return h.eng.Reserve(h.ctx, actor, key, engine.Request{Workshop: workshop, Quantity: quantity})
+}
+
+func (h *harness) mustReserve(actor string, key engine.OperationKey, workshop string, quantity int) engine.Outcome {
+	h.t.Helper()
+	out, err := h.reserve(actor, key, workshop, quantity)
+	if err != nil {
+		h.t.Fatalf("Reserve(%s, %s, %s×%d): %v", actor, key, workshop, quantity, err)
+	}
+	return out
+}
+
+// counts returns the number of reservations and receipts in the store.
+func (h *harness) counts() (reservations, receipts int) {
+	h.t.Helper()
+	err := h.store.View(h.ctx, func(tx engine.Tx) error {
+		if err := tx.ForEachReservation(func(engine.Reservation) error { reservations++; return nil }); err != nil {
+			return err
+		}
+		return tx.ForEachReceipt(func(engine.Receipt) error { receipts++; return nil })
+	})
+	if err != nil {
+		h.t.Fatalf("count: %v", err)
+	}
+	return reservations, receipts
+}
+
+func (h *harness) wantCounts(reservations, receipts int) {
+	h.t.Helper()
+	gotRes, gotRec := h.counts()
+	if gotRes != reservations || gotRec != receipts {
+		h.t.Fatalf("store holds %d reservations and %d receipts, want %d and %d", gotRes, gotRec, reservations, receipts)
+	}
+}
+
+func (h *harness) wantReserved(id string, reserved int) {
+	h.t.Helper()
+	w, err := h.eng.Workshop(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if w.Reserved != reserved || w.Available != w.Capacity-reserved {
+		h.t.Fatalf("workshop %s: reserved=%d available=%d capacity=%d, want reserved=%d", id, w.Reserved, w.Available, w.Capacity, reserved)
+	}
+}
+
+func (h *harness) mustCheckClean() {
+	h.t.Helper()
+	findings, err := engine.Check(h.ctx, h.store)
+	if err != nil {
+		h.t.Fatalf("Check: %v", err)
+	}
+	for _, f := range findings {
+		h.t.Errorf("Check finding: %s", f)
+	}
+}
+
+func wantCode(t testing.TB, err error, code string) {
+	t.Helper()
+	if got := engine.ErrorCode(err); got != code {
+		t.Fatalf("error = %v (code %q), want code %q", err, got, code)
+	}
+}
+
+func testFirstEffect(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	out := h.mustReserve("alice", key, "go-basics", 2)
+	if out.HTTPStatus != 201 || out.Replayed {
+		t.Fatalf("first answer: status %d replayed %v, want 201 not replayed", out.HTTPStatus, out.Replayed)
+	}
+	if !reservedBody.Match(out.Body) {
+		t.Fatalf("body %s does not have the reserved shape", out.Body)
+	}
+	want := fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"go-basics","quantity":2}`, out.ReservationID)
+	if string(out.Body) != want {
+		t.Fatalf("body = %s, want %s", out.Body, want)
+	}
+	res, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.ReservationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Actor != "alice" || res.OperationKey != key || res.Workshop != "go-basics" || res.Quantity != 2 || !res.CreatedAt.Equal(Now) {
+		t.Fatalf("stored reservation = %+v", res)
+	}
+	rec, err := h.eng.Operation(h.ctx, "alice", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.HTTPStatus != 201 || !bytes.Equal(rec.Body, out.Body) || rec.FingerprintVersion != engine.FingerprintVersion || rec.ReservationID != out.ReservationID {
+		t.Fatalf("stored receipt = %+v", rec)
+	}
+	h.wantReserved("go-basics", 2)
+	h.wantCounts(1, 1)
+}
+
+func testReplay(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	first := h.mustReserve("alice", key, "go-basics", 1)
+	for i := 0; i < 3; i++ {
+		again := h.mustReserve("alice", key, "go-basics", 1)
+		if !again.Replayed || again.HTTPStatus != first.HTTPStatus || !bytes.Equal(again.Body, first.Body) || again.ReservationID != first.ReservationID {
+			t.Fatalf("repeat %d = %+v (body %s), want a replay of %s", i, again, again.Body, first.Body)
+		}
+	}
+	h.wantReserved("go-basics", 1)
+	h.wantCounts(1, 1)
+}
+
+func testConflict(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	first := h.mustReserve("alice", key, "go-basics", 1)
+	_, err := h.reserve("alice", key, "go-basics", 2)
+	wantCode(t, err, engine.CodeOperationConflict)
+	h.workshop("rust-basics", 3, 2)
+	_, err = h.reserve("alice", key, "rust-basics", 1)
+	wantCode(t, err, engine.CodeOperationConflict)
+	rec, err := h.eng.Operation(h.ctx, "alice", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rec.Body, first.Body) || rec.Request.Quantity != 1 {
+		t.Fatalf("receipt changed by a conflicting request: %+v", rec)
+	}
+	again := h.mustReserve("alice", key, "go-basics", 1)
+	if !again.Replayed || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("original no longer replays: %+v", again)
+	}
+	h.wantReserved("go-basics", 1)
+	h.wantReserved("rust-basics", 0)
+	h.wantCounts(1, 1)
+}
+
+func testMemberOrder(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	a, err := engine.DecodeRequest([]byte(`{"workshop":"go-basics","quantity":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := engine.DecodeRequest([]byte(" {\n \"quantity\" : 1 ,\"workshop\":\"go-basics\" }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newKey()
+	first, err := h.eng.Reserve(h.ctx, "alice", key, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := h.eng.Reserve(h.ctx, "alice", key, b)
+	if err != nil {
+		t.Fatalf("reordered members were treated as a different payload: %v", err)
+	}
+	if !again.Replayed || !bytes.Equal(first.Body, again.Body) {
+		t.Fatalf("reordered members did not replay: %+v", again)
+	}
+	h.wantCounts(1, 1)
+}
+
+func testActorsIndependent(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	a := h.mustReserve("alice", key, "go-basics", 1)
+	b := h.mustReserve("bob", key, "go-basics", 1)
+	if a.Replayed || b.Replayed || a.ReservationID == b.ReservationID || a.HTTPStatus != 201 || b.HTTPStatus != 201 {
+		t.Fatalf("same key under two actors: alice %+v, bob %+v; want two independent reservations", a, b)
+	}
+	// A different payload under bob's use of the key is bob's conflict only.
+	_, err := h.reserve("bob", key, "go-basics", 2)
+	wantCode(t, err, engine.CodeOperationConflict)
+	h.wantReserved("go-basics", 2)
+	h.wantCounts(2, 2)
+}
+
+func testUnavailable(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	h.mustReserve("alice", newKey(), "go-basics", 2)
+	key := newKey()
+	out := h.mustReserve("bob", key, "go-basics", 2)
+	want := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
+	if out.HTTPStatus != 409 || string(out.Body) != want || out.Replayed || out.ReservationID != "" {
+		t.Fatalf("answer = %+v body %s, want 409 %s", out, out.Body, want)
+	}
+	again := h.mustReserve("bob", key, "go-basics", 2)
+	if !again.Replayed || again.HTTPStatus != 409 || string(again.Body) != want {
+		t.Fatalf("repeat = %+v body %s, want replayed 409", again, again.Body)
+	}
+	// The last place is still there for a new intent of one place.
+	if out := h.mustReserve("bob", newKey(), "go-basics", 1); out.HTTPStatus != 201 {
+		t.Fatalf("last place: %+v", out)
+	}
+	h.wantReserved("go-basics", 3)
+	h.wantCounts(2, 3)
+}
+
+func testCapacityRaised(t *testing.T, h *harness) {
+	h.workshop("go-basics", 1, 1)
+	h.mustReserve("alice", newKey(), "go-basics", 1)
+	old := newKey()
+	if out := h.mustReserve("bob", old, "go-basics", 1); out.HTTPStatus != 409 {
+		t.Fatalf("full workshop answered %d", out.HTTPStatus)
+	}
+	if _, _, err := h.eng.PutWorkshop(h.ctx, "go-basics", engine.WorkshopSpec{Capacity: 5}, nil); err != nil {
+		t.Fatal(err)
+	}
+	again := h.mustReserve("bob", old, "go-basics", 1)
+	if again.HTTPStatus != 409 || !again.Replayed {
+		t.Fatalf("old intent after capacity raise = %+v; an unavailable intent must stay unavailable", again)
+	}
+	fresh := h.mustReserve("bob", newKey(), "go-basics", 1)
+	if fresh.HTTPStatus != 201 || fresh.Replayed {
+		t.Fatalf("new intent after capacity raise = %+v, want 201", fresh)
+	}
+	h.wantReserved("go-basics", 2)
+	h.wantCounts(2, 3)
+}
+
+func testFailReceiptWrite(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	h.eng.Faults().FailReceiptWrites(1)
+	key := newKey()
+	_, err := h.reserve("alice", key, "go-basics", 1)
+	wantCode(t, err, engine.CodeInternal)
+	h.wantReserved("go-basics", 0)
+	h.wantCounts(0, 0)
+	if _, err := h.eng.Operation(h.ctx, "alice", key); engine.ErrorCode(err) != engine.CodeUnknownOperation {
+		t.Fatalf("receipt after failed write: %v", err)
+	}
+	out := h.mustReserve("alice", key, "go-basics", 1)
+	if out.HTTPStatus != 201 || out.Replayed {
+		t.Fatalf("retry after failed receipt write = %+v, want a first 201", out)
+	}
+	h.wantReserved("go-basics", 1)
+	h.wantCounts(1, 1)
+}
+
+func testRefusalsStoreNothing(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	_, err := h.reserve("alice", key, "no-such-workshop", 1)
+	wantCode(t, err, engine.CodeUnknownWorkshop)
+	_, err = h.reserve("alice", key, "go-basics", 3)
+	wantCode(t, err, engine.CodeRequestContract)
+	h.wantCounts(0, 0)
+	h.wantReserved("go-basics", 0)
+	// Refusals bind nothing: the key is still free for a valid payload.
+	if out := h.mustReserve("alice", key, "go-basics", 2); out.HTTPStatus != 201 || out.Replayed {
+		t.Fatalf("key after refusals = %+v", out)
+	}
+	h.wantCounts(1, 1)
+}
+
+func testInvalidArguments(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	cases := []struct {
+		actor string
+		key   engine.OperationKey
+		req   engine.Request
+		code  string
+	}{
+		{"alice", "", engine.Request{Workshop: "go-basics", Quantity: 1}, engine.CodeInvalidIdempotencyKey},
+		{"alice", "F47AC10B-58CC-4372-A567-0E02B2C3D479", engine.Request{Workshop: "go-basics", Quantity: 1}, engine.CodeInvalidIdempotencyKey},
+		{"alice", newKey(), engine.Request{Workshop: "Go", Quantity: 1}, engine.CodeRequestContract},
+		{"alice", newKey(), engine.Request{Workshop: "go-basics", Quantity: 0}, engine.CodeRequestContract},
+		{"alice", newKey(), engine.Request{Workshop: "go-basics", Quantity: -1}, engine.CodeRequestContract},
+		{"Alice", newKey(), engine.Request{Workshop: "go-basics", Quantity: 1}, engine.CodeUnauthenticated},
+		{"", newKey(), engine.Request{Workshop: "go-basics", Quantity: 1}, engine.CodeUnauthenticated},
+	}
+	for _, c := range cases {
+		_, err := h.eng.Reserve(h.ctx, c.actor, c.key, c.req)
+		wantCode(t, err, c.code)
+	}
+	h.wantCounts(0, 0)
+}
+
+func testOperationLookup(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	out := h.mustReserve("alice", key, "go-basics", 1)
+	rec, err := h.eng.Operation(h.ctx, "alice", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := rec.View()
+	if v.Operation != key || v.HTTPStatus != 201 || string(v.Response) != string(out.Body) || !v.CreatedAt.Equal(Now) {
+		t.Fatalf("operation view = %+v", v)
+	}
+	_, err = h.eng.Operation(h.ctx, "bob", key)
+	wantCode(t, err, engine.CodeUnknownOperation)
+	_, err = h.eng.Operation(h.ctx, "alice", newKey())
+	wantCode(t, err, engine.CodeUnknownOperation)
+}
+
+func testReservationVisibility(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	out := h.mustReserve("alice", newKey(), "go-basics", 1)
+	if _, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.ReservationID); err != nil {
+		t.Fatalf("owner: %v", err)
+	}
+	if _, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "root", Admin: true}, out.ReservationID); err != nil {
+		t.Fatalf("admin: %v", err)
+	}
+	_, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "bob"}, out.ReservationID)
+	wantCode(t, err, engine.CodeUnknownReservation)
+	_, err = h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, fmt.Sprintf("%032x", 999999))
+	wantCode(t, err, engine.CodeUnknownReservation)
+	_, err = h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, "../etc")
+	wantCode(t, err, engine.CodeUnknownReservation)
+}
+
+func testWorkshopAdmin(t *testing.T, h *harness) {
+	w, created, err := h.eng.PutWorkshop(h.ctx, "go-basics", engine.WorkshopSpec{Capacity: 3}, nil)
+	if err != nil || !created {
+		t.Fatalf("create: %v created=%v", err, created)
+	}
+	if w.Version != 1 || w.Title != "go-basics" || w.MaxQuantity != 3 || w.Available != 3 {
+		t.Fatalf("created workshop = %+v", w)
+	}
+	h.mustReserve("alice", newKey(), "go-basics", 2)
+	_, _, err = h.eng.PutWorkshop(h.ctx, "go-basics", engine.WorkshopSpec{Capacity: 1}, nil)
+	wantCode(t, err, engine.CodeCapacityBelowReserved)
+	stale := uint64(7)
+	_, _, err = h.eng.PutWorkshop(h.ctx, "go-basics", engine.WorkshopSpec{Capacity: 10}, &stale)
+	wantCode(t, err, engine.CodeVersionMismatch)
+	_, _, err = h.eng.PutWorkshop(h.ctx, "other", engine.WorkshopSpec{Capacity: 10}, &stale)
+	wantCode(t, err, engine.CodeVersionMismatch)
+	cur := uint64(1)
+	w, created, err = h.eng.PutWorkshop(h.ctx, "go-basics", engine.WorkshopSpec{Capacity: 10, MaxQuantity: 4, Title: "Go, the basics"}, &cur)
+	if err != nil || created {
+		t.Fatalf("update: %v created=%v", err, created)
+	}
+	if w.Version != 2 || w.Capacity != 10 || w.Reserved != 2 || w.Available != 8 || w.MaxQuantity != 4 || w.Title != "Go, the basics" {
+		t.Fatalf("updated workshop = %+v", w)
+	}
+	w, _, err = h.eng.PutWorkshop(h.ctx, "go-basics", engine.WorkshopSpec{Capacity: 2}, nil)
+	if err != nil || w.Available != 0 || w.MaxQuantity != 4 || w.Title != "Go, the basics" || w.Version != 3 {
+		t.Fatalf("capacity down to reserved: %+v %v", w, err)
+	}
+	for _, bad := range []struct {
+		id   string
+		spec engine.WorkshopSpec
+	}{
+		{"Go", engine.WorkshopSpec{Capacity: 1}},
+		{"go", engine.WorkshopSpec{Capacity: -1}},
+		{"go", engine.WorkshopSpec{Capacity: 1, MaxQuantity: -1}},
+		{"go", engine.WorkshopSpec{Capacity: 1, Title: "bad\ntitle"}},
+	} {
+		_, _, err := h.eng.PutWorkshop(h.ctx, bad.id, bad.spec, nil)
+		wantCode(t, err, engine.CodeRequestContract)
+	}
+	ws, err := h.eng.Workshops(h.ctx)
+	if err != nil || len(ws) != 1 || ws[0].ID != "go-basics" {
+		t.Fatalf("Workshops = %+v, %v", ws, err)
+	}
+	_, err = h.eng.Workshop(h.ctx, "nope")
+	wantCode(t, err, engine.CodeUnknownWorkshop)
+}
+
+func testReserveBatch(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	dup := newKey()
+	items := []engine.KeyedRequest{
+		{Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
+		{Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
+		{Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
+		{Key: newKey(), Request: engine.Request{Workshop: "nope", Quantity: 1}},
+		{Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 1}},
+	}
+	outs, errs, err := h.eng.ReserveBatch(h.ctx, "alice", items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs[0].HTTPStatus != 201 || !outs[1].Replayed || outs[1].ReservationID != outs[0].ReservationID ||
+		outs[2].HTTPStatus != 409 || engine.ErrorCode(errs[3]) != engine.CodeUnknownWorkshop || outs[4].HTTPStatus != 201 {
+		t.Fatalf("batch outcomes = %+v, errs = %v", outs, errs)
+	}
+	h.wantReserved("go-basics", 3)
+	h.wantCounts(2, 3)
+}
+
+// concurrently runs fn(i) for i in [0, n) on n goroutines released together.
+func concurrently(n int, fn func(i int)) {
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+}
+
+func testConcurrentSameKey(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	outs := make([]engine.Outcome, 64)
+	errs := make([]error, 64)
+	concurrently(64, func(i int) { outs[i], errs[i] = h.reserve("alice", key, "go-basics", 1) })
+	firsts := 0
+	for i := range outs {
+		if errs[i] != nil {
+			t.Fatalf("goroutine %d: %v", i, errs[i])
+		}
+		if !bytes.Equal(outs[i].Body, outs[0].Body) || outs[i].HTTPStatus != 201 {
+			t.Fatalf("goroutine %d got %d %s, goroutine 0 got %d %s", i, outs[i].HTTPStatus, outs[i].Body, outs[0].HTTPStatus, outs[0].Body)
+		}
+		if !outs[i].Replayed {
+			firsts++
+		}
+	}
+	if firsts != 1 {
+		t.Fatalf("%d answers were first (not replayed) answers, want exactly 1", firsts)
+	}
+	h.wantReserved("go-basics", 1)
+	h.wantCounts(1, 1)
+}
+
+func testConcurrentLastPlaces(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	outs := make([]engine.Outcome, 2)
+	errs := make([]error, 2)
+	concurrently(2, func(i int) { outs[i], errs[i] = h.reserve(fmt.Sprintf("user%d", i), newKey(), "go-basics", 2) })
+	statuses := map[int]int{}
+	for i := range outs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		statuses[outs[i].HTTPStatus]++
+	}
+	if statuses[201] != 1 || statuses[409] != 1 {
+		t.Fatalf("statuses = %v, want one 201 and one 409", statuses)
+	}
+	h.wantReserved("go-basics", 2)
+	h.wantCounts(1, 2)
+}
+
+func testConcurrentDistinctKeys(t *testing.T, h *harness) {
+	h.workshop("go-basics", 100, 1)
+	outs := make([]engine.Outcome, 500)
+	errs := make([]error, 500)
+	concurrently(500, func(i int) { outs[i], errs[i] = h.reserve(fmt.Sprintf("user%d", i%7), newKey(), "go-basics", 1) })
+	statuses := map[int]int{}
+	ids := map[string]bool{}
+	for i := range outs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		statuses[outs[i].HTTPStatus]++
+		if outs[i].HTTPStatus == 201 {
+			ids[outs[i].ReservationID] = true
+		}
+	}
+	if statuses[201] != 100 || statuses[409] != 400 || len(ids) != 100 {
+		t.Fatalf("statuses = %v with %d distinct ids, want 100×201 and 400×409", statuses, len(ids))
+	}
+	h.wantReserved("go-basics", 100)
+	h.wantCounts(100, 500)
+}

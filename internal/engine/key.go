@@ -1,0 +1,67 @@
+package engine
+
+// OperationKey is the client's random UUIDv4 for one business intent, in its
+// lowercase canonical form. The zero value is not a valid key.
+type OperationKey string
+
+// ParseOperationKey parses the value of an Idempotency-Key header. It accepts
+// a lowercase canonical UUIDv4 either bare or as a structured-field string
+// (the IETF draft's form, `"…"`); both forms give the same key. An empty value
+// is CodeMissingIdempotencyKey; anything else that is not such a UUID is
+// CodeInvalidIdempotencyKey. Uppercase hex is refused rather than folded, so
+// that one intent has exactly one spelling.
+func ParseOperationKey(raw string) (OperationKey, error) {
+	if raw == "" {
+		return "", Errorf(CodeMissingIdempotencyKey, "the Idempotency-Key header is required: send a random UUIDv4 that you keep for every retry of this reservation")
+	}
+	s := raw
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	if !isCanonicalUUIDv4(s) {
+		return "", Errorf(CodeInvalidIdempotencyKey, "Idempotency-Key %q is not a lowercase canonical UUIDv4 (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx)", truncate(raw, 80))
+	}
+	return OperationKey(s), nil
+}
+
+// isCanonicalUUIDv4 reports whether s matches
+// ^[a-f0-9]{8}-[a-f0-9]{4}-4[a-f0-9]{3}-[89ab][a-f0-9]{3}-[a-f0-9]{12}$.
+func isCanonicalUUIDv4(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		case 14:
+			if c != '4' {
+				return false
+			}
+		case 19:
+			if c != '8' && c != '9' && c != 'a' && c != 'b' {
+				return false
+			}
+		default:
+			if !isLowerHex(c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isLowerHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f')
+}
+
+// truncate shortens s to at most n bytes for use in messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,39 @@
+package engine
+
+import "context"
+
+// Store is a transactional home for workshops, reservations and receipts.
+// Adapters (boltstore, and any later one) implement it with primitive reads
+// and writes only; every decision is the Engine's.
+type Store interface {
+	// Update runs fn in one serializable read-write transaction and commits
+	// durably if fn returns nil, or rolls back everything fn wrote if it
+	// returns an error, which Update then returns. A store may run fn more
+	// than once (to batch commits or to retry a serialization failure), so fn
+	// must have no effects outside tx. Once fn has been handed to the store,
+	// Update waits for the commit even if ctx is cancelled, so a caller never
+	// mistakes a committed write for a failed one.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+	// View runs fn in a read-only transaction that sees one consistent
+	// snapshot. Writes inside fn fail.
+	View(ctx context.Context, fn func(tx Tx) error) error
+	// Close releases the store.
+	Close() error
+}
+
+// Tx is the narrow set of primitives a store provides inside a transaction.
+// Lookups report absence with ok == false and a nil error.
+type Tx interface {
+	Workshop(id string) (w Workshop, ok bool, err error)
+	PutWorkshop(w Workshop) error
+	Reservation(id string) (r Reservation, ok bool, err error)
+	PutReservation(r Reservation) error
+	Receipt(actor string, key OperationKey) (r Receipt, ok bool, err error)
+	PutReceipt(r Receipt) error
+
+	// ForEachWorkshop, ForEachReservation and ForEachReceipt visit every
+	// record in key order until fn returns an error, which they return.
+	ForEachWorkshop(fn func(Workshop) error) error
+	ForEachReservation(fn func(Reservation) error) error
+	ForEachReceipt(fn func(Receipt) error) error
+}

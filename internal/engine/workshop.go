@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// PutWorkshop creates or updates workshop id to spec and reports whether it
+// was created. When ifMatch is non-nil the workshop must exist at exactly that
+// version (CodeVersionMismatch otherwise). Capacity can never go below the
+// seats already reserved (CodeCapacityBelowReserved). Stored receipts are
+// never touched: an intent answered "unavailable" stays so.
+func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, ifMatch *uint64) (Workshop, bool, error) {
+	if err := ValidateWorkshopID(id); err != nil {
+		return Workshop{}, false, Errorf(CodeRequestContract, "workshop id %s", err)
+	}
+	if spec.Capacity < 0 || spec.Capacity > maxQuantity {
+		return Workshop{}, false, Errorf(CodeRequestContract, "member \"capacity\" must be an integer from 0 to %d", maxQuantity)
+	}
+	if spec.MaxQuantity < 0 || spec.MaxQuantity > maxQuantity {
+		return Workshop{}, false, Errorf(CodeRequestContract, "member \"max_quantity\" must be an integer from 1 to %d", maxQuantity)
+	}
+	if err := validateTitle(spec.Title); err != nil {
+		return Workshop{}, false, Errorf(CodeRequestContract, "member \"title\" %s", err)
+	}
+	var w Workshop
+	var created bool
+	var decision error
+	err := e.store.Update(ctx, func(tx Tx) error {
+		cur, ok, err := tx.Workshop(id)
+		if err != nil {
+			return fmt.Errorf("look up workshop %s: %w", id, err)
+		}
+		decision, created = nil, !ok
+		switch {
+		case ifMatch != nil && !ok:
+			decision = Errorf(CodeVersionMismatch, "workshop %q does not exist, so it cannot be at version %d", id, *ifMatch)
+			return nil
+		case ifMatch != nil && cur.Version != *ifMatch:
+			decision = Errorf(CodeVersionMismatch, "workshop %q is at version %d, not %d; read it again and retry", id, cur.Version, *ifMatch)
+			return nil
+		case ok && spec.Capacity < cur.Reserved:
+			decision = Errorf(CodeCapacityBelowReserved, "workshop %q has %d places reserved; capacity %d would be below that", id, cur.Reserved, spec.Capacity)
+			return nil
+		}
+		w = cur
+		if !ok {
+			w = Workshop{ID: id, Title: id, MaxQuantity: max(spec.Capacity, 1)}
+		}
+		w.Capacity = spec.Capacity
+		if spec.MaxQuantity != 0 {
+			w.MaxQuantity = spec.MaxQuantity
+		}
+		if spec.Title != "" {
+			w.Title = spec.Title
+		}
+		w.Version++
+		w.Available = w.Capacity - w.Reserved
+		return tx.PutWorkshop(w)
+	})
+	if err != nil {
+		return Workshop{}, false, fmt.Errorf("put workshop %s: %w", id, err)
+	}
+	if decision != nil {
+		return Workshop{}, false, decision
+	}
+	return w, created, nil
+}
+
+// Workshop returns one workshop, or CodeUnknownWorkshop.
+func (e *Engine) Workshop(ctx context.Context, id string) (Workshop, error) {
+	var w Workshop
+	var ok bool
+	err := e.store.View(ctx, func(tx Tx) error {
+		var err error
+		w, ok, err = tx.Workshop(id)
+		return err
+	})
+	if err != nil {
+		return Workshop{}, fmt.Errorf("get workshop %s: %w", id, err)
+	}
+	if !ok {
+		return Workshop{}, Errorf(CodeUnknownWorkshop, "workshop %q does not exist", truncate(id, 50))
+	}
+	w.Available = w.Capacity - w.Reserved
+	return w, nil
+}
+
+// Workshops returns every workshop in id order.
+func (e *Engine) Workshops(ctx context.Context) ([]Workshop, error) {
+	ws := []Workshop{}
+	err := e.store.View(ctx, func(tx Tx) error {
+		return tx.ForEachWorkshop(func(w Workshop) error {
+			w.Available = w.Capacity - w.Reserved
+			ws = append(ws, w)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list workshops: %w", err)
+	}
+	return ws, nil
+}
+
+// Operation returns the receipt of actor's own operation key, or
+// CodeUnknownOperation (also when only another actor used that key).
+func (e *Engine) Operation(ctx context.Context, actor string, key OperationKey) (Receipt, error) {
+	var rec Receipt
+	var ok bool
+	err := e.store.View(ctx, func(tx Tx) error {
+		var err error
+		rec, ok, err = tx.Receipt(actor, key)
+		return err
+	})
+	if err != nil {
+		return Receipt{}, fmt.Errorf("get operation %s: %w", key, err)
+	}
+	if !ok {
+		return Receipt{}, Errorf(CodeUnknownOperation, "no operation %s is recorded for %s", key, actor)
+	}
+	return rec, nil
+}
+
+// Reservation returns reservation id if who owns it or is an admin, and
+// CodeUnknownReservation otherwise, so that ids of others are not revealed.
+func (e *Engine) Reservation(ctx context.Context, who Principal, id string) (Reservation, error) {
+	notFound := Errorf(CodeUnknownReservation, "no reservation %s is visible to %s", truncate(id, 40), who.Actor)
+	if !IsReservationID(id) {
+		return Reservation{}, notFound
+	}
+	var r Reservation
+	var ok bool
+	err := e.store.View(ctx, func(tx Tx) error {
+		var err error
+		r, ok, err = tx.Reservation(id)
+		return err
+	})
+	if err != nil {
+		return Reservation{}, fmt.Errorf("get reservation %s: %w", id, err)
+	}
+	if !ok || (r.Actor != who.Actor && !who.Admin) {
+		return Reservation{}, notFound
+	}
+	return r, nil
+}
