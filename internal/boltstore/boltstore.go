@@ -28,8 +28,9 @@ var (
 	bucketWorkshops    = []byte("workshops")
 	bucketReservations = []byte("reservations")
 	bucketReceipts     = []byte("receipts")
+	bucketTokens       = []byte("tokens")
 
-	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts}
+	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens}
 
 	keySchema = []byte("schema")
 )

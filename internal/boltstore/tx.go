@@ -157,3 +157,13 @@ func (r receiptRecord) engine() engine.Receipt {
 		HTTPStatus: r.HTTPStatus, Body: r.Body, ReservationID: r.ReservationID, CreatedAt: r.CreatedAt,
 	}
 }
+
+func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
+	var r engine.TokenRecord
+	ok, err := t.get(bucketTokens, []byte(hash), &r)
+	return r, ok, err
+}
+
+func (t *tx) PutToken(r engine.TokenRecord) error {
+	return t.put(bucketTokens, []byte(r.Hash), r)
+}

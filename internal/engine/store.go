@@ -30,6 +30,8 @@ type Tx interface {
 	PutReservation(r Reservation) error
 	Receipt(actor string, key OperationKey) (r Receipt, ok bool, err error)
 	PutReceipt(r Receipt) error
+	Token(hash string) (t TokenRecord, ok bool, err error)
+	PutToken(t TokenRecord) error
 
 	// ForEachWorkshop, ForEachReservation and ForEachReceipt visit every
 	// record in key order until fn returns an error, which they return.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,6 +47,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReservationVisibility", testReservationVisibility},
 		{"WorkshopAdmin", testWorkshopAdmin},
 		{"ReserveBatch", testReserveBatch},
+		{"Tokens", testTokens},
 		{"ConcurrentSameKey", testConcurrentSameKey},
 		{"ConcurrentLastPlaces", testConcurrentLastPlaces},
 		{"ConcurrentDistinctKeys", testConcurrentDistinctKeys},
@@ -557,4 +559,44 @@ func testConcurrentDistinctKeys(t *testing.T, h *harness) {
 	}
 	h.wantReserved("go-basics", 100)
 	h.wantCounts(100, 500)
+}
+
+func testTokens(t *testing.T, h *harness) {
+	tok, err := h.eng.CreateToken(h.ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := h.eng.CreateToken(h.ctx, "ops", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tok, engine.TokenPrefix) || len(tok) < len(engine.TokenPrefix)+43 || tok == admin {
+		t.Fatalf("tokens %q and %q: want distinct prefixed tokens of at least 256 bits", tok, admin)
+	}
+	if p, err := h.eng.Authenticate(h.ctx, tok); err != nil || p != (engine.Principal{Actor: "alice"}) {
+		t.Fatalf("Authenticate(alice's token) = %+v, %v", p, err)
+	}
+	if p, err := h.eng.Authenticate(h.ctx, admin); err != nil || p != (engine.Principal{Actor: "ops", Admin: true}) {
+		t.Fatalf("Authenticate(admin token) = %+v, %v", p, err)
+	}
+	for _, bad := range []string{"", "rsv_", tok + "x", tok[:len(tok)-1], strings.TrimPrefix(tok, engine.TokenPrefix), engine.HashToken(tok)} {
+		_, err := h.eng.Authenticate(h.ctx, bad)
+		wantCode(t, err, engine.CodeUnauthenticated)
+	}
+	// Only the hash is stored.
+	err = h.store.View(h.ctx, func(tx engine.Tx) error {
+		if _, ok, err := tx.Token(tok); ok || err != nil {
+			t.Errorf("the token itself is a key in the store (ok=%v err=%v)", ok, err)
+		}
+		rec, ok, err := tx.Token(engine.HashToken(tok))
+		if !ok || err != nil || rec.Actor != "alice" || strings.Contains(fmt.Sprint(rec), tok) {
+			t.Errorf("stored token record = %+v ok=%v err=%v", rec, ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.eng.CreateToken(h.ctx, "Not An Actor", false)
+	wantCode(t, err, engine.CodeRequestContract)
 }
