@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"WorkshopAdmin", testWorkshopAdmin},
 		{"ReserveBatch", testReserveBatch},
 		{"Tokens", testTokens},
+		{"CheckFindsBrokenInvariants", testCheckFindings},
 		{"ConcurrentSameKey", testConcurrentSameKey},
 		{"ConcurrentLastPlaces", testConcurrentLastPlaces},
 		{"ConcurrentDistinctKeys", testConcurrentDistinctKeys},
@@ -56,8 +57,11 @@ func Run(t *testing.T, newStore NewStore) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, newStore(t))
+			h.fresh = func() *harness { return newHarness(t, newStore(t)) }
 			tt.fn(t, h)
-			h.mustCheckClean()
+			if !t.Failed() && tt.name != "CheckFindsBrokenInvariants" {
+				h.mustCheckClean()
+			}
 		})
 	}
 }
@@ -69,6 +73,7 @@ type harness struct {
 	ctx   context.Context
 	store engine.Store
 	eng   *engine.Engine
+	fresh func() *harness // A harness on another new, empty store.
 }
 
 func newHarness(t testing.TB, store engine.Store) *harness {
@@ -599,4 +604,126 @@ func testTokens(t *testing.T, h *harness) {
 	}
 	_, err = h.eng.CreateToken(h.ctx, "Not An Actor", false)
 	wantCode(t, err, engine.CodeRequestContract)
+}
+
+// testCheckFindings breaks each invariant through raw Tx writes and expects
+// Check to report exactly that kind of finding.
+func testCheckFindings(t *testing.T, h *harness) {
+	h.workshop("go-basics", 3, 2)
+	key := newKey()
+	out := h.mustReserve("alice", key, "go-basics", 2)
+	h.mustCheckClean()
+	res, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.ReservationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := h.eng.Operation(h.ctx, "alice", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := h.eng.Workshop(h.ctx, "go-basics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		break_ func(tx engine.Tx) error
+		want   []string
+	}{
+		{"counter above sum", func(tx engine.Tx) error {
+			w2 := w
+			w2.Reserved++
+			return tx.PutWorkshop(w2)
+		}, []string{engine.FindingCounter}},
+		{"over capacity", func(tx engine.Tx) error {
+			w2 := w
+			w2.Capacity = 1
+			return tx.PutWorkshop(w2)
+		}, []string{engine.FindingOverCapacity}},
+		{"reservation without receipt", func(tx engine.Tx) error {
+			extra := res
+			extra.ID, extra.OperationKey, extra.Quantity = fmt.Sprintf("%032x", 1<<40), newKey(), 1
+			w2 := w
+			w2.Reserved = 3
+			if err := tx.PutWorkshop(w2); err != nil {
+				return err
+			}
+			return tx.PutReservation(extra)
+		}, []string{engine.FindingOrphanReserve}},
+		{"second reservation for one key", func(tx engine.Tx) error {
+			extra := res
+			extra.ID, extra.Quantity = fmt.Sprintf("%032x", 1<<41), 1
+			w2 := w
+			w2.Reserved = 3
+			if err := tx.PutWorkshop(w2); err != nil {
+				return err
+			}
+			return tx.PutReservation(extra)
+		}, []string{engine.FindingOrphanReserve}},
+		{"201 receipt without its reservation", func(tx engine.Tx) error {
+			r2 := rec
+			r2.OperationKey = newKey()
+			r2.ReservationID = fmt.Sprintf("%032x", 1<<42)
+			r2.Body = []byte(fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"go-basics","quantity":2}`, r2.ReservationID))
+			return tx.PutReceipt(r2)
+		}, []string{engine.FindingOrphanReceipt}},
+		{"receipt names another key's reservation", func(tx engine.Tx) error {
+			r2 := rec
+			r2.OperationKey = newKey()
+			return tx.PutReceipt(r2)
+		}, []string{engine.FindingOrphanReceipt}},
+		{"reservation of unknown workshop", func(tx engine.Tx) error {
+			extra := res
+			extra.ID, extra.OperationKey, extra.Workshop = fmt.Sprintf("%032x", 1<<43), newKey(), "gone"
+			r2 := rec
+			r2.OperationKey, r2.ReservationID, r2.Request.Workshop = extra.OperationKey, extra.ID, "gone"
+			r2.Fingerprint = engine.Fingerprint(r2.Request)
+			r2.Body = []byte(fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"gone","quantity":2}`, extra.ID))
+			if err := tx.PutReceipt(r2); err != nil {
+				return err
+			}
+			return tx.PutReservation(extra)
+		}, []string{engine.FindingUnknownWorkshop}},
+		{"stored body differs from request", func(tx engine.Tx) error {
+			r2 := rec
+			r2.Body = []byte(`{"status":"reserved"}`)
+			return tx.PutReceipt(r2)
+		}, []string{engine.FindingMalformedReceipt}},
+		{"fingerprint differs from request", func(tx engine.Tx) error {
+			r2 := rec
+			r2.Fingerprint = engine.Fingerprint(engine.Request{Workshop: "go-basics", Quantity: 1})
+			return tx.PutReceipt(r2)
+		}, []string{engine.FindingMalformedReceipt}},
+	}
+	for _, c := range cases {
+		// Each case breaks a fresh copy of the same clean state.
+		fresh := h.fresh()
+		fresh.workshop("go-basics", 3, 2)
+		err := fresh.store.Update(fresh.ctx, func(tx engine.Tx) error {
+			if err := tx.PutReservation(res); err != nil {
+				return err
+			}
+			if err := tx.PutReceipt(rec); err != nil {
+				return err
+			}
+			if err := tx.PutWorkshop(w); err != nil {
+				return err
+			}
+			return c.break_(tx)
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		findings, err := engine.Check(fresh.ctx, fresh.store)
+		if err != nil {
+			t.Fatalf("%s: Check: %v", c.name, err)
+		}
+		var kinds []string
+		for _, f := range findings {
+			kinds = append(kinds, f.Kind)
+		}
+		if fmt.Sprint(kinds) != fmt.Sprint(c.want) {
+			t.Errorf("%s: finding kinds %v, want %v (findings: %v)", c.name, kinds, c.want, findings)
+		}
+	}
 }
