@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	cleanupHot1M()
+	os.Exit(code)
 }
 
 // crashChild reserves in a loop on 8 goroutines (with some repeated keys and

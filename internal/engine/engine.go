@@ -100,19 +100,20 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 	return out, decided
 }
 
-// KeyedRequest is one intent of a ReserveBatch.
-type KeyedRequest struct {
+// Intent is one reservation intent of a ReserveBatch.
+type Intent struct {
+	Actor   string
 	Key     OperationKey
 	Request Request
 }
 
-// ReserveBatch decides many intents of one actor in a single transaction,
-// each with exactly the rules of Reserve, and commits them all or none. It is
-// meant for bulk loading (database generators, tests); refusals that store
-// nothing are returned per item in errs.
-func (e *Engine) ReserveBatch(ctx context.Context, actor string, items []KeyedRequest) (outs []Outcome, errs []error, err error) {
+// ReserveBatch decides many intents in a single transaction, each with
+// exactly the rules of Reserve, and commits them all or none. It is meant for
+// bulk loading (database generators, tests); refusals that store nothing are
+// returned per item in errs.
+func (e *Engine) ReserveBatch(ctx context.Context, items []Intent) (outs []Outcome, errs []error, err error) {
 	for _, it := range items {
-		if err := checkOperation(actor, it.Key, it.Request); err != nil {
+		if err := checkOperation(it.Actor, it.Key, it.Request); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -125,7 +126,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, actor string, items []KeyedRe
 		outs, errs = make([]Outcome, len(items)), make([]error, len(items))
 		for i, it := range items {
 			var err error
-			outs[i], errs[i], err = e.decide(tx, actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], func() bool { return false })
+			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], func() bool { return false })
 			if err != nil {
 				return err
 			}

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentSameKey", testConcurrentSameKey},
 		{"ConcurrentLastPlaces", testConcurrentLastPlaces},
 		{"ConcurrentDistinctKeys", testConcurrentDistinctKeys},
+		{"FaultsAmidConcurrentLoad", testFaultsAmidConcurrentLoad},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,14 +462,14 @@ func testWorkshopAdmin(t *testing.T, h *harness) {
 func testReserveBatch(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	dup := newKey()
-	items := []engine.KeyedRequest{
-		{Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
-		{Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
-		{Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
-		{Key: newKey(), Request: engine.Request{Workshop: "nope", Quantity: 1}},
-		{Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 1}},
+	items := []engine.Intent{
+		{Actor: "alice", Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
+		{Actor: "alice", Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
+		{Actor: "bob", Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
+		{Actor: "bob", Key: newKey(), Request: engine.Request{Workshop: "nope", Quantity: 1}},
+		{Actor: "alice", Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 1}},
 	}
-	outs, errs, err := h.eng.ReserveBatch(h.ctx, "alice", items)
+	outs, errs, err := h.eng.ReserveBatch(h.ctx, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,6 +478,10 @@ func testReserveBatch(t *testing.T, h *harness) {
 		t.Fatalf("batch outcomes = %+v, errs = %v", outs, errs)
 	}
 	h.wantReserved("go-basics", 3)
+	h.wantCounts(2, 3)
+	if _, _, err := h.eng.ReserveBatch(h.ctx, []engine.Intent{{Actor: "alice", Key: "nope", Request: items[0].Request}}); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
+		t.Fatalf("batch with a bad key: %v", err)
+	}
 	h.wantCounts(2, 3)
 }
 
@@ -726,4 +731,45 @@ func testCheckFindings(t *testing.T, h *harness) {
 			t.Errorf("%s: finding kinds %v, want %v (findings: %v)", c.name, kinds, c.want, findings)
 		}
 	}
+}
+
+// testFaultsAmidConcurrentLoad arms receipt-write failures while 64 intents
+// commit concurrently: a store that batches commits must roll back only the
+// failing intents and still commit every other one exactly once.
+func testFaultsAmidConcurrentLoad(t *testing.T, h *harness) {
+	h.workshop("go-basics", 1000, 1)
+	h.eng.Faults().FailReceiptWrites(5)
+	ks := make([]engine.OperationKey, 64)
+	for i := range ks {
+		ks[i] = newKey()
+	}
+	outs := make([]engine.Outcome, 64)
+	errs := make([]error, 64)
+	concurrently(64, func(i int) { outs[i], errs[i] = h.reserve("alice", ks[i], "go-basics", 1) })
+	failed := 0
+	for i := range outs {
+		switch {
+		case errs[i] != nil:
+			wantCode(t, errs[i], engine.CodeInternal)
+			failed++
+		case outs[i].HTTPStatus != 201 || outs[i].Replayed:
+			t.Fatalf("intent %d: %+v", i, outs[i])
+		}
+	}
+	if failed != 5 {
+		t.Fatalf("%d intents failed, want exactly the 5 armed faults", failed)
+	}
+	h.wantReserved("go-basics", 59)
+	h.wantCounts(59, 59)
+	// The failed intents left no trace, so their retries are first answers.
+	for i := range outs {
+		if errs[i] == nil {
+			continue
+		}
+		if out := h.mustReserve("alice", ks[i], "go-basics", 1); out.HTTPStatus != 201 || out.Replayed {
+			t.Fatalf("retry of failed intent %d: %+v", i, out)
+		}
+	}
+	h.wantReserved("go-basics", 64)
+	h.wantCounts(64, 64)
 }
