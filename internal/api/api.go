@@ -1,0 +1,130 @@
+// Package api holds the wire contract of reserve's HTTP API v1 that the
+// server writes and the client reads: header names, media types, paths and
+// the JSON bodies that are not already engine types. Keeping them here means
+// they exist once, not once per side.
+//
+// It may import package engine; it must not import net/http, the server, the
+// client or any command tree.
+package api
+
+import (
+	"fmt"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// Header names and media types of the API.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderReplayed       = "Idempotent-Replayed"
+	MediaJSON            = "application/json"
+	MediaProblem         = "application/problem+json"
+)
+
+// MaxBodyBytes bounds every request body the API reads (4 KiB).
+const MaxBodyBytes = 4096
+
+// Paths of the API. Routes with an id are built by the functions below.
+const (
+	PathHealth       = "/healthz"
+	PathMetrics      = "/metrics"
+	PathWhoAmI       = "/api/v1/whoami"
+	PathWorkshops    = "/api/v1/workshops"
+	PathReservations = "/api/v1/reservations"
+	PathOperations   = "/api/v1/operations"
+	PathTokens       = "/api/v1/tokens"
+	PathFaults       = "/api/v1/debug/faults"
+)
+
+// WorkshopPath returns the path of workshop id.
+func WorkshopPath(id string) string { return PathWorkshops + "/" + id }
+
+// ReservationPath returns the path of reservation id.
+func ReservationPath(id string) string { return PathReservations + "/" + id }
+
+// OperationPath returns the path of the receipt of operation key.
+func OperationPath(key engine.OperationKey) string { return PathOperations + "/" + string(key) }
+
+// Problem is an RFC 9457 problem detail with reserve's stable code member.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// WorkshopList is the body of GET /api/v1/workshops.
+type WorkshopList struct {
+	Workshops []engine.Workshop `json:"workshops"`
+}
+
+// TokenRequest is the body of POST /api/v1/tokens.
+type TokenRequest struct {
+	Actor string `json:"actor"`
+	Admin bool   `json:"admin"`
+}
+
+// DecodeTokenRequest decodes a TokenRequest with the engine's strict rules:
+// "actor" is required, "admin" is optional and false by default.
+func DecodeTokenRequest(body []byte) (TokenRequest, error) {
+	var r TokenRequest
+	err := engine.DecodeStrict(body, []engine.Member{
+		engine.StringMember("actor", true, engine.ValidateActor, &r.Actor),
+		engine.BoolMember("admin", false, &r.Admin),
+	})
+	return r, err
+}
+
+// TokenResponse is the answer to POST /api/v1/tokens: the token, shown once.
+type TokenResponse struct {
+	Token string `json:"token"`
+	Actor string `json:"actor"`
+	Admin bool   `json:"admin"`
+}
+
+// The faults that POST /api/v1/debug/faults arms.
+const (
+	FaultFailReceiptWrite = "fail_receipt_write"
+	FaultGarbleResponse   = "garble_response"
+	FaultDelayResponse    = "delay_response"
+)
+
+// MaxFaultDelayMS bounds delay_ms of a delay_response fault (ten minutes).
+const MaxFaultDelayMS = 600_000
+
+// Fault is the body of POST /api/v1/debug/faults and its answer.
+type Fault struct {
+	Fault   string `json:"fault"`
+	Count   int    `json:"count,omitempty"`
+	DelayMS int    `json:"delay_ms,omitempty"`
+}
+
+// DecodeFault decodes a Fault strictly. Count defaults to 1; delay_ms is
+// required for delay_response and refused for the other faults.
+func DecodeFault(body []byte) (Fault, error) {
+	var f Fault
+	err := engine.DecodeStrict(body, []engine.Member{
+		engine.StringMember("fault", true, validateFault, &f.Fault),
+		engine.IntMember("count", false, 1, 1000, &f.Count),
+		engine.IntMember("delay_ms", false, 1, MaxFaultDelayMS, &f.DelayMS),
+	})
+	if err != nil {
+		return Fault{}, err
+	}
+	if f.Count == 0 {
+		f.Count = 1
+	}
+	if (f.Fault == FaultDelayResponse) != (f.DelayMS != 0) {
+		return Fault{}, engine.Errorf(engine.CodeRequestContract, "member \"delay_ms\" is required for %s and only for it", FaultDelayResponse)
+	}
+	return f, nil
+}
+
+func validateFault(name string) error {
+	switch name {
+	case FaultFailReceiptWrite, FaultGarbleResponse, FaultDelayResponse:
+		return nil
+	}
+	return fmt.Errorf("must be one of %s, %s, %s", FaultFailReceiptWrite, FaultGarbleResponse, FaultDelayResponse)
+}

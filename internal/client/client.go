@@ -1,0 +1,286 @@
+// Package client is the typed client of reserve's HTTP API v1, used by the
+// tests and by reservectl. The zero Client talks to the local daemon over
+// its default Unix socket; a BaseURL and Token select TCP instead. Problem
+// answers come back as *engine.Error with the server's code, and a daemon
+// that cannot be reached gives "cannot connect to reserved at …: is it
+// running?".
+//
+// It must not import the server, bbolt or any command tree.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/paths"
+)
+
+// maxAnswerBytes bounds how much of an answer the client reads.
+const maxAnswerBytes = 1 << 20
+
+// Client calls a reserved daemon. Set its fields before the first call and
+// do not copy it afterwards; it is safe for concurrent use.
+type Client struct {
+	// Socket is the daemon's Unix socket; empty means the default
+	// ($RESERVED_SOCKET, else the daemon's default path). It is used when
+	// BaseURL is empty.
+	Socket string
+	// BaseURL selects TCP, e.g. "http://127.0.0.1:8080".
+	BaseURL string
+	// Token is the bearer token sent over TCP.
+	Token string
+	// HTTPClient, if set, sends the requests (its transport must reach the
+	// daemon); nil means a client built for Socket or BaseURL.
+	HTTPClient *http.Client
+
+	once  sync.Once
+	hc    *http.Client
+	base  string
+	where string
+}
+
+func (c *Client) init() {
+	c.once.Do(func() {
+		c.hc = c.HTTPClient
+		if c.BaseURL != "" {
+			c.base = strings.TrimSuffix(c.BaseURL, "/")
+			c.where = c.base
+			if c.hc == nil {
+				c.hc = &http.Client{}
+			}
+			return
+		}
+		socket := c.Socket
+		if socket == "" {
+			socket = paths.Socket()
+		}
+		c.base, c.where = "http://reserved.sock", socket
+		if c.hc == nil {
+			var d net.Dialer
+			c.hc = &http.Client{Transport: &http.Transport{
+				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					return d.DialContext(ctx, "unix", socket)
+				},
+			}}
+		}
+	})
+}
+
+// Where names the daemon the client talks to: the socket path or the base
+// URL.
+func (c *Client) Where() string {
+	c.init()
+	return c.where
+}
+
+// ConnectError means the daemon could not be reached at all.
+type ConnectError struct {
+	Where string
+	Err   error
+}
+
+func (e *ConnectError) Error() string {
+	return fmt.Sprintf("cannot connect to reserved at %s: is it running?", e.Where)
+}
+
+func (e *ConnectError) Unwrap() error { return e.Err }
+
+// UnexpectedResponseError is an answer that is neither the documented
+// success nor a problem detail with a code: a garbled body, a proxy's error
+// page. For a reservation its outcome is unknown.
+type UnexpectedResponseError struct {
+	Status      int
+	ContentType string
+	Body        []byte
+}
+
+func (e *UnexpectedResponseError) Error() string {
+	return fmt.Sprintf("unexpected answer from reserved: %d %s with %d bytes of %q", e.Status, http.StatusText(e.Status), len(e.Body), e.ContentType)
+}
+
+// Do sends one request to the daemon and returns the answer with its whole
+// body (up to 1 MiB). The bearer token is added on TCP. Failures to reach the
+// daemon are *ConnectError.
+func (c *Client) Do(ctx context.Context, method, path string, header http.Header, body []byte) (*http.Response, []byte, error) {
+	c.init()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	if body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", api.MediaJSON)
+	}
+	if c.BaseURL != "" && c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return nil, nil, &ConnectError{Where: c.where, Err: err}
+		}
+		return nil, nil, fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return resp, data, fmt.Errorf("%s %s at %s: read answer: %w", method, path, c.where, err)
+	}
+	return resp, data, nil
+}
+
+// answerError turns a non-success answer into *engine.Error (a problem with
+// a code) or *UnexpectedResponseError.
+func answerError(resp *http.Response, body []byte) error {
+	ct := resp.Header.Get("Content-Type")
+	if mt, _, _ := mime.ParseMediaType(ct); mt == api.MediaProblem {
+		var p api.Problem
+		if json.Unmarshal(body, &p) == nil && p.Code != "" {
+			return &engine.Error{Code: p.Code, Message: p.Detail}
+		}
+	}
+	return &UnexpectedResponseError{Status: resp.StatusCode, ContentType: ct, Body: body}
+}
+
+// call sends in (if non-nil) as JSON and decodes a JSON answer of one of the
+// wanted statuses into out, returning the status.
+func (c *Client) call(ctx context.Context, method, path string, header http.Header, in, out any, want ...int) (int, error) {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return 0, fmt.Errorf("%s %s: encode: %w", method, path, err)
+		}
+	}
+	resp, data, err := c.Do(ctx, method, path, header, body)
+	if err != nil {
+		return 0, err
+	}
+	for _, w := range want {
+		if resp.StatusCode != w {
+			continue
+		}
+		if out != nil {
+			if err := json.Unmarshal(data, out); err != nil {
+				return resp.StatusCode, &UnexpectedResponseError{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: data}
+			}
+		}
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, answerError(resp, data)
+}
+
+// Health checks GET /healthz.
+func (c *Client) Health(ctx context.Context) error {
+	resp, data, err := c.Do(ctx, http.MethodGet, api.PathHealth, nil, nil)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return answerError(resp, data)
+	}
+	return nil
+}
+
+// WhoAmI returns the caller as the daemon sees it.
+func (c *Client) WhoAmI(ctx context.Context) (engine.Principal, error) {
+	var p engine.Principal
+	_, err := c.call(ctx, http.MethodGet, api.PathWhoAmI, nil, nil, &p, http.StatusOK)
+	return p, err
+}
+
+// Workshops lists every workshop.
+func (c *Client) Workshops(ctx context.Context) ([]engine.Workshop, error) {
+	var l api.WorkshopList
+	_, err := c.call(ctx, http.MethodGet, api.PathWorkshops, nil, nil, &l, http.StatusOK)
+	return l.Workshops, err
+}
+
+// Workshop returns one workshop.
+func (c *Client) Workshop(ctx context.Context, id string) (engine.Workshop, error) {
+	var w engine.Workshop
+	_, err := c.call(ctx, http.MethodGet, api.WorkshopPath(id), nil, nil, &w, http.StatusOK)
+	return w, err
+}
+
+// PutWorkshop creates or updates a workshop (admin only) and reports whether
+// it was created. A non-nil ifMatch requires that version.
+func (c *Client) PutWorkshop(ctx context.Context, id string, spec engine.WorkshopSpec, ifMatch *uint64) (engine.Workshop, bool, error) {
+	var h http.Header
+	if ifMatch != nil {
+		h = http.Header{"If-Match": {`"` + strconv.FormatUint(*ifMatch, 10) + `"`}}
+	}
+	var w engine.Workshop
+	status, err := c.call(ctx, http.MethodPut, api.WorkshopPath(id), h, spec, &w, http.StatusCreated, http.StatusOK)
+	return w, status == http.StatusCreated, err
+}
+
+// Reserve sends the idempotent reservation for key. An authoritative answer
+// (201 reserved, 409 unavailable) returns its status, its exact body and
+// whether it was replayed from the receipt. A problem answer is an
+// *engine.Error; any other answer is an *UnexpectedResponseError, returned
+// together with its status and body, and leaves the outcome unknown.
+func (c *Client) Reserve(ctx context.Context, key engine.OperationKey, req engine.Request) (status int, body []byte, replayed bool, err error) {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("reserve: encode: %w", err)
+	}
+	h := http.Header{api.HeaderIdempotencyKey: {string(key)}}
+	resp, data, err := c.Do(ctx, http.MethodPost, api.PathReservations, h, payload)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	authoritative := (resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusConflict) && mt == api.MediaJSON && json.Valid(data)
+	if !authoritative {
+		return resp.StatusCode, data, false, answerError(resp, data)
+	}
+	return resp.StatusCode, data, resp.Header.Get(api.HeaderReplayed) == "true", nil
+}
+
+// Operation returns the caller's receipt for key.
+func (c *Client) Operation(ctx context.Context, key engine.OperationKey) (engine.OperationView, error) {
+	var v engine.OperationView
+	_, err := c.call(ctx, http.MethodGet, api.OperationPath(key), nil, nil, &v, http.StatusOK)
+	return v, err
+}
+
+// Reservation returns one reservation of the caller (any, for an admin).
+func (c *Client) Reservation(ctx context.Context, id string) (engine.Reservation, error) {
+	var r engine.Reservation
+	_, err := c.call(ctx, http.MethodGet, api.ReservationPath(id), nil, nil, &r, http.StatusOK)
+	return r, err
+}
+
+// CreateToken creates an API token for actor (admin only) and returns it.
+func (c *Client) CreateToken(ctx context.Context, actor string, admin bool) (string, error) {
+	var t api.TokenResponse
+	_, err := c.call(ctx, http.MethodPost, api.PathTokens, nil, api.TokenRequest{Actor: actor, Admin: admin}, &t, http.StatusCreated)
+	return t.Token, err
+}
+
+// ArmFault arms an injected fault (admin only, daemon started with
+// --enable-fault-injection).
+func (c *Client) ArmFault(ctx context.Context, f api.Fault) error {
+	_, err := c.call(ctx, http.MethodPost, api.PathFaults, nil, f, nil, http.StatusOK)
+	return err
+}

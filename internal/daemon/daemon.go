@@ -1,0 +1,128 @@
+// Package daemon is the command tree of reserved, the reserve daemon:
+// `reserved serve` (also the default), `reserved check` and `reserved
+// version`. It wires the engine to the bbolt store and the HTTP server,
+// owns the listeners and the process's lifetime, and turns every failure
+// into one clear line and an exit code. cmd/reserved only calls Main.
+//
+// It must not import the client or any other program's command tree.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is the version reserved reports; the build may set it with
+// -ldflags "-X github.com/reserve/reserve/internal/daemon.Version=v1.2.3".
+// Empty means the module version from the build info.
+var Version = ""
+
+// Exit codes of reserved.
+const (
+	ExitOK       = 0
+	ExitFailure  = 1 // Also: `check` found broken invariants.
+	ExitUsage    = 2 // Also: `check` cannot open the database.
+	exitFindings = 1
+)
+
+// exitError carries an exit code other than ExitFailure up to Run.
+type exitError struct {
+	code int
+	err  error // Nil when everything was already said.
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// Main runs reserved with the process's arguments and returns its exit code.
+func Main() int {
+	return Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Run runs reserved with args and returns its exit code. Errors are printed
+// to stderr as one line starting with "reserved: ".
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitFailure
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code, err = ee.code, ee.err
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "reserved: %v\n", err)
+	}
+	return code
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	opts := &serveOptions{}
+	root := &cobra.Command{
+		Use:   "reserved",
+		Short: "reserved is the reserve daemon: idempotent reservations over HTTP",
+		Long: `reserved serves the reserve HTTP API: one intended reservation has exactly one
+effect, however often its request is repeated.
+
+Without a subcommand it runs "serve".`,
+		Example: `  reserved                                   # serve on the default socket and 127.0.0.1:8080
+  reserved serve --listen '' --socket /run/reserved.sock
+  reserved check --db ~/.local/share/reserved/reserved.db
+  reserved version`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), opts, stderr)
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: ExitUsage, err: err}
+	})
+	opts.register(root)
+	root.AddCommand(newServeCmd(stderr), newCheckCmd(stdout, stderr), newVersionCmd(stdout))
+	return root
+}
+
+func newVersionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version of reserved",
+		Example: "  reserved version",
+		Args:    cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(stdout, "reserved %s (%s)\n", version(), runtime.Version())
+			return nil
+		},
+	}
+}
+
+// version returns Version, else the main module's version from the build
+// info.
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

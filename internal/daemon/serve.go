@@ -1,0 +1,200 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/paths"
+	"github.com/reserve/reserve/internal/server"
+)
+
+// The demo workshop a new database gets unless --no-demo.
+const (
+	DemoWorkshop    = "workshop-demo"
+	demoTitle       = "Demo workshop"
+	demoCapacity    = 3
+	demoMaxQuantity = 2
+)
+
+// EnvListen overrides the default TCP address; set but empty disables TCP.
+const EnvListen = "RESERVED_LISTEN"
+
+// serveOptions are the flags of `reserved serve`, also accepted by the bare
+// `reserved`.
+type serveOptions struct {
+	db              string
+	listen          string
+	socket          string
+	socketMode      string
+	noDemo          bool
+	faultInjection  bool
+	logFormat       string
+	allowedHosts    []string
+	shutdownTimeout time.Duration
+}
+
+func (o *serveOptions) register(cmd *cobra.Command) {
+	listen := "127.0.0.1:8080"
+	if v, ok := os.LookupEnv(EnvListen); ok {
+		listen = v
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.db, "db", paths.DB(), "database file, created with its directories (env "+paths.EnvDB+")")
+	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
+	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
+	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal")
+	f.BoolVar(&o.noDemo, "no-demo", false, "do not create the demo workshop in a new database")
+	f.BoolVar(&o.faultInjection, "enable-fault-injection", false, "enable POST /api/v1/debug/faults (tests only)")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "extra Host name accepted on a loopback TCP listener (repeatable)")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take after SIGINT/SIGTERM")
+}
+
+func newServeCmd(stderr io.Writer) *cobra.Command {
+	opts := &serveOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API on a Unix socket and a TCP address (the default)",
+		Long: `serve opens the database and serves the HTTP API until SIGINT or SIGTERM.
+
+On the Unix socket the caller's uid is its identity (actor unix-<username>;
+root and the daemon's own user are admins). On TCP every request needs an
+Authorization: Bearer token, created by an admin with POST /api/v1/tokens.
+A new database gets the demo workshop "workshop-demo" unless --no-demo.`,
+		Example: `  reserved serve
+  reserved serve --db /var/lib/reserved/reserved.db --listen :8080 --log-format json
+  reserved serve --listen '' --socket /run/reserved/reserved.sock --socket-mode 0660
+  curl --unix-socket /tmp/reserved-$(id -u).sock http://local/api/v1/whoami`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), opts, stderr)
+		},
+	}
+	opts.register(cmd)
+	return cmd
+}
+
+// serve runs the daemon until ctx ends or a signal arrives.
+func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
+	logger, err := newLogger(o.logFormat, stderr)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	mode, err := strconv.ParseUint(o.socketMode, 8, 32)
+	if err != nil || mode > 0o777 {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--socket-mode %q is not an octal permission such as 0600", o.socketMode)}
+	}
+	if o.socket == "" {
+		return &exitError{code: ExitUsage, err: errors.New("--socket must not be empty")}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Probe the socket first: a second daemon fails here at once, before it
+	// waits for the database lock.
+	stale, err := probeSocket(o.socket)
+	if err != nil {
+		return err
+	}
+
+	if err := os.MkdirAll(filepath.Dir(o.db), 0o700); err != nil {
+		return fmt.Errorf("create database directory: %w", err)
+	}
+	_, statErr := os.Stat(o.db)
+	isNew := errors.Is(statErr, fs.ErrNotExist)
+	metrics := server.NewMetrics()
+	store, err := boltstore.Open(o.db, boltstore.Options{OnCommit: metrics.ObserveCommit})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	eng := engine.New(store)
+	if isNew && !o.noDemo {
+		spec := engine.WorkshopSpec{Capacity: demoCapacity, MaxQuantity: demoMaxQuantity, Title: demoTitle}
+		if _, _, err := eng.PutWorkshop(ctx, DemoWorkshop, spec, nil); err != nil {
+			return fmt.Errorf("create the demo workshop: %w", err)
+		}
+		logger.Info("created the demo workshop in the new database", "workshop", DemoWorkshop, "capacity", demoCapacity, "max_quantity", demoMaxQuantity)
+	}
+
+	sockLn, err := listenSocket(o.socket, stale, os.FileMode(mode))
+	if err != nil {
+		return err
+	}
+	defer sockLn.Close()
+	var tcpLn net.Listener
+	tcpAddr := ""
+	if o.listen != "" {
+		if tcpLn, err = net.Listen("tcp", o.listen); err != nil {
+			return fmt.Errorf("listen on %s: %w", o.listen, err)
+		}
+		defer tcpLn.Close()
+		tcpAddr = tcpLn.Addr().String()
+	}
+
+	srv := server.New(server.Config{
+		Engine:         eng,
+		Logger:         logger,
+		Metrics:        metrics,
+		DaemonUID:      os.Getuid(),
+		AllowedHosts:   o.allowedHosts,
+		FaultInjection: o.faultInjection,
+	})
+	errc := make(chan error, 2)
+	go func() { errc <- srv.ServeUnix(sockLn) }()
+	if tcpLn != nil {
+		go func() { errc <- srv.ServeTCP(tcpLn) }()
+	}
+	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "db", o.db, "socket", o.socket, "tcp", tcpAddr)
+	if o.faultInjection {
+		logger.Warn("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production")
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down", "timeout", o.shutdownTimeout)
+	case serveErr = <-errc:
+		logger.Error("listener failed, shutting down", "error", serveErr)
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("requests were still in flight at the shutdown timeout", "error", err)
+	}
+	sockLn.Close() // Removes the socket file.
+	if err := store.Close(); err != nil {
+		return err
+	}
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	logger.Info("reserved stopped")
+	return nil
+}
+
+func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}

@@ -1,0 +1,64 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// probeSocket looks at an existing file at the socket path. Nothing there is
+// fine; a socket that accepts a connection belongs to a running daemon and
+// is an error; a socket that refuses connections is stale and may be
+// replaced (stale == true); anything else is left alone and is an error.
+func probeSocket(path string) (stale bool, err error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("socket %s: %w", path, err)
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return false, fmt.Errorf("%s exists and is not a socket: remove it or choose another --socket", path)
+	}
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		conn.Close()
+		return false, fmt.Errorf("another reserved is already serving on socket %s", path)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true, nil
+	}
+	return false, fmt.Errorf("socket %s exists and could not be probed: %w", path, err)
+}
+
+// listenSocket listens on the socket path with the given permissions,
+// replacing a socket file that probeSocket found stale. Closing the listener
+// removes the file.
+func listenSocket(path string, stale bool, mode os.FileMode) (*net.UnixListener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if stale {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+		}
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("another reserved is already serving on socket %s", path)
+		}
+		return nil, fmt.Errorf("listen on socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("set permissions of socket %s: %w", path, err)
+	}
+	return ln, nil
+}

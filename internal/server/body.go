@@ -1,0 +1,58 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// readJSONBody checks that the request carries application/json and reads at
+// most api.MaxBodyBytes of it. A body announced or found to be larger is
+// refused with CodeBodyTooLarge without reading the rest, and the connection
+// is closed after the answer so the server does not drain it either.
+func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return nil, engine.Errorf(engine.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", truncate(ct, 60))
+	}
+	tooLarge := engine.Errorf(engine.CodeBodyTooLarge, "the body must be at most %d bytes", api.MaxBodyBytes)
+	if r.ContentLength > api.MaxBodyBytes {
+		w.Header().Set("Connection", "close")
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return nil, tooLarge
+	case err != nil:
+		return nil, engine.Errorf(engine.CodeRequestContract, "the body could not be read completely")
+	}
+	return body, nil
+}
+
+// isJSON reports whether a Content-Type names application/json, with no
+// parameter but an optional charset=utf-8.
+func isJSON(contentType string) bool {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil || mt != api.MediaJSON {
+		return false
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

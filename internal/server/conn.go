@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/user"
+	"strconv"
+	"strings"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// connInfo is what the server knows about a connection before it reads a
+// request: which listener accepted it and, on the Unix socket, who is on the
+// other end according to the kernel.
+type connInfo struct {
+	socket   bool             // Accepted by the Unix socket listener.
+	loopback bool             // Accepted by a TCP listener bound to a loopback address.
+	peer     engine.Principal // The socket peer, valid when peerErr is nil.
+	peerErr  error
+}
+
+type connKey struct{}
+
+func connOf(ctx context.Context) *connInfo {
+	c, _ := ctx.Value(connKey{}).(*connInfo)
+	if c == nil {
+		return &connInfo{}
+	}
+	return c
+}
+
+// socketConnContext derives the actor of a Unix socket connection once, from
+// SO_PEERCRED, when the connection is accepted.
+func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Context {
+	info := &connInfo{socket: true}
+	uid, err := peerUID(c)
+	if err != nil {
+		info.peerErr = fmt.Errorf("read peer credentials: %w", err)
+	} else {
+		info.peer = SocketPrincipal(uid, s.daemonUID, lookupUsername)
+	}
+	return context.WithValue(ctx, connKey{}, info)
+}
+
+// tcpConnContext marks a TCP connection, and whether its listener is on a
+// loopback address (then only loopback Host headers are accepted).
+func tcpConnContext(loopback bool) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, &connInfo{loopback: loopback})
+	}
+}
+
+// SocketPrincipal names the peer of a Unix socket connection: actor
+// "unix-<username>" when the uid has a name that makes a valid actor, else
+// "uid-<n>"; an admin when uid is 0 or the daemon's own uid.
+func SocketPrincipal(uid uint32, daemonUID int, lookup func(uid uint32) (string, error)) engine.Principal {
+	actor := "uid-" + strconv.FormatUint(uint64(uid), 10)
+	if name, err := lookup(uid); err == nil && engine.ValidateActor("unix-"+name) == nil {
+		actor = "unix-" + name
+	}
+	return engine.Principal{Actor: actor, Admin: uid == 0 || int64(uid) == int64(daemonUID)}
+}
+
+func lookupUsername(uid uint32) (string, error) {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return "", err
+	}
+	return u.Username, nil
+}
+
+// principal authenticates the caller of r: the socket peer on the Unix
+// socket, the bearer token's principal on TCP.
+func (s *Server) principal(r *http.Request) (engine.Principal, error) {
+	c := connOf(r.Context())
+	if c.socket {
+		if c.peerErr != nil {
+			infoOf(r).err = c.peerErr
+			return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "the peer credentials of this socket connection could not be read")
+		}
+		return c.peer, nil
+	}
+	authz := r.Header.Get("Authorization")
+	if authz == "" {
+		return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "this request needs an Authorization: Bearer token (create one with POST /api/v1/tokens on the Unix socket)")
+	}
+	scheme, token, ok := strings.Cut(authz, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "the Authorization header must have the form \"Bearer <token>\"")
+	}
+	return s.eng.Authenticate(r.Context(), strings.TrimSpace(token))
+}

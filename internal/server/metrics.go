@@ -1,0 +1,57 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the daemon's Prometheus metrics, in a registry of their own.
+// Create them before the store so the store's commit hook can feed them.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	commits  prometheus.Histogram
+}
+
+// NewMetrics registers the request, latency and group-commit metrics, plus
+// the Go runtime and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reserved_http_requests_total",
+			Help: "HTTP requests by route pattern and outcome (created, replayed, conflict, unavailable, rejected, error, ok).",
+		}, []string{"route", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "reserved_http_request_duration_seconds",
+			Help:    "Time from reading a request's header to the end of its answer, by route pattern.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"route"}),
+		commits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "reserved_reservations_per_commit",
+			Help:    "Store writes (mostly reservations) that shared one durable group commit.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.commits,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveCommit records the size of one group commit. It has the signature
+// of boltstore.Options.OnCommit.
+func (m *Metrics) ObserveCommit(calls int) { m.commits.Observe(float64(calls)) }
+
+func (m *Metrics) observe(route, outcome string, d time.Duration) {
+	m.requests.WithLabelValues(route, outcome).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *Metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

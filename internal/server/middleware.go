@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// requestInfo collects what the request log line and the metrics need; the
+// handlers fill it in as they learn it.
+type requestInfo struct {
+	route   string // The matched pattern, or "unmatched".
+	actor   string
+	opKey   string
+	outcome string // Set by handlers that know better than the status.
+	code    string // The error code of a problem answer.
+	err     error  // The full error of a 5xx, for the log only.
+	fault   string // An injected fault that shaped the answer.
+}
+
+type infoKey struct{}
+
+func infoOf(r *http.Request) *requestInfo {
+	if i, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+		return i
+	}
+	return &requestInfo{}
+}
+
+// outcomeOf classifies an answer for logs and metrics.
+func (i *requestInfo) outcomeOf(status int) string {
+	switch {
+	case i.outcome != "":
+		return i.outcome
+	case status >= 500:
+		return "error"
+	case i.code == engine.CodeOperationConflict:
+		return "conflict"
+	case status >= 400:
+		return "rejected"
+	}
+	return "ok"
+}
+
+// statusWriter remembers the status an answer was sent with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument logs one line per API request and feeds the metrics of every
+// request. It never logs headers, so tokens and cookies cannot leak into the
+// log. It also turns a panic into a 500 problem.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{route: "unmatched"}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				info.err = fmt.Errorf("panic: %v", p)
+				if sw.status == 0 {
+					writeProblem(sw, http.StatusInternalServerError, engine.CodeInternal, engine.ErrorMessage(info.err))
+				}
+			}
+			elapsed := time.Since(start)
+			outcome := info.outcomeOf(sw.status)
+			s.metrics.observe(info.route, outcome, elapsed)
+			if !strings.HasPrefix(r.URL.Path, "/api/") {
+				return
+			}
+			attrs := []slog.Attr{
+				slog.String("method", r.Method),
+				slog.String("route", info.route),
+				slog.String("actor", info.actor),
+				slog.String("operation", info.opKey),
+				slog.String("outcome", outcome),
+				slog.Int("status", sw.status),
+				slog.Duration("latency", elapsed),
+			}
+			level := slog.LevelInfo
+			if info.code != "" {
+				attrs = append(attrs, slog.String("code", info.code))
+			}
+			if info.fault != "" {
+				attrs = append(attrs, slog.String("fault", info.fault))
+			}
+			if info.err != nil {
+				level = slog.LevelError
+				attrs = append(attrs, slog.String("error", info.err.Error()))
+			}
+			s.log.LogAttrs(r.Context(), level, "request", attrs...)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// refuseOrigin refuses every request on the Unix socket that carries an
+// Origin header: only browsers send one, and a browser must never reach the
+// socket's kernel-authenticated identity (for example through a local proxy).
+func refuseOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Header["Origin"]; ok {
+			fail(w, r, engine.Errorf(engine.CodeForbidden, "requests with an Origin header are refused on the Unix socket; browsers use the TCP listener"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkHost protects TCP listeners on loopback addresses against DNS
+// rebinding: the Host header must name a loopback host or one of the
+// allowed names.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if connOf(r.Context()).loopback && !s.hostAllowed(r.Host) {
+			fail(w, r, engine.Errorf(engine.CodeForbidden, "Host %q is not allowed on this loopback listener (start reserved with --allowed-host to add it)", truncate(r.Host, 80)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || s.allowedHosts[host] {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

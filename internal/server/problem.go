@@ -1,0 +1,78 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// statusByCode is the one table from engine error codes to HTTP status.
+var statusByCode = map[string]int{
+	engine.CodeMissingIdempotencyKey: http.StatusBadRequest,
+	engine.CodeInvalidIdempotencyKey: http.StatusBadRequest,
+	engine.CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
+	engine.CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
+	engine.CodeRequestContract:       http.StatusUnprocessableEntity,
+	engine.CodeOperationConflict:     http.StatusConflict,
+	engine.CodeUnknownWorkshop:       http.StatusNotFound,
+	engine.CodeUnknownOperation:      http.StatusNotFound,
+	engine.CodeUnknownReservation:    http.StatusNotFound,
+	engine.CodeVersionMismatch:       http.StatusPreconditionFailed,
+	engine.CodeCapacityBelowReserved: http.StatusConflict,
+	engine.CodeUnauthenticated:       http.StatusUnauthorized,
+	engine.CodeForbidden:             http.StatusForbidden,
+	engine.CodeNotFound:              http.StatusNotFound,
+	engine.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
+	engine.CodeInternal:              http.StatusInternalServerError,
+}
+
+// StatusOf returns the HTTP status of an engine error code, and 500 for a
+// code it does not know.
+func StatusOf(code string) int {
+	if s, ok := statusByCode[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// fail answers err as a problem detail. The detail is engine.ErrorMessage,
+// so errors that are not *engine.Error never show their text to the client;
+// the request log gets the full error of every 5xx instead.
+func fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := engine.ErrorCode(err)
+	status := StatusOf(code)
+	info := infoOf(r)
+	info.code = code
+	if status >= 500 {
+		info.err = err
+	}
+	if code == engine.CodeUnauthenticated {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="reserved"`)
+	}
+	writeProblem(w, status, code, engine.ErrorMessage(err))
+}
+
+// writeProblem writes an RFC 9457 problem detail with a stable code.
+func writeProblem(w http.ResponseWriter, status int, code, detail string) {
+	body, _ := json.Marshal(api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	h := w.Header()
+	h.Set("Content-Type", api.MediaProblem)
+	h.Set("Cache-Control", "no-store")
+	h.Del("Location")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// writeJSON writes v as a JSON answer with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", api.MediaJSON)
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+	return nil
+}

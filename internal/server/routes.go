@@ -1,0 +1,114 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// access says who may use a route.
+type access int
+
+const (
+	anyone       access = iota // No credentials needed.
+	actor                      // Any authenticated caller.
+	admin                      // An authenticated admin.
+	socketOrAdmin              // Anyone on the Unix socket, admins on TCP.
+)
+
+// handlerFunc is an API handler: it gets the authenticated caller (the zero
+// Principal on routes open to anyone) and returns an error to be answered as
+// a problem detail, or nil once it has written its answer.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, who engine.Principal) error
+
+// route is one row of the route table.
+type route struct {
+	pattern string
+	access  access
+	handle  handlerFunc
+}
+
+// routes is the route table of API v1 (DESIGN §3).
+func (s *Server) routes() []route {
+	rs := []route{
+		{"GET /healthz", anyone, s.health},
+		{"GET /metrics", socketOrAdmin, s.serveMetrics},
+		{"GET /api/v1/whoami", actor, s.whoami},
+		{"GET /api/v1/workshops", actor, s.listWorkshops},
+		{"GET /api/v1/workshops/{id}", actor, s.getWorkshop},
+		{"PUT /api/v1/workshops/{id}", admin, s.putWorkshop},
+		{"POST /api/v1/reservations", actor, s.reserve},
+		{"GET /api/v1/operations/{key}", actor, s.getOperation},
+		{"GET /api/v1/reservations/{id}", actor, s.getReservation},
+		{"POST /api/v1/tokens", admin, s.createToken},
+	}
+	if s.faultInjection {
+		rs = append(rs, route{"POST /api/v1/debug/faults", admin, s.armFault})
+	}
+	return rs
+}
+
+// newMux registers the route table. Requests that match no route get the
+// mux's own answer, except under /api/, where 404 and 405 are problem
+// details like every other API error.
+func (s *Server) newMux() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern, s.guard(rt))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" || !strings.HasPrefix(r.URL.Path, "/api/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// Learn from the mux whether this is a 404 or a 405 (and which
+		// methods are allowed), then answer it as a problem.
+		probe := &headerRecorder{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			fail(w, r, engine.Errorf(engine.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, truncate(r.URL.Path, 80), probe.header.Get("Allow")))
+			return
+		}
+		fail(w, r, engine.Errorf(engine.CodeNotFound, "no API route %s", truncate(r.URL.Path, 80)))
+	})
+}
+
+// guard checks a route's access before its handler runs, records the route
+// and the actor for the request log, and answers the handler's error.
+func (s *Server) guard(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := infoOf(r)
+		info.route = rt.pattern
+		var who engine.Principal
+		if need := rt.access; need != anyone && !(need == socketOrAdmin && connOf(r.Context()).socket) {
+			var err error
+			who, err = s.principal(r)
+			if err != nil {
+				fail(w, r, err)
+				return
+			}
+			info.actor = who.Actor
+			if need != actor && !who.Admin {
+				fail(w, r, engine.Errorf(engine.CodeForbidden, "%s is not an admin", who.Actor))
+				return
+			}
+		}
+		if err := rt.handle(w, r, who); err != nil {
+			fail(w, r, err)
+		}
+	})
+}
+
+// headerRecorder captures the status and header of the mux's own 404 and
+// 405 handlers and discards their plain-text body.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(status int)      { h.status = status }

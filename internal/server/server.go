@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// Limits of every listener.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 30 * time.Second
+	WriteTimeout      = 15 * time.Minute // Above the longest delay_response fault.
+	IdleTimeout       = 2 * time.Minute
+	MaxHeaderBytes    = 16 << 10
+)
+
+// Config configures a Server.
+type Config struct {
+	// Engine makes every decision. Required.
+	Engine *engine.Engine
+	// Logger gets one line per API request. Nil discards.
+	Logger *slog.Logger
+	// Metrics are served on /metrics. Nil creates a fresh set.
+	Metrics *Metrics
+	// DaemonUID is the uid whose socket peers are admins besides root.
+	DaemonUID int
+	// AllowedHosts adds Host names accepted on loopback TCP listeners.
+	AllowedHosts []string
+	// FaultInjection enables POST /api/v1/debug/faults.
+	FaultInjection bool
+}
+
+// Server serves API v1 on a Unix socket listener and any number of TCP
+// listeners.
+type Server struct {
+	eng            *engine.Engine
+	log            *slog.Logger
+	metrics        *Metrics
+	daemonUID      int
+	allowedHosts   map[string]bool
+	faultInjection bool
+	faults         faultState
+	mux            http.Handler
+
+	mu       sync.Mutex
+	servers  []*http.Server
+	stopping chan struct{} // Closed by Shutdown: releases held answers.
+	stopped  bool
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	s := &Server{
+		eng:            cfg.Engine,
+		log:            cfg.Logger,
+		metrics:        cfg.Metrics,
+		daemonUID:      cfg.DaemonUID,
+		allowedHosts:   map[string]bool{},
+		faultInjection: cfg.FaultInjection,
+		stopping:       make(chan struct{}),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	for _, h := range cfg.AllowedHosts {
+		s.allowedHosts[strings.ToLower(strings.TrimSuffix(h, "."))] = true
+	}
+	s.mux = s.newMux()
+	return s
+}
+
+// ServeUnix serves the API on a Unix socket listener, identifying callers by
+// their peer credentials. It returns nil after Shutdown.
+func (s *Server) ServeUnix(ln net.Listener) error {
+	return s.serve(ln, s.instrument(refuseOrigin(s.mux)), s.socketConnContext)
+}
+
+// ServeTCP serves the API on a TCP listener, identifying callers by bearer
+// token. On a loopback address only loopback Host headers (and the allowed
+// hosts) are accepted. It returns nil after Shutdown.
+func (s *Server) ServeTCP(ln net.Listener) error {
+	loopback := false
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		loopback = a.IP.IsLoopback()
+	}
+	return s.serve(ln, s.instrument(s.checkHost(s.mux)), tcpConnContext(loopback))
+}
+
+func (s *Server) serve(ln net.Listener, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ConnContext:       connContext,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.servers = append(s.servers, srv)
+	s.mu.Unlock()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting connections, releases answers held by a
+// delay_response fault, and waits for requests in flight until ctx ends;
+// then it closes the remaining connections.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped = true
+		close(s.stopping)
+	}
+	servers := s.servers
+	s.mu.Unlock()
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, srv := range servers {
+		wg.Go(func() {
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
