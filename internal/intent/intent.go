@@ -1,0 +1,271 @@
+package intent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// SchemaVersion is the version of the state file's record that this package
+// writes and reads. Any change to the record (a new member, a new meaning)
+// bumps it; a file with a higher version is refused as written by a newer
+// reservectl, never guessed at.
+const SchemaVersion = 1
+
+// KindReserve is the kind of an intent to reserve places; its payload is an
+// engine.Request.
+const KindReserve = "reserve"
+
+// kinds maps every known intent kind to the validator of its payload. A new
+// kind (say "cancel") is added here together with its constructor.
+var kinds = map[string]func(payload []byte) error{
+	KindReserve: func(payload []byte) error {
+		_, err := engine.DecodeRequest(payload)
+		return err
+	},
+}
+
+// The statuses of an authoritative Outcome.
+const (
+	// StatusReserved is a 201: the reservation exists (first or replayed).
+	StatusReserved = engine.StatusReserved
+	// StatusUnavailable is a 409 "unavailable": not enough capacity.
+	StatusUnavailable = engine.StatusUnavailable
+	// StatusRejected is any other authoritative 4xx (conflict, request
+	// contract, unknown workshop, authentication).
+	StatusRejected = "rejected"
+)
+
+// Intent is the record in the state file: one business intent of the CLI,
+// its operation key, the payload bound to that key, where and as whom it is
+// sent, how often it was sent, and its outcome once authoritative. An intent
+// without an Outcome is open: its result is unknown and only a retry with the
+// same key and payload may follow.
+type Intent struct {
+	// Schema is SchemaVersion when the intent was written.
+	Schema int `json:"schema"`
+	// Kind says what the payload is, for example KindReserve.
+	Kind string `json:"kind"`
+	// Key is the operation key (a lowercase canonical UUIDv4) sent as
+	// Idempotency-Key with every attempt.
+	Key engine.OperationKey `json:"operation"`
+	// Payload is the request body of the intent as compact JSON, fixed for
+	// its lifetime.
+	Payload json.RawMessage `json:"payload"`
+	// Server is where the intent is sent, as made by SocketServer or
+	// URLServer.
+	Server string `json:"server"`
+	// Actor is the authenticated actor (from whoami) the intent belongs to.
+	Actor string `json:"actor"`
+	// Attempts counts the sends begun, each recorded before it starts.
+	Attempts int `json:"attempts"`
+	// CreatedAt is when the intent was first saved.
+	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the intent was last saved.
+	UpdatedAt time.Time `json:"updated_at"`
+	// Outcome is the authoritative answer, nil while the intent is open.
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// Outcome is the authoritative answer to an intent.
+type Outcome struct {
+	// Status is StatusReserved, StatusUnavailable or StatusRejected.
+	Status string `json:"status"`
+	// HTTPStatus is the answer's HTTP status: 201 for StatusReserved, 409 for
+	// StatusUnavailable, another 4xx for StatusRejected.
+	HTTPStatus int `json:"http_status"`
+	// Body is the server's response body, byte for byte.
+	Body []byte `json:"body"`
+	// ReservationID is the reservation's id for StatusReserved, else empty.
+	ReservationID string `json:"reservation_id,omitempty"`
+	// SettledAt is when the outcome was recorded.
+	SettledAt time.Time `json:"settled_at"`
+}
+
+// NewKey returns a fresh random operation key: a lowercase canonical UUIDv4.
+func NewKey() (engine.OperationKey, error) {
+	u, err := uuid.NewRandom()
+	if err != nil {
+		return "", fmt.Errorf("new operation key: %w", err)
+	}
+	return engine.OperationKey(u.String()), nil
+}
+
+// New returns a fresh open intent of the given kind with a new operation key.
+// It checks the kind, the payload, the server (see SocketServer and
+// URLServer) and the actor, but does not write anything: Save or
+// RecordAttempt it before the first send.
+func New(kind string, payload json.RawMessage, server, actor string) (*Intent, error) {
+	key, err := NewKey()
+	if err != nil {
+		return nil, err
+	}
+	in := &Intent{
+		Schema:  SchemaVersion,
+		Kind:    kind,
+		Key:     key,
+		Payload: payload,
+		Server:  server,
+		Actor:   actor,
+	}
+	if err := in.validate(false); err != nil {
+		return nil, fmt.Errorf("new %s intent: %w", kind, err)
+	}
+	in.Payload = compact(payload)
+	return in, nil
+}
+
+// NewReserve returns a fresh open intent to reserve req, as New does.
+func NewReserve(req engine.Request, server, actor string) (*Intent, error) {
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("new %s intent: %w", KindReserve, err)
+	}
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("new %s intent: %w", KindReserve, err)
+	}
+	return New(KindReserve, payload, server, actor)
+}
+
+// Request returns the payload of a KindReserve intent.
+func (in *Intent) Request() (engine.Request, error) {
+	if in.Kind != KindReserve {
+		return engine.Request{}, fmt.Errorf("intent %s is a %q intent, not a %q one", in.Key, in.Kind, KindReserve)
+	}
+	req, err := engine.DecodeRequest(in.Payload)
+	if err != nil {
+		return engine.Request{}, fmt.Errorf("payload of intent %s: %w", in.Key, err)
+	}
+	return req, nil
+}
+
+// IsOpen reports whether in is an intent without an authoritative outcome.
+// A nil intent (no state file) is not open.
+func (in *Intent) IsOpen() bool {
+	return in != nil && in.Outcome == nil
+}
+
+// CheckRetry refuses, with a *MismatchError, a retry of in by another actor
+// or to another server than the ones recorded; server must be normalised as
+// the recorded one is (SocketServer, URLServer).
+func (in *Intent) CheckRetry(server, actor string) error {
+	if in.Server == server && in.Actor == actor {
+		return nil
+	}
+	return &MismatchError{
+		Key:            in.Key,
+		RecordedActor:  in.Actor,
+		Actor:          actor,
+		RecordedServer: in.Server,
+		Server:         server,
+	}
+}
+
+// compact returns a compact copy of the valid JSON text data, the one form
+// in which a payload is kept in memory (the state file holds it indented).
+func compact(data []byte) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		return bytes.Clone(data) // Unreachable: data was validated.
+	}
+	return b.Bytes()
+}
+
+// validate checks every rule of the record; saved says whether the times of
+// a saved intent must be set as well.
+func (in *Intent) validate(saved bool) error {
+	switch {
+	case in.Schema == 0:
+		return errors.New("member \"schema\" is missing")
+	case in.Schema > SchemaVersion:
+		return fmt.Errorf("schema version %d is newer than this reservectl understands (%d); use the reservectl that wrote it", in.Schema, SchemaVersion)
+	case in.Schema != SchemaVersion:
+		return fmt.Errorf("schema version %d is not supported (this reservectl reads %d)", in.Schema, SchemaVersion)
+	}
+	if in.Kind == "" {
+		return errors.New("member \"kind\" is missing")
+	}
+	validPayload, ok := kinds[in.Kind]
+	if !ok {
+		return fmt.Errorf("kind %q is unknown to this reservectl", in.Kind)
+	}
+	if in.Key == "" {
+		return errors.New("member \"operation\" is missing")
+	}
+	if k, err := engine.ParseOperationKey(string(in.Key)); err != nil || k != in.Key {
+		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv4", in.Key)
+	}
+	if len(in.Payload) == 0 {
+		return errors.New("member \"payload\" is missing")
+	}
+	if err := validPayload(in.Payload); err != nil {
+		return fmt.Errorf("payload: %w", err)
+	}
+	if err := validServer(in.Server); err != nil {
+		return err
+	}
+	if in.Actor == "" {
+		return errors.New("member \"actor\" is missing")
+	}
+	if err := engine.ValidateActor(in.Actor); err != nil {
+		return err
+	}
+	if in.Attempts < 0 {
+		return fmt.Errorf("attempts %d is negative", in.Attempts)
+	}
+	if saved && in.CreatedAt.IsZero() {
+		return errors.New("member \"created_at\" is missing")
+	}
+	if saved && in.UpdatedAt.IsZero() {
+		return errors.New("member \"updated_at\" is missing")
+	}
+	if in.Outcome != nil {
+		if err := in.Outcome.validate(); err != nil {
+			return fmt.Errorf("outcome: %w", err)
+		}
+	}
+	return nil
+}
+
+// validate checks that o is a consistent authoritative outcome.
+func (o *Outcome) validate() error {
+	switch o.Status {
+	case StatusReserved:
+		if o.HTTPStatus != 201 {
+			return fmt.Errorf("status %q needs HTTP status 201, not %d", o.Status, o.HTTPStatus)
+		}
+		if !engine.IsReservationID(o.ReservationID) {
+			return fmt.Errorf("status %q needs a reservation id of 32 lowercase hex digits, not %q", o.Status, o.ReservationID)
+		}
+	case StatusUnavailable, StatusRejected:
+		if o.Status == StatusUnavailable && o.HTTPStatus != 409 {
+			return fmt.Errorf("status %q needs HTTP status 409, not %d", o.Status, o.HTTPStatus)
+		}
+		if o.HTTPStatus < 400 || o.HTTPStatus > 499 {
+			return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
+		}
+		if o.ReservationID != "" {
+			return fmt.Errorf("status %q has no reservation id, but %q is recorded", o.Status, o.ReservationID)
+		}
+	case "":
+		return errors.New("member \"status\" is missing")
+	default:
+		return fmt.Errorf("status %q is not one of %q, %q, %q", o.Status, StatusReserved, StatusUnavailable, StatusRejected)
+	}
+	if o.SettledAt.IsZero() {
+		return errors.New("member \"settled_at\" is missing")
+	}
+	return nil
+}
+
+// sameAnswer reports whether o and p record the same answer.
+func (o *Outcome) sameAnswer(p *Outcome) bool {
+	return o.Status == p.Status && o.HTTPStatus == p.HTTPStatus &&
+		o.ReservationID == p.ReservationID && bytes.Equal(o.Body, p.Body)
+}

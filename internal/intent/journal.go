@@ -1,0 +1,392 @@
+package intent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// maxStateSize bounds the state file; a larger file is reported as corrupt.
+const maxStateSize = 1 << 20
+
+// lockSuffix names the lock file next to the state file. The lock is not
+// taken on the state file itself because every save replaces that file (and
+// with it the locked inode) by a rename.
+const lockSuffix = ".lock"
+
+// tempInfix names the temporary files of atomic saves: <state file>.tmp-*.
+const tempInfix = ".tmp-"
+
+// DefaultPath returns the default state file:
+// $XDG_STATE_HOME/reservectl/intent.json when XDG_STATE_HOME is an absolute
+// path, else ~/.local/state/reservectl/intent.json.
+func DefaultPath() (string, error) {
+	if dir := os.Getenv("XDG_STATE_HOME"); dir != "" && filepath.IsAbs(dir) {
+		return filepath.Join(dir, "reservectl", "intent.json"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("default state file: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "reservectl", "intent.json"), nil
+}
+
+// Option configures a Journal.
+type Option func(*Journal)
+
+// WithClock makes the Journal take its times from now instead of time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(j *Journal) { j.now = now }
+}
+
+// Journal is an open, locked state file. One command opens it once, keeps it
+// for its whole run and closes it at the end; while it is open no other
+// Journal (in this or another process) can open the same state file.
+// A Journal is not safe for concurrent use by several goroutines.
+type Journal struct {
+	path string
+	lock *os.File
+	now  func() time.Time
+
+	// loaded says whether the state file's content is known: after a Load
+	// that succeeded or any successful Save or Clear.
+	loaded bool
+	// corrupt is the *CorruptError of the last Load, if it failed; while it
+	// is set, Save and Clear refuse to touch the file.
+	corrupt error
+	// current is the operation key of the intent in the state file, "" for
+	// none; valid when loaded.
+	current engine.OperationKey
+}
+
+// Open creates the state file's directory if needed (mode 0700), takes the
+// exclusive lock on <path>.lock without waiting, and removes temporary files
+// that an earlier, killed save left behind. It returns an error matching
+// ErrBusy when another process or Journal holds the lock. The state file
+// itself is not read until Load.
+func Open(path string, opts ...Option) (*Journal, error) {
+	if path == "" {
+		return nil, errors.New("open intent journal: the state file path is empty")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open intent journal %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open intent journal: create the state directory: %w", err)
+	}
+	lock, err := os.OpenFile(abs+lockSuffix, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open intent journal: %w", err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		if errors.Is(err, errWouldBlock) {
+			return nil, fmt.Errorf("%s: %w", abs, ErrBusy)
+		}
+		return nil, fmt.Errorf("open intent journal: lock %s: %w", lock.Name(), err)
+	}
+	j := &Journal{path: abs, lock: lock, now: time.Now}
+	for _, opt := range opts {
+		opt(j)
+	}
+	if err := j.removeStaleTemps(); err != nil {
+		j.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// Path returns the absolute path of the state file.
+func (j *Journal) Path() string { return j.path }
+
+// Close releases the lock. Closing twice is harmless.
+func (j *Journal) Close() error {
+	if j.lock == nil {
+		return nil
+	}
+	f := j.lock
+	j.lock = nil
+	// Closing the only descriptor of the lock file releases the flock.
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close intent journal %s: %w", j.path, err)
+	}
+	return nil
+}
+
+// Load reads the state file. It returns (nil, nil) when there is no state
+// file, that is no intent. A file that cannot be read, is not one JSON
+// record, carries an unknown (newer) schema version, lacks a required member
+// or holds an invalid value gives a *CorruptError (errors.Is ErrCorrupt), and
+// the file is left exactly as it is; Save and Clear then refuse to touch it.
+func (j *Journal) Load() (*Intent, error) {
+	if j.lock == nil {
+		return nil, fmt.Errorf("load intent %s: %w", j.path, ErrClosed)
+	}
+	in, err := readState(j.path)
+	if err != nil {
+		var ce *CorruptError
+		if errors.As(err, &ce) {
+			j.loaded, j.corrupt = false, err
+		}
+		return nil, err
+	}
+	j.loaded, j.corrupt, j.current = true, nil, ""
+	if in != nil {
+		j.current = in.Key
+	}
+	return in, nil
+}
+
+// readState reads and validates the state file at path; nil means none.
+func readState(path string) (*Intent, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxStateSize+1))
+	if err != nil {
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	in, err := decode(data)
+	if err != nil {
+		return nil, &CorruptError{Path: path, Err: err}
+	}
+	return in, nil
+}
+
+// decode parses and validates one state record.
+func decode(data []byte) (*Intent, error) {
+	switch {
+	case len(bytes.TrimSpace(data)) == 0:
+		return nil, errors.New("the file is empty")
+	case len(data) > maxStateSize:
+		return nil, fmt.Errorf("the file is larger than %d bytes", maxStateSize)
+	}
+	// The version is read first, leniently, so that a newer record is
+	// reported as newer and not as having unknown members.
+	var probe struct {
+		Schema int `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return nil, fmt.Errorf("not a valid JSON record: %w", err)
+	}
+	if probe.Schema > SchemaVersion {
+		return nil, fmt.Errorf("schema version %d is newer than this reservectl understands (%d); use the reservectl that wrote it", probe.Schema, SchemaVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var in Intent
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("not a valid record: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the record")
+	}
+	if err := in.validate(true); err != nil {
+		return nil, err
+	}
+	in.Payload = compact(in.Payload)
+	return &in, nil
+}
+
+// Save writes in to the state file atomically and durably (temporary file in
+// the same directory, fsync, rename over the state file, fsync of the
+// directory), mode 0600. It sets UpdatedAt (and CreatedAt on the first
+// save) and refuses an invalid intent, an intent with another operation key
+// than the one in the state file (ErrOtherIntent: Clear it first), and a
+// state file that Load found corrupt.
+func (j *Journal) Save(in *Intent) error {
+	if in == nil {
+		return errors.New("save intent: no intent given")
+	}
+	if err := j.writable("save intent"); err != nil {
+		return err
+	}
+	if j.current != "" && in.Key != j.current {
+		return fmt.Errorf("save intent %s: %s holds intent %s: %w", in.Key, j.path, j.current, ErrOtherIntent)
+	}
+	prevCreated, prevUpdated := in.CreatedAt, in.UpdatedAt
+	now := j.now().UTC().Round(0)
+	if in.CreatedAt.IsZero() {
+		in.CreatedAt = now
+	}
+	in.UpdatedAt = now
+	if err := j.write(in); err != nil {
+		in.CreatedAt, in.UpdatedAt = prevCreated, prevUpdated
+		return err
+	}
+	j.current = in.Key
+	return nil
+}
+
+// write validates, encodes and atomically writes in.
+func (j *Journal) write(in *Intent) error {
+	if err := in.validate(true); err != nil {
+		return fmt.Errorf("save intent %s: %w", in.Key, err)
+	}
+	data, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save intent %s: %w", in.Key, err)
+	}
+	if err := writeFileAtomic(j.path, append(data, '\n')); err != nil {
+		return fmt.Errorf("save intent %s: %w", in.Key, err)
+	}
+	return nil
+}
+
+// RecordAttempt counts one more send of in and saves it. Call it before
+// every send, so that a crash during the send still leaves the attempt on
+// record. On error nothing is counted and nothing must be sent.
+func (j *Journal) RecordAttempt(in *Intent) error {
+	if in == nil {
+		return errors.New("record attempt: no intent given")
+	}
+	in.Attempts++
+	if err := j.Save(in); err != nil {
+		in.Attempts--
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	return nil
+}
+
+// Settle records the authoritative outcome o of in and saves it; a zero
+// o.SettledAt is set to now. Settling an intent again with the same answer
+// does nothing; with a different answer it fails with ErrAlreadySettled,
+// because an authoritative outcome is final.
+func (j *Journal) Settle(in *Intent, o Outcome) error {
+	if in == nil {
+		return errors.New("settle: no intent given")
+	}
+	if in.Outcome != nil {
+		if in.Outcome.sameAnswer(&o) {
+			return nil
+		}
+		return fmt.Errorf("settle intent %s as %s %d: it is already %s %d: %w",
+			in.Key, o.Status, o.HTTPStatus, in.Outcome.Status, in.Outcome.HTTPStatus, ErrAlreadySettled)
+	}
+	if o.SettledAt.IsZero() {
+		o.SettledAt = j.now().UTC().Round(0)
+	}
+	o.Body = bytes.Clone(o.Body)
+	if err := o.validate(); err != nil {
+		return fmt.Errorf("settle intent %s: %w", in.Key, err)
+	}
+	in.Outcome = &o
+	if err := j.Save(in); err != nil {
+		in.Outcome = nil
+		return fmt.Errorf("settle: %w", err)
+	}
+	return nil
+}
+
+// Clear removes the state file, durably (the directory is fsync'd), so that
+// the next intent gets a new key. Without a state file it does nothing. It
+// refuses a state file that Load found corrupt. Deciding whether an open
+// intent may be discarded is the caller's business.
+func (j *Journal) Clear() error {
+	if err := j.writable("clear intent"); err != nil {
+		return err
+	}
+	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear intent: %w", err)
+	}
+	if err := syncDir(filepath.Dir(j.path)); err != nil {
+		return fmt.Errorf("clear intent: %w", err)
+	}
+	j.current = ""
+	return nil
+}
+
+// writable checks that the journal is open and that the state file's
+// content is known and not corrupt, loading it first if needed.
+func (j *Journal) writable(what string) error {
+	if j.lock == nil {
+		return fmt.Errorf("%s %s: %w", what, j.path, ErrClosed)
+	}
+	if j.corrupt != nil {
+		return fmt.Errorf("%s: %w", what, j.corrupt)
+	}
+	if !j.loaded {
+		if _, err := j.Load(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// removeStaleTemps removes the temporary files of saves that never reached
+// their rename. Only a lock holder writes them, and the caller holds the
+// lock, so every one that exists now is left over from a killed process.
+func (j *Journal) removeStaleTemps() error {
+	dir, base := filepath.Split(j.path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("open intent journal: %w", err)
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), base+tempInfix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("open intent journal: remove a stale temporary file: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data so that path always holds either
+// its old or its new content, both durable once it returns nil.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir, base := filepath.Split(path)
+	f, err := os.CreateTemp(dir, base+tempInfix+"*") // Mode 0600.
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir fsyncs the directory dir, making renames and removals in it
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return d.Close()
+}
