@@ -3,16 +3,16 @@ package boltstore
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// tx adapts a bbolt transaction to engine.Tx. Records are stored as JSON of
-// the storage types below, which decouple the file format from the engine's
-// types.
+// tx adapts a bbolt transaction to engine.Tx. Workshops and tokens are
+// stored as JSON of the storage types below, which decouple the file format
+// from the engine's types; receipts and reservations use the binary layouts
+// of codec.go.
 type tx struct {
 	b *bolt.Tx
 }
@@ -28,34 +28,52 @@ type workshopRecord struct {
 	Version     uint64 `json:"version"`
 }
 
-type reservationRecord struct {
-	ID        string    `json:"id"`
-	Actor     string    `json:"actor"`
-	Key       string    `json:"key"`
-	Workshop  string    `json:"workshop"`
-	Quantity  int       `json:"quantity"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-type receiptRecord struct {
-	Actor              string    `json:"actor"`
-	Key                string    `json:"key"`
-	FingerprintVersion int       `json:"fp_version"`
-	Fingerprint        string    `json:"fp"`
-	Workshop           string    `json:"workshop"`
-	Quantity           int       `json:"quantity"`
-	HTTPStatus         int       `json:"status"`
-	Body               []byte    `json:"body"` // base64, so the bytes survive exactly.
-	ReservationID      string    `json:"reservation_id,omitempty"`
-	CreatedAt          time.Time `json:"created_at"`
-}
-
 // receiptKey is actor 0x00 key; actor names cannot contain 0x00.
 func receiptKey(actor string, key engine.OperationKey) []byte {
 	k := make([]byte, 0, len(actor)+1+len(key))
 	k = append(k, actor...)
 	k = append(k, 0)
 	return append(k, key...)
+}
+
+// splitReceiptKey is the inverse of receiptKey.
+func splitReceiptKey(k []byte) (actor string, key engine.OperationKey, ok bool) {
+	for i, c := range k {
+		if c == 0 {
+			return string(k[:i]), engine.OperationKey(k[i+1:]), true
+		}
+	}
+	return "", "", false
+}
+
+// getRaw and putRaw read and write binary records, wrapping errors with the
+// bucket and key.
+func (t *tx) getRaw(bucket, key []byte, decode func(k, raw []byte) error) (bool, error) {
+	raw := t.b.Bucket(bucket).Get(key)
+	if raw == nil {
+		return false, nil
+	}
+	if err := decode(key, raw); err != nil {
+		return false, fmt.Errorf("decode %s/%q: %w", bucket, key, err)
+	}
+	return true, nil
+}
+
+func (t *tx) putRaw(bucket, key, raw []byte) error {
+	if err := t.b.Bucket(bucket).Put(key, raw); err != nil {
+		return fmt.Errorf("write %s/%q: %w", bucket, key, err)
+	}
+	return nil
+}
+
+func forEachRaw[R any](t *tx, bucket []byte, decode func(k, raw []byte) (R, error), fn func(R) error) error {
+	return t.b.Bucket(bucket).ForEach(func(k, raw []byte) error {
+		r, err := decode(k, raw)
+		if err != nil {
+			return fmt.Errorf("decode %s/%q: %w", bucket, k, err)
+		}
+		return fn(r)
+	})
 }
 
 func (t *tx) get(bucket []byte, key []byte, v any) (bool, error) {
@@ -110,52 +128,40 @@ func (r workshopRecord) engine() engine.Workshop {
 	return engine.Workshop{ID: r.ID, Title: r.Title, Capacity: r.Capacity, Reserved: r.Reserved, MaxQuantity: r.MaxQuantity, Version: r.Version}
 }
 
-func (t *tx) Reservation(id string) (engine.Reservation, bool, error) {
-	var r reservationRecord
-	ok, err := t.get(bucketReservations, []byte(id), &r)
-	return r.engine(), ok, err
+func (t *tx) Reservation(id string) (r engine.Reservation, ok bool, err error) {
+	ok, err = t.getRaw(bucketReservations, []byte(id), func(k, raw []byte) (err error) {
+		r, err = decodeReservation(k, raw)
+		return err
+	})
+	return r, ok, err
 }
 
 func (t *tx) PutReservation(r engine.Reservation) error {
-	return t.put(bucketReservations, []byte(r.ID), reservationRecord{
-		ID: r.ID, Actor: r.Actor, Key: string(r.OperationKey), Workshop: r.Workshop, Quantity: r.Quantity, CreatedAt: r.CreatedAt,
-	})
+	return t.putRaw(bucketReservations, []byte(r.ID), encodeReservation(r))
 }
 
 func (t *tx) ForEachReservation(fn func(engine.Reservation) error) error {
-	return forEach(t, bucketReservations, func(r reservationRecord) error { return fn(r.engine()) })
+	return forEachRaw(t, bucketReservations, decodeReservation, fn)
 }
 
-func (r reservationRecord) engine() engine.Reservation {
-	return engine.Reservation{ID: r.ID, Actor: r.Actor, OperationKey: engine.OperationKey(r.Key), Workshop: r.Workshop, Quantity: r.Quantity, CreatedAt: r.CreatedAt}
-}
-
-func (t *tx) Receipt(actor string, key engine.OperationKey) (engine.Receipt, bool, error) {
-	var r receiptRecord
-	ok, err := t.get(bucketReceipts, receiptKey(actor, key), &r)
-	return r.engine(), ok, err
+func (t *tx) Receipt(actor string, key engine.OperationKey) (r engine.Receipt, ok bool, err error) {
+	ok, err = t.getRaw(bucketReceipts, receiptKey(actor, key), func(k, raw []byte) (err error) {
+		r, err = decodeReceipt(k, raw)
+		return err
+	})
+	return r, ok, err
 }
 
 func (t *tx) PutReceipt(r engine.Receipt) error {
-	return t.put(bucketReceipts, receiptKey(r.Actor, r.OperationKey), receiptRecord{
-		Actor: r.Actor, Key: string(r.OperationKey),
-		FingerprintVersion: r.FingerprintVersion, Fingerprint: r.Fingerprint,
-		Workshop: r.Request.Workshop, Quantity: r.Request.Quantity,
-		HTTPStatus: r.HTTPStatus, Body: r.Body, ReservationID: r.ReservationID, CreatedAt: r.CreatedAt,
-	})
+	raw, err := encodeReceipt(r)
+	if err != nil {
+		return fmt.Errorf("encode receipt %s/%s: %w", r.Actor, r.OperationKey, err)
+	}
+	return t.putRaw(bucketReceipts, receiptKey(r.Actor, r.OperationKey), raw)
 }
 
 func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
-	return forEach(t, bucketReceipts, func(r receiptRecord) error { return fn(r.engine()) })
-}
-
-func (r receiptRecord) engine() engine.Receipt {
-	return engine.Receipt{
-		Actor: r.Actor, OperationKey: engine.OperationKey(r.Key),
-		FingerprintVersion: r.FingerprintVersion, Fingerprint: r.Fingerprint,
-		Request:    engine.Request{Workshop: r.Workshop, Quantity: r.Quantity},
-		HTTPStatus: r.HTTPStatus, Body: r.Body, ReservationID: r.ReservationID, CreatedAt: r.CreatedAt,
-	}
+	return forEachRaw(t, bucketReceipts, decodeReceipt, fn)
 }
 
 func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
