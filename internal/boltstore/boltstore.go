@@ -48,8 +48,8 @@ type Options struct {
 	NoGroupCommit bool
 	// MaxBatch bounds how many Updates share one commit. Zero means 1024.
 	MaxBatch int
-	// OnCommit, if set, is told how many Updates shared each group commit
-	// (for the daemon's batch-size metric).
+	// OnCommit, if set, is told how many Updates shared each commit (for the
+	// daemon's batch-size metric); without group commit it is always 1.
 	OnCommit func(calls int)
 	// ReadOnly opens the file without taking the writer's lock exclusively.
 	ReadOnly bool
@@ -183,7 +183,11 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 		return ErrClosed
 	}
 	if !s.group {
-		return s.db.Update(func(btx *bolt.Tx) error { return safeCall(fn, &tx{b: btx}) })
+		err := s.db.Update(func(btx *bolt.Tx) error { return safeCall(fn, &tx{b: btx}) })
+		if err == nil && s.onCommit != nil {
+			s.onCommit(1)
+		}
+		return err
 	}
 	c := call{fn: fn, err: make(chan error, 1)}
 	s.calls <- c

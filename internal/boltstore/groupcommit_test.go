@@ -1,0 +1,160 @@
+package boltstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// holdWriter runs an Update that blocks inside its transaction until the
+// returned release is called, so the bbolt writer is provably taken.
+func holdWriter(t *testing.T, s *boltstore.Store) (release func()) {
+	t.Helper()
+	inside, hold := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(engine.Tx) error {
+			close(inside)
+			<-hold
+			return nil
+		})
+	}()
+	<-inside
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(hold)
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// within waits for ch up to a generous deadline; it proves that something
+// does not wait for a held lock, without measuring how fast it is.
+func within(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not finish while the writer was held", what)
+	}
+}
+
+func TestReplayDoesNotWaitForWriter(t *testing.T) {
+	s := mustOpen(t, boltstore.Options{})
+	eng := engine.New(s)
+	ctx := context.Background()
+	if _, _, err := eng.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	key := engine.OperationKey(uuid.NewString())
+	req := engine.Request{Workshop: "go-basics", Quantity: 1}
+	first, err := eng.Reserve(ctx, "alice", key, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdWriter(t, s)
+	done := make(chan struct{})
+	var again engine.Outcome
+	go func() {
+		defer close(done)
+		again, err = eng.Reserve(ctx, "alice", key, req)
+	}()
+	within(t, done, "a replay")
+	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
+		t.Fatalf("replay under a held writer = %+v, %v", again, err)
+	}
+}
+
+func TestConcurrentReservationsShareOneCommit(t *testing.T) {
+	batches := commitSizes(t, boltstore.Options{}, 10)
+	// The workshop, the held update, then one commit for all ten.
+	if want := []int{1, 1, 10}; fmt.Sprint(batches) != fmt.Sprint(want) {
+		t.Fatalf("commit sizes %v, want %v: the ten queued reservations did not share one commit", batches, want)
+	}
+}
+
+func TestNoGroupCommitCommitsAlone(t *testing.T) {
+	batches := commitSizes(t, boltstore.Options{NoGroupCommit: true}, 10)
+	if want := []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}; fmt.Sprint(batches) != fmt.Sprint(want) {
+		t.Fatalf("commit sizes %v, want %v", batches, want)
+	}
+}
+
+// commitSizes creates a workshop, holds the writer while n reservations
+// queue up behind it, releases it and returns the size of every commit.
+func commitSizes(t *testing.T, opts boltstore.Options, n int) []int {
+	t.Helper()
+	var mu sync.Mutex
+	var batches []int
+	opts.OnCommit = func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		batches = append(batches, n)
+	}
+	s := mustOpen(t, opts)
+	eng := engine.New(s)
+	ctx := context.Background()
+	if _, _, err := eng.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 100, MaxQuantity: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	var queued sync.WaitGroup
+	var wg sync.WaitGroup
+	queued.Add(n)
+	for range n {
+		wg.Go(func() {
+			// Each reservation is queued once its lookup of the receipt has
+			// found none; the hook signals that moment.
+			out, err := engine.New(&signalOnUpdate{Store: s, once: queued.Done}).Reserve(ctx, "alice", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "go-basics", Quantity: 1})
+			if err != nil || out.HTTPStatus != 201 {
+				t.Errorf("reserve: %+v, %v", out, err)
+			}
+		})
+	}
+	queued.Wait()
+	// Without group commit there is no queue: every Update is its own bbolt
+	// transaction whenever it gets the writer, so there is nothing to wait
+	// for. With it, wait until all n sit in the committer's queue.
+	if !opts.NoGroupCommit {
+		deadline := time.Now().Add(30 * time.Second)
+		for boltstore.QueuedUpdates(s) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d reservations queued", boltstore.QueuedUpdates(s), n)
+			}
+			time.Sleep(time.Millisecond) // Polling a queue length, with a deadline.
+		}
+	}
+	release()
+	wg.Wait()
+	w, err := eng.Workshop(ctx, "go-basics")
+	if err != nil || w.Reserved != n {
+		t.Fatalf("workshop after the reservations: %+v, %v", w, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return batches
+}
+
+// signalOnUpdate calls once when an Update is about to be handed to the
+// store.
+type signalOnUpdate struct {
+	*boltstore.Store
+	once func()
+}
+
+func (s *signalOnUpdate) Update(ctx context.Context, fn func(engine.Tx) error) error {
+	s.once()
+	return s.Store.Update(ctx, fn)
+}
