@@ -174,14 +174,11 @@ func (s *Store) DB() *bolt.DB { return s.db }
 // fsync; a function that fails is taken out and the rest run again, so fn
 // may be called more than once.
 func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	leave, err := s.enter(ctx)
+	if err != nil {
 		return err
 	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
+	defer leave()
 	if !s.group {
 		err := s.db.Update(func(btx *bolt.Tx) error { return safeCall(fn, &tx{b: btx}) })
 		if err == nil && s.onCommit != nil {
@@ -197,15 +194,26 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 // View implements engine.Store with a bbolt read transaction, which never
 // waits for the writer.
 func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
-	if err := ctx.Err(); err != nil {
+	leave, err := s.enter(ctx)
+	if err != nil {
 		return err
 	}
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
+	defer leave()
 	return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{b: btx}) })
+}
+
+// enter admits one transaction unless ctx is done or the store is closed;
+// Close waits until every admitted transaction has called leave.
+func (s *Store) enter(ctx context.Context) (leave func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return nil, ErrClosed
+	}
+	return s.closeMu.RUnlock, nil
 }
 
 // Check reports broken invariants: the engine's (counters, receipts,

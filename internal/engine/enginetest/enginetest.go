@@ -507,14 +507,9 @@ func concurrently(n int, fn func(i int)) {
 func testConcurrentSameKey(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	key := newKey()
-	outs := make([]engine.Outcome, 64)
-	errs := make([]error, 64)
-	concurrently(64, func(i int) { outs[i], errs[i] = h.reserve("alice", key, "go-basics", 1) })
+	outs := h.reserveConcurrently(t, 64, func(int) (string, engine.OperationKey, int) { return "alice", key, 1 })
 	firsts := 0
 	for i := range outs {
-		if errs[i] != nil {
-			t.Fatalf("goroutine %d: %v", i, errs[i])
-		}
 		if !bytes.Equal(outs[i].Body, outs[0].Body) || outs[i].HTTPStatus != 201 {
 			t.Fatalf("goroutine %d got %d %s, goroutine 0 got %d %s", i, outs[i].HTTPStatus, outs[i].Body, outs[0].HTTPStatus, outs[0].Body)
 		}
@@ -531,18 +526,9 @@ func testConcurrentSameKey(t *testing.T, h *harness) {
 
 func testConcurrentLastPlaces(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
-	outs := make([]engine.Outcome, 2)
-	errs := make([]error, 2)
-	concurrently(2, func(i int) { outs[i], errs[i] = h.reserve(fmt.Sprintf("user%d", i), newKey(), "go-basics", 2) })
-	statuses := map[int]int{}
-	for i := range outs {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
-		}
-		statuses[outs[i].HTTPStatus]++
-	}
-	if statuses[201] != 1 || statuses[409] != 1 {
-		t.Fatalf("statuses = %v, want one 201 and one 409", statuses)
+	outs := h.reserveConcurrently(t, 2, func(i int) (string, engine.OperationKey, int) { return fmt.Sprintf("user%d", i), newKey(), 2 })
+	if got := statusCounts(outs); got[201] != 1 || got[409] != 1 {
+		t.Fatalf("statuses = %v, want one 201 and one 409", got)
 	}
 	h.wantReserved("go-basics", 2)
 	h.wantCounts(1, 2)
@@ -550,25 +536,43 @@ func testConcurrentLastPlaces(t *testing.T, h *harness) {
 
 func testConcurrentDistinctKeys(t *testing.T, h *harness) {
 	h.workshop("go-basics", 100, 1)
-	outs := make([]engine.Outcome, 500)
-	errs := make([]error, 500)
-	concurrently(500, func(i int) { outs[i], errs[i] = h.reserve(fmt.Sprintf("user%d", i%7), newKey(), "go-basics", 1) })
-	statuses := map[int]int{}
+	outs := h.reserveConcurrently(t, 500, func(i int) (string, engine.OperationKey, int) { return fmt.Sprintf("user%d", i%7), newKey(), 1 })
 	ids := map[string]bool{}
-	for i := range outs {
-		if errs[i] != nil {
-			t.Fatal(errs[i])
-		}
-		statuses[outs[i].HTTPStatus]++
-		if outs[i].HTTPStatus == 201 {
-			ids[outs[i].ReservationID] = true
+	for _, out := range outs {
+		if out.HTTPStatus == 201 {
+			ids[out.ReservationID] = true
 		}
 	}
-	if statuses[201] != 100 || statuses[409] != 400 || len(ids) != 100 {
-		t.Fatalf("statuses = %v with %d distinct ids, want 100×201 and 400×409", statuses, len(ids))
+	if got := statusCounts(outs); got[201] != 100 || got[409] != 400 || len(ids) != 100 {
+		t.Fatalf("statuses = %v with %d distinct ids, want 100×201 and 400×409", got, len(ids))
 	}
 	h.wantReserved("go-basics", 100)
 	h.wantCounts(100, 500)
+}
+
+// reserveConcurrently runs n reservations on go-basics at once, intent i
+// being intent(i), and fails the test on any error.
+func (h *harness) reserveConcurrently(t *testing.T, n int, intent func(i int) (actor string, key engine.OperationKey, quantity int)) []engine.Outcome {
+	t.Helper()
+	outs, errs := make([]engine.Outcome, n), make([]error, n)
+	concurrently(n, func(i int) {
+		actor, key, quantity := intent(i)
+		outs[i], errs[i] = h.reserve(actor, key, "go-basics", quantity)
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("goroutine %d: %v", i, err)
+		}
+	}
+	return outs
+}
+
+func statusCounts(outs []engine.Outcome) map[int]int {
+	counts := map[int]int{}
+	for _, out := range outs {
+		counts[out.HTTPStatus]++
+	}
+	return counts
 }
 
 func testTokens(t *testing.T, h *harness) {
