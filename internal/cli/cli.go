@@ -1,0 +1,266 @@
+// Package cli is reservectl, the command-line client of reserved: a cobra
+// command tree with one file per command, the mapping of every outcome to
+// reservectl's exit codes (exit.go), and the rules that make a reservation
+// from a shell exactly-once: the pending intent is written to the state file
+// (package intent) before anything is sent, a retry resends that same intent,
+// and only new-intent starts the next one. cmd/reservectl only calls Main.
+//
+// It talks to the daemon through package client only; it must not import the
+// server, the daemon, bbolt or the store.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/paths"
+)
+
+// The environment variables behind the global flags.
+const (
+	EnvSocket = paths.EnvSocket
+	EnvServer = "RESERVECTL_SERVER"
+	EnvToken  = "RESERVECTL_TOKEN"
+	EnvState  = "RESERVECTL_STATE"
+)
+
+// defaultTimeout bounds the wait for each answer from reserved.
+const defaultTimeout = 10 * time.Second
+
+// Main runs reservectl with the process's arguments and returns its exit
+// code. SIGINT and SIGTERM cancel the command: a reservation in flight then
+// ends as "outcome unknown" with its intent kept.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Run runs reservectl with args and returns its exit code (see exit.go).
+// Results go to stdout; a failure or a reservation that did not succeed is
+// reported as one line on stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, errorLine(err))
+	}
+	return exitCode(err)
+}
+
+// globals holds the global flags and the output streams that every command
+// shares.
+type globals struct {
+	socket  string
+	server  string
+	token   string
+	state   string
+	timeout time.Duration
+	json    bool
+
+	stdout, stderr io.Writer
+	flags          *pflag.FlagSet
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "reservectl",
+		Short: "reservectl reserves workshop places through reserved, exactly once",
+		Long: `reservectl is the command-line client of reserved. One intended reservation
+has exactly one effect however often you retry it: "reserve" writes the intent
+(a new operation key and the payload) to a local state file before it sends
+anything, "reserve --retry" resends that same intent after a timeout, a crash
+or a lost answer, and only "new-intent" starts the next one.
+
+Exit status:
+   0  reserved (first time or replayed)
+   2  usage error, or refused locally (nothing was sent)
+   3  unavailable: not enough free places (an authoritative answer)
+   4  rejected by the server (conflict, request contract, unknown workshop,
+      authentication)
+  75  outcome unknown (timeout, lost or garbled answer, server error, daemon
+      unreachable): the intent is kept; run "reservectl reserve --retry"
+   1  anything else`,
+		Example: `  reservectl reserve --workshop workshop-demo --quantity 1
+  reservectl reserve --retry          # after "outcome unknown": same key, same payload
+  reservectl status                   # the local intent and the server's receipt
+  reservectl new-intent               # the next reserve gets a new key
+  reservectl --server https://reserve.example.com --token "$TOKEN" workshops`,
+		Args:              noArgs,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: func(*cobra.Command, []string) error { return g.resolve() },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
+	})
+
+	statePath, err := intent.DefaultPath()
+	if err != nil {
+		statePath = ""
+	}
+	if v := os.Getenv(EnvState); v != "" {
+		statePath = v
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&g.socket, "socket", paths.Socket(), "Unix socket of the local reserved (env "+EnvSocket+")")
+	f.StringVar(&g.server, "server", "", "base URL of a reserved reached over TCP, e.g. http://127.0.0.1:8080 (env "+EnvServer+")")
+	f.StringVar(&g.token, "token", "", "bearer token for --server (env "+EnvToken+")")
+	f.StringVar(&g.state, "state", statePath, "state file of the pending intent (env "+EnvState+")")
+	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for each answer from reserved")
+	f.BoolVar(&g.json, "json", false, "print results as JSON")
+	g.flags = f
+
+	admin := newAdminCmd()
+	admin.AddCommand(newAdminWorkshopCmd(g), newAdminTokenCmd(g))
+	root.AddCommand(
+		newReserveCmd(g),
+		newNewIntentCmd(g),
+		newStatusCmd(g),
+		newWorkshopsCmd(g),
+		newWhoamiCmd(g),
+		admin,
+	)
+	return root
+}
+
+// resolve applies the environment to the global flags the command line did
+// not set, and checks them.
+func (g *globals) resolve() error {
+	if !g.flags.Changed("server") {
+		g.server = os.Getenv(EnvServer)
+	}
+	tokenFlag := g.flags.Changed("token")
+	if !tokenFlag {
+		g.token = os.Getenv(EnvToken)
+	}
+	switch {
+	case g.flags.Changed("socket") && g.flags.Changed("server"):
+		return usageErrorf("--socket and --server exclude each other")
+	case tokenFlag && g.server == "":
+		return usageErrorf("--token needs --server: on the Unix socket reserved knows you by your uid")
+	case g.timeout <= 0:
+		return usageErrorf("--timeout must be positive, not %s", g.timeout)
+	case g.server == "" && g.socket == "":
+		return usageErrorf("--socket must not be empty")
+	}
+	if g.server != "" {
+		if _, err := intent.URLServer(g.server); err != nil {
+			return &usageError{err: err}
+		}
+	}
+	return nil
+}
+
+// serverID returns the normalised name of the daemon the flags select, as
+// recorded with an intent.
+func (g *globals) serverID() (string, error) {
+	if g.server != "" {
+		return intent.URLServer(g.server)
+	}
+	return intent.SocketServer(g.socket)
+}
+
+// client returns the API client the flags select.
+func (g *globals) client() *client.Client {
+	if g.server != "" {
+		return &client.Client{BaseURL: g.server, Token: g.token}
+	}
+	return &client.Client{Socket: g.socket}
+}
+
+// callContext bounds one request to reserved by --timeout.
+func (g *globals) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, g.timeout)
+}
+
+// whoami asks reserved who the caller is, within --timeout.
+func (g *globals) whoami(ctx context.Context, c *client.Client) (engine.Principal, error) {
+	ctx, cancel := g.callContext(ctx)
+	defer cancel()
+	p, err := c.WhoAmI(ctx)
+	if err != nil {
+		return engine.Principal{}, fmt.Errorf("whoami: %w", err)
+	}
+	return p, nil
+}
+
+// openJournal opens and locks the state file for the whole command.
+func (g *globals) openJournal() (*intent.Journal, error) {
+	if g.state == "" {
+		return nil, usageErrorf("no state file: set --state or %s (no home directory for the default)", EnvState)
+	}
+	return intent.Open(g.state)
+}
+
+// printJSON writes v to stdout as one line of JSON, so that the server's
+// bodies inside it stay byte for byte as the server sent them.
+func (g *globals) printJSON(v any) error {
+	enc := json.NewEncoder(g.stdout)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("print JSON: %w", err)
+	}
+	return nil
+}
+
+// noArgs refuses positional arguments as a usage error, suggesting a
+// command for a misspelt one.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command or argument %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageErrorf("%s (see '%s --help')", msg, cmd.CommandPath())
+}
+
+// exactArgs wants n positional arguments, else a usage error.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s wants %s, got %d arguments (see '%s --help')", cmd.CommandPath(), names, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// requireFlags refuses a command run without one of the named flags.
+func requireFlags(cmd *cobra.Command, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		if !cmd.Flags().Changed(n) {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return usageErrorf("%s needs %s (see '%s --help')", cmd.CommandPath(), strings.Join(missing, " and "), cmd.CommandPath())
+	}
+	return nil
+}
+
+// errNoIntent is wrapped by the commands that need an intent but find none.
+var errNoIntent = errors.New("no intent")

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
+)
+
+// The exit codes of reservectl (DESIGN §4). exitCode is the one place that
+// maps errors to them.
+const (
+	// ExitReserved: reserved, the first time or replayed; or any other
+	// command that succeeded.
+	ExitReserved = 0
+	// ExitFailure: anything not covered below.
+	ExitFailure = 1
+	// ExitUsage: a usage error, or refused locally; nothing was sent.
+	ExitUsage = 2
+	// ExitUnavailable: the authoritative answer "not enough free places".
+	ExitUnavailable = 3
+	// ExitRejected: an authoritative 4xx rejection (conflict, request
+	// contract, unknown workshop, authentication, permission).
+	ExitRejected = 4
+	// ExitUnknown: the outcome is unknown and the intent stays open
+	// (timeout, reset, 5xx, unparseable answer, daemon unreachable); 75 is
+	// EX_TEMPFAIL.
+	ExitUnknown = 75
+)
+
+// usageError is a usage error or a local refusal: nothing was sent.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErrorf returns a *usageError with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// exitCode maps the error a command returned to reservectl's exit code.
+func exitCode(err error) int {
+	var (
+		oe *outcomeError
+		ue *usageError
+		ce *client.ConnectError
+		re *client.UnexpectedResponseError
+		ee *engine.Error
+	)
+	switch {
+	case err == nil:
+		return ExitReserved
+	case errors.As(err, &oe):
+		switch oe.o.kind {
+		case kindUnavailable:
+			return ExitUnavailable
+		case kindRejected:
+			return ExitRejected
+		case kindUnknown:
+			return ExitUnknown
+		}
+		return ExitFailure
+	case errors.As(err, &ue),
+		errors.Is(err, intent.ErrBusy),
+		errors.Is(err, intent.ErrCorrupt),
+		errors.Is(err, intent.ErrMismatch):
+		return ExitUsage
+	case errors.As(err, &ce), errors.As(err, &re), errors.Is(err, context.DeadlineExceeded):
+		return ExitUnknown
+	case errors.As(err, &ee):
+		if ee.Code == engine.CodeInternal {
+			return ExitUnknown
+		}
+		return ExitRejected
+	}
+	return ExitFailure
+}
+
+// errorLine is the one line reservectl prints on stderr for err. The outcome
+// of a reservation speaks for itself ("unavailable: …", "outcome unknown:
+// …"); every other failure is prefixed with the program's name.
+func errorLine(err error) string {
+	var oe *outcomeError
+	if errors.As(err, &oe) {
+		return oe.Error()
+	}
+	return "reservectl: " + err.Error()
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reserve/reserve/internal/intent"
+)
+
+func newNewIntentCmd(g *globals) *cobra.Command {
+	var discardOpen bool
+	cmd := &cobra.Command{
+		Use:   "new-intent [--discard-open]",
+		Short: "Clear the settled intent so that the next reserve gets a new key",
+		Long: `new-intent removes the intent from the state file once the server has answered
+it authoritatively (reserved, unavailable or rejected), so that the next
+"reservectl reserve" starts a new intent with a new operation key. This is the
+only way to reserve again: a retry never makes a second reservation.
+
+While the intent is open (its outcome unknown) new-intent refuses (exit 2):
+resend it with "reservectl reserve --retry" or settle it with "reservectl
+status". --discard-open gives an open intent up anyway, with a warning that
+names its key; if the server did receive it, that reservation stands.`,
+		Example: `  reservectl new-intent
+  reservectl new-intent --discard-open   # give up an intent whose outcome is unknown`,
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			j, err := g.openJournal()
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			in, err := j.Load()
+			if err != nil {
+				return err
+			}
+			if in == nil {
+				return g.newIntentDone("no intent in %s: the next reserve starts a new one", j.Path())
+			}
+			what := describeIntent(in)
+			if in.IsOpen() {
+				if !discardOpen {
+					return usageErrorf("intent %s (%s) is open, its outcome unknown: run 'reservectl reserve --retry' or 'reservectl status' to settle it, or 'reservectl new-intent --discard-open' to give it up", in.Key, what)
+				}
+				fmt.Fprintf(g.stderr, "warning: discarding open intent %s (%s, %d attempts): if reserved received it, that reservation stands and reservectl will not retry it\n", in.Key, what, in.Attempts)
+			}
+			if err := j.Clear(); err != nil {
+				return err
+			}
+			return g.newIntentDone("cleared intent %s (%s); the next reserve starts a new intent", in.Key, what)
+		},
+	}
+	cmd.Flags().BoolVar(&discardOpen, "discard-open", false, "also discard an intent whose outcome is unknown")
+	return cmd
+}
+
+// newIntentDone reports what new-intent did.
+func (g *globals) newIntentDone(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if g.json {
+		return g.printJSON(struct {
+			Message string `json:"message"`
+		}{msg})
+	}
+	_, err := fmt.Fprintln(g.stdout, msg)
+	return err
+}
+
+// describeIntent says what in asks for and where it stands, in a few words.
+func describeIntent(in *intent.Intent) string {
+	what := "a " + in.Kind + " intent"
+	if req, err := in.Request(); err == nil {
+		what = fmt.Sprintf("%s in %s", places(req.Quantity), req.Workshop)
+	}
+	if in.Outcome != nil {
+		what += ", " + in.Outcome.Status
+	}
+	return what
+}

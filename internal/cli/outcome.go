@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
+)
+
+// The kinds of an outcome, as --json prints them.
+const (
+	kindReserved    = "reserved"
+	kindUnavailable = "unavailable"
+	kindRejected    = "rejected"
+	kindUnknown     = "unknown"
+)
+
+// outcome is what one attempt (or one receipt) says about an intent. Only
+// reserved, unavailable and rejected are authoritative; unknown leaves the
+// intent open.
+type outcome struct {
+	kind     string
+	key      engine.OperationKey
+	replayed bool
+	// status and body are the server's answer, when there was one.
+	status int
+	body   []byte
+	// answer is the decoded body of a reserved or unavailable answer.
+	answer engine.Answer
+	// problem is the rejection of a rejected answer.
+	problem *engine.Error
+	// why says, for an unknown outcome, what went wrong.
+	why string
+}
+
+// classify decides what the answer to one POST /reservations of req under
+// key means. It is the one place that knows which answers are
+// authoritative: a 201 whose body is the reservation of exactly req, a 409
+// "unavailable" for exactly req, and a problem with a 4xx status that is not
+// about timing (408, 429). Everything else (no answer, 5xx, a body that is
+// not such an answer) leaves the outcome unknown.
+func classify(key engine.OperationKey, req engine.Request, status int, body []byte, replayed bool, err error, timeout time.Duration) outcome {
+	o := outcome{key: key, replayed: replayed, status: status, body: body}
+	if err != nil {
+		var ee *engine.Error
+		if errors.As(err, &ee) && isRejection(status, ee.Code) {
+			o.kind, o.problem = kindRejected, ee
+			return o
+		}
+		o.kind, o.why = kindUnknown, describe(err, status, timeout)
+		return o
+	}
+	a, ok := decodeAnswer(body)
+	matches := ok && a.Workshop == req.Workshop && a.Quantity == req.Quantity
+	switch {
+	case matches && status == http.StatusCreated && a.Status == engine.StatusReserved && engine.IsReservationID(a.ReservationID):
+		o.kind, o.answer = kindReserved, a
+	case matches && status == http.StatusConflict && a.Status == engine.StatusUnavailable && a.ReservationID == "":
+		o.kind, o.answer = kindUnavailable, a
+	default:
+		o.kind = kindUnknown
+		o.why = fmt.Sprintf("unparseable answer: %d %s whose body is not the answer to this intent (%d bytes)", status, http.StatusText(status), len(body))
+	}
+	return o
+}
+
+// isRejection reports whether a problem answer with this status and code is
+// an authoritative refusal of the request.
+func isRejection(status int, code string) bool {
+	return status >= 400 && status < 500 &&
+		status != http.StatusRequestTimeout && status != http.StatusTooManyRequests &&
+		code != engine.CodeInternal
+}
+
+// decodeAnswer decodes a reservation answer strictly: one JSON object of
+// engine.Answer's members and nothing else.
+func decodeAnswer(body []byte) (engine.Answer, bool) {
+	var a engine.Answer
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil || dec.More() {
+		return engine.Answer{}, false
+	}
+	return a, true
+}
+
+// describe says why err left an outcome unknown, in words for people.
+func describe(err error, status int, timeout time.Duration) string {
+	var (
+		ce *client.ConnectError
+		re *client.UnexpectedResponseError
+		ee *engine.Error
+	)
+	switch {
+	case errors.As(err, &ce):
+		return ce.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("no answer within %s", timeout)
+	case errors.Is(err, context.Canceled):
+		return "interrupted before the answer arrived"
+	case errors.As(err, &re):
+		return fmt.Sprintf("unparseable answer: %d %s with %d bytes of %q", re.Status, http.StatusText(re.Status), len(re.Body), re.ContentType)
+	case errors.As(err, &ee):
+		return fmt.Sprintf("the server failed: %d %s: %s", status, http.StatusText(status), ee)
+	}
+	return err.Error()
+}
+
+// authoritative reports whether o settles its intent.
+func (o outcome) authoritative() bool { return o.kind != kindUnknown }
+
+// settlement is the authoritative o as the journal records it.
+func (o outcome) settlement() intent.Outcome {
+	s := intent.Outcome{HTTPStatus: o.status, Body: o.body}
+	switch o.kind {
+	case kindReserved:
+		s.Status, s.ReservationID = intent.StatusReserved, o.answer.ReservationID
+	case kindUnavailable:
+		s.Status = intent.StatusUnavailable
+	default:
+		s.Status = intent.StatusRejected
+	}
+	return s
+}
+
+// err returns nil for a reservation and an *outcomeError for every other
+// outcome, so that the command fails with the right exit code.
+func (o outcome) err() error {
+	if o.kind == kindReserved {
+		return nil
+	}
+	return &outcomeError{o: o}
+}
+
+// line is the one line that reports o to people.
+func (o outcome) line() string {
+	prefix := ""
+	if o.replayed {
+		prefix = "replayed: "
+	}
+	switch o.kind {
+	case kindReserved:
+		return fmt.Sprintf("%sreserved %s in %s (reservation %s)", prefix, places(o.answer.Quantity), o.answer.Workshop, o.answer.ReservationID)
+	case kindUnavailable:
+		return fmt.Sprintf("%sunavailable: not enough free places in %s for %s; intent %s is settled, run 'reservectl new-intent' to try again",
+			prefix, o.answer.Workshop, places(o.answer.Quantity), o.key)
+	case kindRejected:
+		return fmt.Sprintf("%srejected: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
+			prefix, o.problem, o.status, o.key)
+	}
+	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl reserve --retry", o.why)
+}
+
+// places says "1 place" or "n places".
+func places(n int) string {
+	if n == 1 {
+		return "1 place"
+	}
+	return fmt.Sprintf("%d places", n)
+}
+
+// outcomeJSON is what --json prints for an outcome.
+type outcomeJSON struct {
+	// Outcome is reserved, unavailable, rejected or unknown.
+	Outcome   string              `json:"outcome"`
+	Operation engine.OperationKey `json:"operation"`
+	Replayed  bool                `json:"replayed"`
+	// HTTPStatus is the server's status, 0 without an answer.
+	HTTPStatus    int    `json:"http_status,omitempty"`
+	ReservationID string `json:"reservation_id,omitempty"`
+	// Response is the server's body when it is JSON, byte for byte.
+	Response json.RawMessage `json:"response,omitempty"`
+	// ResponseText is the server's body when it is not JSON.
+	ResponseText string `json:"response_text,omitempty"`
+	// Error says why the outcome is unknown.
+	Error string `json:"error,omitempty"`
+}
+
+// json returns o as --json prints it.
+func (o outcome) json() outcomeJSON {
+	j := outcomeJSON{
+		Outcome:       o.kind,
+		Operation:     o.key,
+		Replayed:      o.replayed,
+		HTTPStatus:    o.status,
+		ReservationID: o.answer.ReservationID,
+		Error:         o.why,
+	}
+	switch {
+	case len(o.body) == 0:
+	case json.Valid(o.body):
+		j.Response = json.RawMessage(o.body)
+	default:
+		j.ResponseText = string(o.body)
+	}
+	return j
+}
+
+// outcomeError is an outcome other than reserved, returned by a command so
+// that Run prints its line and exits with its code.
+type outcomeError struct{ o outcome }
+
+func (e *outcomeError) Error() string { return e.o.line() }
+
+// Unwrap returns the server's rejection, if any.
+func (e *outcomeError) Unwrap() error {
+	if e.o.problem == nil {
+		return nil
+	}
+	return e.o.problem
+}
+
+// report prints the outcome of an intent (a line for a reservation, or the
+// JSON of any outcome) and returns the error the command ends with.
+func (g *globals) report(o outcome) error {
+	if g.json {
+		if err := g.printJSON(o.json()); err != nil {
+			return err
+		}
+	} else if o.kind == kindReserved {
+		fmt.Fprintln(g.stdout, o.line())
+	}
+	return o.err()
+}
+
+// settledOutcome rebuilds the outcome recorded in a settled intent.
+func settledOutcome(in *intent.Intent) outcome {
+	rec := in.Outcome
+	o := outcome{key: in.Key, status: rec.HTTPStatus, body: rec.Body}
+	switch rec.Status {
+	case intent.StatusReserved, intent.StatusUnavailable:
+		o.kind = rec.Status
+		o.answer, _ = decodeAnswer(rec.Body)
+	default:
+		o.kind = kindRejected
+		o.problem = problemOf(rec.Body)
+	}
+	return o
+}
+
+// problemOf decodes the code and detail of a stored problem body.
+func problemOf(body []byte) *engine.Error {
+	var p struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(body, &p) != nil || p.Code == "" {
+		return &engine.Error{Code: "rejected", Message: string(body)}
+	}
+	return &engine.Error{Code: p.Code, Message: p.Detail}
+}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
+)
+
+// actorNotYetKnown is the actor recorded with an intent that was saved while
+// reserved could not say who the caller is (the daemon was unreachable).
+// Such an intent has never been sent: the first successful whoami of a
+// retry binds it to the real actor and server (see bindUnsent).
+const actorNotYetKnown = "not-yet-known"
+
+func newReserveCmd(g *globals) *cobra.Command {
+	var (
+		workshop string
+		quantity int
+		retry    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reserve (--workshop ID [--quantity N] | --retry)",
+		Short: "Reserve places in a workshop, exactly once however often you retry",
+		Long: `reserve starts a new intent: it gives it a new operation key, writes the key,
+the payload, the server and your identity to the state file (fsync'd), and
+only then sends it. It refuses (exit 2, nothing sent) while the state file
+holds an intent, open or settled: resend that one with --retry, or start the
+next one with "reservectl new-intent".
+
+reserve --retry resends the intent in the state file with the same key and
+payload. Whatever happened to the earlier attempts, the server gives the
+reservation at most once and replays its first answer ("replayed: …"). A
+retry as another actor or to another server is refused (exit 2, nothing
+sent).
+
+Only a 201 reservation, a 409 "unavailable" and a 4xx rejection settle the
+intent. A timeout, a lost or garbled answer, a server error or an unreachable
+daemon exit 75 and keep the intent open for --retry.`,
+		Example: `  reservectl reserve --workshop workshop-demo --quantity 2
+  reservectl reserve --retry
+  reservectl --json reserve --workshop workshop-demo
+  reservectl --timeout 30s reserve --retry`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if retry {
+				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") {
+					return usageErrorf("--retry resends the recorded payload: do not pass --workshop or --quantity")
+				}
+				return g.reserve(cmd.Context(), nil)
+			}
+			if err := requireFlags(cmd, "workshop"); err != nil {
+				return err
+			}
+			req := engine.Request{Workshop: workshop, Quantity: quantity}
+			if err := req.Validate(); err != nil {
+				return &usageError{err: fmt.Errorf("nothing sent: %w", err)}
+			}
+			return g.reserve(cmd.Context(), &req)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workshop, "workshop", "", "id of the workshop")
+	f.IntVar(&quantity, "quantity", 1, "number of places")
+	f.BoolVar(&retry, "retry", false, "resend the intent in the state file (same key, same payload)")
+	return cmd
+}
+
+// reserve runs a new intent for req, or retries the recorded one when req is
+// nil, holding the state file's lock throughout.
+func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
+	server, err := g.serverID()
+	if err != nil {
+		return &usageError{err: err}
+	}
+	c := g.client()
+	j, err := g.openJournal()
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	in, err := j.Load()
+	if err != nil {
+		return err
+	}
+
+	if req != nil {
+		if in != nil {
+			return refuseNew(in)
+		}
+		who, werr := g.whoami(ctx, c)
+		actor := who.Actor
+		switch {
+		case isAnswer(werr):
+			return fmt.Errorf("%w; nothing was sent and no intent was recorded", werr)
+		case werr != nil:
+			actor = actorNotYetKnown
+		}
+		if in, err = intent.NewReserve(*req, server, actor); err != nil {
+			return err
+		}
+		if werr != nil {
+			// The daemon cannot be asked who we are, but the intent must
+			// exist before any send could happen: keep it for --retry.
+			if err := j.Save(in); err != nil {
+				return fmt.Errorf("record intent: %w", err)
+			}
+			return g.report(g.notSent(in, werr))
+		}
+	} else {
+		if in == nil {
+			return usageErrorf("no intent in %s to retry: start one with 'reservectl reserve --workshop ID'", j.Path())
+		}
+		who, err := g.whoami(ctx, c)
+		switch {
+		case isAnswer(err):
+			return fmt.Errorf("%w; nothing was sent, intent %s is kept", err, in.Key)
+		case err != nil:
+			return g.report(g.notSent(in, err))
+		}
+		bindUnsent(in, server, who.Actor)
+		if err := in.CheckRetry(server, who.Actor); err != nil {
+			return err
+		}
+	}
+	o, err := g.send(ctx, c, j, in)
+	if err != nil {
+		return err
+	}
+	return g.report(o)
+}
+
+// isAnswer reports whether err is an answer of reserved (a problem with a
+// code other than internal), as opposed to no answer at all.
+func isAnswer(err error) bool {
+	var ee *engine.Error
+	return errors.As(err, &ee) && ee.Code != engine.CodeInternal
+}
+
+// bindUnsent binds an intent that was never sent to the current server and
+// actor. Nothing can have happened under its key yet, so no reservation can
+// be duplicated; an intent sent at least once keeps its server and actor,
+// and CheckRetry refuses any other.
+func bindUnsent(in *intent.Intent, server, actor string) {
+	if in.Attempts == 0 {
+		in.Server, in.Actor = server, actor
+	}
+}
+
+// refuseNew explains why a plain reserve does not start a new intent.
+func refuseNew(in *intent.Intent) error {
+	if in.IsOpen() {
+		return usageErrorf("intent %s is still open (outcome unknown, %d attempts); nothing sent: run 'reservectl reserve --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
+			in.Key, in.Attempts)
+	}
+	return usageErrorf("the last intent %s is settled (%s); nothing sent: run 'reservectl new-intent' to start another, or 'reservectl reserve --retry' to see its answer again",
+		in.Key, in.Outcome.Status)
+}
+
+// notSent is the outcome of an intent that could not be sent because the
+// daemon did not answer whoami: still unknown, the intent stays open.
+func (g *globals) notSent(in *intent.Intent, err error) outcome {
+	why := "nothing was sent"
+	if in.Attempts > 0 {
+		why = "not sent again"
+	}
+	o := classify(in.Key, engine.Request{}, 0, nil, false, err, g.timeout)
+	o.why = why + ": " + o.why
+	return o
+}
+
+// send records one more attempt of in, sends it, and settles in when the
+// answer is authoritative.
+func (g *globals) send(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) (outcome, error) {
+	req, err := in.Request()
+	if err != nil {
+		return outcome{}, err
+	}
+	if err := j.RecordAttempt(in); err != nil {
+		return outcome{}, fmt.Errorf("nothing sent: %w", err)
+	}
+	cctx, cancel := g.callContext(ctx)
+	status, body, replayed, err := c.Reserve(cctx, in.Key, req)
+	cancel()
+	o := classify(in.Key, req, status, body, replayed, err, g.timeout)
+	if o.authoritative() {
+		if err := j.Settle(in, o.settlement()); err != nil {
+			return o, fmt.Errorf("reserved answered %d for intent %s: %w", o.status, in.Key, err)
+		}
+	}
+	return o, nil
+}

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
+)
+
+func newStatusCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the local intent and the server's receipt for it",
+		Long: `status shows the intent in the state file and asks reserved for its receipt
+(GET /api/v1/operations/{key}). When the intent is open and the server has
+a receipt, status settles the intent from it, without sending it again. When
+the server has none, nothing was reserved under the key (so far): resend it
+with "reservectl reserve --retry".
+
+The exit status follows the intent: 0 reserved (or no intent), 3 unavailable,
+4 rejected, 75 still open.`,
+		Example: `  reservectl status
+  reservectl --json status`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.status(cmd.Context())
+		},
+	}
+}
+
+// statusJSON is what status --json prints.
+type statusJSON struct {
+	StateFile string         `json:"state_file"`
+	Intent    *intent.Intent `json:"intent"`
+	// Outcome is none (no intent), reserved, unavailable, rejected or
+	// unknown (open).
+	Outcome    string                `json:"outcome"`
+	Receipt    *engine.OperationView `json:"receipt,omitempty"`
+	Server     string                `json:"server_says,omitempty"`
+	SettledNow bool                  `json:"settled_now"`
+}
+
+// status reports the intent and settles an open one from its receipt.
+func (g *globals) status(ctx context.Context) error {
+	server, err := g.serverID()
+	if err != nil {
+		return &usageError{err: err}
+	}
+	j, err := g.openJournal()
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	in, err := j.Load()
+	if err != nil {
+		return err
+	}
+	rep := statusJSON{StateFile: j.Path(), Intent: in, Outcome: "none"}
+	if in == nil {
+		if g.json {
+			return g.printJSON(rep)
+		}
+		_, err := fmt.Fprintf(g.stdout, "no intent in %s: the next reserve starts a new one\n", j.Path())
+		return err
+	}
+
+	wasOpen := in.IsOpen()
+	note, receipt, err := g.askReceipt(ctx, j, in, server)
+	if err != nil && !errors.Is(err, intent.ErrMismatch) {
+		return err
+	}
+	rep.Receipt, rep.Server, rep.SettledNow = receipt, note, wasOpen && !in.IsOpen()
+
+	var result error
+	switch {
+	case in.IsOpen() && err != nil:
+		rep.Outcome, result = kindUnknown, err // The identity check refused.
+	case in.IsOpen():
+		rep.Outcome = kindUnknown
+		result = (outcome{kind: kindUnknown, key: in.Key, why: note}).err()
+	default:
+		o := settledOutcome(in)
+		rep.Outcome = o.kind
+		result = o.err()
+	}
+	if g.json {
+		if err := g.printJSON(rep); err != nil {
+			return err
+		}
+		return result
+	}
+	g.printIntent(in, note)
+	return result
+}
+
+// askReceipt asks reserved for the receipt of in and settles an open in from
+// it. It returns what the server said, in words, and the receipt if found.
+// Only a refused identity check of an open intent is returned as an error.
+func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *engine.OperationView, error) {
+	if in.Attempts == 0 {
+		return "nothing was sent yet: run 'reservectl reserve --retry' to send it", nil, nil
+	}
+	c := g.client()
+	who, err := g.whoami(ctx, c)
+	if err != nil {
+		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
+	}
+	if err := in.CheckRetry(server, who.Actor); err != nil {
+		return "not asked: " + err.Error(), nil, err
+	}
+	cctx, cancel := g.callContext(ctx)
+	view, err := c.Operation(cctx, in.Key)
+	cancel()
+	if engine.ErrorCode(err) == engine.CodeUnknownOperation {
+		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was reserved under its key (so far)", in.Key), nil, nil
+	}
+	if err != nil {
+		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
+	}
+	req, err := in.Request()
+	if err != nil {
+		return "", nil, err
+	}
+	o := classify(in.Key, req, view.HTTPStatus, view.Response, true, nil, g.timeout)
+	if !o.authoritative() {
+		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, nil
+	}
+	if !in.IsOpen() {
+		return "reserved has the receipt: " + receiptSummary(o), &view, nil
+	}
+	if err := j.Settle(in, o.settlement()); err != nil {
+		return "", &view, fmt.Errorf("settle intent %s from its receipt: %w", in.Key, err)
+	}
+	return "reserved has the receipt: " + receiptSummary(o) + "; intent settled now", &view, nil
+}
+
+// receiptSummary says what a receipt holds.
+func receiptSummary(o outcome) string {
+	o.replayed = false
+	switch o.kind {
+	case kindReserved:
+		return o.line()
+	case kindUnavailable:
+		return fmt.Sprintf("unavailable (%s in %s)", places(o.answer.Quantity), o.answer.Workshop)
+	}
+	return o.kind
+}
+
+// printIntent prints in and what the server said about it.
+func (g *globals) printIntent(in *intent.Intent, note string) {
+	state := "open, outcome unknown"
+	if in.Outcome != nil {
+		state = "settled: " + receiptSummary(settledOutcome(in))
+		if in.Outcome.Status == intent.StatusRejected {
+			state = "settled: rejected: " + problemOf(in.Outcome.Body).Error()
+		}
+	}
+	actor := in.Actor
+	if in.Attempts == 0 && actor == actorNotYetKnown {
+		actor = "not yet known (nothing sent)"
+	}
+	w := g.stdout
+	fmt.Fprintf(w, "intent:   %s\n", in.Key)
+	fmt.Fprintf(w, "request:  %s\n", describeIntent(&intent.Intent{Kind: in.Kind, Payload: in.Payload}))
+	fmt.Fprintf(w, "state:    %s\n", state)
+	fmt.Fprintf(w, "server:   %s\n", in.Server)
+	fmt.Fprintf(w, "actor:    %s\n", actor)
+	fmt.Fprintf(w, "attempts: %d\n", in.Attempts)
+	fmt.Fprintf(w, "created:  %s\n", in.CreatedAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "receipt:  %s\n", note)
+}

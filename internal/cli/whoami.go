@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newWhoamiCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "whoami",
+		Short: "Show the actor reserved knows you as",
+		Long: `whoami asks reserved which actor you are: on the Unix socket the actor comes
+from your uid (unix-<username>), over --server from your --token. Intents are
+bound to this actor.`,
+		Example: `  reservectl whoami
+  reservectl --server http://127.0.0.1:8080 --token "$TOKEN" --json whoami`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := g.whoami(cmd.Context(), g.client())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(p)
+			}
+			role := ""
+			if p.Admin {
+				role = " (admin)"
+			}
+			_, err = fmt.Fprintf(g.stdout, "%s%s\n", p.Actor, role)
+			return err
+		},
+	}
+}

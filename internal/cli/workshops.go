@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reserve/reserve/internal/api"
+)
+
+func newWorkshopsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "workshops",
+		Short: "List the workshops with their capacity and free places",
+		Long: `workshops lists every workshop: its capacity, the places reserved and still
+available, the most places one reservation may take, and its version (for
+"reservectl admin workshop set --if-match").`,
+		Example: `  reservectl workshops
+  reservectl --json workshops`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := g.callContext(cmd.Context())
+			defer cancel()
+			list, err := g.client().Workshops(ctx)
+			if err != nil {
+				return fmt.Errorf("list workshops: %w", err)
+			}
+			if g.json {
+				return g.printJSON(api.WorkshopList{Workshops: list})
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tCAPACITY\tRESERVED\tAVAILABLE\tMAX\tVERSION\tTITLE")
+			for _, w := range list {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version, w.Title)
+			}
+			return tw.Flush()
+		},
+	}
+}
