@@ -1,0 +1,384 @@
+// app.js is the reservation form's whole behaviour. Its one rule: an intent
+// (operation key + payload + actor) is written to sessionStorage before the
+// first send, every retry sends exactly that intent again, and only an
+// explicit "new intent" action makes a new key. Only a 201 "reserved" or a
+// 409 "unavailable" answer is authoritative; anything else leaves the intent
+// open with "outcome unclear — retry". Nothing is ever sent by itself.
+"use strict";
+
+(function () {
+  const STORAGE_KEY = "reserve.intent";
+  const LANG_KEY = "reserve.lang";
+  const RESERVATION_ID = /^[0-9a-f]{32}$/;
+
+  const TEXT = {
+    en: {
+      title: "Reserve a place",
+      langHint: "Switch language",
+      langSwitch: "Deutsch",
+      signOut: "Sign out",
+      signInTitle: "Sign in",
+      signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
+      signInNothing: "Nothing is sent until you are signed in.",
+      workshop: "Workshop",
+      quantity: "Places",
+      reserve: "Reserve",
+      retry: "Retry",
+      sending: "Sending…",
+      signedInAs: (a) => `Signed in as ${a}`,
+      option: (w) => `${w.title} — ${w.available} of ${w.capacity} free`,
+      quantityHint: (max) => `1 to ${max} places`,
+      loading: "Loading workshops…",
+      loadFailed: "The workshops could not be loaded. Reload the page to try again.",
+      noWorkshops: "There are no workshops to reserve yet.",
+      reserved: (q, w) => `Reserved: ${q} ${q === 1 ? "place" : "places"} in ${w}.`,
+      unavailable: (q, w) => `Unavailable: ${w} has no ${q === 1 ? "place" : q + " places"} left for this reservation.`,
+      unclear: "Outcome unclear — retry. Your reservation may or may not have been made; retrying sends the same request again and cannot reserve twice.",
+      unclearSignIn: "Outcome unclear — retry. Your session has ended: sign in again, then retry.",
+      resumed: "An earlier attempt of this reservation has no confirmed outcome. Press Retry to get its answer — nothing is sent until you do.",
+      otherActor: (a) => `A reservation prepared by ${a} in this tab was not resumed and nothing was sent for it.`,
+      noStorage: "This browser does not let the page keep your reservation (session storage is unavailable), so it cannot be prepared safely. Nothing was sent.",
+      receipt: (id) => `Reservation number: ${id}`,
+      anotherReservation: "Start another reservation",
+      changeSelection: "Change selection",
+      invalidQuantity: (max) => `Choose between 1 and ${max} places.`,
+      chooseWorkshop: "Choose a workshop.",
+    },
+    de: {
+      title: "Platz reservieren",
+      langHint: "Sprache wechseln",
+      langSwitch: "English",
+      signOut: "Abmelden",
+      signInTitle: "Anmelden",
+      signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
+      signInNothing: "Bis zur Anmeldung wird nichts gesendet.",
+      workshop: "Workshop",
+      quantity: "Plätze",
+      reserve: "Reservieren",
+      retry: "Erneut versuchen",
+      sending: "Wird gesendet…",
+      signedInAs: (a) => `Angemeldet als ${a}`,
+      option: (w) => `${w.title} — ${w.available} von ${w.capacity} frei`,
+      quantityHint: (max) => `1 bis ${max} Plätze`,
+      loading: "Workshops werden geladen…",
+      loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
+      noWorkshops: "Es gibt noch keine Workshops.",
+      reserved: (q, w) => `Reserviert: ${q} ${q === 1 ? "Platz" : "Plätze"} in ${w}.`,
+      unavailable: (q, w) => `Nicht verfügbar: In ${w} ist für diese Reservierung ${q === 1 ? "kein Platz" : "nicht " + q + " Plätze"} mehr frei.`,
+      unclear: "Ergebnis unklar — erneut versuchen. Die Reservierung ist vielleicht schon erfolgt; ein erneuter Versuch sendet dieselbe Anfrage und kann nicht doppelt reservieren.",
+      unclearSignIn: "Ergebnis unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
+      resumed: "Für einen früheren Versuch dieser Reservierung gibt es noch kein bestätigtes Ergebnis. Mit „Erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
+      otherActor: (a) => `Eine von ${a} in diesem Tab vorbereitete Reservierung wurde nicht fortgesetzt; dafür wurde nichts gesendet.`,
+      noStorage: "Dieser Browser erlaubt der Seite nicht, Ihre Reservierung zu speichern (Session Storage nicht verfügbar); sie kann daher nicht sicher vorbereitet werden. Es wurde nichts gesendet.",
+      receipt: (id) => `Reservierungsnummer: ${id}`,
+      anotherReservation: "Weitere Reservierung beginnen",
+      changeSelection: "Auswahl ändern",
+      invalidQuantity: (max) => `Wählen Sie 1 bis ${max} Plätze.`,
+      chooseWorkshop: "Wählen Sie einen Workshop.",
+    },
+  };
+
+  const $ = (id) => document.getElementById(id);
+  const el = {
+    form: $("reservation-form"),
+    workshop: $("workshop"),
+    quantity: $("quantity"),
+    quantityHint: $("quantity-hint"),
+    submit: $("submit"),
+    status: $("status"),
+    receipt: $("receipt"),
+    newIntent: $("new-intent"),
+    notice: $("notice"),
+    signin: $("signin"),
+    actor: $("actor"),
+    lang: $("lang"),
+    logout: $("logout"),
+  };
+
+  const state = {
+    lang: chooseLanguage(),
+    actor: null,
+    workshops: [],
+    intent: null, // {operation, payload: {workshop, quantity}, actor, outcome?}
+    sending: false,
+    message: null, // [textKey, ...args] of the status line
+    notice: null,
+  };
+
+  function chooseLanguage() {
+    try {
+      const saved = localStorage.getItem(LANG_KEY);
+      if (saved === "de" || saved === "en") return saved;
+    } catch (e) {
+      // No storage: fall back to the browser language.
+    }
+    return (navigator.language || "en").toLowerCase().startsWith("de") ? "de" : "en";
+  }
+
+  function t(key, ...args) {
+    const v = TEXT[state.lang][key];
+    return typeof v === "function" ? v(...args) : v;
+  }
+
+  // Storage. Every access may throw (storage disabled, quota), and the
+  // callers treat a throw as "the intent cannot be kept".
+  function loadIntent() {
+    const raw = sessionStorage.getItem(STORAGE_KEY);
+    if (raw === null) return null;
+    const v = JSON.parse(raw);
+    const ok = v && typeof v.operation === "string" && v.payload &&
+      typeof v.payload.workshop === "string" && Number.isInteger(v.payload.quantity) &&
+      typeof v.actor === "string";
+    return ok ? v : null;
+  }
+
+  function saveIntent(intent) {
+    sessionStorage.setItem(STORAGE_KEY, JSON.stringify(intent));
+  }
+
+  function clearIntent() {
+    sessionStorage.removeItem(STORAGE_KEY);
+  }
+
+  async function api(method, path, options) {
+    const resp = await fetch(path, Object.assign({ method, credentials: "same-origin", cache: "no-store" }, options));
+    const text = await resp.text();
+    let body = null;
+    try {
+      body = text === "" ? null : JSON.parse(text);
+    } catch (e) {
+      body = undefined; // Not JSON at all.
+    }
+    return { status: resp.status, body };
+  }
+
+  async function start() {
+    el.lang.addEventListener("click", switchLanguage);
+    el.form.addEventListener("submit", onSubmit);
+    el.newIntent.addEventListener("click", onNewIntent);
+    el.workshop.addEventListener("change", applyLimits);
+    render();
+
+    let who;
+    try {
+      who = await api("GET", "/api/v1/whoami");
+    } catch (e) {
+      who = { status: 0 };
+    }
+    if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") {
+      el.signin.hidden = false;
+      return; // Not signed in: show how, send nothing.
+    }
+    state.actor = who.body.actor;
+    el.form.hidden = false;
+    el.logout.hidden = false;
+
+    try {
+      const saved = loadIntent();
+      if (saved && saved.actor !== state.actor) {
+        state.notice = ["otherActor", saved.actor];
+      } else if (saved) {
+        state.intent = saved;
+        state.message = saved.outcome ? outcomeMessage(saved) : ["resumed"];
+      }
+    } catch (e) {
+      state.notice = ["noStorage"];
+    }
+    await loadWorkshops();
+    render();
+  }
+
+  async function loadWorkshops() {
+    state.message = state.message || ["loading"];
+    render();
+    try {
+      const r = await api("GET", "/api/v1/workshops");
+      if (r.status !== 200 || !r.body || !Array.isArray(r.body.workshops)) throw new Error("bad answer");
+      state.workshops = r.body.workshops;
+      if (state.message && state.message[0] === "loading") state.message = null;
+      if (state.workshops.length === 0) state.message = ["noWorkshops"];
+    } catch (e) {
+      state.message = ["loadFailed"];
+    }
+  }
+
+  function currentPayload() {
+    return { workshop: el.workshop.value, quantity: Number(el.quantity.value) };
+  }
+
+  function selectedWorkshop() {
+    return state.workshops.find((w) => w.id === el.workshop.value);
+  }
+
+  function applyLimits() {
+    const w = selectedWorkshop();
+    const max = w ? Math.max(1, w.max_quantity) : 1;
+    el.quantity.max = String(max);
+    if (Number(el.quantity.value) > max) el.quantity.value = String(max);
+    el.quantityHint.textContent = t("quantityHint", max);
+  }
+
+  async function onSubmit(event) {
+    event.preventDefault();
+    if (state.sending) return; // A second click while sending does nothing.
+    if (!state.intent) {
+      const payload = currentPayload();
+      const w = selectedWorkshop();
+      if (!w) {
+        state.message = ["chooseWorkshop"];
+        render();
+        return;
+      }
+      if (!Number.isInteger(payload.quantity) || payload.quantity < 1 || payload.quantity > w.max_quantity) {
+        state.message = ["invalidQuantity", w.max_quantity];
+        render();
+        return;
+      }
+      const intent = { operation: crypto.randomUUID(), payload, actor: state.actor };
+      try {
+        saveIntent(intent); // Before the first send, or not at all.
+      } catch (e) {
+        state.notice = ["noStorage"];
+        render();
+        return;
+      }
+      state.intent = intent;
+      state.notice = null;
+    } else if (state.intent.outcome) {
+      return; // Settled: only "new intent" leads on.
+    }
+    await send(state.intent);
+  }
+
+  async function send(intent) {
+    state.sending = true;
+    state.message = ["sending"];
+    render();
+    let r;
+    try {
+      r = await api("POST", "/api/v1/reservations", {
+        headers: { "Content-Type": "application/json", "Idempotency-Key": intent.operation },
+        body: JSON.stringify({ workshop: intent.payload.workshop, quantity: intent.payload.quantity }),
+      });
+    } catch (e) {
+      r = { status: 0, body: undefined }; // Network error: no answer at all.
+    }
+    state.sending = false;
+    const outcome = authoritative(r, intent.payload);
+    if (outcome) {
+      intent.outcome = outcome;
+      try {
+        saveIntent(intent);
+      } catch (e) {
+        // The answer is shown; keeping it for a reload is best effort.
+      }
+      state.message = outcomeMessage(intent);
+      await loadWorkshops();
+    } else {
+      state.message = [r.status === 401 ? "unclearSignIn" : "unclear"];
+    }
+    render();
+  }
+
+  // authoritative returns the settled outcome of an answer, or null when the
+  // answer does not say for sure what happened.
+  function authoritative(r, payload) {
+    const b = r.body;
+    if (!b || typeof b !== "object") return null;
+    if (r.status === 201 && b.status === "reserved" && b.workshop === payload.workshop &&
+        b.quantity === payload.quantity && RESERVATION_ID.test(b.reservation_id)) {
+      return { status: "reserved", reservation_id: b.reservation_id };
+    }
+    if (r.status === 409 && b.status === "unavailable" && b.workshop === payload.workshop &&
+        b.quantity === payload.quantity) {
+      return { status: "unavailable" };
+    }
+    return null;
+  }
+
+  function outcomeMessage(intent) {
+    const p = intent.payload;
+    return intent.outcome.status === "reserved" ? ["reserved", p.quantity, workshopTitle(p.workshop)] : ["unavailable", p.quantity, workshopTitle(p.workshop)];
+  }
+
+  function workshopTitle(id) {
+    const w = state.workshops.find((x) => x.id === id);
+    return w ? w.title : id;
+  }
+
+  function onNewIntent() {
+    try {
+      clearIntent();
+    } catch (e) {
+      // Nothing kept, nothing to clear.
+    }
+    state.intent = null;
+    state.message = null;
+    state.notice = null;
+    render();
+    el.workshop.focus();
+    loadWorkshops().then(render);
+  }
+
+  function switchLanguage() {
+    state.lang = state.lang === "de" ? "en" : "de";
+    try {
+      localStorage.setItem(LANG_KEY, state.lang);
+    } catch (e) {
+      // The choice lasts for this page only.
+    }
+    render();
+  }
+
+  function renderOptions() {
+    const keep = state.intent ? state.intent.payload.workshop : el.workshop.value;
+    el.workshop.replaceChildren();
+    const ids = state.workshops.map((w) => w.id);
+    if (state.intent && !ids.includes(keep)) ids.unshift(keep);
+    for (const id of ids) {
+      const w = state.workshops.find((x) => x.id === id);
+      const opt = document.createElement("option");
+      opt.value = id;
+      opt.textContent = w ? t("option", w) : id;
+      el.workshop.append(opt);
+    }
+    if (keep && ids.includes(keep)) el.workshop.value = keep;
+  }
+
+  function render() {
+    document.documentElement.lang = state.lang;
+    document.title = t("title");
+    for (const node of document.querySelectorAll("[data-text]")) {
+      node.textContent = t(node.dataset.text);
+    }
+    el.lang.textContent = t("langSwitch");
+    el.lang.lang = state.lang === "de" ? "en" : "de";
+    el.actor.hidden = !state.actor;
+    el.actor.textContent = state.actor ? t("signedInAs", state.actor) : "";
+
+    renderOptions();
+    applyLimits();
+    const intent = state.intent;
+    if (intent) el.quantity.value = String(intent.payload.quantity);
+    const locked = Boolean(intent);
+    el.workshop.disabled = locked;
+    el.quantity.disabled = locked;
+
+    const settled = Boolean(intent && intent.outcome);
+    el.submit.hidden = settled;
+    el.submit.disabled = state.sending || (!intent && state.workshops.length === 0);
+    el.submit.textContent = intent && !settled ? t("retry") : t("reserve");
+    el.newIntent.hidden = !settled;
+    if (settled) {
+      el.newIntent.textContent = intent.outcome.status === "reserved" ? t("anotherReservation") : t("changeSelection");
+    }
+    el.receipt.hidden = !(settled && intent.outcome.status === "reserved");
+    el.receipt.textContent = el.receipt.hidden ? "" : t("receipt", intent.outcome.reservation_id);
+    el.status.textContent = state.message ? t(...state.message) : "";
+    el.status.dataset.kind = state.message ? state.message[0] : "";
+    el.notice.hidden = !state.notice;
+    el.notice.textContent = state.notice ? t(...state.notice) : "";
+  }
+
+  start();
+})();

@@ -1,0 +1,14 @@
+// Package web holds the browser form of reserve: a static page (index.html,
+// app.js, style.css) embedded into the daemon, which serves it on its TCP
+// listener. The page keeps one open intent in sessionStorage and sends it
+// with an Idempotency-Key, so double clicks, reloads and lost answers never
+// make a second reservation. This package holds only the assets; it must not
+// import the server or the engine.
+package web
+
+import "embed"
+
+// Assets are the files of the form, served from the root of the listener.
+//
+//go:embed index.html app.js style.css favicon.svg
+var Assets embed.FS
