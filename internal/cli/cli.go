@@ -12,7 +12,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -262,5 +261,3 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 	return nil
 }
 
-// errNoIntent is wrapped by the commands that need an intent but find none.
-var errNoIntent = errors.New("no intent")
