@@ -260,4 +260,3 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 	}
 	return nil
 }
-
