@@ -111,7 +111,9 @@ func (e *UnexpectedResponseError) Error() string {
 }
 
 // Do sends one request to the daemon and returns the answer with its whole
-// body (up to 1 MiB). The bearer token is added on TCP. Failures to reach the
+// body (up to 1 MiB). A body is sent as application/json unless header sets
+// a Content-Type; a Host in header replaces the request's host; the bearer
+// token is added on TCP. Failures to reach the
 // daemon are *ConnectError.
 func (c *Client) Do(ctx context.Context, method, path string, header http.Header, body []byte) (*http.Response, []byte, error) {
 	c.init()
@@ -126,7 +128,10 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	if body != nil && req.Header.Get("Content-Type") == "" {
+	if host := header.Get("Host"); host != "" {
+		req.Host = host // net/http sends req.Host, never a Host header field.
+	}
+	if _, set := req.Header["Content-Type"]; body != nil && !set {
 		req.Header.Set("Content-Type", api.MediaJSON)
 	}
 	if c.BaseURL != "" && c.Token != "" {

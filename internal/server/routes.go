@@ -11,10 +11,10 @@ import (
 type access int
 
 const (
-	anyone       access = iota // No credentials needed.
-	actor                      // Any authenticated caller.
-	admin                      // An authenticated admin.
-	socketOrAdmin              // Anyone on the Unix socket, admins on TCP.
+	anyone        access = iota // No credentials needed.
+	actor                       // Any authenticated caller.
+	admin                       // An authenticated admin.
+	socketOrAdmin               // Anyone on the Unix socket, admins on TCP.
 )
 
 // handlerFunc is an API handler: it gets the authenticated caller (the zero

@@ -1,0 +1,200 @@
+// Package servertest starts a real reserve HTTP server for tests: an engine
+// on a fresh bbolt file, served on a short Unix socket path and on a
+// loopback TCP port, with tokens for an admin and two actors.
+//
+// Only tests may import it.
+package servertest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server"
+)
+
+// The workshop every harness starts with.
+const (
+	Workshop            = "workshop-demo"
+	WorkshopCapacity    = 3
+	WorkshopMaxQuantity = 2
+)
+
+// Options configure Start.
+type Options struct {
+	FaultInjection bool
+	AllowedHosts   []string
+}
+
+// Harness is a running server and its parts.
+type Harness struct {
+	Engine  *engine.Engine
+	Store   *boltstore.Store
+	Server  *server.Server
+	Socket  string // The Unix socket path.
+	URL     string // The TCP base URL, http://127.0.0.1:port.
+	Logs    *LogBuffer
+	Admin   string // Bearer token of actor "root-admin", an admin.
+	Alice   string // Bearer token of actor "alice".
+	Bob     string // Bearer token of actor "bob".
+	tcpAddr string
+}
+
+// Start serves a fresh store until the test ends.
+func Start(tb testing.TB, opts Options) *Harness {
+	tb.Helper()
+	ctx := context.Background()
+	metrics := server.NewMetrics()
+	store, err := boltstore.Open(filepath.Join(tb.TempDir(), "reserved.db"), boltstore.Options{OnCommit: metrics.ObserveCommit})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &Harness{Store: store, Engine: engine.New(store), Logs: &LogBuffer{}}
+	h.Socket = filepath.Join(ShortTempDir(tb), "s.sock")
+	if _, _, err := h.Engine.PutWorkshop(ctx, Workshop, engine.WorkshopSpec{Capacity: WorkshopCapacity, MaxQuantity: WorkshopMaxQuantity, Title: "Demo"}, nil); err != nil {
+		tb.Fatal(err)
+	}
+	for _, t := range []struct {
+		dst   *string
+		actor string
+		admin bool
+	}{{&h.Admin, "root-admin", true}, {&h.Alice, "alice", false}, {&h.Bob, "bob", false}} {
+		if *t.dst, err = h.Engine.CreateToken(ctx, t.actor, t.admin); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	h.Server = server.New(server.Config{
+		Engine:         h.Engine,
+		Logger:         slog.New(slog.NewJSONHandler(h.Logs, nil)),
+		Metrics:        metrics,
+		DaemonUID:      os.Getuid(),
+		AllowedHosts:   opts.AllowedHosts,
+		FaultInjection: opts.FaultInjection,
+	})
+	sock, err := net.Listen("unix", h.Socket)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h.tcpAddr = tcp.Addr().String()
+	h.URL = "http://" + h.tcpAddr
+	var wg sync.WaitGroup
+	for _, serve := range []func() error{func() error { return h.Server.ServeUnix(sock) }, func() error { return h.Server.ServeTCP(tcp) }} {
+		wg.Go(func() {
+			if err := serve(); err != nil {
+				tb.Errorf("serve: %v", err)
+			}
+		})
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Server.Shutdown(ctx); err != nil {
+			tb.Errorf("shutdown: %v", err)
+		}
+		wg.Wait()
+		if err := store.Close(); err != nil {
+			tb.Errorf("close store: %v", err)
+		}
+	})
+	return h
+}
+
+// TCPAddr returns the TCP listener's host:port.
+func (h *Harness) TCPAddr() string { return h.tcpAddr }
+
+// SocketClient returns a client on the Unix socket.
+func (h *Harness) SocketClient() *client.Client { return &client.Client{Socket: h.Socket} }
+
+// TCPClient returns a client on TCP with a bearer token ("" sends none).
+func (h *Harness) TCPClient(token string) *client.Client {
+	return &client.Client{BaseURL: h.URL, Token: token}
+}
+
+// Counts returns how many reservations and receipts the store holds.
+func (h *Harness) Counts(tb testing.TB) (reservations, receipts int) {
+	tb.Helper()
+	err := h.Store.View(context.Background(), func(tx engine.Tx) error {
+		if err := tx.ForEachReservation(func(engine.Reservation) error { reservations++; return nil }); err != nil {
+			return err
+		}
+		return tx.ForEachReceipt(func(engine.Receipt) error { receipts++; return nil })
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reservations, receipts
+}
+
+// MustCheckClean fails the test if the store breaks an invariant.
+func (h *Harness) MustCheckClean(tb testing.TB) {
+	tb.Helper()
+	findings, err := h.Store.Check(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, f := range findings {
+		tb.Errorf("finding: %s", f)
+	}
+}
+
+// ShortTempDir returns a new directory under /tmp, removed when the test
+// ends. Unix socket paths must stay below 108 bytes, which t.TempDir() paths
+// of long test names exceed.
+func ShortTempDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("/tmp", "rsv")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// LogBuffer collects JSON log lines; it is safe for concurrent use.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Records returns every log line decoded as a JSON object.
+func (b *LogBuffer) Records() ([]map[string]any, error) {
+	var recs []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader([]byte(b.String())))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			return nil, errors.Join(errors.New("log line is not JSON: "+sc.Text()), err)
+		}
+		recs = append(recs, m)
+	}
+	return recs, sc.Err()
+}
