@@ -1,0 +1,249 @@
+// Package pgstore is the PostgreSQL engine.Store of reserve, for several
+// daemons sharing one database: workshops, reservations, receipts and tokens
+// in plain tables, a versioned schema embedded in the binary and applied by
+// Open, and transactions that PostgreSQL's row locks and unique keys keep
+// serializable for the engine's decision.
+//
+// It provides primitive reads and writes only; every decision is made by
+// package engine. It must not import net/http or any front end.
+//
+// # Transactions
+//
+// Update runs at READ COMMITTED. Inside it, Workshop reads the workshop row
+// with SELECT … FOR UPDATE, so reservations of one workshop queue on that
+// row while reservations of different workshops never wait for each other.
+// Every other decision is guarded by a primary key: a transaction that read
+// a row as absent inserts it with a plain INSERT, so when a concurrent
+// transaction inserted the same receipt (or reservation, workshop, token)
+// first, the INSERT fails with a unique violation instead of overwriting it.
+// Update then rolls back and runs fn again, and fn finds the row. A write to
+// a row the transaction has not read is an upsert, like a bbolt Put.
+// Unique violations, serialization failures and deadlocks are retried a
+// bounded number of times with a small jittered backoff.
+//
+// View runs at REPEATABLE READ READ ONLY, so all reads and scans of one View
+// see a single snapshot.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// DefaultMaxAttempts is how often Update runs its function at most when
+// Options.MaxAttempts is zero.
+const DefaultMaxAttempts = 10
+
+// The backoff before the n-th retry is drawn uniformly from
+// [0, min(backoffBase<<n, backoffCap)).
+const (
+	backoffBase = time.Millisecond
+	backoffCap  = 50 * time.Millisecond
+)
+
+// The SQLSTATE codes that make Update run its function again.
+const (
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeUniqueViolation      = "23505"
+)
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("pgstore: store is closed")
+
+// ErrReadOnly is returned by writes inside View.
+var ErrReadOnly = errors.New("pgstore: write in a read-only transaction")
+
+// Options tune a Store. The zero value is the production default.
+type Options struct {
+	// MaxConns caps the connections of the pool. Zero keeps the DSN's
+	// pool_max_conns, or pgx's default (the larger of 4 and the CPU count).
+	MaxConns int32
+	// MaxAttempts bounds how often Update runs its function when
+	// transactions collide. Zero means DefaultMaxAttempts.
+	MaxAttempts int
+	// OnRetry, if set, is told of every collision that makes Update run its
+	// function again (for a daemon's retry metric and tests).
+	OnRetry func(attempt int, err error)
+}
+
+// Store is an engine.Store on a PostgreSQL database. It is safe for
+// concurrent use, also by several processes on one database.
+type Store struct {
+	pool        *pgxpool.Pool
+	maxAttempts int
+	onRetry     func(int, error)
+	closed      atomic.Bool
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn (a postgres:// URL or a
+// key=value string, as libpq takes them; search_path selects the schema),
+// applies the embedded schema migrations that the database lacks, and
+// returns the store. A database whose schema is newer than this code is
+// refused.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse PostgreSQL DSN: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	cfg.AfterConnect = scanTimesInUTC
+	where := describe(cfg.ConnConfig)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL %s: %w", where, err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("PostgreSQL %s: %w", where, err)
+	}
+	return &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry}, nil
+}
+
+// scanTimesInUTC makes the connection return TIMESTAMPTZ values in UTC, as
+// the engine writes them, instead of in the local time zone.
+func scanTimesInUTC(_ context.Context, conn *pgx.Conn) error {
+	conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID, Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+	return nil
+}
+
+// describe names a database for error messages without its password.
+func describe(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("database %q on %s:%d as %q", c.Database, c.Host, c.Port, c.User)
+}
+
+// Pool returns the connection pool, for tools that inspect the database.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close waits for the transactions in flight and closes every connection.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.pool.Close()
+	return nil
+}
+
+// Check reports every broken invariant of the engine, read from one
+// snapshot.
+func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
+	return engine.Check(ctx, s)
+}
+
+// Update implements engine.Store: it runs fn in a READ COMMITTED transaction
+// (see the package comment for why that is serializable for the engine) and
+// runs it again after a unique violation, serialization failure or deadlock,
+// up to the configured number of attempts. Cancelling ctx while fn runs rolls
+// the transaction back and returns an error; once fn has returned nil, the
+// COMMIT is sent on a context that is not cancelled, so that an error from
+// Update means nothing was committed, unless the connection itself failed
+// during the COMMIT.
+func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, true, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if attempt >= s.maxAttempts {
+			return fmt.Errorf("pgstore: gave up after %d attempts: %w", attempt, err)
+		}
+		if s.onRetry != nil {
+			s.onRetry(attempt, err)
+		}
+		if backoff(ctx, attempt) != nil {
+			return fmt.Errorf("pgstore: no retry, %w, after: %w", ctx.Err(), err)
+		}
+	}
+}
+
+// View implements engine.Store with a REPEATABLE READ READ ONLY transaction.
+func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
+	return s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, false, fn)
+}
+
+// runTx runs fn once in a transaction of the given options and commits if
+// fn and every statement it ran succeeded.
+func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, write bool, fn func(engine.Tx) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ptx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("pgstore: begin: %w", err)
+	}
+	// The rollback must reach the server even when ctx is cancelled; after a
+	// commit it does nothing.
+	defer ptx.Rollback(context.WithoutCancel(ctx))
+	t := &tx{ctx: ctx, tx: ptx, write: write}
+	err = fn(t)
+	switch {
+	case t.err == nil:
+	case err == nil:
+		// A statement failed, so PostgreSQL has aborted the transaction
+		// whatever fn made of the error.
+		err = t.err
+	case !errors.Is(err, t.err):
+		// Keep the statement's error visible to retryable even when fn
+		// reported it without wrapping.
+		err = fmt.Errorf("%w (after a failed statement: %w)", err, t.err)
+	}
+	if err != nil {
+		return err
+	}
+	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("pgstore: commit: %w", err)
+	}
+	return nil
+}
+
+// retryable reports whether err is a collision with a concurrent
+// transaction that running the function again resolves.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case codeSerializationFailure, codeDeadlockDetected, codeUniqueViolation:
+		return true
+	}
+	return false
+}
+
+// backoff waits a random time below min(backoffBase<<attempt, backoffCap),
+// or until ctx is done.
+func backoff(ctx context.Context, attempt int) error {
+	limit := backoffCap
+	if attempt < 16 {
+		limit = min(backoffBase<<attempt, backoffCap)
+	}
+	timer := time.NewTimer(rand.N(limit))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

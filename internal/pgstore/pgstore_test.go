@@ -1,0 +1,239 @@
+package pgstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/engine/enginetest"
+	"github.com/reserve/reserve/internal/pgstore"
+)
+
+// testConns is the pool size of the stores under test. The conformance suite
+// runs its tests in parallel, each on its own store, so the server needs
+// about testConns × 2 × (go test -parallel) connections.
+const testConns = 3
+
+// skipMessage tells a developer how to run the tests this package skips.
+const skipMessage = `PostgreSQL store tests SKIPPED: RESERVE_PG_DSN is not set.
+Run them against a PostgreSQL server whose role may create schemas, e.g.
+    RESERVE_PG_DSN='postgres://reserve@localhost:5432/reserve' ./test.sh
+(see "PostgreSQL store (tests)" in README.md).`
+
+func TestMain(m *testing.M) {
+	if os.Getenv("RESERVE_PG_DSN") == "" && os.Getenv("RESERVE_CI") == "" {
+		fmt.Fprintln(os.Stderr, "\n*** "+strings.ReplaceAll(skipMessage, "\n", "\n*** ")+"\n")
+	}
+	os.Exit(m.Run())
+}
+
+// serverDSN returns the DSN of the test server, skips the test when there is
+// none, and fails it when there is none in CI.
+func serverDSN(tb testing.TB) string {
+	tb.Helper()
+	dsn := os.Getenv("RESERVE_PG_DSN")
+	if dsn != "" {
+		return dsn
+	}
+	if os.Getenv("RESERVE_CI") != "" {
+		tb.Fatal("RESERVE_PG_DSN is not set, but RESERVE_CI is: CI must run the PostgreSQL store tests, so .ci/run has to start PostgreSQL and export RESERVE_PG_DSN")
+	}
+	tb.Skip(skipMessage)
+	return ""
+}
+
+// withParams returns dsn with extra run-time parameters, for URL and
+// key=value DSNs alike.
+func withParams(tb testing.TB, dsn string, params map[string]string) string {
+	tb.Helper()
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			tb.Fatalf("RESERVE_PG_DSN: %v", err)
+		}
+		q := u.Query()
+		for k, v := range params {
+			q.Set(k, v)
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	for k, v := range params {
+		dsn += fmt.Sprintf(" %s='%s'", k, v)
+	}
+	return dsn
+}
+
+// exec runs statements on a connection of its own to the server.
+func exec(tb testing.TB, dsn string, sql string, args ...any) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatalf("connect to RESERVE_PG_DSN: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// freshSchema creates an empty schema that is dropped when the test ends,
+// and returns a DSN whose search_path selects it.
+func freshSchema(tb testing.TB) (dsn, schema string) {
+	tb.Helper()
+	server := serverDSN(tb)
+	var raw [8]byte
+	rand.Read(raw[:])
+	schema = "reserve_test_" + hex.EncodeToString(raw[:])
+	exec(tb, server, "CREATE SCHEMA "+schema)
+	tb.Cleanup(func() { exec(tb, server, "DROP SCHEMA "+schema+" CASCADE") })
+	return withParams(tb, server, map[string]string{"search_path": schema}), schema
+}
+
+// mustOpen opens a store on a fresh, empty schema and closes it (and drops
+// the schema) when the test ends.
+func mustOpen(tb testing.TB, opts pgstore.Options) *pgstore.Store {
+	tb.Helper()
+	dsn, _ := freshSchema(tb)
+	return mustOpenDSN(tb, dsn, opts)
+}
+
+// mustOpenDSN opens a store on dsn and closes it when the test ends.
+func mustOpenDSN(tb testing.TB, dsn string, opts pgstore.Options) *pgstore.Store {
+	tb.Helper()
+	if opts.MaxConns == 0 {
+		opts.MaxConns = testConns
+	}
+	s, err := pgstore.Open(context.Background(), dsn, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	serverDSN(t)
+	enginetest.Run(t, func(tb testing.TB) engine.Store { return mustOpen(tb, pgstore.Options{}) })
+}
+
+// schemaVersions returns the versions recorded in schema_migrations.
+func schemaVersions(t *testing.T, s *pgstore.Store) []int {
+	t.Helper()
+	rows, err := s.Pool().Query(t.Context(), "SELECT version FROM schema_migrations ORDER BY version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return versions
+}
+
+func wantAllVersions(t *testing.T, s *pgstore.Store) {
+	t.Helper()
+	got := schemaVersions(t, s)
+	if len(got) != pgstore.SchemaVersion || got[len(got)-1] != pgstore.SchemaVersion {
+		t.Fatalf("schema_migrations holds versions %v, want 1 to %d once each", got, pgstore.SchemaVersion)
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	dsn, _ := freshSchema(t)
+	ctx := t.Context()
+	s, err := pgstore.Open(ctx, dsn, pgstore.Options{MaxConns: testConns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := engine.New(s)
+	if _, _, err := eng.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 3, MaxQuantity: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	key := engine.OperationKey("f47ac10b-58cc-4372-a567-0e02b2c3d479")
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	first, err := eng.Reserve(ctx, "alice", key, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Reserve(ctx, "alice", key, req); err == nil {
+		t.Fatal("Reserve on a closed store succeeded")
+	}
+	s = mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	again, err := engine.New(s).Reserve(ctx, "alice", key, req)
+	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
+		t.Fatalf("replay after reopen = %+v %v, want %s", again, err, first.Body)
+	}
+}
+
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	dsn, _ := freshSchema(t)
+	const daemons = 6
+	stores := make([]*pgstore.Store, daemons)
+	errs := make([]error, daemons)
+	var wg sync.WaitGroup
+	for i := range daemons {
+		wg.Go(func() { stores[i], errs[i] = pgstore.Open(t.Context(), dsn, pgstore.Options{MaxConns: 1}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("daemon %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	wantAllVersions(t, stores[0])
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	dsn, schema := freshSchema(t)
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	future := pgstore.SchemaVersion + 98
+	exec(t, dsn, "INSERT INTO schema_migrations (version, name) VALUES ($1, 'from the future')", future)
+	s.Close()
+	_, err := pgstore.Open(t.Context(), dsn, pgstore.Options{})
+	want := fmt.Sprintf("database schema %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", schema, future, pgstore.SchemaVersion)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("open of a newer schema: %v, want an error containing %q", err, want)
+	}
+}
+
+func TestMissingSchemaIsReported(t *testing.T) {
+	dsn := withParams(t, serverDSN(t), map[string]string{"search_path": "reserve_no_such_schema"})
+	_, err := pgstore.Open(t.Context(), dsn, pgstore.Options{})
+	if err == nil || !strings.Contains(err.Error(), "no schema of the search_path exists") {
+		t.Fatalf("open with a missing schema: %v", err)
+	}
+}
+
+func TestBadDSNIsReported(t *testing.T) {
+	_, err := pgstore.Open(t.Context(), "postgres://%zz", pgstore.Options{})
+	if err == nil || !strings.Contains(err.Error(), "parse PostgreSQL DSN") {
+		t.Fatalf("open with a malformed DSN: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = pgstore.Open(ctx, "postgres://nobody@127.0.0.1:1/none?connect_timeout=5", pgstore.Options{})
+	if err == nil || !strings.Contains(err.Error(), `database "none" on 127.0.0.1:1 as "nobody"`) {
+		t.Fatalf("open of an unreachable server: %v", err)
+	}
+}

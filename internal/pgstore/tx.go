@@ -1,0 +1,302 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// pageSize is how many rows a ForEach scan reads per query. Scans read page
+// by page and call their function between queries, so the function may use
+// the transaction too.
+const pageSize = 500
+
+// table describes how one engine record type maps to the columns of one
+// table. The first keys columns are its primary key.
+type table[T any] struct {
+	name    string
+	columns []string
+	keys    int
+	// values returns the column values of a record, in column order.
+	values func(T) []any
+	// dests returns scan destinations for the columns of a record.
+	dests func(*T) []any
+}
+
+var workshops = table[engine.Workshop]{
+	name:    "workshops",
+	columns: []string{"id", "title", "capacity", "reserved", "max_quantity", "version"},
+	keys:    1,
+	values: func(w engine.Workshop) []any {
+		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version}
+	},
+	dests: func(w *engine.Workshop) []any {
+		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version}
+	},
+}
+
+var reservations = table[engine.Reservation]{
+	name:    "reservations",
+	columns: []string{"id", "actor", "operation_key", "workshop", "quantity", "created_at"},
+	keys:    1,
+	values: func(r engine.Reservation) []any {
+		return []any{r.ID, r.Actor, string(r.OperationKey), r.Workshop, r.Quantity, r.CreatedAt}
+	},
+	dests: func(r *engine.Reservation) []any {
+		return []any{&r.ID, &r.Actor, &r.OperationKey, &r.Workshop, &r.Quantity, &r.CreatedAt}
+	},
+}
+
+var receipts = table[engine.Receipt]{
+	name: "receipts",
+	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "workshop", "quantity",
+		"http_status", "body", "reservation_id", "created_at"},
+	keys: 2,
+	values: func(r engine.Receipt) []any {
+		body := r.Body
+		if body == nil {
+			body = []byte{} // The column is NOT NULL; pgx sends a nil slice as NULL.
+		}
+		var reservationID *string
+		if r.ReservationID != "" {
+			reservationID = &r.ReservationID
+		}
+		return []any{r.Actor, string(r.OperationKey), r.FingerprintVersion, r.Fingerprint, r.Request.Workshop, r.Request.Quantity,
+			r.HTTPStatus, body, reservationID, r.CreatedAt}
+	},
+	dests: func(r *engine.Receipt) []any {
+		return []any{&r.Actor, &r.OperationKey, &r.FingerprintVersion, &r.Fingerprint, &r.Request.Workshop, &r.Request.Quantity,
+			&r.HTTPStatus, &r.Body, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
+	},
+}
+
+var tokens = table[engine.TokenRecord]{
+	name:    "tokens",
+	columns: []string{"hash", "actor", "admin", "created_at"},
+	keys:    1,
+	values:  func(r engine.TokenRecord) []any { return []any{r.Hash, r.Actor, r.Admin, r.CreatedAt} },
+	dests:   func(r *engine.TokenRecord) []any { return []any{&r.Hash, &r.Actor, &r.Admin, &r.CreatedAt} },
+}
+
+// emptyIfNull scans a nullable text column into a string, NULL as "".
+type emptyIfNull struct{ s *string }
+
+// ScanText implements pgtype.TextScanner.
+func (e emptyIfNull) ScanText(v pgtype.Text) error {
+	*e.s = v.String // String is "" when the value is NULL.
+	return nil
+}
+
+// keyList is "k1, k2" for the key columns of tb.
+func (tb table[T]) keyList() string { return strings.Join(tb.columns[:tb.keys], ", ") }
+
+// params is "$from, $from+1, …", n parameters.
+func params(from, n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("$%d", from+i)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// selectSQL reads one record by its key.
+func (tb table[T]) selectSQL() string {
+	return fmt.Sprintf("SELECT %s FROM %s WHERE (%s) = (%s)", strings.Join(tb.columns, ", "), tb.name, tb.keyList(), params(1, tb.keys))
+}
+
+// pageSQL reads the next page of records in key order: the first page, or
+// the one after the key given as parameters.
+func (tb table[T]) pageSQL(first bool) string {
+	where := ""
+	if !first {
+		where = fmt.Sprintf(" WHERE (%s) > (%s)", tb.keyList(), params(1, tb.keys))
+	}
+	return fmt.Sprintf("SELECT %s FROM %s%s ORDER BY %s LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, tb.keyList(), pageSize)
+}
+
+// insertSQL inserts a record and fails with a unique violation if its key
+// exists.
+func (tb table[T]) insertSQL() string {
+	return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, strings.Join(tb.columns, ", "), params(1, len(tb.columns)))
+}
+
+// upsertSQL inserts a record or overwrites the one with its key.
+func (tb table[T]) upsertSQL() string {
+	set := make([]string, 0, len(tb.columns)-tb.keys)
+	for _, c := range tb.columns[tb.keys:] {
+		set = append(set, c+" = EXCLUDED."+c)
+	}
+	return fmt.Sprintf("%s ON CONFLICT (%s) DO UPDATE SET %s", tb.insertSQL(), tb.keyList(), strings.Join(set, ", "))
+}
+
+// tx adapts a pgx transaction to engine.Tx.
+type tx struct {
+	ctx   context.Context
+	tx    pgx.Tx
+	write bool
+	// err is the first statement that failed. PostgreSQL aborts the
+	// transaction then, so every later statement fails with it too.
+	err error
+	// read records, for each row this transaction has looked up or written,
+	// whether it exists: a write to a row read as absent must insert it.
+	read map[rowID]bool
+}
+
+var _ engine.Tx = (*tx)(nil)
+
+// rowID names one row: its table and its key values joined by 0x00.
+type rowID struct{ table, key string }
+
+func rowOf[T any](tb table[T], key []any) rowID {
+	parts := make([]string, len(key))
+	for i, k := range key {
+		parts[i] = fmt.Sprint(k)
+	}
+	return rowID{tb.name, strings.Join(parts, "\x00")}
+}
+
+// usable returns the error of an aborted transaction.
+func (t *tx) usable() error {
+	if t.err != nil {
+		return fmt.Errorf("pgstore: transaction aborted by an earlier error: %w", t.err)
+	}
+	return nil
+}
+
+// fail records the first failed statement and returns err.
+func (t *tx) fail(err error) error {
+	if t.err == nil {
+		t.err = err
+	}
+	return err
+}
+
+func (t *tx) remember(id rowID, exists bool) {
+	if t.read == nil {
+		t.read = map[rowID]bool{}
+	}
+	t.read[id] = exists
+}
+
+// get reads the record of tb with key into r. suffix is appended to the
+// query (FOR UPDATE).
+func get[T any](t *tx, tb table[T], suffix string, key ...any) (r T, ok bool, err error) {
+	if err := t.usable(); err != nil {
+		return r, false, err
+	}
+	id := rowOf(tb, key)
+	err = t.tx.QueryRow(t.ctx, tb.selectSQL()+suffix, key...).Scan(tb.dests(&r)...)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		t.remember(id, false)
+		return r, false, nil
+	case err != nil:
+		return r, false, t.fail(fmt.Errorf("read %s %q: %w", tb.name, id.key, err))
+	}
+	t.remember(id, true)
+	return r, true, nil
+}
+
+// put writes r: with a plain INSERT when this transaction read its row as
+// absent, so that a concurrent insert of the same key fails it (and Update
+// retries) instead of being overwritten; with an upsert otherwise.
+func put[T any](t *tx, tb table[T], r T) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if err := t.usable(); err != nil {
+		return err
+	}
+	values := tb.values(r)
+	id := rowOf(tb, values[:tb.keys])
+	query := tb.upsertSQL()
+	if exists, known := t.read[id]; known && !exists {
+		query = tb.insertSQL()
+	}
+	if _, err := t.tx.Exec(t.ctx, query, values...); err != nil {
+		return t.fail(fmt.Errorf("write %s %q: %w", tb.name, id.key, err))
+	}
+	t.remember(id, true)
+	return nil
+}
+
+// forEach calls fn for every record of tb in key order, reading a page at a
+// time.
+func forEach[T any](t *tx, tb table[T], fn func(T) error) error {
+	var after []any
+	for {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		rows, err := t.tx.Query(t.ctx, tb.pageSQL(after == nil), after...)
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s: %w", tb.name, err))
+		}
+		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+			var r T
+			err := row.Scan(tb.dests(&r)...)
+			return r, err
+		})
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s: %w", tb.name, err))
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+		after = tb.values(page[len(page)-1])[:tb.keys]
+	}
+}
+
+// Workshop reads a workshop; inside Update it also locks the row until the
+// transaction ends, which queues concurrent reservations of that workshop
+// (and only of that workshop).
+func (t *tx) Workshop(id string) (engine.Workshop, bool, error) {
+	lock := ""
+	if t.write {
+		lock = " FOR UPDATE"
+	}
+	return get(t, workshops, lock, id)
+}
+
+func (t *tx) PutWorkshop(w engine.Workshop) error { return put(t, workshops, w) }
+
+func (t *tx) ForEachWorkshop(fn func(engine.Workshop) error) error {
+	return forEach(t, workshops, fn)
+}
+
+func (t *tx) Reservation(id string) (engine.Reservation, bool, error) {
+	return get(t, reservations, "", id)
+}
+
+func (t *tx) PutReservation(r engine.Reservation) error { return put(t, reservations, r) }
+
+func (t *tx) ForEachReservation(fn func(engine.Reservation) error) error {
+	return forEach(t, reservations, fn)
+}
+
+func (t *tx) Receipt(actor string, key engine.OperationKey) (engine.Receipt, bool, error) {
+	return get(t, receipts, "", actor, string(key))
+}
+
+func (t *tx) PutReceipt(r engine.Receipt) error { return put(t, receipts, r) }
+
+func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
+	return forEach(t, receipts, fn)
+}
+
+func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
+	return get(t, tokens, "", hash)
+}
+
+func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, tokens, r) }
