@@ -10,13 +10,8 @@ import (
 )
 
 func newAdminTokenCmd(g *globals) *cobra.Command {
-	token := &cobra.Command{
-		Use:     "token",
-		Short:   "Create API tokens for clients that use --server",
-		Example: "  reservectl admin token create --actor alice",
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	token := groupCmd("token", "Create API tokens for clients that use --server", "",
+		"  reservectl admin token create --actor alice")
 	var (
 		actor string
 		admin bool

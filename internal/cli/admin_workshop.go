@@ -9,13 +9,8 @@ import (
 )
 
 func newAdminWorkshopCmd(g *globals) *cobra.Command {
-	workshop := &cobra.Command{
-		Use:     "workshop",
-		Short:   "Create or change workshops",
-		Example: "  reservectl admin workshop set workshop-demo --capacity 20 --max-quantity 4",
-		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	workshop := groupCmd("workshop", "Create or change workshops", "",
+		"  reservectl admin workshop set workshop-demo --capacity 20 --max-quantity 4")
 	var (
 		spec    engine.WorkshopSpec
 		ifMatch uint64

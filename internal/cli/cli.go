@@ -205,12 +205,22 @@ func (g *globals) whoami(ctx context.Context, c *client.Client) (engine.Principa
 	return p, nil
 }
 
-// openJournal opens and locks the state file for the whole command.
-func (g *globals) openJournal() (*intent.Journal, error) {
+// openIntent opens and locks the state file for the whole command and loads
+// its intent (nil for none). The caller closes the journal.
+func (g *globals) openIntent() (*intent.Journal, *intent.Intent, error) {
 	if g.state == "" {
-		return nil, usageErrorf("no state file: set --state or %s (no home directory for the default)", EnvState)
+		return nil, nil, usageErrorf("no state file: set --state or %s (no home directory for the default)", EnvState)
 	}
-	return intent.Open(g.state)
+	j, err := intent.Open(g.state)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := j.Load()
+	if err != nil {
+		j.Close()
+		return nil, nil, err
+	}
+	return j, in, nil
 }
 
 // printJSON writes v to stdout as one line of JSON, so that the server's

@@ -26,15 +26,11 @@ names its key; if the server did receive it, that reservation stands.`,
   reservectl new-intent --discard-open   # give up an intent whose outcome is unknown`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			j, err := g.openJournal()
+			j, in, err := g.openIntent()
 			if err != nil {
 				return err
 			}
 			defer j.Close()
-			in, err := j.Load()
-			if err != nil {
-				return err
-			}
 			if in == nil {
 				return g.newIntentDone("no intent in %s: the next reserve starts a new one", j.Path())
 			}

@@ -79,15 +79,11 @@ func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
 		return &usageError{err: err}
 	}
 	c := g.client()
-	j, err := g.openJournal()
+	j, in, err := g.openIntent()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	in, err := j.Load()
-	if err != nil {
-		return err
-	}
 
 	if req != nil {
 		if in != nil {

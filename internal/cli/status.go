@@ -51,15 +51,11 @@ func (g *globals) status(ctx context.Context) error {
 	if err != nil {
 		return &usageError{err: err}
 	}
-	j, err := g.openJournal()
+	j, in, err := g.openIntent()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	in, err := j.Load()
-	if err != nil {
-		return err
-	}
 	rep := statusJSON{StateFile: j.Path(), Intent: in, Outcome: "none"}
 	if in == nil {
 		if g.json {
