@@ -27,7 +27,7 @@ Exit status: 0 no findings, 1 findings (printed one per line), 2 the
 database cannot be opened (for example because a running reserved holds it).`,
 		Example: `  reserved check --db ~/.local/share/reserved/reserved.db
   RESERVED_DB=/var/lib/reserved/reserved.db reserved check`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
 				return &exitError{code: ExitUsage, err: fmt.Errorf("database %s does not exist", db)}

@@ -85,7 +85,7 @@ Without a subcommand it runs "serve".`,
   reserved serve --listen '' --socket /run/reserved.sock
   reserved check --db ~/.local/share/reserved/reserved.db
   reserved version`,
-		Args:          cobra.NoArgs,
+		Args:          noArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -102,12 +102,20 @@ Without a subcommand it runs "serve".`,
 	return root
 }
 
+// noArgs refuses arguments as a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if err := cobra.NoArgs(cmd, args); err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	return nil
+}
+
 func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
 		Short:   "Print the version of reserved",
 		Example: "  reserved version",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			fmt.Fprintf(stdout, "reserved %s (%s)\n", version(), runtime.Version())
 			return nil

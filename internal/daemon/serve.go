@@ -80,7 +80,7 @@ A new database gets the demo workshop "workshop-demo" unless --no-demo.`,
   reserved serve --db /var/lib/reserved/reserved.db --listen :8080 --log-format json
   reserved serve --listen '' --socket /run/reserved/reserved.sock --socket-mode 0660
   curl --unix-socket /tmp/reserved-$(id -u).sock http://local/api/v1/whoami`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), opts, stderr)
 		},

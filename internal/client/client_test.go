@@ -1,0 +1,132 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+func TestZeroClientUsesTheDefaultSocket(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	t.Setenv("RESERVED_SOCKET", h.Socket)
+	var c client.Client
+	if c.Where() != h.Socket {
+		t.Errorf("Where() = %q, want %q", c.Where(), h.Socket)
+	}
+	if err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if who, err := c.WhoAmI(context.Background()); err != nil || !who.Admin {
+		t.Errorf("whoami = %+v %v", who, err)
+	}
+}
+
+func TestConnectError(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "nobody.sock")
+	t.Setenv("RESERVED_SOCKET", socket)
+	_, err := new(client.Client).Workshops(context.Background())
+	var ce *client.ConnectError
+	if !errors.As(err, &ce) || err.Error() != "cannot connect to reserved at "+socket+": is it running?" || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("err = %v", err)
+	}
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	_, err = (&client.Client{BaseURL: url + "/"}).WhoAmI(context.Background())
+	if err == nil || err.Error() != fmt.Sprintf("cannot connect to reserved at %s: is it running?", url) {
+		t.Errorf("err over TCP = %v", err)
+	}
+}
+
+func TestTypedCalls(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+	admin := h.TCPClient(h.Admin)
+	w, created, err := admin.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 4, MaxQuantity: 2}, nil)
+	if err != nil || !created || w.Version != 1 {
+		t.Fatalf("create = %+v %v %v", w, created, err)
+	}
+	v := w.Version
+	if w, created, err = admin.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 5}, &v); err != nil || created || w.Capacity != 5 {
+		t.Errorf("update = %+v %v %v", w, created, err)
+	}
+	if _, _, err = admin.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 6}, &v); engine.ErrorCode(err) != engine.CodeVersionMismatch {
+		t.Errorf("stale update: %v", err)
+	}
+
+	alice := h.TCPClient(h.Alice)
+	_, _, err = alice.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 6}, nil)
+	var e *engine.Error
+	if !errors.As(err, &e) || e.Code != engine.CodeForbidden || e.Message != "alice is not an admin" {
+		t.Errorf("non-admin put: %#v", err)
+	}
+	key := engine.OperationKey(uuid.NewString())
+	status, body, replayed, err := alice.Reserve(ctx, key, engine.Request{Workshop: "go-basics", Quantity: 2})
+	if err != nil || status != http.StatusCreated || replayed {
+		t.Fatalf("reserve = %d %s %v %v", status, body, replayed, err)
+	}
+	if _, _, _, err := alice.Reserve(ctx, key, engine.Request{Workshop: "go-basics", Quantity: 1}); engine.ErrorCode(err) != engine.CodeOperationConflict {
+		t.Errorf("conflict: %v", err)
+	}
+	op, err := alice.Operation(ctx, key)
+	if err != nil || string(op.Response) != string(body) {
+		t.Errorf("operation = %+v %v", op, err)
+	}
+	res, err := alice.Reservation(ctx, reservationID(t, body))
+	if err != nil || res.Quantity != 2 || res.OperationKey != key {
+		t.Errorf("reservation = %+v %v", res, err)
+	}
+	if ws, err := alice.Workshops(ctx); err != nil || len(ws) != 2 {
+		t.Errorf("workshops = %v %v", ws, err)
+	}
+	if w, err := alice.Workshop(ctx, "go-basics"); err != nil || w.Reserved != 2 {
+		t.Errorf("workshop = %+v %v", w, err)
+	}
+	if tok, err := admin.CreateToken(ctx, "carol", false); err != nil || tok == "" {
+		t.Errorf("token = %q %v", tok, err)
+	}
+	if err := admin.ArmFault(ctx, api.Fault{Fault: api.FaultGarbleResponse}); engine.ErrorCode(err) != engine.CodeNotFound {
+		t.Errorf("fault without fault injection: %v", err)
+	}
+	if _, err := h.TCPClient("").WhoAmI(ctx); engine.ErrorCode(err) != engine.CodeUnauthenticated {
+		t.Errorf("no token: %v", err)
+	}
+}
+
+func TestUnexpectedAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+	}))
+	defer srv.Close()
+	c := &client.Client{BaseURL: srv.URL}
+	status, body, _, err := c.Reserve(context.Background(), engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "w-1", Quantity: 1})
+	var ue *client.UnexpectedResponseError
+	if !errors.As(err, &ue) || status != http.StatusBadGateway || string(body) != "bad gateway\n" || ue.Status != http.StatusBadGateway {
+		t.Errorf("proxy error = %d %q %v", status, body, err)
+	}
+	if _, err := c.WhoAmI(context.Background()); !errors.As(err, &ue) {
+		t.Errorf("whoami through a broken proxy: %v", err)
+	}
+}
+
+func reservationID(t *testing.T, body []byte) string {
+	t.Helper()
+	var a engine.Answer
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a.ReservationID
+}

@@ -1,0 +1,193 @@
+package daemon_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+// reservedBin is the reserved binary built once for this test binary.
+var reservedBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "reserved-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	reservedBin = filepath.Join(dir, "reserved")
+	out, err := exec.Command("go", "build", "-o", reservedBin, "github.com/reserve/reserve/cmd/reserved").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build reserved: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startTimeout bounds how long a daemon may take to start or stop; it only
+// ends a hung test clearly.
+const startTimeout = 30 * time.Second
+
+// proc is a running reserved process.
+type proc struct {
+	cmd    *exec.Cmd
+	socket string
+	url    string // TCP base URL, from the daemon's "reserved is serving" log line.
+	logs   *servertest.LogBuffer
+	done   chan struct{} // Closed when the process has exited.
+	err    error         // The exit error, valid after done.
+}
+
+// env returns a minimal environment confined to dir, plus extra.
+func env(dir string, extra ...string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, extra...)
+}
+
+// launch starts reserved with args and env, without waiting for it.
+func launch(t *testing.T, environ []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{logs: &servertest.LogBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(reservedBin, args...)
+	p.cmd.Env = environ
+	p.cmd.Stderr = p.logs
+	p.cmd.Stdout = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("reserved %s output:\n%s", strings.Join(args, " "), p.logs)
+		}
+	})
+	return p
+}
+
+// start runs `reserved serve` on dir's database, a socket in a short
+// directory and a random loopback port, and waits until it serves.
+func start(t *testing.T, dir, socket string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
+	p := launch(t, env(dir), args...)
+	p.socket = socket
+	p.waitServing(t)
+	return p
+}
+
+// waitServing reads the log until the daemon says where it serves.
+func (p *proc) waitServing(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		recs, _ := p.logs.Records()
+		for _, r := range recs {
+			if r["msg"] == "reserved is serving" {
+				if addr, _ := r["tcp"].(string); addr != "" {
+					p.url = "http://" + addr
+				}
+				return
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("reserved exited before serving: %v\n%s", p.err, p.logs)
+		case <-tick.C:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reserved did not start within %v:\n%s", startTimeout, p.logs)
+		}
+	}
+}
+
+// wait waits for the process to exit and returns its exit code.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(startTimeout):
+		t.Fatalf("reserved did not exit within %v:\n%s", startTimeout, p.logs)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (p *proc) stop(t *testing.T) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	return p.wait(t)
+}
+
+func (p *proc) socketClient() *client.Client { return &client.Client{Socket: p.socket} }
+
+func (p *proc) tcpClient(token string) *client.Client {
+	return &client.Client{BaseURL: p.url, Token: token}
+}
+
+// mustNotExist fails unless path is gone.
+func mustNotExist(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s still exists (%v)", path, err)
+	}
+}
+
+// staleSocket leaves a socket file at path that nothing listens on.
+func staleSocket(t *testing.T, path string) {
+	t.Helper()
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close()
+}
+
+// logLines returns the log records with msg.
+func logLines(t *testing.T, p *proc, msg string) []map[string]any {
+	t.Helper()
+	recs, err := p.logs.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, r := range recs {
+		if r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,239 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+var demo = engine.Request{Workshop: "workshop-demo", Quantity: 1}
+
+// TestServeStopRestart is the real-process test: reserve over the socket and
+// over TCP, stop with SIGTERM while an answer is in flight, and find every
+// answer replayed byte for byte by the restarted daemon.
+func TestServeStopRestart(t *testing.T) {
+	dir := t.TempDir()
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	ctx := context.Background()
+	p := start(t, dir, socket, "--enable-fault-injection")
+	if len(logLines(t, p, "created the demo workshop in the new database")) != 1 {
+		t.Error("no log line about the demo workshop")
+	}
+	if w := logLines(t, p, "fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production"); len(w) != 1 || w[0]["level"] != "WARN" {
+		t.Errorf("fault injection warning = %v", w)
+	}
+	if st, err := os.Stat(socket); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode = %v %v, want 0600", st.Mode(), err)
+	}
+
+	local := p.socketClient()
+	token, err := local.CreateToken(ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	socketKey, tcpKey, heldKey := engine.OperationKey(uuid.NewString()), engine.OperationKey(uuid.NewString()), engine.OperationKey(uuid.NewString())
+	status, socketBody, replayed, err := local.Reserve(ctx, socketKey, demo)
+	if err != nil || status != http.StatusCreated || replayed {
+		t.Fatalf("reserve on the socket = %d %s %v %v", status, socketBody, replayed, err)
+	}
+	alice := p.tcpClient(token)
+	status, tcpBody, replayed, err := alice.Reserve(ctx, tcpKey, demo)
+	if err != nil || status != http.StatusCreated || replayed {
+		t.Fatalf("reserve on TCP = %d %s %v %v", status, tcpBody, replayed, err)
+	}
+	if status, again, replayed, err := alice.Reserve(ctx, tcpKey, demo); err != nil || status != http.StatusCreated || !replayed || !bytes.Equal(again, tcpBody) {
+		t.Errorf("replay on TCP = %d %s %v %v", status, again, replayed, err)
+	}
+
+	// An answer held by a fault is in flight when SIGTERM arrives: the
+	// daemon lets it finish before it exits.
+	if err := local.ArmFault(ctx, api.Fault{Fault: api.FaultDelayResponse, DelayMS: api.MaxFaultDelayMS}); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	held := make(chan answer, 1)
+	go func() {
+		status, body, _, err := alice.Reserve(ctx, heldKey, demo)
+		held <- answer{status, body, err}
+	}()
+	waitReceipt(t, p.tcpClient(token), heldKey)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
+	}
+	a := <-held
+	if a.err != nil || a.status != http.StatusCreated {
+		t.Errorf("answer in flight at shutdown = %d %s %v", a.status, a.body, a.err)
+	}
+	mustNotExist(t, socket)
+	if len(logLines(t, p, "reserved stopped")) != 1 {
+		t.Error("no log line about stopping")
+	}
+
+	p = start(t, dir, socket)
+	if len(logLines(t, p, "created the demo workshop in the new database")) != 0 {
+		t.Error("the demo workshop was created again on an existing database")
+	}
+	alice = p.tcpClient(token)
+	if status, again, replayed, err := alice.Reserve(ctx, tcpKey, demo); err != nil || status != http.StatusCreated || !replayed || !bytes.Equal(again, tcpBody) {
+		t.Errorf("replay on TCP after restart = %d %s %v %v, want %s", status, again, replayed, err, tcpBody)
+	}
+	if status, again, replayed, err := p.socketClient().Reserve(ctx, socketKey, demo); err != nil || status != http.StatusCreated || !replayed || !bytes.Equal(again, socketBody) {
+		t.Errorf("replay on the socket after restart = %d %s %v %v, want %s", status, again, replayed, err, socketBody)
+	}
+	if status, again, replayed, err := alice.Reserve(ctx, heldKey, demo); err != nil || !replayed || !bytes.Equal(again, a.body) {
+		t.Errorf("replay of the answer held at shutdown = %d %s %v %v, want %s", status, again, replayed, err, a.body)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Errorf("second exit code = %d", code)
+	}
+	mustNotExist(t, socket)
+}
+
+// waitReceipt polls until the caller's receipt of key exists.
+func waitReceipt(t *testing.T, c *client.Client, key engine.OperationKey) {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := c.Operation(context.Background(), key)
+		if err == nil {
+			return
+		}
+		if engine.ErrorCode(err) != engine.CodeUnknownOperation || time.Now().After(deadline) {
+			t.Fatalf("receipt of %s: %v", key, err)
+		}
+		<-tick.C
+	}
+}
+
+func TestGarbledAnswerFromTheRealDaemon(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, dir, filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--enable-fault-injection", "--listen", "")
+	ctx := context.Background()
+	c := p.socketClient()
+	if p.url != "" {
+		t.Errorf("--listen '' still serves TCP on %s", p.url)
+	}
+	if err := c.ArmFault(ctx, api.Fault{Fault: api.FaultGarbleResponse}); err != nil {
+		t.Fatal(err)
+	}
+	key := engine.OperationKey(uuid.NewString())
+	status, body, _, err := c.Reserve(ctx, key, demo)
+	var ue *client.UnexpectedResponseError
+	if status != http.StatusOK || json.Valid(body) || !errors.As(err, &ue) {
+		t.Fatalf("garbled = %d %q %v", status, body, err)
+	}
+	op, err := c.Operation(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, body, replayed, err := c.Reserve(ctx, key, demo); err != nil || status != http.StatusCreated || !replayed || !bytes.Equal(body, op.Response) {
+		t.Errorf("retry = %d %s %v %v", status, body, replayed, err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Errorf("exit code = %d", code)
+	}
+}
+
+func TestSecondDaemonFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	short := servertest.ShortTempDir(t)
+	socket := filepath.Join(short, "r.sock")
+	first := start(t, dir, socket)
+	db := filepath.Join(dir, "reserved.db")
+
+	second := launch(t, env(dir), "serve", "--db", db, "--socket", socket, "--listen", "")
+	if code := second.wait(t); code != 1 {
+		t.Errorf("second daemon on the same socket: exit %d", code)
+	}
+	if got, want := second.logs.String(), "reserved: another reserved is already serving on socket "+socket+"\n"; got != want {
+		t.Errorf("second daemon said %q, want %q", got, want)
+	}
+
+	third := launch(t, env(dir), "serve", "--db", db, "--socket", filepath.Join(short, "other.sock"), "--listen", "")
+	if code := third.wait(t); code != 1 {
+		t.Errorf("second daemon on the same database: exit %d", code)
+	}
+	if got := third.logs.String(); !strings.HasSuffix(got, "reserved: database "+db+" is in use by another reserved\n") {
+		t.Errorf("second daemon on the same database said %q", got)
+	}
+	mustNotExist(t, filepath.Join(short, "other.sock"))
+
+	// The first daemon is untouched.
+	if who, err := first.socketClient().WhoAmI(context.Background()); err != nil || !who.Admin {
+		t.Errorf("first daemon after the failed starts: %+v %v", who, err)
+	}
+	if code := first.stop(t); code != 0 {
+		t.Errorf("exit code = %d", code)
+	}
+}
+
+func TestSocketFileHandling(t *testing.T) {
+	dir := t.TempDir()
+	short := servertest.ShortTempDir(t)
+
+	// A socket that nothing answers on is replaced after the probe. The
+	// paths come from the environment this time, and TCP is disabled.
+	stale := filepath.Join(short, "stale.sock")
+	staleSocket(t, stale)
+	p := launch(t, env(dir, "RESERVED_DB="+filepath.Join(dir, "env.db"), "RESERVED_SOCKET="+stale, "RESERVED_LISTEN="), "--log-format", "json", "--no-demo")
+	p.socket = stale
+	p.waitServing(t)
+	if p.url != "" {
+		t.Errorf("RESERVED_LISTEN='' still serves TCP on %s", p.url)
+	}
+	if ws, err := p.socketClient().Workshops(context.Background()); err != nil || len(ws) != 0 {
+		t.Errorf("workshops with --no-demo = %v %v", ws, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "env.db")); err != nil {
+		t.Errorf("RESERVED_DB was not used: %v", err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Errorf("exit code = %d", code)
+	}
+	mustNotExist(t, stale)
+
+	// A file that is not a socket is never removed.
+	regular := filepath.Join(short, "file.sock")
+	if err := os.WriteFile(regular, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", regular, "--listen", "")
+	if code := p.wait(t); code != 1 {
+		t.Errorf("socket path is a regular file: exit %d", code)
+	}
+	if got, want := p.logs.String(), "reserved: "+regular+" exists and is not a socket: remove it or choose another --socket\n"; got != want {
+		t.Errorf("said %q, want %q", got, want)
+	}
+	if data, err := os.ReadFile(regular); err != nil || string(data) != "keep me" {
+		t.Errorf("the regular file was touched: %q %v", data, err)
+	}
+}
+
+func TestClientWithoutDaemon(t *testing.T) {
+	socket := filepath.Join(servertest.ShortTempDir(t), "none.sock")
+	_, err := (&client.Client{Socket: socket}).WhoAmI(context.Background())
+	var ce *client.ConnectError
+	if !errors.As(err, &ce) || err.Error() != "cannot connect to reserved at "+socket+": is it running?" {
+		t.Errorf("whoami without a daemon: %v", err)
+	}
+}
