@@ -2,6 +2,7 @@ package cli
 
 import "github.com/spf13/cobra"
 
+// newAdminCmd returns "admin", the group of the admins' commands.
 func newAdminCmd() *cobra.Command {
 	return groupCmd("admin", "Administer workshops and API tokens (admins only)",
 		`admin holds the commands only admins may run: on the Unix socket root and the

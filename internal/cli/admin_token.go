@@ -9,6 +9,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
+// newAdminTokenCmd returns "admin token" with "create".
 func newAdminTokenCmd(g *globals) *cobra.Command {
 	token := groupCmd("token", "Create API tokens for clients that use --server", "",
 		"  reservectl admin token create --actor alice")

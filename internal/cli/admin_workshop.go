@@ -8,6 +8,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
+// newAdminWorkshopCmd returns "admin workshop" with "set".
 func newAdminWorkshopCmd(g *globals) *cobra.Command {
 	workshop := groupCmd("workshop", "Create or change workshops", "",
 		"  reservectl admin workshop set workshop-demo --capacity 20 --max-quantity 4")

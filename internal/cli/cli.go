@@ -76,6 +76,7 @@ type globals struct {
 	flags          *pflag.FlagSet
 }
 
+// newRootCmd returns the whole command tree of reservectl.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{

@@ -13,19 +13,20 @@ import (
 // The exit codes of reservectl (DESIGN §4). exitCode is the one place that
 // maps errors to them.
 const (
-	// ExitReserved: reserved, the first time or replayed; or any other
-	// command that succeeded.
+	// ExitReserved means reserved, the first time or replayed, or that a
+	// command other than reserve succeeded.
 	ExitReserved = 0
-	// ExitFailure: anything not covered below.
+	// ExitFailure means a failure that no other code covers.
 	ExitFailure = 1
-	// ExitUsage: a usage error, or refused locally; nothing was sent.
+	// ExitUsage means a usage error or a local refusal: nothing was sent.
 	ExitUsage = 2
-	// ExitUnavailable: the authoritative answer "not enough free places".
+	// ExitUnavailable means the authoritative answer "not enough free
+	// places".
 	ExitUnavailable = 3
-	// ExitRejected: an authoritative 4xx rejection (conflict, request
-	// contract, unknown workshop, authentication, permission).
+	// ExitRejected means an authoritative 4xx rejection: conflict, request
+	// contract, unknown workshop, authentication or permission.
 	ExitRejected = 4
-	// ExitUnknown: the outcome is unknown and the intent stays open
+	// ExitUnknown means the outcome is unknown and the intent stays open
 	// (timeout, reset, 5xx, unparseable answer, daemon unreachable); 75 is
 	// EX_TEMPFAIL.
 	ExitUnknown = 75
@@ -34,7 +35,10 @@ const (
 // usageError is a usage error or a local refusal: nothing was sent.
 type usageError struct{ err error }
 
+// Error returns the message of the wrapped error.
 func (e *usageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *usageError) Unwrap() error { return e.err }
 
 // usageErrorf returns a *usageError with a formatted message.

@@ -8,6 +8,7 @@ import (
 	"github.com/reserve/reserve/internal/intent"
 )
 
+// newNewIntentCmd returns "new-intent".
 func newNewIntentCmd(g *globals) *cobra.Command {
 	var discardOpen bool
 	cmd := &cobra.Command{

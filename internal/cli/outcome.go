@@ -38,6 +38,9 @@ type outcome struct {
 	problem *engine.Error
 	// why says, for an unknown outcome, what went wrong.
 	why string
+	// unconfirmed is set for an outcome read from the state file because a
+	// retry of the settled intent got no answer; it says why.
+	unconfirmed string
 }
 
 // classify decides what the answer to one POST /reservations of req under
@@ -142,7 +145,10 @@ func (o outcome) err() error {
 // line is the one line that reports o to people.
 func (o outcome) line() string {
 	prefix := ""
-	if o.replayed {
+	switch {
+	case o.unconfirmed != "":
+		prefix = "recorded (reserved did not confirm it now: " + o.unconfirmed + "): "
+	case o.replayed:
 		prefix = "replayed: "
 	}
 	switch o.kind {
@@ -179,8 +185,12 @@ type outcomeJSON struct {
 	Response json.RawMessage `json:"response,omitempty"`
 	// ResponseText is the server's body when it is not JSON.
 	ResponseText string `json:"response_text,omitempty"`
-	// Error says why the outcome is unknown.
+	// Error says why the outcome is unknown, or why a recorded outcome was
+	// not confirmed by reserved.
 	Error string `json:"error,omitempty"`
+	// Recorded says that the outcome comes from the state file: a retry of
+	// the settled intent got no answer.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // json returns o as --json prints it.
@@ -191,7 +201,8 @@ func (o outcome) json() outcomeJSON {
 		Replayed:      o.replayed,
 		HTTPStatus:    o.status,
 		ReservationID: o.answer.ReservationID,
-		Error:         o.why,
+		Error:         o.why + o.unconfirmed,
+		Recorded:      o.unconfirmed != "",
 	}
 	switch {
 	case len(o.body) == 0:
@@ -207,6 +218,7 @@ func (o outcome) json() outcomeJSON {
 // that Run prints its line and exits with its code.
 type outcomeError struct{ o outcome }
 
+// Error returns the outcome's line.
 func (e *outcomeError) Error() string { return e.o.line() }
 
 // Unwrap returns the server's rejection, if any.

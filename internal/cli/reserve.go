@@ -18,6 +18,7 @@ import (
 // retry binds it to the real actor and server (see bindUnsent).
 const actorNotYetKnown = "not-yet-known"
 
+// newReserveCmd returns "reserve", with --retry.
 func newReserveCmd(g *globals) *cobra.Command {
 	var (
 		workshop string
@@ -117,7 +118,7 @@ func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
 		case isAnswer(err):
 			return fmt.Errorf("%w; nothing was sent, intent %s is kept", err, in.Key)
 		case err != nil:
-			return g.report(g.notSent(in, err))
+			return g.report(recorded(in, g.notSent(in, err)))
 		}
 		bindUnsent(in, server, who.Actor)
 		if err := in.CheckRetry(server, who.Actor); err != nil {
@@ -128,7 +129,19 @@ func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
 	if err != nil {
 		return err
 	}
-	return g.report(o)
+	return g.report(recorded(in, o))
+}
+
+// recorded returns o, unless o is unknown for an intent that was settled
+// before: then the outcome is known after all, and recorded returns the
+// settled outcome, noting that reserved could not confirm it this time.
+func recorded(in *intent.Intent, o outcome) outcome {
+	if o.authoritative() || in.IsOpen() {
+		return o
+	}
+	r := settledOutcome(in)
+	r.unconfirmed = o.why
+	return r
 }
 
 // isAnswer reports whether err is an answer of reserved (a problem with a

@@ -12,6 +12,7 @@ import (
 	"github.com/reserve/reserve/internal/intent"
 )
 
+// newStatusCmd returns "status".
 func newStatusCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",

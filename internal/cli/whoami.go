@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// newWhoamiCmd returns "whoami".
 func newWhoamiCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "whoami",

@@ -9,6 +9,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 )
 
+// newWorkshopsCmd returns "workshops".
 func newWorkshopsCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "workshops",
