@@ -42,7 +42,13 @@ sent).
 
 Only a 201 reservation, a 409 "unavailable" and a 4xx rejection settle the
 intent. A timeout, a lost or garbled answer, a server error or an unreachable
-daemon exit 75 and keep the intent open for --retry.`,
+daemon exit 75 and keep the intent open for --retry. A retry of a settled
+intent that gets no answer reports the recorded outcome ("recorded (…): …")
+with its exit code.
+
+If reserved cannot be reached for a new intent, the intent is recorded
+anyway (actor "`+actorNotYetKnown+`", no attempts) and the command exits 75;
+the first --retry that reaches reserved binds it to your actor and sends it.`,
 		Example: `  reservectl reserve --workshop workshop-demo --quantity 2
   reservectl reserve --retry
   reservectl --json reserve --workshop workshop-demo
