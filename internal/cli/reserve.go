@@ -47,7 +47,7 @@ intent that gets no answer reports the recorded outcome ("recorded (…): …")
 with its exit code.
 
 If reserved cannot be reached for a new intent, the intent is recorded
-anyway (actor "`+actorNotYetKnown+`", no attempts) and the command exits 75;
+anyway (actor "` + actorNotYetKnown + `", no attempts) and the command exits 75;
 the first --retry that reaches reserved binds it to your actor and sends it.`,
 		Example: `  reservectl reserve --workshop workshop-demo --quantity 2
   reservectl reserve --retry
