@@ -100,28 +100,18 @@ func start(t *testing.T, dir, socket string, extra ...string) *proc {
 // waitServing reads the log until the daemon says where it serves.
 func (p *proc) waitServing(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		recs, _ := p.logs.Records()
-		for _, r := range recs {
-			if r["msg"] == "reserved is serving" {
-				if addr, _ := r["tcp"].(string); addr != "" {
-					p.url = "http://" + addr
-				}
-				return
-			}
-		}
+	servertest.Eventually(t, startTimeout, "reserved serving", func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("reserved exited before serving: %v\n%s", p.err, p.logs)
-		case <-tick.C:
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reserved did not start within %v:\n%s", startTimeout, p.logs)
+		r := p.logs.Find("reserved is serving")
+		if addr, _ := r["tcp"].(string); addr != "" {
+			p.url = "http://" + addr
 		}
-	}
+		return r != nil
+	})
 }
 
 // wait waits for the process to exit and returns its exit code.
@@ -174,20 +164,4 @@ func staleSocket(t *testing.T, path string) {
 	}
 	ln.SetUnlinkOnClose(false)
 	ln.Close()
-}
-
-// logLines returns the log records with msg.
-func logLines(t *testing.T, p *proc, msg string) []map[string]any {
-	t.Helper()
-	recs, err := p.logs.Records()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	for _, r := range recs {
-		if r["msg"] == msg {
-			out = append(out, r)
-		}
-	}
-	return out
 }

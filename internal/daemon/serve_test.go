@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -30,10 +30,10 @@ func TestServeStopRestart(t *testing.T) {
 	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
 	ctx := context.Background()
 	p := start(t, dir, socket, "--enable-fault-injection")
-	if len(logLines(t, p, "created the demo workshop in the new database")) != 1 {
+	if p.logs.Find("created the demo workshop in the new database", "workshop", "workshop-demo") == nil {
 		t.Error("no log line about the demo workshop")
 	}
-	if w := logLines(t, p, "fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production"); len(w) != 1 || w[0]["level"] != "WARN" {
+	if w := p.logs.Find("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production", "level", "WARN"); w == nil {
 		t.Errorf("fault injection warning = %v", w)
 	}
 	if st, err := os.Stat(socket); err != nil || st.Mode().Perm() != 0o600 {
@@ -75,6 +75,9 @@ func TestServeStopRestart(t *testing.T) {
 		held <- answer{status, body, err}
 	}()
 	waitReceipt(t, p.tcpClient(token), heldKey)
+	servertest.Eventually(t, startTimeout, "answer held", func() bool {
+		return p.logs.Find(server.HoldingMessage, "operation", string(heldKey)) != nil
+	})
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
@@ -83,12 +86,12 @@ func TestServeStopRestart(t *testing.T) {
 		t.Errorf("answer in flight at shutdown = %d %s %v", a.status, a.body, a.err)
 	}
 	mustNotExist(t, socket)
-	if len(logLines(t, p, "reserved stopped")) != 1 {
+	if p.logs.Find("reserved stopped") == nil {
 		t.Error("no log line about stopping")
 	}
 
 	p = start(t, dir, socket)
-	if len(logLines(t, p, "created the demo workshop in the new database")) != 0 {
+	if p.logs.Find("created the demo workshop in the new database") != nil {
 		t.Error("the demo workshop was created again on an existing database")
 	}
 	alice = p.tcpClient(token)
@@ -110,19 +113,13 @@ func TestServeStopRestart(t *testing.T) {
 // waitReceipt polls until the caller's receipt of key exists.
 func waitReceipt(t *testing.T, c *client.Client, key engine.OperationKey) {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	servertest.Eventually(t, startTimeout, "receipt of "+string(key), func() bool {
 		_, err := c.Operation(context.Background(), key)
-		if err == nil {
-			return
+		if err != nil && engine.ErrorCode(err) != engine.CodeUnknownOperation {
+			t.Fatal(err)
 		}
-		if engine.ErrorCode(err) != engine.CodeUnknownOperation || time.Now().After(deadline) {
-			t.Fatalf("receipt of %s: %v", key, err)
-		}
-		<-tick.C
-	}
+		return err == nil
+	})
 }
 
 func TestGarbledAnswerFromTheRealDaemon(t *testing.T) {

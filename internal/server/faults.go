@@ -62,6 +62,10 @@ func (s *Server) armFault(w http.ResponseWriter, r *http.Request, _ engine.Princ
 	return writeJSON(w, http.StatusOK, f)
 }
 
+// HoldingMessage is logged, with the operation key, when a delay_response
+// fault starts to hold a committed answer.
+const HoldingMessage = "fault injection: holding a committed answer"
+
 // applyFaults runs after the outcome is committed. A delay holds the answer
 // (until the client gives up or the server shuts down); a garble sends a 200
 // whose body is not JSON. It reports whether the real answer should still be
@@ -71,6 +75,7 @@ func (s *Server) applyFaults(w http.ResponseWriter, r *http.Request, out engine.
 	info := infoOf(r)
 	if delay > 0 {
 		info.fault = api.FaultDelayResponse
+		s.log.Warn(HoldingMessage, slog.String("operation", info.opKey), slog.Duration("delay", delay))
 		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {

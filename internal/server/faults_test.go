@@ -14,6 +14,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -112,6 +113,11 @@ func TestFaultDelayResponse(t *testing.T) {
 		held <- answer{status, err}
 	}()
 	op := pollOperation(t, h.TCPClient(h.Alice), key)
+	// The receipt is visible as soon as the commit is; wait until this
+	// request's answer is the one being held.
+	servertest.Eventually(t, 10*time.Second, "answer held", func() bool {
+		return h.Logs.Find(server.HoldingMessage, "operation", string(key)) != nil
+	})
 	select {
 	case a := <-held:
 		t.Fatalf("the answer came before it was released: %+v", a)
@@ -137,21 +143,17 @@ func TestFaultDelayResponse(t *testing.T) {
 	h.MustCheckClean(t)
 }
 
-// pollOperation reads the receipt of key until it exists, for at most ten
-// seconds.
+// pollOperation reads the receipt of key until it exists.
 func pollOperation(t *testing.T, c *client.Client, key engine.OperationKey) engine.OperationView {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		op, err := c.Operation(context.Background(), key)
-		if err == nil {
-			return op
+	var op engine.OperationView
+	servertest.Eventually(t, 10*time.Second, "receipt of "+string(key), func() bool {
+		var err error
+		op, err = c.Operation(context.Background(), key)
+		if err != nil && engine.ErrorCode(err) != engine.CodeUnknownOperation {
+			t.Fatal(err)
 		}
-		if engine.ErrorCode(err) != engine.CodeUnknownOperation || time.Now().After(deadline) {
-			t.Fatalf("receipt of %s never appeared: %v", key, err)
-		}
-		<-tick.C
-	}
+		return err == nil
+	})
+	return op
 }

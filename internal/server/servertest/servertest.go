@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -104,6 +105,9 @@ func Start(tb testing.TB, opts Options) *Harness {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		// Connections a client dialled but never used would hold Shutdown
+		// for five seconds (net/http's grace for new connections).
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 		if err := h.Server.Shutdown(ctx); err != nil {
 			tb.Errorf("shutdown: %v", err)
 		}
@@ -197,4 +201,39 @@ func (b *LogBuffer) Records() ([]map[string]any, error) {
 		recs = append(recs, m)
 	}
 	return recs, sc.Err()
+}
+
+// Eventually calls cond every few milliseconds until it returns true, and
+// fails the test if that takes longer than timeout. The timeout only ends a
+// hung test clearly; no test relies on how long anything takes.
+func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within %v", what, timeout)
+		}
+		<-tick.C
+	}
+}
+
+// Find returns the first log record with msg whose attributes include the
+// given key, value pairs, or nil.
+func (b *LogBuffer) Find(msg string, keyValues ...string) map[string]any {
+	recs, _ := b.Records()
+next:
+	for _, r := range recs {
+		if r["msg"] != msg {
+			continue
+		}
+		for i := 0; i+1 < len(keyValues); i += 2 {
+			if r[keyValues[i]] != keyValues[i+1] {
+				continue next
+			}
+		}
+		return r
+	}
+	return nil
 }
