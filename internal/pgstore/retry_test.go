@@ -112,12 +112,13 @@ func TestDeadlockIsRetried(t *testing.T) {
 		runs := 0
 		return s.Update(t.Context(), func(tx engine.Tx) error {
 			runs++
-			if _, _, err := tx.Workshop(first); err != nil {
-				return err
-			}
+			_, _, err := tx.Workshop(first)
 			if runs == 1 {
 				close(mine)
 				<-theirs
+			}
+			if err != nil {
+				return err
 			}
 			w, _, err := tx.Workshop(second)
 			if err != nil {
@@ -250,6 +251,10 @@ func TestWorkshopsDoNotBlockEachOther(t *testing.T) {
 	ctx := t.Context()
 
 	held, release := make(chan struct{}), make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	// A failing test must release the lock too, or closing the store would
+	// wait for the holder forever.
+	defer releaseOnce()
 	holder := make(chan error, 1)
 	go func() {
 		once := sync.OnceFunc(func() { close(held) })
@@ -285,7 +290,7 @@ func TestWorkshopsDoNotBlockEachOther(t *testing.T) {
 		t.Fatalf("the reservation of a finished (%v) while a was locked", err)
 	default:
 	}
-	close(release)
+	releaseOnce()
 	if err := <-holder; err != nil {
 		t.Fatal(err)
 	}
@@ -312,5 +317,55 @@ func pollUntil(t *testing.T, timeout time.Duration, what string, cond func() (bo
 			t.Fatalf("%s: still not so after %v", what, timeout)
 		}
 		<-tick.C
+	}
+}
+
+// TestConcurrentCreatesOfOneWorkshop lets several transactions read the
+// same workshop as absent before any of them creates it: one creates it,
+// the others' inserts collide, are retried and then update it, so no write
+// is lost.
+func TestConcurrentCreatesOfOneWorkshop(t *testing.T) {
+	const admins = 4
+	s := mustOpen(t, pgstore.Options{MaxConns: admins})
+	var allRead sync.WaitGroup
+	allRead.Add(admins)
+	created := make([]bool, admins)
+	errs := make([]error, admins)
+	var wg sync.WaitGroup
+	for i := range admins {
+		wg.Go(func() {
+			runs := 0
+			errs[i] = s.Update(t.Context(), func(tx engine.Tx) error {
+				runs++
+				w, ok, err := tx.Workshop("go-basics")
+				if runs == 1 {
+					allRead.Done()
+					allRead.Wait()
+				}
+				if err != nil {
+					return err
+				}
+				created[i] = !ok
+				w.ID, w.Capacity, w.Version = "go-basics", 10, w.Version+1
+				return tx.PutWorkshop(w)
+			})
+		})
+	}
+	wg.Wait()
+	creators := 0
+	for i := range admins {
+		if errs[i] != nil {
+			t.Fatalf("admin %d: %v", i, errs[i])
+		}
+		if created[i] {
+			creators++
+		}
+	}
+	w, err := engine.New(s).Workshop(t.Context(), "go-basics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creators != 1 || w.Version != admins {
+		t.Fatalf("%d admins created the workshop, version %d; want 1 and %d", creators, w.Version, admins)
 	}
 }
