@@ -81,8 +81,9 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // SchemaVersion in one transaction, under a transaction-scoped advisory lock
 // keyed by that schema, so that daemons starting together apply each step
 // once and the others find it done. A database at a newer version than this
-// code knows is refused and left untouched.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+// code knows is refused and left untouched. Without apply it changes
+// nothing and refuses any version but SchemaVersion.
+func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var schema *string
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
@@ -91,22 +92,35 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		if schema == nil {
 			return fmt.Errorf("no schema of the search_path exists: create it, or fix search_path in the DSN")
 		}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('reserve pgstore migrate ' || $1, 0))`, *schema); err != nil {
-			return fmt.Errorf("take the migration lock of schema %s: %w", *schema, err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT NOT NULL,
-			applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-		)`); err != nil {
-			return fmt.Errorf("create schema_migrations in schema %s: %w", *schema, err)
+		if apply {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('reserve pgstore migrate ' || $1, 0))`, *schema); err != nil {
+				return fmt.Errorf("take the migration lock of schema %s: %w", *schema, err)
+			}
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    INTEGER PRIMARY KEY,
+				name       TEXT NOT NULL,
+				applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+			)`); err != nil {
+				return fmt.Errorf("create schema_migrations in schema %s: %w", *schema, err)
+			}
+		} else {
+			var exists bool
+			if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+				return fmt.Errorf("look for schema_migrations in schema %s: %w", *schema, err)
+			}
+			if !exists {
+				return fmt.Errorf("database schema %s holds no reserve tables (no schema_migrations): start reserved on it once to create them", *schema)
+			}
 		}
 		var current int
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 			return fmt.Errorf("read schema version of schema %s: %w", *schema, err)
 		}
-		if current > SchemaVersion {
+		switch {
+		case current > SchemaVersion:
 			return fmt.Errorf("database schema %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", *schema, current, SchemaVersion)
+		case !apply && current < SchemaVersion:
+			return fmt.Errorf("database schema %s has schema version %d, older than this reserved's %d: start reserved on it once to migrate it", *schema, current, SchemaVersion)
 		}
 		for _, m := range migrations[current:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {

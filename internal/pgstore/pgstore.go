@@ -76,6 +76,10 @@ type Options struct {
 	// OnRetry, if set, is told of every collision that makes Update run its
 	// function again (for a daemon's retry metric and tests).
 	OnRetry func(attempt int, err error)
+	// NoMigrate leaves the schema as it is and refuses a database whose
+	// schema version is not exactly SchemaVersion, for tools that must not
+	// change the database (reserved check).
+	NoMigrate bool
 }
 
 // Store is an engine.Store on a PostgreSQL database. It is safe for
@@ -91,9 +95,9 @@ var _ engine.Store = (*Store)(nil)
 
 // Open connects to the database named by dsn (a postgres:// URL or a
 // key=value string, as libpq takes them; search_path selects the schema),
-// applies the embedded schema migrations that the database lacks, and
-// returns the store. A database whose schema is newer than this code is
-// refused.
+// applies the embedded schema migrations that the database lacks (unless
+// opts.NoMigrate), and returns the store. A database whose schema is newer
+// than this code is refused.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -111,7 +115,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL %s: %w", where, err)
 	}
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, !opts.NoMigrate); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("PostgreSQL %s: %w", where, err)
 	}

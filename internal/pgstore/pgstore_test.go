@@ -217,6 +217,24 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	}
 }
 
+func TestNoMigrateChangesNothing(t *testing.T) {
+	dsn, schema := freshSchema(t)
+	_, err := pgstore.Open(t.Context(), dsn, pgstore.Options{NoMigrate: true})
+	if err == nil || !strings.Contains(err.Error(), "database schema "+schema+" holds no reserve tables") {
+		t.Fatalf("NoMigrate open of an empty schema: %v", err)
+	}
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	exec(t, dsn, "DELETE FROM schema_migrations WHERE version = $1", pgstore.SchemaVersion)
+	_, err = pgstore.Open(t.Context(), dsn, pgstore.Options{NoMigrate: true})
+	want := fmt.Sprintf("has schema version %d, older than this reserved's %d", pgstore.SchemaVersion-1, pgstore.SchemaVersion)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("NoMigrate open of an older schema: %v, want an error containing %q", err, want)
+	}
+	exec(t, dsn, "INSERT INTO schema_migrations (version, name) VALUES ($1, 'back')", pgstore.SchemaVersion)
+	mustOpenDSN(t, dsn, pgstore.Options{NoMigrate: true})
+	wantAllVersions(t, s)
+}
+
 func TestMissingSchemaIsReported(t *testing.T) {
 	dsn := withParams(t, serverDSN(t), map[string]string{"search_path": "reserve_no_such_schema"})
 	_, err := pgstore.Open(t.Context(), dsn, pgstore.Options{})
