@@ -98,7 +98,7 @@ Without a subcommand it runs "serve".`,
 		return &exitError{code: ExitUsage, err: err}
 	})
 	opts.register(root)
-	root.AddCommand(newServeCmd(stderr), newCheckCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newServeCmd(stderr), newCheckCmd(stdout, stderr), newVersionCmd(stdout), newSeedCmd(stdout))
 	return root
 }
 

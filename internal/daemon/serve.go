@@ -46,6 +46,8 @@ type serveOptions struct {
 	logFormat       string
 	allowedHosts    []string
 	shutdownTimeout time.Duration
+	noGroupCommit   bool
+	headerTimeout   time.Duration
 }
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -63,6 +65,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "extra Host name accepted on a loopback TCP listener (repeatable)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take after SIGINT/SIGTERM")
+	f.BoolVar(&o.noGroupCommit, "no-group-commit", false, "commit every reservation on its own instead of sharing commits (for comparisons)")
+	f.DurationVar(&o.headerTimeout, "read-header-timeout", server.ReadHeaderTimeout, "how long a client may take to send a request's header before the connection is closed")
 }
 
 func newServeCmd(stderr io.Writer) *cobra.Command {
@@ -118,7 +122,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	_, statErr := os.Stat(o.db)
 	isNew := errors.Is(statErr, fs.ErrNotExist)
 	metrics := server.NewMetrics()
-	store, err := boltstore.Open(o.db, boltstore.Options{OnCommit: metrics.ObserveCommit})
+	store, err := boltstore.Open(o.db, boltstore.Options{OnCommit: metrics.ObserveCommit, NoGroupCommit: o.noGroupCommit})
 	if err != nil {
 		return err
 	}
@@ -148,19 +152,20 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 
 	srv := server.New(server.Config{
-		Engine:         eng,
-		Logger:         logger,
-		Metrics:        metrics,
-		DaemonUID:      os.Getuid(),
-		AllowedHosts:   o.allowedHosts,
-		FaultInjection: o.faultInjection,
+		Engine:            eng,
+		Logger:            logger,
+		Metrics:           metrics,
+		DaemonUID:         os.Getuid(),
+		AllowedHosts:      o.allowedHosts,
+		FaultInjection:    o.faultInjection,
+		ReadHeaderTimeout: o.headerTimeout,
 	})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeUnix(sockLn) }()
 	if tcpLn != nil {
 		go func() { errc <- srv.ServeTCP(tcpLn) }()
 	}
-	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "db", o.db, "socket", o.socket, "tcp", tcpAddr)
+	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "db", o.db, "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
 	if o.faultInjection {
 		logger.Warn("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production")
 	}

@@ -37,6 +37,9 @@ type Config struct {
 	AllowedHosts []string
 	// FaultInjection enables POST /api/v1/debug/faults.
 	FaultInjection bool
+	// ReadHeaderTimeout bounds how long a client may take to send a
+	// request's header. Zero means the default ReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
 }
 
 // Server serves API v1 on a Unix socket listener and any number of TCP
@@ -50,6 +53,7 @@ type Server struct {
 	faultInjection bool
 	faults         faultState
 	mux            http.Handler
+	headerTimeout  time.Duration
 
 	mu       sync.Mutex
 	servers  []*http.Server
@@ -67,6 +71,10 @@ func New(cfg Config) *Server {
 		allowedHosts:   map[string]bool{},
 		faultInjection: cfg.FaultInjection,
 		stopping:       make(chan struct{}),
+		headerTimeout:  cfg.ReadHeaderTimeout,
+	}
+	if s.headerTimeout <= 0 {
+		s.headerTimeout = ReadHeaderTimeout
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -101,7 +109,7 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 func (s *Server) serve(ln net.Listener, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadHeaderTimeout: s.headerTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
