@@ -158,21 +158,10 @@ func TestSecondDaemonFailsFast(t *testing.T) {
 	first := start(t, dir, socket)
 	db := filepath.Join(dir, "reserved.db")
 
-	second := launch(t, env(dir), "serve", "--db", db, "--socket", socket, "--listen", "")
-	if code := second.wait(t); code != 1 {
-		t.Errorf("second daemon on the same socket: exit %d", code)
-	}
-	if got, want := second.logs.String(), "reserved: another reserved is already serving on socket "+socket+"\n"; got != want {
-		t.Errorf("second daemon said %q, want %q", got, want)
-	}
-
-	third := launch(t, env(dir), "serve", "--db", db, "--socket", filepath.Join(short, "other.sock"), "--listen", "")
-	if code := third.wait(t); code != 1 {
-		t.Errorf("second daemon on the same database: exit %d", code)
-	}
-	if got := third.logs.String(); !strings.HasSuffix(got, "reserved: database "+db+" is in use by another reserved\n") {
-		t.Errorf("second daemon on the same database said %q", got)
-	}
+	mustFail(t, env(dir), "reserved: another reserved is already serving on socket "+socket+"\n",
+		"serve", "--db", db, "--socket", socket, "--listen", "")
+	mustFail(t, env(dir), "reserved: database "+db+" is in use by another reserved\n",
+		"serve", "--db", db, "--socket", filepath.Join(short, "other.sock"), "--listen", "")
 	mustNotExist(t, filepath.Join(short, "other.sock"))
 
 	// The first daemon is untouched.
@@ -214,13 +203,8 @@ func TestSocketFileHandling(t *testing.T) {
 	if err := os.WriteFile(regular, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p = launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", regular, "--listen", "")
-	if code := p.wait(t); code != 1 {
-		t.Errorf("socket path is a regular file: exit %d", code)
-	}
-	if got, want := p.logs.String(), "reserved: "+regular+" exists and is not a socket: remove it or choose another --socket\n"; got != want {
-		t.Errorf("said %q, want %q", got, want)
-	}
+	mustFail(t, env(dir), "reserved: "+regular+" exists and is not a socket: remove it or choose another --socket\n",
+		"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", regular, "--listen", "")
 	if data, err := os.ReadFile(regular); err != nil || string(data) != "keep me" {
 		t.Errorf("the regular file was touched: %q %v", data, err)
 	}
@@ -232,5 +216,15 @@ func TestClientWithoutDaemon(t *testing.T) {
 	var ce *client.ConnectError
 	if !errors.As(err, &ce) || err.Error() != "cannot connect to reserved at "+socket+": is it running?" {
 		t.Errorf("whoami without a daemon: %v", err)
+	}
+}
+
+// mustFail runs reserved with args and wants exit status 1 and exactly the
+// one line want as its output.
+func mustFail(t *testing.T, environ []string, want string, args ...string) {
+	t.Helper()
+	p := launch(t, environ, args...)
+	if code := p.wait(t); code != 1 || p.logs.String() != want {
+		t.Errorf("reserved %s = exit %d, %q; want exit 1, %q", strings.Join(args, " "), code, p.logs, want)
 	}
 }

@@ -56,3 +56,14 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// decodeBody reads a JSON body with readJSONBody and decodes it with one of
+// the engine's strict decoders.
+func decodeBody[T any](w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, error) {
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return decode(body)
+}

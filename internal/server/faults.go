@@ -36,11 +36,7 @@ func (f *faultState) take() (garble bool, delay time.Duration) {
 
 // armFault is POST /api/v1/debug/faults.
 func (s *Server) armFault(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
-	body, err := readJSONBody(w, r)
-	if err != nil {
-		return err
-	}
-	f, err := api.DecodeFault(body)
+	f, err := decodeBody(w, r, api.DecodeFault)
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,7 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request, _ engine.P
 // createToken is POST /api/v1/tokens. The token is in this answer only; the
 // store keeps its hash.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
-	body, err := readJSONBody(w, r)
-	if err != nil {
-		return err
-	}
-	req, err := api.DecodeTokenRequest(body)
+	req, err := decodeBody(w, r, api.DecodeTokenRequest)
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,7 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Prin
 	}
 	info := infoOf(r)
 	info.opKey = string(key)
-	body, err := readJSONBody(w, r)
-	if err != nil {
-		return err
-	}
-	req, err := engine.DecodeRequest(body)
+	req, err := decodeBody(w, r, engine.DecodeRequest)
 	if err != nil {
 		return err
 	}

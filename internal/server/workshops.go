@@ -35,11 +35,7 @@ func (s *Server) putWorkshop(w http.ResponseWriter, r *http.Request, _ engine.Pr
 	if err != nil {
 		return err
 	}
-	body, err := readJSONBody(w, r)
-	if err != nil {
-		return err
-	}
-	spec, err := engine.DecodeWorkshopSpec(body)
+	spec, err := decodeBody(w, r, engine.DecodeWorkshopSpec)
 	if err != nil {
 		return err
 	}
