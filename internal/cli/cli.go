@@ -140,6 +140,7 @@ Exit status:
 		newStatusCmd(g),
 		newWorkshopsCmd(g),
 		newWhoamiCmd(g),
+		newBenchCmd(g),
 		admin,
 	)
 	return root
