@@ -48,6 +48,7 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	noGroupCommit   bool
 	headerTimeout   time.Duration
+	pprofListen     string
 }
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -67,6 +68,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take after SIGINT/SIGTERM")
 	f.BoolVar(&o.noGroupCommit, "no-group-commit", false, "commit every reservation on its own instead of sharing commits (for comparisons)")
 	f.DurationVar(&o.headerTimeout, "read-header-timeout", server.ReadHeaderTimeout, "how long a client may take to send a request's header before the connection is closed")
+	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this TCP address, e.g. 127.0.0.1:6060 (for profiling only)")
 }
 
 func newServeCmd(stderr io.Writer) *cobra.Command {
@@ -151,6 +153,13 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		tcpAddr = tcpLn.Addr().String()
 	}
 
+	if o.pprofListen != "" {
+		stopPprof, err := servePprof(o.pprofListen, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	srv := server.New(server.Config{
 		Engine:            eng,
 		Logger:            logger,
