@@ -167,9 +167,19 @@ func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
 func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
 	var r engine.TokenRecord
 	ok, err := t.get(bucketTokens, []byte(hash), &r)
+	if ok && r.Kind == "" {
+		r.Kind = engine.TokenAPI // Records written before kinds existed.
+	}
 	return r, ok, err
 }
 
 func (t *tx) PutToken(r engine.TokenRecord) error {
 	return t.put(bucketTokens, []byte(r.Hash), r)
+}
+
+func (t *tx) DeleteToken(hash string) error {
+	if err := t.b.Bucket(bucketTokens).Delete([]byte(hash)); err != nil {
+		return fmt.Errorf("delete tokens/%q: %w", hash, err)
+	}
+	return nil
 }

@@ -32,6 +32,7 @@ type Tx interface {
 	PutReceipt(r Receipt) error
 	Token(hash string) (t TokenRecord, ok bool, err error)
 	PutToken(t TokenRecord) error
+	DeleteToken(hash string) error
 
 	// ForEachWorkshop, ForEachReservation and ForEachReceipt visit every
 	// record in key order until fn returns an error, which they return.

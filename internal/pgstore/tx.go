@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -78,10 +79,31 @@ var receipts = table[engine.Receipt]{
 
 var tokens = table[engine.TokenRecord]{
 	name:    "tokens",
-	columns: []string{"hash", "actor", "admin", "created_at"},
+	columns: []string{"hash", "kind", "actor", "admin", "created_at", "expires_at"},
 	keys:    1,
-	values:  func(r engine.TokenRecord) []any { return []any{r.Hash, r.Actor, r.Admin, r.CreatedAt} },
-	dests:   func(r *engine.TokenRecord) []any { return []any{&r.Hash, &r.Actor, &r.Admin, &r.CreatedAt} },
+	values: func(r engine.TokenRecord) []any {
+		var expires *time.Time
+		if !r.ExpiresAt.IsZero() {
+			expires = &r.ExpiresAt
+		}
+		return []any{r.Hash, r.Kind, r.Actor, r.Admin, r.CreatedAt, expires}
+	},
+	dests: func(r *engine.TokenRecord) []any {
+		return []any{&r.Hash, &r.Kind, &r.Actor, &r.Admin, &r.CreatedAt, zeroIfNull{&r.ExpiresAt}}
+	},
+}
+
+// zeroIfNull scans a nullable timestamptz column into a time, NULL as the
+// zero time.
+type zeroIfNull struct{ t *time.Time }
+
+// ScanTimestamptz implements pgtype.TimestamptzScanner.
+func (z zeroIfNull) ScanTimestamptz(v pgtype.Timestamptz) error {
+	*z.t = time.Time{}
+	if v.Valid {
+		*z.t = v.Time.UTC()
+	}
+	return nil
 }
 
 // emptyIfNull scans a nullable text column into a string, NULL as "".
@@ -262,11 +284,16 @@ func forEach[T any](t *tx, tb table[T], fn func(T) error) error {
 // transaction ends, which queues concurrent reservations of that workshop
 // (and only of that workshop).
 func (t *tx) Workshop(id string) (engine.Workshop, bool, error) {
-	lock := ""
+	return get(t, workshops, t.lockRead(), id)
+}
+
+// lockRead is the suffix of reads of rows whose decisions must not be made
+// by two transactions at once: FOR UPDATE in a write transaction.
+func (t *tx) lockRead() string {
 	if t.write {
-		lock = " FOR UPDATE"
+		return " FOR UPDATE"
 	}
-	return get(t, workshops, lock, id)
+	return ""
 }
 
 func (t *tx) PutWorkshop(w engine.Workshop) error { return put(t, workshops, w) }
@@ -295,8 +322,25 @@ func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
 	return forEach(t, receipts, fn)
 }
 
+// Token locks the row in a write transaction, so that two transactions
+// consuming one login code cannot both see it: the second waits and then
+// finds it deleted.
 func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
-	return get(t, tokens, "", hash)
+	return get(t, tokens, t.lockRead(), hash)
+}
+
+func (t *tx) DeleteToken(hash string) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if _, err := t.tx.Exec(t.ctx, "DELETE FROM tokens WHERE hash = $1", hash); err != nil {
+		return t.fail(fmt.Errorf("delete tokens %q: %w", hash, err))
+	}
+	t.remember(rowOf(tokens, []any{hash}), false)
+	return nil
 }
 
 func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, tokens, r) }

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"WorkshopAdmin", testWorkshopAdmin},
 		{"ReserveBatch", testReserveBatch},
 		{"Tokens", testTokens},
+		{"LoginCodesAndSessions", testLoginCodesAndSessions},
 		{"CheckFindsBrokenInvariants", testCheckFindings},
 		{"ConcurrentSameKey", testConcurrentSameKey},
 		{"ConcurrentLastPlaces", testConcurrentLastPlaces},
@@ -75,15 +76,20 @@ type harness struct {
 	store engine.Store
 	eng   *engine.Engine
 	fresh func() *harness // A harness on another new, empty store.
+	later atomic.Int64    // Nanoseconds the harness clock is ahead of Now.
 }
+
+// advance moves the harness clock forward by d.
+func (h *harness) advance(d time.Duration) { h.later.Add(int64(d)) }
 
 func newHarness(t testing.TB, store engine.Store) *harness {
 	var n atomic.Uint64
-	eng := engine.New(store,
-		engine.WithClock(func() time.Time { return Now }),
+	h := &harness{t: t, ctx: context.Background(), store: store}
+	h.eng = engine.New(store,
+		engine.WithClock(func() time.Time { return Now.Add(time.Duration(h.later.Load())) }),
 		engine.WithIDs(func(time.Time) string { return fmt.Sprintf("%032x", n.Add(1)) }),
 	)
-	return &harness{t: t, ctx: context.Background(), store: store, eng: eng}
+	return h
 }
 
 var reservedBody = regexp.MustCompile(`^\{"status":"reserved","reservation_id":"[0-9a-f]{32}","workshop":"[a-z][a-z0-9-]+","quantity":[0-9]+\}$`)
@@ -776,4 +782,101 @@ func testFaultsAmidConcurrentLoad(t *testing.T, h *harness) {
 	}
 	h.wantReserved("go-basics", 64)
 	h.wantCounts(64, 64)
+}
+
+func testLoginCodesAndSessions(t *testing.T, h *harness) {
+	code, expires, err := h.eng.CreateLoginCode(h.ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(code, engine.LoginCodePrefix) || !expires.Equal(Now.Add(engine.LoginCodeTTL)) {
+		t.Fatalf("login code %q expires %v", code, expires)
+	}
+	// A login code is not a bearer token, and vice versa.
+	_, err = h.eng.Authenticate(h.ctx, code)
+	wantCode(t, err, engine.CodeUnauthenticated)
+	_, err = h.eng.SessionPrincipal(h.ctx, code)
+	wantCode(t, err, engine.CodeUnauthenticated)
+
+	session, who, until, err := h.eng.RedeemLoginCode(h.ctx, code, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if who != (engine.Principal{Actor: "alice"}) || !until.Equal(Now.Add(time.Hour)) || !strings.HasPrefix(session, engine.SessionPrefix) {
+		t.Fatalf("redeemed: %q %+v %v", session, who, until)
+	}
+	if p, err := h.eng.SessionPrincipal(h.ctx, session); err != nil || p != who {
+		t.Fatalf("SessionPrincipal = %+v, %v", p, err)
+	}
+	_, err = h.eng.Authenticate(h.ctx, session)
+	wantCode(t, err, engine.CodeUnauthenticated)
+	// A code opens one session only.
+	_, _, _, err = h.eng.RedeemLoginCode(h.ctx, code, time.Hour)
+	wantCode(t, err, engine.CodeUnauthenticated)
+	// Only hashes are stored.
+	err = h.store.View(h.ctx, func(tx engine.Tx) error {
+		for _, secret := range []string{code, session} {
+			if _, ok, err := tx.Token(secret); ok || err != nil {
+				t.Errorf("secret %q is a key in the store (ok=%v err=%v)", secret, ok, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sessions end on EndSession and on expiry.
+	if err := h.eng.EndSession(h.ctx, session); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.eng.SessionPrincipal(h.ctx, session)
+	wantCode(t, err, engine.CodeUnauthenticated)
+	if err := h.eng.EndSession(h.ctx, session); err != nil {
+		t.Fatalf("ending an ended session: %v", err)
+	}
+	code2, _, err := h.eng.CreateLoginCode(h.ctx, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session2, _, _, err := h.eng.RedeemLoginCode(h.ctx, code2, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.advance(time.Hour)
+	_, err = h.eng.SessionPrincipal(h.ctx, session2)
+	wantCode(t, err, engine.CodeUnauthenticated)
+	// A code expires after LoginCodeTTL.
+	code3, _, err := h.eng.CreateLoginCode(h.ctx, "carol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.advance(engine.LoginCodeTTL)
+	_, _, _, err = h.eng.RedeemLoginCode(h.ctx, code3, time.Hour)
+	wantCode(t, err, engine.CodeUnauthenticated)
+	for _, bad := range []string{"", engine.LoginCodePrefix, code + "x", engine.HashToken(code)} {
+		_, _, _, err := h.eng.RedeemLoginCode(h.ctx, bad, time.Hour)
+		wantCode(t, err, engine.CodeUnauthenticated)
+	}
+	_, _, err = h.eng.CreateLoginCode(h.ctx, "Not An Actor")
+	wantCode(t, err, engine.CodeRequestContract)
+
+	// Sixteen browsers opening one link at once get one session.
+	code4, _, err := h.eng.CreateLoginCode(h.ctx, "dave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var won atomic.Int32
+	concurrently(16, func(int) {
+		_, _, _, err := h.eng.RedeemLoginCode(h.ctx, code4, time.Hour)
+		switch engine.ErrorCode(err) {
+		case "":
+			won.Add(1)
+		case engine.CodeUnauthenticated:
+		default:
+			t.Errorf("concurrent redeem: %v", err)
+		}
+	})
+	if won.Load() != 1 {
+		t.Fatalf("%d concurrent redeems of one login code succeeded, want exactly 1", won.Load())
+	}
 }
