@@ -370,32 +370,6 @@ func TestRequestLog(t *testing.T) {
 	}
 }
 
-func TestLimits(t *testing.T) {
-	h := servertest.Start(t, servertest.Options{})
-	resp, _ := send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.PathWhoAmI, header: http.Header{"X-Big": {strings.Repeat("x", 64<<10)}}})
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("64 KiB header = %d, want 431", resp.StatusCode)
-	}
-	// A chunked body has no Content-Length, so the limit is found while
-	// reading.
-	req, err := http.NewRequest(http.MethodPost, h.URL+api.PathReservations, struct{ *strings.Reader }{strings.NewReader(`{"workshop":"` + strings.Repeat("a", 5000) + `","quantity":1}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+h.Alice)
-	req.Header.Set("Content-Type", api.MediaJSON)
-	req.Header.Set(api.HeaderIdempotencyKey, uuid.NewString())
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var p api.Problem
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || p.Code != engine.CodeBodyTooLarge {
-		t.Errorf("chunked 5 KiB body = %d %+v %v", resp.StatusCode, p, err)
-	}
-}
-
 func TestConcurrentSameKeyOverHTTP(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
 	key := engine.OperationKey(uuid.NewString())
