@@ -1,0 +1,290 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+var tortureCycles = flag.Int("torture.cycles", 20, "how many times TestTortureKill9 kills the daemon with SIGKILL")
+
+// The load of the torture test: a few small workshops that run full, so
+// both 201 and 409 answers are decided while the daemon dies.
+const (
+	tortureClients   = 8
+	tortureWorkshops = 3
+	tortureCapacity  = 100
+	// tortureIntentTimeout bounds how long one intent may stay unclear, in
+	// particular across a restart; it only ends a hung test clearly.
+	tortureIntentTimeout = 60 * time.Second
+)
+
+// answer is an authoritative answer to one reservation request.
+type answer struct {
+	status int
+	body   []byte
+}
+
+// tortureClient is one concurrent client with its own actor and token. It
+// owns its keys and remembers the first authoritative answer of each.
+type tortureClient struct {
+	actor string
+	c     *client.Client
+	rng   *rand.Rand
+	keys  []engine.OperationKey
+	reqs  map[engine.OperationKey]engine.Request
+	first map[engine.OperationKey]answer
+}
+
+// TestTortureKill9 runs concurrent clients against a real reserved over TCP
+// while the daemon is killed with SIGKILL at random moments and restarted,
+// -torture.cycles times. Each client sends every intent with its own key
+// until it gets an authoritative answer, across restarts, and now and then
+// repeats a settled intent. Afterwards `reserved check` must be clean, every
+// 201 any client saw must exist with the same reservation id, every key must
+// have at most one reservation (and the reservations must be exactly the
+// 201s), no workshop may be over capacity, and every key must still be
+// answered with its first authoritative answer.
+func TestTortureKill9(t *testing.T) {
+	dir := t.TempDir()
+	socket := filepath.Join(servertest.ShortTempDir(t), "t.sock")
+	addr := freeAddr(t)
+	args := []string{"--listen", addr, "--no-demo"}
+	ctx := context.Background()
+
+	p := start(t, dir, socket, args...)
+	admin := p.socketClient()
+	for i := range tortureWorkshops {
+		spec := engine.WorkshopSpec{Capacity: tortureCapacity, MaxQuantity: 2}
+		if _, _, err := admin.PutWorkshop(ctx, fmt.Sprintf("torture-%d", i), spec, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clients := make([]*tortureClient, tortureClients)
+	for i := range clients {
+		actor := fmt.Sprintf("client-%d", i)
+		token, err := admin.CreateToken(ctx, actor, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = &tortureClient{
+			actor: actor,
+			c:     &client.Client{BaseURL: "http://" + addr, Token: token},
+			rng:   rand.New(rand.NewPCG(rand.Uint64(), uint64(i))),
+			reqs:  map[engine.OperationKey]engine.Request{},
+			first: map[engine.OperationKey]answer{},
+		}
+	}
+
+	var answers, unclear atomic.Int64 // Authoritative and unclear answers so far, of all clients.
+	stop := make(chan struct{})
+	errs := make(chan error, tortureClients)
+	var wg sync.WaitGroup
+	for _, tc := range clients {
+		wg.Go(func() { errs <- tc.run(stop, &answers, &unclear) })
+	}
+
+	for cycle := range *tortureCycles {
+		// Kill at a random moment: right after the start, or once the
+		// clients have had a random number of answers from this daemon.
+		target := answers.Load() + rand.Int64N(40)
+		servertest.Eventually(t, tortureIntentTimeout, fmt.Sprintf("cycle %d: answers", cycle), func() bool {
+			if len(errs) > 0 {
+				t.Fatalf("cycle %d: a client failed: %v", cycle, <-errs)
+			}
+			return answers.Load() >= target
+		})
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.done
+		p = start(t, dir, socket, args...)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Every key, against the last daemon: the first answer again, and the
+	// reservation of each 201 with the same id.
+	reserved := map[string]string{} // Reservation id → actor/key.
+	for _, tc := range clients {
+		for _, key := range tc.keys {
+			want := tc.first[key]
+			status, body, replayed, err := tc.c.Reserve(ctx, key, tc.reqs[key])
+			if err != nil || !replayed || status != want.status || !bytes.Equal(body, want.body) {
+				t.Errorf("%s %s: final answer %d %s (replayed %v, %v), first was %d %s", tc.actor, key, status, body, replayed, err, want.status, want.body)
+			}
+			if want.status != http.StatusCreated {
+				continue
+			}
+			id := reservationID(t, want.body)
+			r, err := tc.c.Reservation(ctx, id)
+			if err != nil || r.OperationKey != key || r.Actor != tc.actor || r.Workshop != tc.reqs[key].Workshop || r.Quantity != tc.reqs[key].Quantity {
+				t.Errorf("%s %s: reservation %s = %+v, %v", tc.actor, key, id, r, err)
+			}
+			reserved[id] = tc.actor + "/" + string(key)
+		}
+	}
+	ws, err := p.socketClient().Workshops(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if w.Reserved > w.Capacity {
+			t.Errorf("workshop %s is over capacity: %+v", w.ID, w)
+		}
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d", code)
+	}
+
+	db := filepath.Join(dir, "reserved.db")
+	if out, err := exec.Command(reservedBin, "check", "--db", db).CombinedOutput(); err != nil {
+		t.Errorf("reserved check: %v\n%s", err, out)
+	}
+	perKey := map[string]int{}
+	s, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.View(ctx, func(tx engine.Tx) error {
+		return tx.ForEachReservation(func(r engine.Reservation) error {
+			k := r.Actor + "/" + string(r.OperationKey)
+			perKey[k]++
+			if reserved[r.ID] != k {
+				t.Errorf("reservation %s of %s was never answered with a 201 (the 201 named %q)", r.ID, k, reserved[r.ID])
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, n := range perKey {
+		if n > 1 {
+			t.Errorf("key %s has %d reservations", k, n)
+		}
+	}
+	if len(perKey) != len(reserved) {
+		t.Errorf("%d keys have a reservation, %d were answered with a 201", len(perKey), len(reserved))
+	}
+	keys := 0
+	for _, tc := range clients {
+		keys += len(tc.keys)
+	}
+	t.Logf("%d kills; %d intents, %d of them reserved, %d unclear answers retried; all verified", *tortureCycles, keys, len(reserved), unclear.Load())
+	if len(reserved) == 0 || unclear.Load() == 0 {
+		t.Error("no intent was reserved or no answer was lost to a kill, so nothing was proven")
+	}
+}
+
+// run sends intents until stop is closed, then settles its open intent and
+// returns. Each intent is sent until it gets an authoritative answer; about
+// one in five sends repeats a settled intent, whose answer must not change.
+func (tc *tortureClient) run(stop <-chan struct{}, answers, unclear *atomic.Int64) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if len(tc.keys) > 0 && tc.rng.IntN(5) == 0 {
+			key := tc.keys[tc.rng.IntN(len(tc.keys))]
+			a, err := tc.settle(key, unclear)
+			if err != nil {
+				return err
+			}
+			if want := tc.first[key]; a.status != want.status || !bytes.Equal(a.body, want.body) {
+				return fmt.Errorf("%s %s: repeat answered %d %s, first answer was %d %s", tc.actor, key, a.status, a.body, want.status, want.body)
+			}
+			answers.Add(1)
+			continue
+		}
+		key := engine.OperationKey(uuid.NewString())
+		tc.keys = append(tc.keys, key)
+		tc.reqs[key] = engine.Request{Workshop: fmt.Sprintf("torture-%d", tc.rng.IntN(tortureWorkshops)), Quantity: 1 + tc.rng.IntN(2)}
+		a, err := tc.settle(key, unclear)
+		if err != nil {
+			return err
+		}
+		tc.first[key] = a
+		answers.Add(1)
+	}
+}
+
+// settle sends key until it gets an authoritative answer: a 201 or 409 with
+// its JSON body. Unclear answers (the daemon is dead or restarting, the
+// connection broke, a 5xx) are retried with the same key, a few
+// milliseconds apart, until tortureIntentTimeout.
+func (tc *tortureClient) settle(key engine.OperationKey, unclear *atomic.Int64) (answer, error) {
+	deadline := time.Now().Add(tortureIntentTimeout)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		status, body, _, err := tc.c.Reserve(ctx, key, tc.reqs[key])
+		cancel()
+		if err == nil {
+			return answer{status, body}, nil
+		}
+		if ee := (*engine.Error)(nil); errors.As(err, &ee) && ee.Code != engine.CodeInternal {
+			return answer{}, fmt.Errorf("%s %s: refused: %w", tc.actor, key, err)
+		}
+		unclear.Add(1)
+		if time.Now().After(deadline) {
+			return answer{}, fmt.Errorf("%s %s: no authoritative answer within %v: %w", tc.actor, key, tortureIntentTimeout, err)
+		}
+		<-tick.C
+	}
+}
+
+// freeAddr returns a loopback TCP address that was free a moment ago, so a
+// restarted daemon can listen where the clients already send.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// reservationID returns the reservation id of a 201 answer body.
+func reservationID(t *testing.T, body []byte) string {
+	t.Helper()
+	var a engine.Answer
+	if err := json.Unmarshal(body, &a); err != nil || a.ReservationID == "" {
+		t.Fatalf("201 body %s: %v", body, err)
+	}
+	return a.ReservationID
+}
