@@ -67,6 +67,7 @@ type Store struct {
 
 	closeMu sync.RWMutex // Held for reading by Update while a call is in flight.
 	closed  bool
+	created bool // Open initialised a new file.
 }
 
 // call is one Update waiting for the group committer.
@@ -97,16 +98,20 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	created := false
 	if opts.ReadOnly {
 		err = db.View(func(tx *bolt.Tx) error { return checkSchema(tx, path) })
 	} else {
-		err = db.Update(func(tx *bolt.Tx) error { return initSchema(tx, path) })
+		err = db.Update(func(tx *bolt.Tx) (err error) {
+			created, err = initSchema(tx, path)
+			return err
+		})
 	}
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit}
+	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit, created: created}
 	if s.group {
 		s.calls = make(chan call, opts.MaxBatch)
 		s.loopDone = make(chan struct{})
@@ -117,32 +122,34 @@ func Open(path string, opts Options) (*Store, error) {
 
 // initSchema creates every bucket and records the schema version of a new
 // file, refuses a file of a newer schema or of another program, and creates
-// buckets this version declares that an older file lacks.
-func initSchema(tx *bolt.Tx, path string) error {
+// buckets this version declares that an older file lacks. It reports
+// whether the file was new.
+func initSchema(tx *bolt.Tx, path string) (created bool, err error) {
 	if tx.Bucket(bucketMeta) == nil {
 		foreign := tx.ForEach(func([]byte, *bolt.Bucket) error { return errForeign })
 		if foreign != nil {
-			return fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
+			return false, fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
 		}
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
-			return fmt.Errorf("create bucket meta in %s: %w", path, err)
+			return false, fmt.Errorf("create bucket meta in %s: %w", path, err)
 		}
 		var v [8]byte
 		binary.BigEndian.PutUint64(v[:], SchemaVersion)
 		if err := meta.Put(keySchema, v[:]); err != nil {
-			return fmt.Errorf("record schema version in %s: %w", path, err)
+			return false, fmt.Errorf("record schema version in %s: %w", path, err)
 		}
+		created = true
 	}
 	if err := checkSchema(tx, path); err != nil {
-		return err
+		return false, err
 	}
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return fmt.Errorf("create bucket %s in %s: %w", name, path, err)
+			return false, fmt.Errorf("create bucket %s in %s: %w", name, path, err)
 		}
 	}
-	return nil
+	return created, nil
 }
 
 var errForeign = errors.New("foreign bucket")
@@ -161,6 +168,12 @@ func checkSchema(tx *bolt.Tx, path string) error {
 	}
 	return nil
 }
+
+// Created reports whether Open initialised a new file.
+func (s *Store) Created() bool { return s.created }
+
+// String names the database file.
+func (s *Store) String() string { return "database " + s.path }
 
 // Path returns the file the store was opened on.
 func (s *Store) Path() string { return s.path }

@@ -94,6 +94,9 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !s.Created() {
+		t.Fatal("opening a new file does not say it created it")
+	}
 	ctx := context.Background()
 	eng := engine.New(s)
 	if _, _, err := eng.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 3, MaxQuantity: 2}, nil); err != nil {
@@ -111,6 +114,9 @@ func TestReopenKeepsEverything(t *testing.T) {
 		t.Fatal("Reserve on a closed store succeeded")
 	}
 	s = mustOpenPath(t, path)
+	if s.Created() {
+		t.Fatal("reopening a file says it created it")
+	}
 	again, err := engine.New(s).Reserve(ctx, "alice", key, engine.Request{Workshop: "go-basics", Quantity: 2})
 	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
 		t.Fatalf("replay after reopen = %+v %v, want %s", again, err, first.Body)

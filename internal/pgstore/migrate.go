@@ -82,9 +82,10 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // keyed by that schema, so that daemons starting together apply each step
 // once and the others find it done. A database at a newer version than this
 // code knows is refused and left untouched. Without apply it changes
-// nothing and refuses any version but SchemaVersion.
-func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+// nothing and refuses any version but SchemaVersion. It reports whether it
+// created the schema's tables, that is whether the database was new.
+func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) (created bool, err error) {
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var schema *string
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 			return fmt.Errorf("read current schema: %w", err)
@@ -122,6 +123,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
 		case !apply && current < SchemaVersion:
 			return fmt.Errorf("database schema %s has schema version %d, older than this reserved's %d: start reserved on it once to migrate it", *schema, current, SchemaVersion)
 		}
+		created = current == 0
 		for _, m := range migrations[current:] {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("apply migration %s to schema %s: %w", m.name, *schema, err)
@@ -132,4 +134,5 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) error {
 		}
 		return nil
 	})
+	return created, err
 }

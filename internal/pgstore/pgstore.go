@@ -89,6 +89,8 @@ type Store struct {
 	maxAttempts int
 	onRetry     func(int, error)
 	closed      atomic.Bool
+	created     bool   // Open created the tables.
+	where       string // The database, for messages.
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -115,12 +117,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL %s: %w", where, err)
 	}
-	if err := migrate(ctx, pool, !opts.NoMigrate); err != nil {
+	created, err := migrate(ctx, pool, !opts.NoMigrate)
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("PostgreSQL %s: %w", where, err)
 	}
-	return &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry}, nil
+	return &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, created: created, where: where}, nil
 }
+
+// Created reports whether Open created the schema's tables, that is whether
+// the database was new. Of several daemons starting on one new database,
+// exactly one sees true.
+func (s *Store) Created() bool { return s.created }
+
+// String names the database, without its password.
+func (s *Store) String() string { return "PostgreSQL " + s.where }
 
 // scanTimesInUTC makes the connection return TIMESTAMPTZ values in UTC, as
 // the engine writes them, instead of in the local time zone.

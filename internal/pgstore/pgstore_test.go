@@ -195,13 +195,24 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 		wg.Go(func() { stores[i], errs[i] = pgstore.Open(t.Context(), dsn, pgstore.Options{MaxConns: 1}) })
 	}
 	wg.Wait()
+	created := 0
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("daemon %d: %v", i, err)
 		}
 		defer stores[i].Close()
+		if stores[i].Created() {
+			created++
+		}
 	}
 	wantAllVersions(t, stores[0])
+	if created != 1 {
+		t.Fatalf("%d of %d concurrent opens say they created the database, want exactly 1", created, daemons)
+	}
+	again := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1})
+	if again.Created() {
+		t.Fatal("reopening an existing database says it created it")
+	}
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
