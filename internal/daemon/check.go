@@ -4,18 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/reserve/reserve/internal/boltstore"
-	"github.com/reserve/reserve/internal/paths"
 )
 
 func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
-	var db string
+	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check a database's invariants offline",
@@ -26,14 +21,16 @@ and reservations that do not name each other, and bbolt page errors.
 Exit status: 0 no findings, 1 findings (printed one per line), 2 the
 database cannot be opened (for example because a running reserved holds it).`,
 		Example: `  reserved check --db ~/.local/share/reserved/reserved.db
-  RESERVED_DB=/var/lib/reserved/reserved.db reserved check`,
+  RESERVED_DB=/var/lib/reserved/reserved.db reserved check
+  reserved check --store postgres --dsn postgres://reserve@db.example/reserve`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := os.Stat(db); errors.Is(err, fs.ErrNotExist) {
-				return &exitError{code: ExitUsage, err: fmt.Errorf("database %s does not exist", db)}
-			}
-			store, err := boltstore.Open(db, boltstore.Options{ReadOnly: true, LockTimeout: time.Second})
+			store, err := sf.open(cmd.Context(), storeOptions{readOnly: true})
 			if err != nil {
+				var ee *exitError
+				if errors.As(err, &ee) {
+					return err
+				}
 				return &exitError{code: ExitUsage, err: err}
 			}
 			defer store.Close()
@@ -45,13 +42,13 @@ database cannot be opened (for example because a running reserved holds it).`,
 				fmt.Fprintln(stdout, f)
 			}
 			if len(findings) > 0 {
-				fmt.Fprintf(stderr, "reserved: %d findings in %s\n", len(findings), db)
+				fmt.Fprintf(stderr, "reserved: %d findings in %s\n", len(findings), store)
 				return &exitError{code: exitFindings}
 			}
-			fmt.Fprintf(stdout, "database %s is consistent: no findings\n", db)
+			fmt.Fprintf(stdout, "%s is consistent: no findings\n", store)
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", paths.DB(), "database file (env "+paths.EnvDB+")")
+	sf.register(cmd.Flags())
 	return cmd
 }

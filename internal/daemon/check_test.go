@@ -66,7 +66,7 @@ func TestCheck(t *testing.T) {
 	store.Close()
 
 	code, stdout, stderr = run(t, "check", "--db", db)
-	if code != 1 || !strings.HasPrefix(stdout, engine.FindingCounter+": ") || stderr != "reserved: 1 findings in "+db+"\n" {
+	if code != 1 || !strings.HasPrefix(stdout, engine.FindingCounter+": ") || stderr != "reserved: 1 findings in database "+db+"\n" {
 		t.Errorf("check with a broken counter = %d %q %q", code, stdout, stderr)
 	}
 

@@ -5,19 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
@@ -37,7 +34,7 @@ const EnvListen = "RESERVED_LISTEN"
 // serveOptions are the flags of `reserved serve`, also accepted by the bare
 // `reserved`.
 type serveOptions struct {
-	db              string
+	store           storeFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -57,7 +54,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 		listen = v
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.db, "db", paths.DB(), "database file, created with its directories (env "+paths.EnvDB+")")
+	o.store.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
 	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal")
@@ -118,19 +115,14 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 
-	if err := os.MkdirAll(filepath.Dir(o.db), 0o700); err != nil {
-		return fmt.Errorf("create database directory: %w", err)
-	}
-	_, statErr := os.Stat(o.db)
-	isNew := errors.Is(statErr, fs.ErrNotExist)
 	metrics := server.NewMetrics()
-	store, err := boltstore.Open(o.db, boltstore.Options{OnCommit: metrics.ObserveCommit, NoGroupCommit: o.noGroupCommit})
+	store, err := o.store.open(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit})
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	eng := engine.New(store)
-	if isNew && !o.noDemo {
+	if store.Created() && !o.noDemo {
 		spec := engine.WorkshopSpec{Capacity: demoCapacity, MaxQuantity: demoMaxQuantity, Title: demoTitle}
 		if _, _, err := eng.PutWorkshop(ctx, DemoWorkshop, spec, nil); err != nil {
 			return fmt.Errorf("create the demo workshop: %w", err)
@@ -174,7 +166,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if tcpLn != nil {
 		go func() { errc <- srv.ServeTCP(tcpLn) }()
 	}
-	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "db", o.db, "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
+	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.kind, "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
 	if o.faultInjection {
 		logger.Warn("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production")
 	}

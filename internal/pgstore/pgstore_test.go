@@ -2,10 +2,7 @@ package pgstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +14,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/engine/enginetest"
 	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
 )
 
 // testConns is the pool size of the stores under test. The conformance suite
@@ -24,88 +22,16 @@ import (
 // about testConns × 2 × (go test -parallel) connections.
 const testConns = 3
 
-// skipMessage tells a developer how to run the tests this package skips.
-const skipMessage = `PostgreSQL store tests SKIPPED: RESERVE_PG_DSN is not set.
-Run them against a PostgreSQL server whose role may create schemas, e.g.
-    RESERVE_PG_DSN='postgres://reserve@localhost:5432/reserve' ./test.sh
-(see "PostgreSQL store (tests)" in README.md).`
-
 func TestMain(m *testing.M) {
-	if os.Getenv("RESERVE_PG_DSN") == "" && os.Getenv("RESERVE_CI") == "" {
-		fmt.Fprintln(os.Stderr, "\n*** "+strings.ReplaceAll(skipMessage, "\n", "\n*** ")+"\n")
-	}
+	pgtest.Announce()
 	os.Exit(m.Run())
-}
-
-// serverDSN returns the DSN of the test server, skips the test when there is
-// none, and fails it when there is none in CI.
-func serverDSN(tb testing.TB) string {
-	tb.Helper()
-	dsn := os.Getenv("RESERVE_PG_DSN")
-	if dsn != "" {
-		return dsn
-	}
-	if os.Getenv("RESERVE_CI") != "" {
-		tb.Fatal("RESERVE_PG_DSN is not set, but RESERVE_CI is: CI must run the PostgreSQL store tests, so .ci/run has to start PostgreSQL and export RESERVE_PG_DSN")
-	}
-	tb.Skip(skipMessage)
-	return ""
-}
-
-// withParams returns dsn with extra run-time parameters, for URL and
-// key=value DSNs alike.
-func withParams(tb testing.TB, dsn string, params map[string]string) string {
-	tb.Helper()
-	if strings.Contains(dsn, "://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			tb.Fatalf("RESERVE_PG_DSN: %v", err)
-		}
-		q := u.Query()
-		for k, v := range params {
-			q.Set(k, v)
-		}
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	for k, v := range params {
-		dsn += fmt.Sprintf(" %s='%s'", k, v)
-	}
-	return dsn
-}
-
-// exec runs statements on a connection of its own to the server.
-func exec(tb testing.TB, dsn string, sql string, args ...any) {
-	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		tb.Fatalf("connect to RESERVE_PG_DSN: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// freshSchema creates an empty schema that is dropped when the test ends,
-// and returns a DSN whose search_path selects it.
-func freshSchema(tb testing.TB) (dsn, schema string) {
-	tb.Helper()
-	server := serverDSN(tb)
-	var raw [8]byte
-	rand.Read(raw[:])
-	schema = "reserve_test_" + hex.EncodeToString(raw[:])
-	exec(tb, server, "CREATE SCHEMA "+schema)
-	tb.Cleanup(func() { exec(tb, server, "DROP SCHEMA "+schema+" CASCADE") })
-	return withParams(tb, server, map[string]string{"search_path": schema}), schema
 }
 
 // mustOpen opens a store on a fresh, empty schema and closes it (and drops
 // the schema) when the test ends.
 func mustOpen(tb testing.TB, opts pgstore.Options) *pgstore.Store {
 	tb.Helper()
-	dsn, _ := freshSchema(tb)
+	dsn, _ := pgtest.FreshSchema(tb)
 	return mustOpenDSN(tb, dsn, opts)
 }
 
@@ -128,7 +54,7 @@ func mustOpenDSN(tb testing.TB, dsn string, opts pgstore.Options) *pgstore.Store
 }
 
 func TestConformance(t *testing.T) {
-	serverDSN(t)
+	pgtest.ServerDSN(t)
 	enginetest.Run(t, func(tb testing.TB) engine.Store { return mustOpen(tb, pgstore.Options{}) })
 }
 
@@ -155,7 +81,7 @@ func wantAllVersions(t *testing.T, s *pgstore.Store) {
 }
 
 func TestReopenKeepsEverything(t *testing.T) {
-	dsn, _ := freshSchema(t)
+	dsn, _ := pgtest.FreshSchema(t)
 	ctx := t.Context()
 	s, err := pgstore.Open(ctx, dsn, pgstore.Options{MaxConns: testConns})
 	if err != nil {
@@ -186,7 +112,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 }
 
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
-	dsn, _ := freshSchema(t)
+	dsn, _ := pgtest.FreshSchema(t)
 	const daemons = 6
 	stores := make([]*pgstore.Store, daemons)
 	errs := make([]error, daemons)
@@ -216,10 +142,10 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
-	dsn, schema := freshSchema(t)
+	dsn, schema := pgtest.FreshSchema(t)
 	s := mustOpenDSN(t, dsn, pgstore.Options{})
 	future := pgstore.SchemaVersion + 98
-	exec(t, dsn, "INSERT INTO schema_migrations (version, name) VALUES ($1, 'from the future')", future)
+	pgtest.Exec(t, dsn, "INSERT INTO schema_migrations (version, name) VALUES ($1, 'from the future')", future)
 	s.Close()
 	_, err := pgstore.Open(t.Context(), dsn, pgstore.Options{})
 	want := fmt.Sprintf("database schema %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", schema, future, pgstore.SchemaVersion)
@@ -229,25 +155,25 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 }
 
 func TestNoMigrateChangesNothing(t *testing.T) {
-	dsn, schema := freshSchema(t)
+	dsn, schema := pgtest.FreshSchema(t)
 	_, err := pgstore.Open(t.Context(), dsn, pgstore.Options{NoMigrate: true})
 	if err == nil || !strings.Contains(err.Error(), "database schema "+schema+" holds no reserve tables") {
 		t.Fatalf("NoMigrate open of an empty schema: %v", err)
 	}
 	s := mustOpenDSN(t, dsn, pgstore.Options{})
-	exec(t, dsn, "DELETE FROM schema_migrations WHERE version = $1", pgstore.SchemaVersion)
+	pgtest.Exec(t, dsn, "DELETE FROM schema_migrations WHERE version = $1", pgstore.SchemaVersion)
 	_, err = pgstore.Open(t.Context(), dsn, pgstore.Options{NoMigrate: true})
 	want := fmt.Sprintf("has schema version %d, older than this reserved's %d", pgstore.SchemaVersion-1, pgstore.SchemaVersion)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("NoMigrate open of an older schema: %v, want an error containing %q", err, want)
 	}
-	exec(t, dsn, "INSERT INTO schema_migrations (version, name) VALUES ($1, 'back')", pgstore.SchemaVersion)
+	pgtest.Exec(t, dsn, "INSERT INTO schema_migrations (version, name) VALUES ($1, 'back')", pgstore.SchemaVersion)
 	mustOpenDSN(t, dsn, pgstore.Options{NoMigrate: true})
 	wantAllVersions(t, s)
 }
 
 func TestMissingSchemaIsReported(t *testing.T) {
-	dsn := withParams(t, serverDSN(t), map[string]string{"search_path": "reserve_no_such_schema"})
+	dsn := pgtest.WithParams(t, pgtest.ServerDSN(t), map[string]string{"search_path": "reserve_no_such_schema"})
 	_, err := pgstore.Open(t.Context(), dsn, pgstore.Options{})
 	if err == nil || !strings.Contains(err.Error(), "no schema of the search_path exists") {
 		t.Fatalf("open with a missing schema: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/engine/enginetest"
 	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
 )
 
 // retries records the SQLSTATE of every retry a store reports.
@@ -241,8 +242,8 @@ func TestCancelDuringUpdate(t *testing.T) {
 // and shows that a reservation of workshop b completes meanwhile, while one
 // of workshop a waits for the lock.
 func TestWorkshopsDoNotBlockEachOther(t *testing.T) {
-	dsn, schema := freshSchema(t)
-	dsn = withParams(t, dsn, map[string]string{"application_name": schema})
+	dsn, schema := pgtest.FreshSchema(t)
+	dsn = pgtest.WithParams(t, dsn, map[string]string{"application_name": schema})
 	// Connections: the holder, the waiting reservation, the reservation of
 	// b and the poll.
 	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 4})

@@ -1,0 +1,101 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/paths"
+	"github.com/reserve/reserve/internal/pgstore"
+)
+
+// The environment variables of the store flags.
+const (
+	EnvStore = "RESERVED_STORE"
+	EnvDSN   = "RESERVED_DSN"
+)
+
+// The kinds of store reserved can run on.
+const (
+	storeBolt     = "bolt"
+	storePostgres = "postgres"
+)
+
+// daemonStore is what the daemon needs of a store beyond engine.Store.
+type daemonStore interface {
+	engine.Store
+	// Check reports every broken invariant.
+	Check(ctx context.Context) ([]engine.Finding, error)
+	// Created reports whether opening it created a new database.
+	Created() bool
+	// String names the database for logs and messages.
+	String() string
+}
+
+var (
+	_ daemonStore = (*boltstore.Store)(nil)
+	_ daemonStore = (*pgstore.Store)(nil)
+)
+
+// storeFlags select the store: the embedded bbolt file (the default) or a
+// PostgreSQL database shared by several daemons.
+type storeFlags struct {
+	kind string
+	db   string
+	dsn  string
+}
+
+func (f *storeFlags) register(fs *pflag.FlagSet) {
+	kind := os.Getenv(EnvStore)
+	if kind == "" {
+		kind = storeBolt
+	}
+	fs.StringVar(&f.kind, "store", kind, "where reservations are stored: bolt (one embedded file, --db) or postgres (a database several daemons share, --dsn) (env "+EnvStore+")")
+	fs.StringVar(&f.db, "db", paths.DB(), "bolt: the database file, created with its directories (env "+paths.EnvDB+")")
+	fs.StringVar(&f.dsn, "dsn", os.Getenv(EnvDSN), "postgres: the database, as a postgres:// URL or key=value pairs; search_path selects the schema (env "+EnvDSN+")")
+}
+
+// storeOptions tune how a store is opened.
+type storeOptions struct {
+	readOnly      bool      // Change nothing (for check): no new file, no migration.
+	noGroupCommit bool      // bolt: one commit per update.
+	onCommit      func(int) // bolt: told the size of every commit.
+}
+
+// open validates the flags and opens the store they name.
+func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, error) {
+	switch f.kind {
+	case storeBolt:
+		if f.dsn != "" && os.Getenv(EnvDSN) != f.dsn {
+			return nil, &exitError{code: ExitUsage, err: errors.New("--dsn names a PostgreSQL database: add --store postgres")}
+		}
+		if f.db == "" {
+			return nil, &exitError{code: ExitUsage, err: errors.New("--db must not be empty")}
+		}
+		if o.readOnly {
+			if _, err := os.Stat(f.db); errors.Is(err, fs.ErrNotExist) {
+				return nil, &exitError{code: ExitUsage, err: fmt.Errorf("database %s does not exist", f.db)}
+			}
+		} else if err := os.MkdirAll(filepath.Dir(f.db), 0o700); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+		return boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit})
+	case storePostgres:
+		if f.dsn == "" {
+			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store postgres needs --dsn (or %s), e.g. postgres://reserve@db.example/reserve", EnvDSN)}
+		}
+		if o.noGroupCommit {
+			return nil, &exitError{code: ExitUsage, err: errors.New("--no-group-commit applies to the bolt store only")}
+		}
+		return pgstore.Open(ctx, f.dsn, pgstore.Options{NoMigrate: o.readOnly})
+	}
+	return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", f.kind)}
+}
