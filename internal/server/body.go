@@ -28,6 +28,11 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
+		// MaxBytesReader cannot mark the connection for closing through
+		// the middleware's wrapped writer; without this header net/http
+		// would drain up to 256 KiB of an unannounced (chunked) body
+		// before it sends the answer.
+		w.Header().Set("Connection", "close")
 		return nil, tooLarge
 	case err != nil:
 		return nil, engine.Errorf(engine.CodeRequestContract, "the body could not be read completely")
