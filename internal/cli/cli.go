@@ -140,6 +140,7 @@ Exit status:
 		newStatusCmd(g),
 		newWorkshopsCmd(g),
 		newWhoamiCmd(g),
+		newLoginLinkCmd(g),
 		newBenchCmd(g),
 		admin,
 	)

@@ -73,7 +73,8 @@ func lookupUsername(uid uint32) (string, error) {
 }
 
 // principal authenticates the caller of r: the socket peer on the Unix
-// socket, the bearer token's principal on TCP.
+// socket, on TCP the bearer token's principal or, without an Authorization
+// header, the browser session's.
 func (s *Server) principal(r *http.Request) (engine.Principal, error) {
 	c := connOf(r.Context())
 	if c.socket {
@@ -85,7 +86,10 @@ func (s *Server) principal(r *http.Request) (engine.Principal, error) {
 	}
 	authz := r.Header.Get("Authorization")
 	if authz == "" {
-		return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "this request needs an Authorization: Bearer token (create one with POST /api/v1/tokens on the Unix socket)")
+		if p, ok, err := s.sessionPrincipal(r); ok {
+			return p, err
+		}
+		return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "this request needs an Authorization: Bearer token (create one with POST /api/v1/tokens on the Unix socket) or a browser session (reservectl login-link)")
 	}
 	scheme, token, ok := strings.Cut(authz, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {

@@ -46,6 +46,7 @@ func (s *Server) routes() []route {
 	if s.faultInjection {
 		rs = append(rs, route{"POST /api/v1/debug/faults", admin, s.armFault})
 	}
+	rs = append(rs, s.webRoutes()...)
 	return rs
 }
 

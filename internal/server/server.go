@@ -40,6 +40,9 @@ type Config struct {
 	// ReadHeaderTimeout bounds how long a client may take to send a
 	// request's header. Zero means the default ReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+	// LoginBaseURL is the base of the browser login links, e.g.
+	// http://127.0.0.1:8080. Empty means the first TCP listener's address.
+	LoginBaseURL string
 }
 
 // Server serves API v1 on a Unix socket listener and any number of TCP
@@ -54,8 +57,10 @@ type Server struct {
 	faults         faultState
 	mux            http.Handler
 	headerTimeout  time.Duration
+	loginBase      string
 
 	mu       sync.Mutex
+	tcpBase  string // The base URL of the first TCP listener.
 	servers  []*http.Server
 	stopping chan struct{} // Closed by Shutdown: releases held answers.
 	stopped  bool
@@ -72,6 +77,7 @@ func New(cfg Config) *Server {
 		faultInjection: cfg.FaultInjection,
 		stopping:       make(chan struct{}),
 		headerTimeout:  cfg.ReadHeaderTimeout,
+		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
 	}
 	if s.headerTimeout <= 0 {
 		s.headerTimeout = ReadHeaderTimeout
@@ -95,15 +101,22 @@ func (s *Server) ServeUnix(ln net.Listener) error {
 	return s.serve(ln, s.instrument(refuseOrigin(s.mux)), s.socketConnContext)
 }
 
-// ServeTCP serves the API on a TCP listener, identifying callers by bearer
-// token. On a loopback address only loopback Host headers (and the allowed
-// hosts) are accepted. It returns nil after Shutdown.
+// ServeTCP serves the API and the browser form on a TCP listener,
+// identifying callers by bearer token or session cookie. On a loopback
+// address only loopback Host headers (and the allowed hosts) are accepted;
+// unsafe requests from another origin are refused. It returns nil after
+// Shutdown.
 func (s *Server) ServeTCP(ln net.Listener) error {
 	loopback := false
 	if a, ok := ln.Addr().(*net.TCPAddr); ok {
 		loopback = a.IP.IsLoopback()
 	}
-	return s.serve(ln, s.instrument(s.checkHost(s.mux)), tcpConnContext(loopback))
+	s.mu.Lock()
+	if s.tcpBase == "" {
+		s.tcpBase = BaseURL(ln.Addr().String())
+	}
+	s.mu.Unlock()
+	return s.serve(ln, s.instrument(browserHeaders(s.checkHost(crossOriginProtection(s.mux)))), tcpConnContext(loopback))
 }
 
 func (s *Server) serve(ln net.Listener, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// newLoginLinkCmd returns "login-link".
+func newLoginLinkCmd(g *globals) *cobra.Command {
+	var actor string
+	cmd := &cobra.Command{
+		Use:   "login-link [--actor NAME]",
+		Short: "Print a one-time link that signs a browser in to the reservation form",
+		Long: `login-link asks reserved over its Unix socket for a one-time login code for
+your actor (unix-<username>) and prints the link to the browser form on
+reserved's TCP listener. Opening the link signs that browser in: the code is
+used up, and the browser gets a session cookie. The link works once and only
+for 5 minutes. An admin may ask for a link of another actor with --actor.`,
+		Example: `  reservectl login-link
+  xdg-open "$(reservectl login-link)"
+  reservectl login-link --actor alice     # as an admin`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.server != "" {
+				return usageErrorf("login-link asks reserved over its Unix socket, where it knows you by your uid; it does not work with --server")
+			}
+			if actor != "" {
+				if err := engine.ValidateActor(actor); err != nil {
+					return usageErrorf("--actor: %v", err)
+				}
+			}
+			ctx, cancel := g.callContext(cmd.Context())
+			defer cancel()
+			link, err := g.client().LoginLink(ctx, actor)
+			if err != nil {
+				return fmt.Errorf("login link: %w", err)
+			}
+			if g.json {
+				return g.printJSON(link)
+			}
+			fmt.Fprintf(g.stderr, "Open this link in a browser to sign in as %s; it works once, until %s.\n", link.Actor, link.ExpiresAt.Local().Format(time.TimeOnly))
+			_, err = fmt.Fprintln(g.stdout, link.URL)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&actor, "actor", "", "sign in as this actor instead of yourself (admins only)")
+	return cmd
+}

@@ -1,0 +1,17 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/reserve/reserve/internal/api"
+)
+
+// LoginLink asks the daemon (over its Unix socket) for a one-time browser
+// login link. An empty actor means the caller's own; another actor needs an
+// admin.
+func (c *Client) LoginLink(ctx context.Context, actor string) (api.LoginLinkResponse, error) {
+	var out api.LoginLinkResponse
+	_, err := c.call(ctx, http.MethodPost, api.PathLoginLinks, nil, api.LoginLinkRequest{Actor: actor}, &out, http.StatusCreated)
+	return out, err
+}

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/web"
+)
+
+// contentSecurityPolicy allows the form only its own scripts, styles and
+// images, no inline code, no frames around it and no form posts elsewhere.
+const contentSecurityPolicy = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
+
+// webRoutes are the routes of the browser form and its sign-in, served on
+// TCP only (the handlers refuse the socket).
+func (s *Server) webRoutes() []route {
+	return []route{
+		{"GET /{$}", anyone, s.asset("index.html")},
+		{"GET /app.js", anyone, s.asset("app.js")},
+		{"GET /style.css", anyone, s.asset("style.css")},
+		{"GET /favicon.svg", anyone, s.asset("favicon.svg")},
+		{"GET " + api.PathLogin, anyone, s.login},
+		{"POST " + api.PathLogout, anyone, s.logout},
+		{"POST " + api.PathLoginLinks, actor, s.createLoginLink},
+	}
+}
+
+// asset serves one file of the embedded form. The files change only with
+// the binary, so browsers revalidate them on every load instead of caching
+// an old app.js across an upgrade.
+func (s *Server) asset(name string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+		if err := tcpOnly(r); err != nil {
+			return err
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeFileFS(w, r, web.Assets, name)
+		return nil
+	}
+}
+
+// tcpOnly refuses the browser routes on the Unix socket: the form and its
+// cookies belong to the TCP listener.
+func tcpOnly(r *http.Request) error {
+	if connOf(r.Context()).socket {
+		return engine.Errorf(engine.CodeNotFound, "the browser form is served on the TCP listener, not on the Unix socket")
+	}
+	return nil
+}
+
+// browserHeaders sets the headers that keep browsers strict with every
+// answer of a TCP listener: the content security policy, no MIME sniffing,
+// no referrer (a login link's code must not leak), and no framing.
+func browserHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h.Set("Cross-Origin-Resource-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// crossOriginProtection refuses unsafe requests (POST, PUT, …) that a
+// browser sends from another origin, so a page elsewhere cannot use the
+// session cookie (SameSite=Strict does not help between two ports of one
+// host, which are the same site). Requests without Sec-Fetch-Site and Origin
+// headers, as non-browser clients with a bearer token send them, pass.
+func crossOriginProtection(next http.Handler) http.Handler {
+	p := http.NewCrossOriginProtection()
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		infoOf(r).outcome = "cross_origin"
+		fail(w, r, engine.Errorf(engine.CodeForbidden, "cross-origin %s refused: a browser may only send it from the form's own origin", r.Method))
+	}))
+	return p.Handler(next)
+}
