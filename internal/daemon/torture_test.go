@@ -49,7 +49,7 @@ type answer struct {
 // owns its keys and remembers the first authoritative answer of each.
 type tortureClient struct {
 	actor string
-	c     *client.Client
+	cs    []*client.Client // The daemons it may send to; each send picks one.
 	rng   *rand.Rand
 	keys  []engine.OperationKey
 	reqs  map[engine.OperationKey]engine.Request
@@ -89,7 +89,7 @@ func TestTortureKill9(t *testing.T) {
 		}
 		clients[i] = &tortureClient{
 			actor: actor,
-			c:     &client.Client{BaseURL: "http://" + addr, Token: token},
+			cs:    []*client.Client{{BaseURL: "http://" + addr, Token: token}},
 			rng:   rand.New(rand.NewPCG(rand.Uint64(), uint64(i))),
 			reqs:  map[engine.OperationKey]engine.Request{},
 			first: map[engine.OperationKey]answer{},
@@ -131,14 +131,41 @@ func TestTortureKill9(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	db := filepath.Join(dir, "reserved.db")
+	verifyTortured(t, clients, func() engine.Store {
+		if code := p.stop(t); code != 0 {
+			t.Fatalf("exit code after SIGTERM = %d", code)
+		}
+		s, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}, "--db", db)
+	t.Logf("%d kills, %d unclear answers retried", *tortureCycles, unclear.Load())
+	if unclear.Load() == 0 {
+		t.Error("no answer was lost to a kill, so nothing was proven")
+	}
+}
 
-	// Every key, against the last daemon: the first answer again, and the
-	// reservation of each 201 with the same id.
+// verifyTortured checks the promise after a torture run, while the daemons
+// still serve the clients: every key is answered with its first
+// authoritative answer again, and the reservation of each 201 exists with
+// the same id. Then stopped stops the daemons and returns the store, in
+// which every key must have at most one reservation and the reservations
+// must be exactly the 201s, no workshop may be over capacity, and `reserved
+// check` with checkArgs must find nothing.
+func verifyTortured(t *testing.T, clients []*tortureClient, stopped func() engine.Store, checkArgs ...string) {
+	t.Helper()
+	ctx := context.Background()
 	reserved := map[string]string{} // Reservation id → actor/key.
+	keys := 0
 	for _, tc := range clients {
+		keys += len(tc.keys)
 		for _, key := range tc.keys {
 			want := tc.first[key]
-			status, body, replayed, err := tc.c.Reserve(ctx, key, tc.reqs[key])
+			status, body, replayed, err := tc.pick().Reserve(ctx, key, tc.reqs[key])
 			if err != nil || !replayed || status != want.status || !bytes.Equal(body, want.body) {
 				t.Errorf("%s %s: final answer %d %s (replayed %v, %v), first was %d %s", tc.actor, key, status, body, replayed, err, want.status, want.body)
 			}
@@ -146,37 +173,29 @@ func TestTortureKill9(t *testing.T) {
 				continue
 			}
 			id := reservationID(t, want.body)
-			r, err := tc.c.Reservation(ctx, id)
+			r, err := tc.pick().Reservation(ctx, id)
 			if err != nil || r.OperationKey != key || r.Actor != tc.actor || r.Workshop != tc.reqs[key].Workshop || r.Quantity != tc.reqs[key].Quantity {
 				t.Errorf("%s %s: reservation %s = %+v, %v", tc.actor, key, id, r, err)
 			}
 			reserved[id] = tc.actor + "/" + string(key)
 		}
 	}
-	ws, err := p.socketClient().Workshops(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range ws {
-		if w.Reserved > w.Capacity {
-			t.Errorf("workshop %s is over capacity: %+v", w.ID, w)
-		}
-	}
-	if code := p.stop(t); code != 0 {
-		t.Fatalf("exit code after SIGTERM = %d", code)
-	}
 
-	db := filepath.Join(dir, "reserved.db")
-	if out, err := exec.Command(reservedBin, "check", "--db", db).CombinedOutput(); err != nil {
+	st := stopped()
+	if out, err := exec.Command(reservedBin, append([]string{"check"}, checkArgs...)...).CombinedOutput(); err != nil {
 		t.Errorf("reserved check: %v\n%s", err, out)
 	}
 	perKey := map[string]int{}
-	s, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	err = s.View(ctx, func(tx engine.Tx) error {
+	err := st.View(ctx, func(tx engine.Tx) error {
+		err := tx.ForEachWorkshop(func(w engine.Workshop) error {
+			if w.Reserved > w.Capacity {
+				t.Errorf("workshop %s is over capacity: %+v", w.ID, w)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		return tx.ForEachReservation(func(r engine.Reservation) error {
 			k := r.Actor + "/" + string(r.OperationKey)
 			perKey[k]++
@@ -197,14 +216,18 @@ func TestTortureKill9(t *testing.T) {
 	if len(perKey) != len(reserved) {
 		t.Errorf("%d keys have a reservation, %d were answered with a 201", len(perKey), len(reserved))
 	}
-	keys := 0
-	for _, tc := range clients {
-		keys += len(tc.keys)
+	t.Logf("%d intents, %d of them reserved; all verified", keys, len(reserved))
+	if len(reserved) == 0 {
+		t.Error("no intent was reserved, so nothing was proven")
 	}
-	t.Logf("%d kills; %d intents, %d of them reserved, %d unclear answers retried; all verified", *tortureCycles, keys, len(reserved), unclear.Load())
-	if len(reserved) == 0 || unclear.Load() == 0 {
-		t.Error("no intent was reserved or no answer was lost to a kill, so nothing was proven")
+}
+
+// pick returns the client of a random daemon of tc's.
+func (tc *tortureClient) pick() *client.Client {
+	if len(tc.cs) == 1 {
+		return tc.cs[0]
 	}
+	return tc.cs[tc.rng.IntN(len(tc.cs))]
 }
 
 // run sends intents until stop is closed, then settles its open intent and
@@ -251,7 +274,7 @@ func (tc *tortureClient) settle(key engine.OperationKey, unclear *atomic.Int64) 
 	defer tick.Stop()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		status, body, _, err := tc.c.Reserve(ctx, key, tc.reqs[key])
+		status, body, _, err := tc.pick().Reserve(ctx, key, tc.reqs[key])
 		cancel()
 		if err == nil {
 			return answer{status, body}, nil

@@ -1,0 +1,246 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/daemon"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+// startOnPostgres runs `reserved serve --store postgres` on dsn with its own
+// socket and TCP address, and waits until it serves.
+func startOnPostgres(t *testing.T, dsn, socket, addr string, extra ...string) *proc {
+	t.Helper()
+	dir := t.TempDir()
+	args := append([]string{"serve", "--store", "postgres", "--dsn", dsn, "--socket", socket, "--listen", addr, "--log-format", "json"}, extra...)
+	p := launch(t, env(dir), args...)
+	p.socket = socket
+	p.waitServing(t)
+	return p
+}
+
+func TestStoreFlagsAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	socket := filepath.Join(servertest.ShortTempDir(t), "f.sock")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--store", "postgres"}, "reserved: --store postgres needs --dsn (or RESERVED_DSN), e.g. postgres://reserve@db.example/reserve\n"},
+		{[]string{"--dsn", "postgres://x/y"}, "reserved: --dsn names a PostgreSQL database: add --store postgres\n"},
+		{[]string{"--store", "sqlite"}, "reserved: --store \"sqlite\": use bolt or postgres\n"},
+		{[]string{"--store", "postgres", "--dsn", "postgres://x/y", "--no-group-commit"}, "reserved: --no-group-commit applies to the bolt store only\n"},
+	} {
+		p := launch(t, env(dir), append([]string{"serve", "--socket", socket, "--listen", ""}, c.args...)...)
+		if code := p.wait(t); code != daemon.ExitUsage || p.logs.String() != c.want {
+			t.Errorf("reserved serve %v: exit %d, output %q; want exit 2 and %q", c.args, code, p.logs, c.want)
+		}
+	}
+}
+
+func TestServeOnPostgres(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	socket := filepath.Join(servertest.ShortTempDir(t), "p.sock")
+	ctx := context.Background()
+
+	p := startOnPostgres(t, dsn, socket, "")
+	if r := p.logs.Find("created the demo workshop in the new database"); r == nil {
+		t.Fatalf("a new PostgreSQL database did not get the demo workshop:\n%s", p.logs)
+	}
+	key := engine.OperationKey(uuid.NewString())
+	req := engine.Request{Workshop: daemon.DemoWorkshop, Quantity: 2}
+	status, first, _, err := p.socketClient().Reserve(ctx, key, req)
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("reserve: %d %s %v", status, first, err)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d", code)
+	}
+
+	p = startOnPostgres(t, dsn, socket, "")
+	if r := p.logs.Find("created the demo workshop in the new database"); r != nil {
+		t.Fatal("a restart on an existing database created the demo workshop again")
+	}
+	status, again, replayed, err := p.socketClient().Reserve(ctx, key, req)
+	if err != nil || status != http.StatusCreated || !replayed || string(again) != string(first) {
+		t.Fatalf("replay after restart = %d %s replayed=%v %v; want %s", status, again, replayed, err, first)
+	}
+	// check works while daemons run on the database: it only reads.
+	out, err := exec.Command(reservedBin, "check", "--store", "postgres", "--dsn", dsn).CombinedOutput()
+	if err != nil || string(out) != "PostgreSQL "+describeDSN(t, dsn)+" is consistent: no findings\n" {
+		t.Errorf("reserved check --store postgres: %v\n%s", err, out)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d", code)
+	}
+}
+
+// describeDSN is how pgstore names the database of dsn in messages.
+func describeDSN(t *testing.T, dsn string) string {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{NoMigrate: true, MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return s.String()[len("PostgreSQL "):]
+}
+
+// TestMultiDaemonPostgres runs three daemons on one PostgreSQL database.
+// Torture clients send each intent to a random daemon and retry unclear
+// answers with the same key on any daemon; racers send one intent to all
+// three daemons at once. One daemon is killed with SIGKILL mid-load and
+// restarted. Afterwards no key has two reservations, no workshop is over
+// capacity, every 201 seen exists with its id, every key answers its first
+// answer again, and `reserved check --store postgres` is clean.
+func TestMultiDaemonPostgres(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	ctx := context.Background()
+	short := servertest.ShortTempDir(t)
+	type daemonAt struct{ socket, addr string }
+	daemons := make([]daemonAt, 3)
+	procs := make([]*proc, 3)
+	for i := range daemons {
+		daemons[i] = daemonAt{filepath.Join(short, fmt.Sprintf("d%d.sock", i)), freeAddr(t)}
+		procs[i] = startOnPostgres(t, dsn, daemons[i].socket, daemons[i].addr, "--no-demo")
+	}
+	admin := procs[0].socketClient()
+	for i := range tortureWorkshops {
+		spec := engine.WorkshopSpec{Capacity: tortureCapacity, MaxQuantity: 2}
+		if _, _, err := admin.PutWorkshop(ctx, fmt.Sprintf("torture-%d", i), spec, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clientsOf := func(token string) []*client.Client {
+		cs := make([]*client.Client, len(daemons))
+		for i, d := range daemons {
+			cs[i] = &client.Client{BaseURL: "http://" + d.addr, Token: token}
+		}
+		return cs
+	}
+	clients := make([]*tortureClient, tortureClients)
+	for i := range clients {
+		actor := fmt.Sprintf("client-%d", i)
+		token, err := procs[i%len(procs)].socketClient().CreateToken(ctx, actor, false) // Tokens are shared through the database.
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = &tortureClient{
+			actor: actor, cs: clientsOf(token),
+			rng:  rand.New(rand.NewPCG(rand.Uint64(), uint64(i))),
+			reqs: map[engine.OperationKey]engine.Request{}, first: map[engine.OperationKey]answer{},
+		}
+	}
+	racerToken, err := admin.CreateToken(ctx, "racer", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var answers, unclear, raced atomic.Int64
+	stop := make(chan struct{})
+	errs := make(chan error, tortureClients+1)
+	var wg sync.WaitGroup
+	for _, tc := range clients {
+		wg.Go(func() { errs <- tc.run(stop, &answers, &unclear) })
+	}
+	racer := &tortureClient{actor: "racer", cs: clientsOf(racerToken), rng: rand.New(rand.NewPCG(1, 2)),
+		reqs: map[engine.OperationKey]engine.Request{}, first: map[engine.OperationKey]answer{}}
+	wg.Go(func() { errs <- racer.race(stop, &raced, &unclear) })
+
+	waitAnswers := func(n int64, what string) {
+		target := answers.Load() + n
+		servertest.Eventually(t, tortureIntentTimeout, what, func() bool {
+			if len(errs) > 0 {
+				t.Fatalf("%s: a client failed: %v", what, <-errs)
+			}
+			return answers.Load() >= target
+		})
+	}
+	waitAnswers(120, "answers before the kill")
+	if err := procs[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-procs[1].done
+	waitAnswers(60, "answers while one daemon is dead")
+	procs[1] = startOnPostgres(t, dsn, daemons[1].socket, daemons[1].addr, "--no-demo")
+	waitAnswers(180, "answers after the restart")
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	verifyTortured(t, append(clients, racer), func() engine.Store {
+		for i, p := range procs {
+			if code := p.stop(t); code != 0 {
+				t.Errorf("daemon %d: exit code after SIGTERM = %d", i, code)
+			}
+		}
+		s, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: true, MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}, "--store", "postgres", "--dsn", dsn)
+	t.Logf("%d unclear answers retried, %d intents raced on all daemons at once", unclear.Load(), raced.Load())
+	if unclear.Load() == 0 || raced.Load() == 0 {
+		t.Error("no answer was lost to the kill or no intent was raced, so nothing was proven")
+	}
+}
+
+// race sends each new intent to every daemon at once, settles each send,
+// and requires the same authoritative answer from all of them, until stop is
+// closed.
+func (tc *tortureClient) race(stop <-chan struct{}, raced, unclear *atomic.Int64) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		key := engine.OperationKey(uuid.NewString())
+		tc.keys = append(tc.keys, key)
+		tc.reqs[key] = engine.Request{Workshop: fmt.Sprintf("torture-%d", tc.rng.IntN(tortureWorkshops)), Quantity: 1}
+		got := make([]answer, len(tc.cs))
+		errs := make([]error, len(tc.cs))
+		var wg sync.WaitGroup
+		for i, c := range tc.cs {
+			wg.Go(func() {
+				one := &tortureClient{actor: tc.actor, cs: []*client.Client{c}, reqs: tc.reqs}
+				got[i], errs[i] = one.settle(key, unclear)
+			})
+		}
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil {
+				return errs[i]
+			}
+			if got[i].status != got[0].status || string(got[i].body) != string(got[0].body) {
+				return fmt.Errorf("racer %s: daemon %d answered %d %s, daemon 0 answered %d %s", key, i, got[i].status, got[i].body, got[0].status, got[0].body)
+			}
+		}
+		tc.first[key] = got[0]
+		raced.Add(1)
+	}
+}
