@@ -184,7 +184,7 @@ func TestBadTokensChangeNothing(t *testing.T) {
 	before := fileHash(t, db)
 
 	authHeaders := []string{
-		"Bearer " + token[:len(token)-1] + "x",     // A real token, one character off.
+		"Bearer " + token[:len(token)-1] + "x",      // A real token, one character off.
 		"Bearer " + strings.Repeat("A", len(token)), // The right shape.
 		"Bearer ", "Bearer", "Basic YWxpY2U6c2VjcmV0", "bearer" + token, token,
 		"Bearer " + token + " " + token,
