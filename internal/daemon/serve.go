@@ -152,6 +152,10 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		}
 		defer stopPprof()
 	}
+	loginBase := ""
+	if tcpAddr != "" {
+		loginBase = server.BaseURL(tcpAddr)
+	}
 	srv := server.New(server.Config{
 		Engine:            eng,
 		Logger:            logger,
@@ -160,6 +164,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		AllowedHosts:      o.allowedHosts,
 		FaultInjection:    o.faultInjection,
 		ReadHeaderTimeout: o.headerTimeout,
+		LoginBaseURL:      loginBase,
 	})
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeUnix(sockLn) }()
@@ -167,6 +172,9 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		go func() { errc <- srv.ServeTCP(tcpLn) }()
 	}
 	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.kind, "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
+	if tcpAddr != "" {
+		logLoginLink(ctx, eng, logger, tcpAddr)
+	}
 	if o.faultInjection {
 		logger.Warn("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production")
 	}
