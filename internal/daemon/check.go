@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-
 )
 
 func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
