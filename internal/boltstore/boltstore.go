@@ -29,8 +29,12 @@ var (
 	bucketReservations = []byte("reservations")
 	bucketReceipts     = []byte("receipts")
 	bucketTokens       = []byte("tokens")
+	bucketTombstones   = []byte("tombstones")     // Expired receipts, by actor 0x00 key.
+	bucketEvents       = []byte("events")         // The outbox, by event id.
+	bucketPending      = []byte("events_pending") // Ids of undelivered events.
 
-	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens}
+	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
+		bucketTombstones, bucketEvents, bucketPending}
 
 	keySchema = []byte("schema")
 )

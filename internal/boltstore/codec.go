@@ -58,29 +58,56 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	return r, d.end()
 }
 
-// encodeReservation lays out a reservation as:
+// recordCancelled is the format byte of a cancelled reservation: format 1
+// followed by the cancellation.
+const recordCancelled = 2
+
+// encodeReservation lays out an active reservation as:
 //
 //	format=1 | bytes actor | bytes operation key | bytes workshop |
 //	uvarint quantity | varint created (Unix ns)
+//
+// and a cancelled one as format=2, the same fields, then
+//
+//	varint cancelled (Unix ns) | bytes cancelled by | bytes cancel key
 func encodeReservation(r engine.Reservation) []byte {
 	b := make([]byte, 0, 24+len(r.Actor)+len(r.OperationKey)+len(r.Workshop))
 	b = append(b, recordFormat1)
+	if r.Cancelled() {
+		b[0] = recordCancelled
+	}
 	b = appendBytes(b, []byte(r.Actor))
 	b = appendBytes(b, []byte(r.OperationKey))
 	b = appendBytes(b, []byte(r.Workshop))
 	b = binary.AppendUvarint(b, uint64(r.Quantity))
-	return binary.AppendVarint(b, r.CreatedAt.UnixNano())
+	b = binary.AppendVarint(b, r.CreatedAt.UnixNano())
+	if r.Cancelled() {
+		b = binary.AppendVarint(b, r.CancelledAt.UnixNano())
+		b = appendBytes(b, []byte(r.CancelledBy))
+		b = appendBytes(b, []byte(r.CancelOperation))
+	}
+	return b
 }
 
 func decodeReservation(key, raw []byte) (engine.Reservation, error) {
+	cancelled := len(raw) > 0 && raw[0] == recordCancelled
 	d := decoder{b: raw}
-	d.format()
+	if cancelled {
+		d.b = d.b[1:]
+	} else {
+		d.format()
+	}
 	r := engine.Reservation{ID: string(key)}
 	r.Actor = string(d.bytes())
 	r.OperationKey = engine.OperationKey(d.bytes())
 	r.Workshop = string(d.bytes())
 	r.Quantity = int(d.uvarint())
 	r.CreatedAt = time.Unix(0, d.varint()).UTC()
+	if cancelled {
+		r.CancelledAt = time.Unix(0, d.varint()).UTC()
+		r.CancelledBy = string(d.bytes())
+		r.CancelOperation = engine.OperationKey(d.bytes())
+	}
 	return r, d.end()
 }
 

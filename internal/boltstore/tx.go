@@ -3,6 +3,7 @@ package boltstore
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -182,4 +183,82 @@ func (t *tx) DeleteToken(hash string) error {
 		return fmt.Errorf("delete tokens/%q: %w", hash, err)
 	}
 	return nil
+}
+
+func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
+	k := receiptKey(actor, key)
+	if err := t.b.Bucket(bucketReceipts).Delete(k); err != nil {
+		return fmt.Errorf("delete receipts/%q: %w", k, err)
+	}
+	return nil
+}
+
+func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
+	var r engine.Tombstone
+	ok, err := t.get(bucketTombstones, receiptKey(actor, key), &r)
+	return r, ok, err
+}
+
+func (t *tx) PutTombstone(r engine.Tombstone) error {
+	return t.put(bucketTombstones, receiptKey(r.Actor, r.OperationKey), r)
+}
+
+func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
+	return forEach(t, bucketTombstones, fn)
+}
+
+// AddEvent stores the event and, while it is undelivered, its id in the
+// pending bucket, which the dispatcher scans.
+func (t *tx) AddEvent(e engine.Event) error {
+	if t.b.Bucket(bucketEvents).Get([]byte(e.ID)) != nil {
+		return fmt.Errorf("event %s exists", e.ID)
+	}
+	if err := t.put(bucketEvents, []byte(e.ID), e); err != nil {
+		return err
+	}
+	if e.Delivered() {
+		return nil
+	}
+	return t.putRaw(bucketPending, []byte(e.ID), []byte{})
+}
+
+func (t *tx) MarkEventDelivered(id string, at time.Time) error {
+	e, ok, err := t.Event(id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no event %s", id)
+	}
+	e.DeliveredAt = at
+	if err := t.put(bucketEvents, []byte(id), e); err != nil {
+		return err
+	}
+	if err := t.b.Bucket(bucketPending).Delete([]byte(id)); err != nil {
+		return fmt.Errorf("delete %s/%q: %w", bucketPending, id, err)
+	}
+	return nil
+}
+
+func (t *tx) Event(id string) (engine.Event, bool, error) {
+	var e engine.Event
+	ok, err := t.get(bucketEvents, []byte(id), &e)
+	return e, ok, err
+}
+
+func (t *tx) ForEachEvent(fn func(engine.Event) error) error {
+	return forEach(t, bucketEvents, fn)
+}
+
+func (t *tx) ForEachPendingEvent(fn func(engine.Event) error) error {
+	return t.b.Bucket(bucketPending).ForEach(func(k, _ []byte) error {
+		e, ok, err := t.Event(string(k))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("pending event %s has no record", k)
+		}
+		return fn(e)
+	})
 }

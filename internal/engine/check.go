@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,29 +21,54 @@ const (
 	FindingOverCapacity     = "over_capacity"
 	FindingOrphanReceipt    = "receipt_without_reservation"
 	FindingOrphanReserve    = "reservation_without_receipt"
+	FindingOrphanCancel     = "cancellation_without_receipt"
 	FindingUnknownWorkshop  = "reservation_for_unknown_workshop"
 	FindingMalformedReceipt = "malformed_receipt"
+	FindingMissingEvent     = "effect_without_event"
+	FindingOrphanEvent      = "event_without_effect"
 )
+
+// answerRef is what Check needs of a receipt or of the tombstone that
+// replaced it.
+type answerRef struct {
+	what          string // "receipt" or "tombstone", for messages.
+	actor         string
+	key           OperationKey
+	kind          string
+	httpStatus    int
+	reservationID string
+	workshop      string
+	quantity      int
+}
+
+// resInfo is what Check keeps of a reservation while it reads the rest.
+type resInfo struct {
+	Reservation
+	receipts       int // Reserve answers naming it.
+	cancelReceipts int // Cancel answers that cancelled it.
+	reserveEvents  int
+	cancelEvents   int
+}
 
 // Check reads the whole store in one consistent snapshot and reports every
 // broken invariant: a workshop counter that differs from the sum of its
-// reservations, reserved above capacity, a stored 201 receipt without its
-// reservation (same actor, key, workshop and quantity), a reservation without
-// exactly one receipt that names it, a reservation of an unknown workshop, and
-// receipts whose stored answer does not match their own request. No findings
-// means the store keeps the promise "one intent, one effect".
+// active (not cancelled) reservations, reserved above capacity, a stored 201
+// answer without its reservation (same actor, key, workshop and quantity), a
+// reservation without exactly one answer that names it, a cancelled
+// reservation without exactly one cancellation answer (receipt or tombstone)
+// by the actor and key that cancelled it, a cancellation answer that does not
+// match its reservation, a reservation of an unknown workshop, receipts whose
+// stored answer does not match their own request, and an outbox that does
+// not hold exactly one confirmation event for every reservation and every
+// cancellation and no other event. No findings means the store keeps the
+// promise "one intent, one effect".
 func Check(ctx context.Context, store Store) ([]Finding, error) {
-	type resInfo struct {
-		actor, workshop string
-		key             OperationKey
-		quantity        int
-		receipts        int
-	}
 	var findings []Finding
 	add := func(kind, format string, args ...any) {
 		findings = append(findings, Finding{Kind: kind, Detail: fmt.Sprintf(format, args...)})
 	}
 	err := store.View(ctx, func(tx Tx) error {
+		findings = findings[:0]
 		workshops := map[string]Workshop{}
 		sums := map[string]int{}
 		if err := tx.ForEachWorkshop(func(w Workshop) error {
@@ -52,44 +78,64 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 			return err
 		}
 		reservations := map[string]*resInfo{}
+		var order []string
 		if err := tx.ForEachReservation(func(r Reservation) error {
 			if _, ok := workshops[r.Workshop]; !ok {
 				add(FindingUnknownWorkshop, "reservation %s is for workshop %q, which does not exist", r.ID, r.Workshop)
 			}
-			sums[r.Workshop] += r.Quantity
-			reservations[r.ID] = &resInfo{actor: r.Actor, workshop: r.Workshop, key: r.OperationKey, quantity: r.Quantity}
+			if !r.Cancelled() {
+				sums[r.Workshop] += r.Quantity
+			}
+			reservations[r.ID] = &resInfo{Reservation: r}
+			order = append(order, r.ID)
 			return nil
 		}); err != nil {
 			return err
 		}
+		checkRef := func(a answerRef) { checkAnswerRef(a, reservations, add) }
 		if err := tx.ForEachReceipt(func(rec Receipt) error {
 			checkReceiptAnswer(rec, add)
-			if rec.HTTPStatus != StatusCodeReserved {
-				return nil
-			}
-			r, ok := reservations[rec.ReservationID]
-			if !ok {
-				add(FindingOrphanReceipt, "receipt %s of %s answers 201 with reservation %s, which does not exist", rec.OperationKey, rec.Actor, rec.ReservationID)
-				return nil
-			}
-			if r.actor != rec.Actor || r.key != rec.OperationKey || r.workshop != rec.Request.Workshop || r.quantity != rec.Request.Quantity {
-				add(FindingOrphanReceipt, "receipt %s of %s names reservation %s, which belongs to %s/%s (%s × %d), not to this receipt (%s × %d)",
-					rec.OperationKey, rec.Actor, rec.ReservationID, r.actor, r.key, r.workshop, r.quantity, rec.Request.Workshop, rec.Request.Quantity)
-				return nil
-			}
-			r.receipts++
+			checkRef(answerRef{what: "receipt", actor: rec.Actor, key: rec.OperationKey, kind: rec.Kind(), httpStatus: rec.HTTPStatus,
+				reservationID: rec.ReservationID, workshop: rec.Request.Workshop, quantity: rec.Request.Quantity})
 			return nil
 		}); err != nil {
 			return err
 		}
-		for id, r := range reservations {
+		if err := tx.ForEachTombstone(func(t Tombstone) error {
+			checkRef(answerRef{what: "tombstone", actor: t.Actor, key: t.OperationKey, kind: t.Kind(), httpStatus: t.HTTPStatus,
+				reservationID: t.ReservationID, workshop: t.Workshop, quantity: t.Quantity})
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := tx.ForEachEvent(func(ev Event) error {
+			checkEvent(ev, reservations, add)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, id := range order {
+			r := reservations[id]
 			if r.receipts != 1 {
-				add(FindingOrphanReserve, "reservation %s (%s, key %s) is named by %d receipts, not exactly one", id, r.actor, r.key, r.receipts)
+				add(FindingOrphanReserve, "reservation %s (%s, key %s) is named by %d receipts, not exactly one", id, r.Actor, r.OperationKey, r.receipts)
+			}
+			if r.reserveEvents != 1 {
+				add(FindingMissingEvent, "reservation %s has %d %s events, not exactly one", id, r.reserveEvents, EventReserved)
+			}
+			wantCancel := 0
+			if r.Cancelled() {
+				wantCancel = 1
+				if r.cancelReceipts != 1 {
+					add(FindingOrphanCancel, "reservation %s was cancelled by %s with key %s, which has %d cancellation receipts, not exactly one", id, r.CancelledBy, r.CancelOperation, r.cancelReceipts)
+				}
+			}
+			if r.cancelEvents != wantCancel {
+				add(FindingMissingEvent, "reservation %s (cancelled: %v) has %d %s events, want %d", id, r.Cancelled(), r.cancelEvents, EventCancelled, wantCancel)
 			}
 		}
 		for id, w := range workshops {
 			if w.Reserved != sums[id] {
-				add(FindingCounter, "workshop %q counts %d reserved, but its reservations sum to %d", id, w.Reserved, sums[id])
+				add(FindingCounter, "workshop %q counts %d reserved, but its active reservations sum to %d", id, w.Reserved, sums[id])
 			}
 			if w.Reserved > w.Capacity {
 				add(FindingOverCapacity, "workshop %q has %d reserved, above its capacity %d", id, w.Reserved, w.Capacity)
@@ -103,22 +149,91 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 	return findings, nil
 }
 
+// checkAnswerRef matches a receipt or tombstone with the reservation it
+// names and counts it there.
+func checkAnswerRef(a answerRef, reservations map[string]*resInfo, add func(kind, format string, args ...any)) {
+	switch {
+	case a.kind == OperationReserve && a.httpStatus == StatusCodeReserved:
+		r, ok := reservations[a.reservationID]
+		if !ok {
+			add(FindingOrphanReceipt, "%s %s of %s answers 201 with reservation %s, which does not exist", a.what, a.key, a.actor, a.reservationID)
+			return
+		}
+		if r.Actor != a.actor || r.OperationKey != a.key || r.Workshop != a.workshop || r.Quantity != a.quantity {
+			add(FindingOrphanReceipt, "%s %s of %s names reservation %s, which belongs to %s/%s (%s × %d), not to this %s (%s × %d)",
+				a.what, a.key, a.actor, a.reservationID, r.Actor, r.OperationKey, r.Workshop, r.Quantity, a.what, a.workshop, a.quantity)
+			return
+		}
+		r.receipts++
+	case a.kind == OperationCancel:
+		r, ok := reservations[a.reservationID]
+		switch {
+		case !ok:
+			add(FindingOrphanReceipt, "%s %s of %s answers a cancellation of reservation %s, which does not exist", a.what, a.key, a.actor, a.reservationID)
+		case !r.Cancelled():
+			add(FindingOrphanReceipt, "%s %s of %s answers %d to a cancellation of reservation %s, which is not cancelled", a.what, a.key, a.actor, a.httpStatus, a.reservationID)
+		case a.httpStatus == StatusCodeCancelled && (r.CancelledBy != a.actor || r.CancelOperation != a.key):
+			add(FindingOrphanReceipt, "%s %s of %s says it cancelled reservation %s, which %s cancelled with key %s", a.what, a.key, a.actor, a.reservationID, r.CancelledBy, r.CancelOperation)
+		case a.httpStatus == StatusCodeCancelled:
+			r.cancelReceipts++
+		}
+	}
+}
+
+// checkEvent matches an outbox event with the effect it confirms.
+func checkEvent(ev Event, reservations map[string]*resInfo, add func(kind, format string, args ...any)) {
+	r, ok := reservations[ev.ReservationID]
+	switch {
+	case !ok:
+		add(FindingOrphanEvent, "event %s (%s) names reservation %s, which does not exist", ev.ID, ev.Type, ev.ReservationID)
+	case ev.Type == EventReserved && (ev.Actor != r.Actor || ev.OperationKey != r.OperationKey):
+		add(FindingOrphanEvent, "event %s confirms reservation %s for %s/%s, but it was made by %s/%s", ev.ID, r.ID, ev.Actor, ev.OperationKey, r.Actor, r.OperationKey)
+	case ev.Type == EventReserved:
+		r.reserveEvents++
+	case ev.Type == EventCancelled && (!r.Cancelled() || ev.Actor != r.CancelledBy || ev.OperationKey != r.CancelOperation):
+		add(FindingOrphanEvent, "event %s confirms a cancellation of reservation %s by %s/%s, which it does not have", ev.ID, r.ID, ev.Actor, ev.OperationKey)
+	case ev.Type == EventCancelled:
+		r.cancelEvents++
+	default:
+		add(FindingOrphanEvent, "event %s has unknown type %q", ev.ID, ev.Type)
+	}
+}
+
 // checkReceiptAnswer reports a receipt whose stored body is not the answer
 // the engine gives for its own request and status.
 func checkReceiptAnswer(rec Receipt, add func(kind, format string, args ...any)) {
-	var a Answer
-	err := json.Unmarshal(rec.Body, &a)
-	want := Answer{Status: StatusUnavailable, Workshop: rec.Request.Workshop, Quantity: rec.Request.Quantity}
-	if rec.HTTPStatus == StatusCodeReserved {
-		want.Status, want.ReservationID = StatusReserved, rec.ReservationID
-	}
-	same, fpErr := sameFingerprint(rec, rec.Request)
+	a, decoded := decodeStoredAnswer(rec.Body)
+	want := Answer{Workshop: rec.Request.Workshop, Quantity: rec.Request.Quantity, ReservationID: rec.ReservationID}
+	p := payload{kind: rec.Kind(), req: rec.Request, reservationID: rec.ReservationID}
+	okStatus := false
 	switch {
-	case rec.HTTPStatus != StatusCodeReserved && rec.HTTPStatus != StatusCodeUnavailable:
-		add(FindingMalformedReceipt, "receipt %s of %s has status %d", rec.OperationKey, rec.Actor, rec.HTTPStatus)
-	case err != nil || a != want:
+	case p.kind == OperationReserve && rec.HTTPStatus == StatusCodeReserved:
+		want.Status, okStatus = StatusReserved, true
+	case p.kind == OperationReserve && rec.HTTPStatus == StatusCodeUnavailable:
+		want.Status, okStatus = StatusUnavailable, rec.ReservationID == ""
+	case p.kind == OperationCancel && rec.HTTPStatus == StatusCodeCancelled:
+		want.Status, okStatus = StatusCancelled, true
+	case p.kind == OperationCancel && rec.HTTPStatus == StatusCodeAlreadyCancelled:
+		want.Status, okStatus = StatusAlreadyCancelled, true
+	}
+	same, fpErr := p.matches(rec.FingerprintVersion, rec.Fingerprint)
+	switch {
+	case !okStatus:
+		add(FindingMalformedReceipt, "receipt %s of %s (%s) has status %d", rec.OperationKey, rec.Actor, p.kind, rec.HTTPStatus)
+	case !decoded || a != want:
 		add(FindingMalformedReceipt, "receipt %s of %s stores a body that does not match its request: %q", rec.OperationKey, rec.Actor, truncate(string(rec.Body), 200))
 	case fpErr != nil || !same:
 		add(FindingMalformedReceipt, "receipt %s of %s has a fingerprint that does not match its request", rec.OperationKey, rec.Actor)
 	}
+}
+
+// decodeStoredAnswer decodes a stored answer body strictly.
+func decodeStoredAnswer(body []byte) (Answer, bool) {
+	var a Answer
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil || dec.More() {
+		return Answer{}, false
+	}
+	return a, true
 }

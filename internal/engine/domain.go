@@ -61,18 +61,29 @@ func validateTitle(t string) error {
 var errTitle = errors.New("must be at most 200 bytes of printable text")
 
 // Reservation is one committed reservation: the single effect of one intent.
+// A cancelled reservation keeps its row: CancelledAt, CancelledBy and
+// CancelOperation name the cancellation that freed its places.
 type Reservation struct {
-	ID           string       `json:"id"`
-	Actor        string       `json:"actor"`
-	OperationKey OperationKey `json:"operation"`
-	Workshop     string       `json:"workshop"`
-	Quantity     int          `json:"quantity"`
-	CreatedAt    time.Time    `json:"created_at"`
+	ID              string       `json:"id"`
+	Actor           string       `json:"actor"`
+	OperationKey    OperationKey `json:"operation"`
+	Workshop        string       `json:"workshop"`
+	Quantity        int          `json:"quantity"`
+	CreatedAt       time.Time    `json:"created_at"`
+	CancelledAt     time.Time    `json:"cancelled_at,omitzero"`
+	CancelledBy     string       `json:"cancelled_by,omitempty"`
+	CancelOperation OperationKey `json:"cancel_operation,omitempty"`
 }
+
+// Cancelled reports whether the reservation has been cancelled.
+func (r Reservation) Cancelled() bool { return !r.CancelledAt.IsZero() }
 
 // Receipt is the stored, authoritative answer to one (actor, operation key):
 // the status and the exact body bytes the first request got, which every
-// repeat gets again. ReservationID is set for a 201.
+// repeat gets again. FingerprintVersion also says what kind of operation the
+// key was used for (see Receipt.Kind). ReservationID is set for a 201 and
+// for every cancellation receipt, whose Request holds the workshop and
+// quantity of the reservation it cancelled.
 type Receipt struct {
 	Actor              string       `json:"actor"`
 	OperationKey       OperationKey `json:"operation"`
@@ -85,10 +96,12 @@ type Receipt struct {
 	CreatedAt          time.Time    `json:"created_at"`
 }
 
-// Outcome statuses stored in reservation answers.
+// Outcome statuses stored in reservation and cancellation answers.
 const (
-	StatusReserved    = "reserved"
-	StatusUnavailable = "unavailable"
+	StatusReserved         = "reserved"
+	StatusUnavailable      = "unavailable"
+	StatusCancelled        = "cancelled"
+	StatusAlreadyCancelled = "already_cancelled"
 )
 
 // Answer is the JSON body of an authoritative reservation answer, exactly as
@@ -96,6 +109,11 @@ const (
 //
 //	201 {"status":"reserved","reservation_id":"…","workshop":"…","quantity":N}
 //	409 {"status":"unavailable","workshop":"…","quantity":N}
+//
+// and of a cancellation:
+//
+//	200 {"status":"cancelled","reservation_id":"…","workshop":"…","quantity":N}
+//	409 {"status":"already_cancelled","reservation_id":"…","workshop":"…","quantity":N}
 type Answer struct {
 	Status        string `json:"status"`
 	ReservationID string `json:"reservation_id,omitempty"`

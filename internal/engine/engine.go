@@ -66,27 +66,23 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 	var decided error
 	found := false
 	err := e.store.View(ctx, func(tx Tx) error {
-		rec, ok, err := tx.Receipt(actor, key)
-		if err != nil || !ok {
-			return err
-		}
-		found = true
-		out, decided = replay(rec, req)
-		return nil
+		var err error
+		out, decided, found, err = lookUp(tx, actor, key, payload{kind: OperationReserve, req: req})
+		return err
 	})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("reserve: look up receipt: %w", err)
+		return Outcome{}, fmt.Errorf("reserve: %w", err)
 	}
 	if found {
 		return out, decided
 	}
 
 	now := e.now().UTC()
-	id := e.newID(now)
+	id, eventID := e.newID(now), e.newID(now)
 	faultDecided, failReceipt := false, false
 	err = e.store.Update(ctx, func(tx Tx) error {
 		var err error
-		out, decided, err = e.decide(tx, actor, key, req, fp, now, id, func() bool {
+		out, decided, err = e.decide(tx, actor, key, req, fp, now, id, eventID, func() bool {
 			if !faultDecided { // The store may run this function again.
 				failReceipt, faultDecided = e.faults.takeReceiptWrite(), true
 			}
@@ -118,15 +114,15 @@ func (e *Engine) ReserveBatch(ctx context.Context, items []Intent) (outs []Outco
 		}
 	}
 	now := e.now().UTC()
-	ids := make([]string, len(items))
+	ids, eventIDs := make([]string, len(items)), make([]string, len(items))
 	for i := range ids {
-		ids[i] = e.newID(now)
+		ids[i], eventIDs[i] = e.newID(now), e.newID(now)
 	}
 	err = e.store.Update(ctx, func(tx Tx) error {
 		outs, errs = make([]Outcome, len(items)), make([]error, len(items))
 		for i, it := range items {
 			var err error
-			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], func() bool { return false })
+			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], eventIDs[i], func() bool { return false })
 			if err != nil {
 				return err
 			}
@@ -151,16 +147,13 @@ func checkOperation(actor string, key OperationKey, req Request) error {
 
 // decide is the one reservation decision, run inside a write transaction. It
 // returns the outcome, or a refusal that stores nothing (decision), or an
-// error that must roll the transaction back (err). It has no effects outside
-// tx except consulting failReceipt, which is stable across reruns.
-func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, now time.Time, id string, failReceipt func() bool) (out Outcome, decision, err error) {
-	rec, ok, err := tx.Receipt(actor, key)
-	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("look up receipt: %w", err)
-	}
-	if ok {
-		out, decision = replay(rec, req)
-		return out, decision, nil
+// error that must roll the transaction back (err). A reservation commits
+// with its confirmation event eventID in the outbox. It has no effects
+// outside tx except consulting failReceipt, which is stable across reruns.
+func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, now time.Time, id, eventID string, failReceipt func() bool) (out Outcome, decision, err error) {
+	out, decision, found, err := lookUp(tx, actor, key, payload{kind: OperationReserve, req: req})
+	if err != nil || found {
+		return out, decision, err
 	}
 	w, ok, err := tx.Workshop(req.Workshop)
 	if err != nil {
@@ -173,7 +166,7 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		return Outcome{}, Errorf(CodeRequestContract, "member \"quantity\" is %d, above the maximum of %d for workshop %q", req.Quantity, w.MaxQuantity, w.ID), nil
 	}
 
-	rec = Receipt{
+	rec := Receipt{
 		Actor: actor, OperationKey: key,
 		FingerprintVersion: FingerprintVersion, Fingerprint: fp,
 		Request: req, CreatedAt: now,
@@ -192,43 +185,84 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		if err := tx.PutReservation(res); err != nil {
 			return Outcome{}, nil, fmt.Errorf("insert reservation: %w", err)
 		}
+		if err := addEvent(tx, eventID, EventReserved, res, actor, key, now); err != nil {
+			return Outcome{}, nil, err
+		}
 		answer.Status, answer.ReservationID = StatusReserved, id
 		rec.HTTPStatus, rec.ReservationID = StatusCodeReserved, id
 	}
-	rec.Body, err = json.Marshal(answer)
-	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("encode answer: %w", err)
-	}
-	if failReceipt() {
-		return Outcome{}, nil, fmt.Errorf("store receipt: %w", ErrInjectedReceiptWrite)
-	}
-	if err := tx.PutReceipt(rec); err != nil {
-		return Outcome{}, nil, fmt.Errorf("store receipt: %w", err)
-	}
-	return Outcome{HTTPStatus: rec.HTTPStatus, Body: rec.Body, ReservationID: rec.ReservationID}, nil, nil
+	out, err = storeReceipt(tx, rec, answer, failReceipt)
+	return out, nil, err
 }
 
-// replay answers a request from its existing receipt: the stored status and
-// bytes when the payload matches, CodeOperationConflict when it does not.
-func replay(rec Receipt, req Request) (Outcome, error) {
-	same, err := sameFingerprint(rec, req)
+// storeReceipt stores rec with answer as its body, unless failReceipt says
+// that an injected fault fails the write, and returns the first answer.
+func storeReceipt(tx Tx, rec Receipt, answer Answer, failReceipt func() bool) (Outcome, error) {
+	var err error
+	rec.Body, err = json.Marshal(answer)
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, fmt.Errorf("encode answer: %w", err)
+	}
+	if failReceipt() {
+		return Outcome{}, fmt.Errorf("store receipt: %w", ErrInjectedReceiptWrite)
+	}
+	if err := tx.PutReceipt(rec); err != nil {
+		return Outcome{}, fmt.Errorf("store receipt: %w", err)
+	}
+	return Outcome{HTTPStatus: rec.HTTPStatus, Body: rec.Body, ReservationID: rec.ReservationID}, nil
+}
+
+// replay answers an operation from its existing receipt: the stored status
+// and bytes when the payload matches, CodeOperationConflict when the key was
+// used for another payload or another kind of operation.
+func replay(rec Receipt, p payload) (Outcome, error) {
+	same, err := p.matches(rec.FingerprintVersion, rec.Fingerprint)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("receipt %s of %s: %w", rec.OperationKey, rec.Actor, err)
 	}
 	if !same {
-		return Outcome{}, Errorf(CodeOperationConflict,
-			"operation key %s was already used for a different reservation (workshop %q, quantity %d); a different reservation needs a new operation key",
-			rec.OperationKey, rec.Request.Workshop, rec.Request.Quantity)
+		return Outcome{}, conflict(rec.OperationKey, rec.Kind(), rec.Request, rec.ReservationID)
 	}
 	return Outcome{HTTPStatus: rec.HTTPStatus, Body: rec.Body, Replayed: true, ReservationID: rec.ReservationID}, nil
 }
 
-// sameFingerprint compares req with a receipt under the receipt's own
-// fingerprint version.
-func sameFingerprint(rec Receipt, req Request) (bool, error) {
-	switch rec.FingerprintVersion {
-	case 1:
-		return rec.Fingerprint == Fingerprint(req), nil
+// conflict is the refusal of a key already used for another payload: kind,
+// req and reservationID describe that first use.
+func conflict(key OperationKey, kind string, req Request, reservationID string) error {
+	if kind == OperationCancel {
+		return Errorf(CodeOperationConflict,
+			"operation key %s was already used to cancel reservation %s; a different operation needs a new operation key", key, reservationID)
 	}
-	return false, fmt.Errorf("receipt %s of %s has unknown fingerprint version %d", rec.OperationKey, rec.Actor, rec.FingerprintVersion)
+	return Errorf(CodeOperationConflict,
+		"operation key %s was already used for a different reservation (workshop %q, quantity %d); a different operation needs a new operation key",
+		key, req.Workshop, req.Quantity)
+}
+
+// lookUp answers an operation whose key was used before: from its receipt
+// (replay or conflict) or, once the receipt expired, from its tombstone
+// (CodeOperationExpired or conflict). found is false when the key is new.
+func lookUp(tx Tx, actor string, key OperationKey, p payload) (out Outcome, decision error, found bool, err error) {
+	rec, ok, err := tx.Receipt(actor, key)
+	if err != nil {
+		return Outcome{}, nil, false, fmt.Errorf("look up receipt: %w", err)
+	}
+	if ok {
+		out, decision = replay(rec, p)
+		return out, decision, true, nil
+	}
+	ts, ok, err := tx.Tombstone(actor, key)
+	if err != nil {
+		return Outcome{}, nil, false, fmt.Errorf("look up tombstone: %w", err)
+	}
+	if !ok {
+		return Outcome{}, nil, false, nil
+	}
+	same, err := p.matches(ts.FingerprintVersion, ts.Fingerprint)
+	if err != nil {
+		return Outcome{}, nil, false, fmt.Errorf("tombstone %s of %s: %w", key, actor, err)
+	}
+	if !same {
+		return Outcome{}, conflict(key, ts.Kind(), ts.Request(), ts.ReservationID), true, nil
+	}
+	return Outcome{}, ts.expired(), true, nil
 }

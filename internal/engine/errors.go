@@ -22,6 +22,10 @@ const (
 	// CodeOperationConflict means the operation key was already used by the
 	// same actor for a different payload.
 	CodeOperationConflict = "operation_conflict"
+	// CodeOperationExpired means the caller's receipt for the operation key
+	// was purged after the retention period; only its tombstone is left, so
+	// the operation is not repeated and its answer cannot be replayed.
+	CodeOperationExpired = "operation_expired"
 	// CodeUnknownWorkshop means no workshop has the requested id.
 	CodeUnknownWorkshop = "unknown_workshop"
 	// CodeUnknownOperation means the caller has no receipt for that key.
@@ -51,7 +55,7 @@ const (
 // Codes lists every stable error code, for documentation and tests.
 var Codes = []string{
 	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
-	CodeBodyTooLarge, CodeRequestContract, CodeOperationConflict, CodeUnknownWorkshop,
+	CodeBodyTooLarge, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
 	CodeMethodNotAllowed, CodeInternal,

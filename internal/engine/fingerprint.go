@@ -3,6 +3,7 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strconv"
 )
 
@@ -28,3 +29,69 @@ func Fingerprint(r Request) string {
 	sum := sha256.Sum256(buf)
 	return hex.EncodeToString(sum[:])
 }
+
+// CancelFingerprintVersion is the fingerprint version of cancellations. It
+// differs from every reservation version, so a receipt says by its version
+// alone which kind of operation its key was used for, and a key used to
+// reserve can never match a cancellation (or the other way round).
+const CancelFingerprintVersion = 2
+
+// The kinds of operation a key can be used for.
+const (
+	OperationReserve = "reserve"
+	OperationCancel  = "cancel"
+)
+
+// fingerprintKinds maps every known fingerprint version to the kind of
+// operation it fingerprints.
+var fingerprintKinds = map[int]string{
+	FingerprintVersion:       OperationReserve,
+	CancelFingerprintVersion: OperationCancel,
+}
+
+// CancelFingerprint returns the hex SHA-256 of the canonical encoding of a
+// cancellation of reservation id:
+//
+//	"reserve-cancel-v1\n" id "\n"
+//
+// The prefix differs from every reservation encoding, so no cancellation
+// and reservation payload share a fingerprint.
+func CancelFingerprint(reservationID string) string {
+	sum := sha256.Sum256([]byte("reserve-cancel-v1\n" + reservationID + "\n"))
+	return hex.EncodeToString(sum[:])
+}
+
+// payload is what an operation key is being used for now: a reservation
+// request or the cancellation of a reservation.
+type payload struct {
+	kind          string
+	req           Request
+	reservationID string
+}
+
+// fingerprint returns the payload's fingerprint under version, which must be
+// a version of the payload's kind.
+func (p payload) fingerprint(version int) string {
+	switch version {
+	case FingerprintVersion:
+		return Fingerprint(p.req)
+	case CancelFingerprintVersion:
+		return CancelFingerprint(p.reservationID)
+	}
+	return ""
+}
+
+// matches reports whether a stored (version, fingerprint) is the fingerprint
+// of p: false for a version of another kind of operation, an error for a
+// version this code does not know.
+func (p payload) matches(version int, fp string) (bool, error) {
+	kind, ok := fingerprintKinds[version]
+	if !ok {
+		return false, fmt.Errorf("unknown fingerprint version %d", version)
+	}
+	return kind == p.kind && fp == p.fingerprint(version), nil
+}
+
+// Kind returns the kind of operation the receipt answers: OperationReserve
+// or OperationCancel ("" for an unknown fingerprint version).
+func (r Receipt) Kind() string { return fingerprintKinds[r.FingerprintVersion] }

@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store is a transactional home for workshops, reservations and receipts.
 // Adapters (boltstore, and any later one) implement it with primitive reads
@@ -39,4 +42,25 @@ type Tx interface {
 	ForEachWorkshop(fn func(Workshop) error) error
 	ForEachReservation(fn func(Reservation) error) error
 	ForEachReceipt(fn func(Receipt) error) error
+
+	// DeleteReceipt removes the receipt of (actor, key), if any; the
+	// retention janitor calls it after writing the receipt's tombstone.
+	DeleteReceipt(actor string, key OperationKey) error
+	// Tombstone and PutTombstone read and write the compact record that
+	// replaces an expired receipt; ForEachTombstone visits them in key
+	// order.
+	Tombstone(actor string, key OperationKey) (t Tombstone, ok bool, err error)
+	PutTombstone(t Tombstone) error
+	ForEachTombstone(fn func(Tombstone) error) error
+
+	// AddEvent inserts a new outbox event and fails if its id exists.
+	// MarkEventDelivered records when an existing event was delivered,
+	// which takes it out of ForEachPendingEvent. Event reads one event;
+	// ForEachEvent visits every event and ForEachPendingEvent every
+	// undelivered one, both in id order.
+	AddEvent(e Event) error
+	MarkEventDelivered(id string, at time.Time) error
+	Event(id string) (e Event, ok bool, err error)
+	ForEachEvent(fn func(Event) error) error
+	ForEachPendingEvent(fn func(Event) error) error
 }

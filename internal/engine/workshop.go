@@ -102,18 +102,26 @@ func (e *Engine) Workshops(ctx context.Context) ([]Workshop, error) {
 	return ws, nil
 }
 
-// Operation returns the receipt of actor's own operation key, or
+// Operation returns the receipt of actor's own operation key,
+// CodeOperationExpired when only its tombstone is left, or
 // CodeUnknownOperation (also when only another actor used that key).
 func (e *Engine) Operation(ctx context.Context, actor string, key OperationKey) (Receipt, error) {
 	var rec Receipt
-	var ok bool
+	var ts Tombstone
+	var ok, expired bool
 	err := e.store.View(ctx, func(tx Tx) error {
 		var err error
-		rec, ok, err = tx.Receipt(actor, key)
+		if rec, ok, err = tx.Receipt(actor, key); err != nil || ok {
+			return err
+		}
+		ts, expired, err = tx.Tombstone(actor, key)
 		return err
 	})
 	if err != nil {
 		return Receipt{}, fmt.Errorf("get operation %s: %w", key, err)
+	}
+	if expired {
+		return Receipt{}, ts.expired()
 	}
 	if !ok {
 		return Receipt{}, Errorf(CodeUnknownOperation, "no operation %s is recorded for %s", key, actor)

@@ -28,6 +28,9 @@ type table[T any] struct {
 	values func(T) []any
 	// dests returns scan destinations for the columns of a record.
 	dests func(*T) []any
+	// filter, if set, restricts the rows that scans visit (a WHERE
+	// condition).
+	filter string
 }
 
 var workshops = table[engine.Workshop]{
@@ -44,14 +47,73 @@ var workshops = table[engine.Workshop]{
 
 var reservations = table[engine.Reservation]{
 	name:    "reservations",
-	columns: []string{"id", "actor", "operation_key", "workshop", "quantity", "created_at"},
+	columns: []string{"id", "actor", "operation_key", "workshop", "quantity", "created_at", "cancelled_at", "cancelled_by", "cancel_operation"},
 	keys:    1,
 	values: func(r engine.Reservation) []any {
-		return []any{r.ID, r.Actor, string(r.OperationKey), r.Workshop, r.Quantity, r.CreatedAt}
+		return []any{r.ID, r.Actor, string(r.OperationKey), r.Workshop, r.Quantity, r.CreatedAt,
+			nullTime(r.CancelledAt), nullString(r.CancelledBy), nullString(string(r.CancelOperation))}
 	},
 	dests: func(r *engine.Reservation) []any {
-		return []any{&r.ID, &r.Actor, &r.OperationKey, &r.Workshop, &r.Quantity, &r.CreatedAt}
+		return []any{&r.ID, &r.Actor, &r.OperationKey, &r.Workshop, &r.Quantity, &r.CreatedAt,
+			zeroIfNull{&r.CancelledAt}, emptyIfNull{&r.CancelledBy}, emptyKeyIfNull{&r.CancelOperation}}
 	},
+}
+
+var tombstones = table[engine.Tombstone]{
+	name: "tombstones",
+	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "http_status", "status",
+		"reservation_id", "workshop", "quantity", "created_at", "purged_at"},
+	keys: 2,
+	values: func(t engine.Tombstone) []any {
+		return []any{t.Actor, string(t.OperationKey), t.FingerprintVersion, t.Fingerprint, t.HTTPStatus, t.Status,
+			nullString(t.ReservationID), t.Workshop, t.Quantity, t.CreatedAt, t.PurgedAt}
+	},
+	dests: func(t *engine.Tombstone) []any {
+		return []any{&t.Actor, &t.OperationKey, &t.FingerprintVersion, &t.Fingerprint, &t.HTTPStatus, &t.Status,
+			emptyIfNull{&t.ReservationID}, &t.Workshop, &t.Quantity, &t.CreatedAt, &t.PurgedAt}
+	},
+}
+
+var events = table[engine.Event]{
+	name:    "events",
+	columns: []string{"id", "type", "reservation_id", "actor", "operation_key", "payload", "created_at", "delivered_at"},
+	keys:    1,
+	values: func(e engine.Event) []any {
+		payload := e.Payload
+		if payload == nil {
+			payload = []byte{}
+		}
+		return []any{e.ID, e.Type, e.ReservationID, e.Actor, string(e.OperationKey), payload, e.CreatedAt, nullTime(e.DeliveredAt)}
+	},
+	dests: func(e *engine.Event) []any {
+		return []any{&e.ID, &e.Type, &e.ReservationID, &e.Actor, &e.OperationKey, &e.Payload, &e.CreatedAt, zeroIfNull{&e.DeliveredAt}}
+	},
+}
+
+// nullTime is a zero time as NULL, for nullable timestamptz columns.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// nullString is "" as NULL, for nullable text columns.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// emptyKeyIfNull scans a nullable text column into an operation key, NULL
+// as "".
+type emptyKeyIfNull struct{ k *engine.OperationKey }
+
+// ScanText implements pgtype.TextScanner.
+func (e emptyKeyIfNull) ScanText(v pgtype.Text) error {
+	*e.k = engine.OperationKey(v.String)
+	return nil
 }
 
 var receipts = table[engine.Receipt]{
@@ -135,9 +197,16 @@ func (tb table[T]) selectSQL() string {
 // pageSQL reads the next page of records in key order: the first page, or
 // the one after the key given as parameters.
 func (tb table[T]) pageSQL(first bool) string {
-	where := ""
+	var conds []string
+	if tb.filter != "" {
+		conds = append(conds, tb.filter)
+	}
 	if !first {
-		where = fmt.Sprintf(" WHERE (%s) > (%s)", tb.keyList(), params(1, tb.keys))
+		conds = append(conds, fmt.Sprintf("(%s) > (%s)", tb.keyList(), params(1, tb.keys)))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
 	}
 	return fmt.Sprintf("SELECT %s FROM %s%s ORDER BY %s LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, tb.keyList(), pageSize)
 }
@@ -302,8 +371,11 @@ func (t *tx) ForEachWorkshop(fn func(engine.Workshop) error) error {
 	return forEach(t, workshops, fn)
 }
 
+// Reservation locks the row in a write transaction, so that two
+// transactions cancelling one reservation cannot both see it active: the
+// second waits and then reads it cancelled.
 func (t *tx) Reservation(id string) (engine.Reservation, bool, error) {
-	return get(t, reservations, "", id)
+	return get(t, reservations, t.lockRead(), id)
 }
 
 func (t *tx) PutReservation(r engine.Reservation) error { return put(t, reservations, r) }
@@ -344,3 +416,65 @@ func (t *tx) DeleteToken(hash string) error {
 }
 
 func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, tokens, r) }
+
+// exec runs one write statement that is not a put.
+func (t *tx) exec(what string, query string, args ...any) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if _, err := t.tx.Exec(t.ctx, query, args...); err != nil {
+		return t.fail(fmt.Errorf("%s: %w", what, err))
+	}
+	return nil
+}
+
+func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
+	err := t.exec("delete receipt", "DELETE FROM receipts WHERE actor = $1 AND operation_key = $2", actor, string(key))
+	if err == nil {
+		t.remember(rowOf(receipts, []any{actor, string(key)}), false)
+	}
+	return err
+}
+
+func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
+	return get(t, tombstones, "", actor, string(key))
+}
+
+func (t *tx) PutTombstone(r engine.Tombstone) error { return put(t, tombstones, r) }
+
+func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
+	return forEach(t, tombstones, fn)
+}
+
+// AddEvent inserts with a plain INSERT, so an existing id fails.
+func (t *tx) AddEvent(e engine.Event) error {
+	return t.exec("add event", events.insertSQL(), events.values(e)...)
+}
+
+func (t *tx) MarkEventDelivered(id string, at time.Time) error {
+	return t.exec("mark event delivered", "UPDATE events SET delivered_at = $2 WHERE id = $1", id, at)
+}
+
+func (t *tx) Event(id string) (engine.Event, bool, error) {
+	return get(t, events, t.lockRead(), id)
+}
+
+func (t *tx) ForEachEvent(fn func(engine.Event) error) error {
+	return forEach(t, events, fn)
+}
+
+// ForEachPendingEvent pages through the partial index of undelivered events.
+func (t *tx) ForEachPendingEvent(fn func(engine.Event) error) error {
+	return forEach(t, pendingEvents, fn)
+}
+
+// pendingEvents is the events table seen through its partial index of
+// undelivered rows; it is only read.
+var pendingEvents = func() table[engine.Event] {
+	tb := events
+	tb.filter = "delivered_at IS NULL"
+	return tb
+}()

@@ -16,6 +16,7 @@ var statusByCode = map[string]int{
 	engine.CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
 	engine.CodeRequestContract:       http.StatusUnprocessableEntity,
 	engine.CodeOperationConflict:     http.StatusConflict,
+	engine.CodeOperationExpired:      http.StatusGone,
 	engine.CodeUnknownWorkshop:       http.StatusNotFound,
 	engine.CodeUnknownOperation:      http.StatusNotFound,
 	engine.CodeUnknownReservation:    http.StatusNotFound,

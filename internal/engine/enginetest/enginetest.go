@@ -54,6 +54,15 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentLastPlaces", testConcurrentLastPlaces},
 		{"ConcurrentDistinctKeys", testConcurrentDistinctKeys},
 		{"FaultsAmidConcurrentLoad", testFaultsAmidConcurrentLoad},
+		{"CancelFreesPlacesOnce", testCancel},
+		{"CancelReplayAndConflict", testCancelConflicts},
+		{"CancelAlreadyCancelled", testCancelAlreadyCancelled},
+		{"CancelVisibility", testCancelVisibility},
+		{"CancelFailedReceiptWriteRollsBack", testCancelFailReceiptWrite},
+		{"ConcurrentCancels", testConcurrentCancels},
+		{"OutboxOneEventPerEffect", testOutbox},
+		{"RetentionTombstones", testRetention},
+		{"CheckFindsBrokenLifecycle", testCheckLifecycleFindings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,7 +70,7 @@ func Run(t *testing.T, newStore NewStore) {
 			h := newHarness(t, newStore(t))
 			h.fresh = func() *harness { return newHarness(t, newStore(t)) }
 			tt.fn(t, h)
-			if !t.Failed() && tt.name != "CheckFindsBrokenInvariants" {
+			if !t.Failed() && !strings.HasPrefix(tt.name, "CheckFinds") {
 				h.mustCheckClean()
 			}
 		})
@@ -640,6 +649,10 @@ func testCheckFindings(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	evs := h.events()
+	if len(evs) != 1 {
+		t.Fatalf("events after one reservation: %+v", evs)
+	}
 	cases := []struct {
 		name   string
 		break_ func(tx engine.Tx) error
@@ -664,7 +677,7 @@ func testCheckFindings(t *testing.T, h *harness) {
 				return err
 			}
 			return tx.PutReservation(extra)
-		}, []string{engine.FindingOrphanReserve}},
+		}, []string{engine.FindingOrphanReserve, engine.FindingMissingEvent}},
 		{"second reservation for one key", func(tx engine.Tx) error {
 			extra := res
 			extra.ID, extra.Quantity = fmt.Sprintf("%032x", 1<<41), 1
@@ -674,7 +687,7 @@ func testCheckFindings(t *testing.T, h *harness) {
 				return err
 			}
 			return tx.PutReservation(extra)
-		}, []string{engine.FindingOrphanReserve}},
+		}, []string{engine.FindingOrphanReserve, engine.FindingMissingEvent}},
 		{"201 receipt without its reservation", func(tx engine.Tx) error {
 			r2 := rec
 			r2.OperationKey = newKey()
@@ -698,7 +711,7 @@ func testCheckFindings(t *testing.T, h *harness) {
 				return err
 			}
 			return tx.PutReservation(extra)
-		}, []string{engine.FindingUnknownWorkshop}},
+		}, []string{engine.FindingUnknownWorkshop, engine.FindingMissingEvent}},
 		{"stored body differs from request", func(tx engine.Tx) error {
 			r2 := rec
 			r2.Body = []byte(`{"status":"reserved"}`)
@@ -724,22 +737,32 @@ func testCheckFindings(t *testing.T, h *harness) {
 			if err := tx.PutWorkshop(w); err != nil {
 				return err
 			}
+			if err := tx.AddEvent(evs[0]); err != nil {
+				return err
+			}
 			return c.break_(tx)
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		findings, err := engine.Check(fresh.ctx, fresh.store)
-		if err != nil {
-			t.Fatalf("%s: Check: %v", c.name, err)
-		}
-		var kinds []string
-		for _, f := range findings {
-			kinds = append(kinds, f.Kind)
-		}
-		if fmt.Sprint(kinds) != fmt.Sprint(c.want) {
-			t.Errorf("%s: finding kinds %v, want %v (findings: %v)", c.name, kinds, c.want, findings)
-		}
+		fresh.wantFindings(c.name, c.want)
+	}
+}
+
+// wantFindings runs Check and wants exactly findings of the kinds want, in
+// that order.
+func (h *harness) wantFindings(name string, want []string) {
+	h.t.Helper()
+	findings, err := engine.Check(h.ctx, h.store)
+	if err != nil {
+		h.t.Fatalf("%s: Check: %v", name, err)
+	}
+	var kinds []string
+	for _, f := range findings {
+		kinds = append(kinds, f.Kind)
+	}
+	if fmt.Sprint(kinds) != fmt.Sprint(want) {
+		h.t.Errorf("%s: finding kinds %v, want %v (findings: %v)", name, kinds, want, findings)
 	}
 }
 

@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Tombstone is what is left of a receipt after the retention period: who
+// used which key for which payload (its fingerprint), a summary of the
+// answer, and when the receipt was purged. It is enough to refuse a late
+// retry of the key safely (CodeOperationExpired, never a second effect) and
+// to tell a different payload under the key (CodeOperationConflict), but not
+// to replay the answer's bytes.
+type Tombstone struct {
+	Actor              string       `json:"actor"`
+	OperationKey       OperationKey `json:"operation"`
+	FingerprintVersion int          `json:"fingerprint_version"`
+	Fingerprint        string       `json:"fingerprint"`
+	HTTPStatus         int          `json:"http_status"`
+	// Status is the answer's status member (reserved, unavailable,
+	// cancelled, already_cancelled).
+	Status        string `json:"status"`
+	ReservationID string `json:"reservation_id,omitempty"`
+	Workshop      string `json:"workshop"`
+	Quantity      int    `json:"quantity"`
+	// CreatedAt is when the receipt was stored, PurgedAt when it was
+	// turned into this tombstone.
+	CreatedAt time.Time `json:"created_at"`
+	PurgedAt  time.Time `json:"purged_at"`
+}
+
+// Kind returns the kind of operation the tombstone's key was used for.
+func (t Tombstone) Kind() string { return fingerprintKinds[t.FingerprintVersion] }
+
+// Request returns the workshop and quantity the key was used for.
+func (t Tombstone) Request() Request { return Request{Workshop: t.Workshop, Quantity: t.Quantity} }
+
+// expired is the answer to a retry of the tombstone's key.
+func (t Tombstone) expired() error {
+	what := fmt.Sprintf("%d %s", t.HTTPStatus, t.Status)
+	if t.ReservationID != "" {
+		what += ", reservation " + t.ReservationID
+	}
+	return Errorf(CodeOperationExpired,
+		"operation key %s expired: its receipt (%s, stored %s) was purged at %s after the retention period; nothing was done again",
+		t.OperationKey, what, t.CreatedAt.Format(time.RFC3339), t.PurgedAt.Format(time.RFC3339))
+}
+
+// TombstoneOf returns the tombstone that replaces rec when it is purged at
+// now.
+func TombstoneOf(rec Receipt, now time.Time) Tombstone {
+	status := ""
+	if a, ok := decodeStoredAnswer(rec.Body); ok {
+		status = a.Status
+	}
+	return Tombstone{
+		Actor: rec.Actor, OperationKey: rec.OperationKey,
+		FingerprintVersion: rec.FingerprintVersion, Fingerprint: rec.Fingerprint,
+		HTTPStatus: rec.HTTPStatus, Status: status, ReservationID: rec.ReservationID,
+		Workshop: rec.Request.Workshop, Quantity: rec.Request.Quantity,
+		CreatedAt: rec.CreatedAt, PurgedAt: now,
+	}
+}
+
+// ExpireReceipts turns up to limit receipts stored before now − retention
+// into tombstones, in one transaction, and returns how many it turned. The
+// daemon's janitor calls it until it returns fewer than limit.
+func (e *Engine) ExpireReceipts(ctx context.Context, retention time.Duration, limit int) (int, error) {
+	now := e.now().UTC()
+	cutoff := now.Add(-retention)
+	n := 0
+	err := e.store.Update(ctx, func(tx Tx) error {
+		var old []Receipt
+		err := tx.ForEachReceipt(func(rec Receipt) error {
+			if len(old) >= limit {
+				return errEnough
+			}
+			if rec.CreatedAt.Before(cutoff) {
+				old = append(old, rec)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return err
+		}
+		for _, rec := range old {
+			if err := tx.PutTombstone(TombstoneOf(rec, now)); err != nil {
+				return fmt.Errorf("tombstone of %s/%s: %w", rec.Actor, rec.OperationKey, err)
+			}
+			if err := tx.DeleteReceipt(rec.Actor, rec.OperationKey); err != nil {
+				return fmt.Errorf("delete receipt %s/%s: %w", rec.Actor, rec.OperationKey, err)
+			}
+		}
+		n = len(old)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("expire receipts: %w", err)
+	}
+	return n, nil
+}
