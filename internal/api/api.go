@@ -42,6 +42,9 @@ func WorkshopPath(id string) string { return PathWorkshops + "/" + id }
 // ReservationPath returns the path of reservation id.
 func ReservationPath(id string) string { return PathReservations + "/" + id }
 
+// CancelPath returns the path that cancels reservation id.
+func CancelPath(id string) string { return ReservationPath(id) + "/cancel" }
+
 // OperationPath returns the path of the receipt of operation key.
 func OperationPath(key engine.OperationKey) string { return PathOperations + "/" + string(key) }
 

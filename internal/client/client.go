@@ -18,6 +18,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,9 +255,27 @@ func (c *Client) Reserve(ctx context.Context, key engine.OperationKey, req engin
 	if err != nil {
 		return 0, nil, false, err
 	}
+	return authoritative(resp, data, http.StatusCreated, http.StatusConflict)
+}
+
+// Cancel sends the idempotent cancellation of reservation id for key. An
+// authoritative answer (200 cancelled, 409 already_cancelled) returns its
+// status, its exact body and whether it was replayed from the receipt; the
+// rest is as for Reserve.
+func (c *Client) Cancel(ctx context.Context, key engine.OperationKey, id string) (status int, body []byte, replayed bool, err error) {
+	h := http.Header{api.HeaderIdempotencyKey: {string(key)}}
+	resp, data, err := c.Do(ctx, http.MethodPost, api.CancelPath(id), h, nil)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	return authoritative(resp, data, http.StatusOK, http.StatusConflict)
+}
+
+// authoritative returns an answer of one of the wanted statuses with a JSON
+// body as an authoritative outcome, and anything else as an error.
+func authoritative(resp *http.Response, data []byte, want ...int) (status int, body []byte, replayed bool, err error) {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	authoritative := (resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusConflict) && mt == api.MediaJSON && json.Valid(data)
-	if !authoritative {
+	if !slices.Contains(want, resp.StatusCode) || mt != api.MediaJSON || !json.Valid(data) {
 		return resp.StatusCode, data, false, answerError(resp, data)
 	}
 	return resp.StatusCode, data, resp.Header.Get(api.HeaderReplayed) == "true", nil

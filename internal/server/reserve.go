@@ -13,13 +13,10 @@ import (
 // failure answers; only the engine's decision stores anything. Every answer
 // carries Idempotent-Replayed.
 func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	w.Header().Set(api.HeaderReplayed, "false")
-	key, err := operationKeyHeader(r.Header)
+	key, info, err := startOperation(w, r)
 	if err != nil {
 		return err
 	}
-	info := infoOf(r)
-	info.opKey = string(key)
 	req, err := decodeBody(w, r, engine.DecodeRequest)
 	if err != nil {
 		return err
@@ -31,7 +28,6 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Prin
 	switch {
 	case out.Replayed:
 		info.outcome = "replayed"
-		w.Header().Set(api.HeaderReplayed, "true")
 	case out.HTTPStatus == engine.StatusCodeReserved:
 		info.outcome = "created"
 	default:
@@ -40,15 +36,37 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Prin
 	if out.HTTPStatus == engine.StatusCodeReserved {
 		w.Header().Set("Location", api.ReservationPath(out.ReservationID))
 	}
-	// The outcome is committed: injected faults now shape only the answer.
+	s.writeOutcome(w, r, out)
+	return nil
+}
+
+// writeOutcome writes the committed answer of an idempotent operation with
+// its replay marker. Injected faults shape only the answer now.
+func (s *Server) writeOutcome(w http.ResponseWriter, r *http.Request, out engine.Outcome) {
+	if out.Replayed {
+		w.Header().Set(api.HeaderReplayed, "true")
+	}
 	if !s.applyFaults(w, r, out) {
-		return nil
+		return
 	}
 	w.Header().Set("Content-Type", api.MediaJSON)
 	w.Header().Set("Content-Length", strconv.Itoa(len(out.Body)))
 	w.WriteHeader(out.HTTPStatus)
 	w.Write(out.Body)
-	return nil
+}
+
+// startOperation begins the answer of an idempotent operation: it marks it
+// not replayed (until it is), reads its operation key and records the key
+// for the request log.
+func startOperation(w http.ResponseWriter, r *http.Request) (engine.OperationKey, *requestInfo, error) {
+	w.Header().Set(api.HeaderReplayed, "false")
+	key, err := operationKeyHeader(r.Header)
+	if err != nil {
+		return "", nil, err
+	}
+	info := infoOf(r)
+	info.opKey = string(key)
+	return key, info, nil
 }
 
 // operationKeyHeader reads the one Idempotency-Key header.

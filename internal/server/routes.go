@@ -41,6 +41,7 @@ func (s *Server) routes() []route {
 		{"POST /api/v1/reservations", actor, s.reserve},
 		{"GET /api/v1/operations/{key}", actor, s.getOperation},
 		{"GET /api/v1/reservations/{id}", actor, s.getReservation},
+		{"POST /api/v1/reservations/{id}/cancel", actor, s.cancel},
 		{"POST /api/v1/tokens", admin, s.createToken},
 	}
 	if s.faultInjection {
