@@ -171,13 +171,14 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if tcpLn != nil {
 		go func() { errc <- srv.ServeTCP(tcpLn) }()
 	}
-	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.kind, "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
-	if tcpAddr != "" {
-		logLoginLink(ctx, eng, logger, tcpAddr)
-	}
 	if o.faultInjection {
 		logger.Warn("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production")
 	}
+	if tcpAddr != "" {
+		logLoginLink(ctx, eng, logger, tcpAddr)
+	}
+	// This line comes last: whoever waits for it finds every start line.
+	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.kind, "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
 
 	var serveErr error
 	select {
