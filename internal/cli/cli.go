@@ -101,6 +101,7 @@ Exit status:
   reservectl reserve --retry          # after "outcome unknown": same key, same payload
   reservectl status                   # the local intent and the server's receipt
   reservectl new-intent               # the next reserve gets a new key
+  reservectl cancel ID                # cancel a reservation (its own intent; cancel --retry)
   reservectl --server https://reserve.example.com --token "$TOKEN" workshops`,
 		Args:              noArgs,
 		SilenceUsage:      true,
@@ -136,6 +137,7 @@ Exit status:
 	admin.AddCommand(newAdminWorkshopCmd(g), newAdminTokenCmd(g))
 	root.AddCommand(
 		newReserveCmd(g),
+		newCancelCmd(g),
 		newNewIntentCmd(g),
 		newStatusCmd(g),
 		newWorkshopsCmd(g),

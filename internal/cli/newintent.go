@@ -70,6 +70,9 @@ func describeIntent(in *intent.Intent) string {
 	if req, err := in.Request(); err == nil {
 		what = fmt.Sprintf("%s in %s", places(req.Quantity), req.Workshop)
 	}
+	if c, err := in.CancelRequest(); err == nil {
+		what = "cancel reservation " + c.ReservationID
+	}
 	if in.Outcome != nil {
 		what += ", " + in.Outcome.Status
 	}

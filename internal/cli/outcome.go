@@ -16,17 +16,21 @@ import (
 
 // The kinds of an outcome, as --json prints them.
 const (
-	kindReserved    = "reserved"
-	kindUnavailable = "unavailable"
-	kindRejected    = "rejected"
-	kindUnknown     = "unknown"
+	kindReserved         = "reserved"
+	kindUnavailable      = "unavailable"
+	kindCancelled        = "cancelled"
+	kindAlreadyCancelled = "already_cancelled"
+	kindRejected         = "rejected"
+	kindUnknown          = "unknown"
 )
 
 // outcome is what one attempt (or one receipt) says about an intent. Only
 // reserved, unavailable and rejected are authoritative; unknown leaves the
 // intent open.
 type outcome struct {
-	kind     string
+	kind string
+	// op is the command that retries the intent: "reserve" or "cancel".
+	op       string
 	key      engine.OperationKey
 	replayed bool
 	// status and body are the server's answer, when there was one.
@@ -72,6 +76,46 @@ func classify(key engine.OperationKey, req engine.Request, status int, body []by
 		o.why = fmt.Sprintf("unparseable answer: %d %s whose body is not the answer to this intent (%d bytes)", status, http.StatusText(status), len(body))
 	}
 	return o
+}
+
+// classifyCancel decides what the answer to one cancellation of reservation
+// id under key means, with the rules of classify: a 200 "cancelled" or a 409
+// "already_cancelled" of exactly that reservation, or a rejection, are
+// authoritative; everything else leaves the outcome unknown.
+func classifyCancel(key engine.OperationKey, id string, status int, body []byte, replayed bool, err error, timeout time.Duration) outcome {
+	o := classify(key, engine.Request{}, status, body, replayed, err, timeout)
+	o.op = intent.KindCancel
+	if err != nil {
+		return o
+	}
+	a, ok := decodeAnswer(body)
+	matches := ok && a.ReservationID == id && engine.ValidateWorkshopID(a.Workshop) == nil && a.Quantity > 0
+	o.kind, o.answer = kindUnknown, engine.Answer{}
+	switch {
+	case matches && status == http.StatusOK && a.Status == engine.StatusCancelled:
+		o.kind, o.answer, o.why = kindCancelled, a, ""
+	case matches && status == http.StatusConflict && a.Status == engine.StatusAlreadyCancelled:
+		o.kind, o.answer, o.why = kindAlreadyCancelled, a, ""
+	default:
+		o.why = fmt.Sprintf("unparseable answer: %d %s whose body is not the answer to this intent (%d bytes)", status, http.StatusText(status), len(body))
+	}
+	return o
+}
+
+// classifyIntent classifies an answer to in, reserve or cancel.
+func classifyIntent(in *intent.Intent, status int, body []byte, replayed bool, err error, timeout time.Duration) (outcome, error) {
+	if in.Kind == intent.KindCancel {
+		c, perr := in.CancelRequest()
+		if perr != nil {
+			return outcome{}, perr
+		}
+		return classifyCancel(in.Key, c.ReservationID, status, body, replayed, err, timeout), nil
+	}
+	req, perr := in.Request()
+	if perr != nil {
+		return outcome{}, perr
+	}
+	return classify(in.Key, req, status, body, replayed, err, timeout), nil
 }
 
 // isRejection reports whether a problem answer with this status and code is
@@ -123,8 +167,8 @@ func (o outcome) authoritative() bool { return o.kind != kindUnknown }
 func (o outcome) settlement() intent.Outcome {
 	s := intent.Outcome{HTTPStatus: o.status, Body: o.body}
 	switch o.kind {
-	case kindReserved:
-		s.Status, s.ReservationID = intent.StatusReserved, o.answer.ReservationID
+	case kindReserved, kindCancelled, kindAlreadyCancelled:
+		s.Status, s.ReservationID = o.kind, o.answer.ReservationID
 	case kindUnavailable:
 		s.Status = intent.StatusUnavailable
 	default:
@@ -133,10 +177,16 @@ func (o outcome) settlement() intent.Outcome {
 	return s
 }
 
-// err returns nil for a reservation and an *outcomeError for every other
-// outcome, so that the command fails with the right exit code.
+// succeeded reports whether o ends its command with exit 0: a reservation,
+// a cancellation, or a reservation that was cancelled before.
+func (o outcome) succeeded() bool {
+	return o.kind == kindReserved || o.kind == kindCancelled || o.kind == kindAlreadyCancelled
+}
+
+// err returns nil for a successful outcome and an *outcomeError for every
+// other one, so that the command fails with the right exit code.
 func (o outcome) err() error {
-	if o.kind == kindReserved {
+	if o.succeeded() {
 		return nil
 	}
 	return &outcomeError{o: o}
@@ -157,11 +207,28 @@ func (o outcome) line() string {
 	case kindUnavailable:
 		return fmt.Sprintf("%sunavailable: not enough free places in %s for %s; intent %s is settled, run 'reservectl new-intent' to try again",
 			prefix, o.answer.Workshop, places(o.answer.Quantity), o.key)
+	case kindCancelled:
+		return fmt.Sprintf("%scancelled reservation %s (%s in %s)", prefix, o.answer.ReservationID, places(o.answer.Quantity), o.answer.Workshop)
+	case kindAlreadyCancelled:
+		return fmt.Sprintf("%salready cancelled: reservation %s (%s in %s) was cancelled before; this intent changed nothing",
+			prefix, o.answer.ReservationID, places(o.answer.Quantity), o.answer.Workshop)
 	case kindRejected:
+		if o.problem != nil && o.problem.Code == engine.CodeOperationExpired {
+			return fmt.Sprintf("%srejected: the operation key expired, so reserved refuses to repeat it and cannot replay its answer: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
+				prefix, o.problem.Message, o.status, o.key)
+		}
 		return fmt.Sprintf("%srejected: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
 			prefix, o.problem, o.status, o.key)
 	}
-	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl reserve --retry", o.why)
+	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl %s --retry", o.why, o.retryCommand())
+}
+
+// retryCommand is the reservectl command that retries o's intent.
+func (o outcome) retryCommand() string {
+	if o.op == intent.KindCancel {
+		return intent.KindCancel
+	}
+	return intent.KindReserve
 }
 
 // places says "1 place" or "n places".
@@ -236,7 +303,7 @@ func (g *globals) report(o outcome) error {
 		if err := g.printJSON(o.json()); err != nil {
 			return err
 		}
-	} else if o.kind == kindReserved {
+	} else if o.succeeded() {
 		fmt.Fprintln(g.stdout, o.line())
 	}
 	return o.err()
@@ -245,9 +312,9 @@ func (g *globals) report(o outcome) error {
 // settledOutcome rebuilds the outcome recorded in a settled intent.
 func settledOutcome(in *intent.Intent) outcome {
 	rec := in.Outcome
-	o := outcome{key: in.Key, status: rec.HTTPStatus, body: rec.Body}
+	o := outcome{key: in.Key, op: in.Kind, status: rec.HTTPStatus, body: rec.Body}
 	switch rec.Status {
-	case intent.StatusReserved, intent.StatusUnavailable:
+	case intent.StatusReserved, intent.StatusUnavailable, intent.StatusCancelled, intent.StatusAlreadyCancelled:
 		o.kind = rec.Status
 		o.answer, _ = decodeAnswer(rec.Body)
 	default:

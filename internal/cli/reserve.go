@@ -81,6 +81,20 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 // reserve runs a new intent for req, or retries the recorded one when req is
 // nil, holding the state file's lock throughout.
 func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
+	if req == nil {
+		return g.runIntent(ctx, intent.KindReserve, nil)
+	}
+	return g.runIntent(ctx, intent.KindReserve, func(server, actor string) (*intent.Intent, error) {
+		return intent.NewReserve(*req, server, actor)
+	})
+}
+
+// runIntent runs a new intent of kind made by newIntent, or retries the
+// recorded one (which must be of kind) when newIntent is nil, holding the
+// state file's lock throughout. It is the journal discipline of every
+// intent: recorded before the first send, settled only by an authoritative
+// answer.
+func (g *globals) runIntent(ctx context.Context, kind string, newIntent func(server, actor string) (*intent.Intent, error)) error {
 	server, err := g.serverID()
 	if err != nil {
 		return &usageError{err: err}
@@ -92,7 +106,7 @@ func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
 	}
 	defer j.Close()
 
-	if req != nil {
+	if newIntent != nil {
 		if in != nil {
 			return refuseNew(in)
 		}
@@ -104,7 +118,7 @@ func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
 		case werr != nil:
 			actor = actorNotYetKnown
 		}
-		if in, err = intent.NewReserve(*req, server, actor); err != nil {
+		if in, err = newIntent(server, actor); err != nil {
 			return err
 		}
 		if werr != nil {
@@ -117,7 +131,14 @@ func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
 		}
 	} else {
 		if in == nil {
-			return usageErrorf("no intent in %s to retry: start one with 'reservectl reserve --workshop ID'", j.Path())
+			start := "reserve --workshop ID"
+			if kind == intent.KindCancel {
+				start = "cancel RESERVATION-ID"
+			}
+			return usageErrorf("no intent in %s to retry: start one with 'reservectl %s'", j.Path(), start)
+		}
+		if in.Kind != kind {
+			return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, in.Kind)
 		}
 		who, err := g.whoami(ctx, c)
 		switch {
@@ -170,11 +191,11 @@ func bindUnsent(in *intent.Intent, server, actor string) {
 // refuseNew explains why a plain reserve does not start a new intent.
 func refuseNew(in *intent.Intent) error {
 	if in.IsOpen() {
-		return usageErrorf("intent %s is still open (outcome unknown, %d attempts); nothing sent: run 'reservectl reserve --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
-			in.Key, in.Attempts)
+		return usageErrorf("intent %s is still open (outcome unknown, %d attempts); nothing sent: run 'reservectl %s --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
+			in.Key, in.Attempts, in.Kind)
 	}
-	return usageErrorf("the last intent %s is settled (%s); nothing sent: run 'reservectl new-intent' to start another, or 'reservectl reserve --retry' to see its answer again",
-		in.Key, in.Outcome.Status)
+	return usageErrorf("the last intent %s is settled (%s); nothing sent: run 'reservectl new-intent' to start another, or 'reservectl %s --retry' to see its answer again",
+		in.Key, in.Outcome.Status, in.Kind)
 }
 
 // notSent is the outcome of an intent that could not be sent because the
@@ -185,6 +206,7 @@ func (g *globals) notSent(in *intent.Intent, err error) outcome {
 		why = "not sent again"
 	}
 	o := classify(in.Key, engine.Request{}, 0, nil, false, err, g.timeout)
+	o.op = in.Kind
 	o.why = why + ": " + o.why
 	return o
 }
@@ -192,17 +214,35 @@ func (g *globals) notSent(in *intent.Intent, err error) outcome {
 // send records one more attempt of in, sends it, and settles in when the
 // answer is authoritative.
 func (g *globals) send(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) (outcome, error) {
-	req, err := in.Request()
-	if err != nil {
-		return outcome{}, err
+	call := func(ctx context.Context) (int, []byte, bool, error) {
+		req, err := in.Request()
+		if err != nil {
+			return 0, nil, false, err
+		}
+		return c.Reserve(ctx, in.Key, req)
+	}
+	if in.Kind == intent.KindCancel {
+		call = func(ctx context.Context) (int, []byte, bool, error) {
+			cr, err := in.CancelRequest()
+			if err != nil {
+				return 0, nil, false, err
+			}
+			return c.Cancel(ctx, in.Key, cr.ReservationID)
+		}
+	}
+	if _, err := classifyIntent(in, 0, nil, false, nil, g.timeout); err != nil {
+		return outcome{}, err // The payload is unreadable: send nothing.
 	}
 	if err := j.RecordAttempt(in); err != nil {
 		return outcome{}, fmt.Errorf("nothing sent: %w", err)
 	}
 	cctx, cancel := g.callContext(ctx)
-	status, body, replayed, err := c.Reserve(cctx, in.Key, req)
+	status, body, replayed, err := call(cctx)
 	cancel()
-	o := classify(in.Key, req, status, body, replayed, err, g.timeout)
+	o, err := classifyIntent(in, status, body, replayed, err, g.timeout)
+	if err != nil {
+		return outcome{}, err
+	}
 	if o.authoritative() {
 		if err := j.Settle(in, o.settlement()); err != nil {
 			return o, fmt.Errorf("reserved answered %d for intent %s: %w", o.status, in.Key, err)

@@ -113,17 +113,23 @@ func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.
 	cctx, cancel := g.callContext(ctx)
 	view, err := c.Operation(cctx, in.Key)
 	cancel()
-	if engine.ErrorCode(err) == engine.CodeUnknownOperation {
-		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was reserved under its key (so far)", in.Key), nil, nil
+	switch engine.ErrorCode(err) {
+	case engine.CodeUnknownOperation:
+		done := "reserved"
+		if in.Kind == intent.KindCancel {
+			done = "cancelled"
+		}
+		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was %s under its key (so far)", in.Key, done), nil, nil
+	case engine.CodeOperationExpired:
+		return "reserved's receipt expired: " + engine.ErrorMessage(err), nil, nil
 	}
 	if err != nil {
 		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
 	}
-	req, err := in.Request()
+	o, err := classifyIntent(in, view.HTTPStatus, view.Response, true, nil, g.timeout)
 	if err != nil {
 		return "", nil, err
 	}
-	o := classify(in.Key, req, view.HTTPStatus, view.Response, true, nil, g.timeout)
 	if !o.authoritative() {
 		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, nil
 	}
@@ -140,7 +146,7 @@ func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.
 func receiptSummary(o outcome) string {
 	o.replayed = false
 	switch o.kind {
-	case kindReserved:
+	case kindReserved, kindCancelled, kindAlreadyCancelled:
 		return o.line()
 	case kindUnavailable:
 		return fmt.Sprintf("unavailable (%s in %s)", places(o.answer.Quantity), o.answer.Workshop)

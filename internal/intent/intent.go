@@ -22,13 +22,43 @@ const SchemaVersion = 1
 // engine.Request.
 const KindReserve = "reserve"
 
+// KindCancel is the kind of an intent to cancel a reservation; its payload
+// is a CancelRequest.
+const KindCancel = "cancel"
+
 // kinds maps every known intent kind to the validator of its payload. A new
-// kind (say "cancel") is added here together with its constructor.
+// kind is added here together with its constructor.
 var kinds = map[string]func(payload []byte) error{
 	KindReserve: func(payload []byte) error {
 		_, err := engine.DecodeRequest(payload)
 		return err
 	},
+	KindCancel: func(payload []byte) error {
+		_, err := DecodeCancelRequest(payload)
+		return err
+	},
+}
+
+// CancelRequest is the payload of a KindCancel intent: the reservation to
+// cancel.
+type CancelRequest struct {
+	ReservationID string `json:"reservation_id"`
+}
+
+// DecodeCancelRequest decodes a CancelRequest strictly.
+func DecodeCancelRequest(payload []byte) (CancelRequest, error) {
+	var c CancelRequest
+	err := engine.DecodeStrict(payload, []engine.Member{
+		engine.StringMember("reservation_id", true, validReservationID, &c.ReservationID),
+	})
+	return c, err
+}
+
+func validReservationID(id string) error {
+	if !engine.IsReservationID(id) {
+		return errors.New("must be a reservation id of 32 lowercase hex digits")
+	}
+	return nil
 }
 
 // The statuses of an authoritative Outcome.
@@ -37,6 +67,12 @@ const (
 	StatusReserved = engine.StatusReserved
 	// StatusUnavailable is a 409 "unavailable": not enough capacity.
 	StatusUnavailable = engine.StatusUnavailable
+	// StatusCancelled is a 200 to a cancel intent: it cancelled the
+	// reservation.
+	StatusCancelled = engine.StatusCancelled
+	// StatusAlreadyCancelled is a 409 "already_cancelled" to a cancel
+	// intent: the reservation had been cancelled before.
+	StatusAlreadyCancelled = engine.StatusAlreadyCancelled
 	// StatusRejected is any other authoritative 4xx (conflict, request
 	// contract, unknown workshop, authentication).
 	StatusRejected = "rejected"
@@ -75,7 +111,8 @@ type Intent struct {
 
 // Outcome is the authoritative answer to an intent.
 type Outcome struct {
-	// Status is StatusReserved, StatusUnavailable or StatusRejected.
+	// Status is StatusReserved, StatusUnavailable, StatusCancelled,
+	// StatusAlreadyCancelled or StatusRejected.
 	Status string `json:"status"`
 	// HTTPStatus is the answer's HTTP status: 201 for StatusReserved, 409 for
 	// StatusUnavailable, another 4xx for StatusRejected.
@@ -131,6 +168,28 @@ func NewReserve(req engine.Request, server, actor string) (*Intent, error) {
 		return nil, fmt.Errorf("new %s intent: %w", KindReserve, err)
 	}
 	return New(KindReserve, payload, server, actor)
+}
+
+// NewCancel returns a fresh open intent to cancel reservation id, as New
+// does.
+func NewCancel(id, server, actor string) (*Intent, error) {
+	payload, err := json.Marshal(CancelRequest{ReservationID: id})
+	if err != nil {
+		return nil, fmt.Errorf("new %s intent: %w", KindCancel, err)
+	}
+	return New(KindCancel, payload, server, actor)
+}
+
+// CancelRequest returns the payload of a KindCancel intent.
+func (in *Intent) CancelRequest() (CancelRequest, error) {
+	if in.Kind != KindCancel {
+		return CancelRequest{}, fmt.Errorf("intent %s is a %q intent, not a %q one", in.Key, in.Kind, KindCancel)
+	}
+	c, err := DecodeCancelRequest(in.Payload)
+	if err != nil {
+		return CancelRequest{}, fmt.Errorf("payload of intent %s: %w", in.Key, err)
+	}
+	return c, nil
 }
 
 // Request returns the payload of a KindReserve intent.
@@ -236,9 +295,10 @@ func (in *Intent) validate(saved bool) error {
 // validate checks that o is a consistent authoritative outcome.
 func (o *Outcome) validate() error {
 	switch o.Status {
-	case StatusReserved:
-		if o.HTTPStatus != 201 {
-			return fmt.Errorf("status %q needs HTTP status 201, not %d", o.Status, o.HTTPStatus)
+	case StatusReserved, StatusCancelled, StatusAlreadyCancelled:
+		want := map[string]int{StatusReserved: 201, StatusCancelled: 200, StatusAlreadyCancelled: 409}[o.Status]
+		if o.HTTPStatus != want {
+			return fmt.Errorf("status %q needs HTTP status %d, not %d", o.Status, want, o.HTTPStatus)
 		}
 		if !engine.IsReservationID(o.ReservationID) {
 			return fmt.Errorf("status %q needs a reservation id of 32 lowercase hex digits, not %q", o.Status, o.ReservationID)
@@ -256,7 +316,7 @@ func (o *Outcome) validate() error {
 	case "":
 		return errors.New("member \"status\" is missing")
 	default:
-		return fmt.Errorf("status %q is not one of %q, %q, %q", o.Status, StatusReserved, StatusUnavailable, StatusRejected)
+		return fmt.Errorf("status %q is not one of %q, %q, %q, %q, %q", o.Status, StatusReserved, StatusUnavailable, StatusCancelled, StatusAlreadyCancelled, StatusRejected)
 	}
 	if o.SettledAt.IsZero() {
 		return errors.New("member \"settled_at\" is missing")
