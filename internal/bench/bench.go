@@ -19,6 +19,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -178,7 +179,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 
-	r := &run{cfg: cfg, c: c, workshop: res.Workshop}
+	r := &run{cfg: cfg, c: c, workshop: res.Workshop, dial: dialer(cfg)}
 	r.start = time.Now()
 	if cfg.Count == 0 {
 		r.end = r.start.Add(cfg.Duration)
@@ -230,6 +231,10 @@ func withDefaults(cfg Config) (Config, error) {
 		err = fmt.Errorf("workshop %w", engine.ValidateWorkshopID(cfg.Workshop))
 	case cfg.Quantity < 1 || cfg.Quantity > createdCapacity:
 		err = fmt.Errorf("quantity must be from 1 to %d, not %d", createdCapacity, cfg.Quantity)
+	case cfg.BaseURL != "":
+		if u, perr := url.Parse(cfg.BaseURL); perr != nil || u.Scheme != "http" || u.Host == "" {
+			err = fmt.Errorf("the bench speaks plain HTTP: the server URL must look like http://host:port, not %q", cfg.BaseURL)
+		}
 	}
 	if err != nil {
 		return cfg, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -286,7 +291,8 @@ func reservedPlaces(ctx context.Context, c *client.Client, cfg Config, id string
 // run is the shared state of the clients of one run.
 type run struct {
 	cfg        Config
-	c          *client.Client
+	c          *client.Client // For everything but the load itself.
+	dial       func(context.Context) (net.Conn, error)
 	workshop   string
 	start, end time.Time
 	issued     atomic.Int64 // Intents claimed so far (Count mode).
@@ -307,6 +313,30 @@ type settled struct {
 	body   []byte
 }
 
+// dialer returns how the bench's own connections reach the daemon.
+func dialer(cfg Config) func(context.Context) (net.Conn, error) {
+	var d net.Dialer
+	if cfg.BaseURL == "" {
+		socket := (&client.Client{Socket: cfg.Socket}).Where()
+		return func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "unix", socket) }
+	}
+	u, _ := url.Parse(cfg.BaseURL) // withDefaults checked it.
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+}
+
+// host is the Host header of the bench's requests.
+func (r *run) host() string {
+	if r.cfg.BaseURL == "" {
+		return "reserved.sock"
+	}
+	u, _ := url.Parse(r.cfg.BaseURL)
+	return u.Host
+}
+
 // claim reports whether the client may send one more intent.
 func (r *run) claim() bool {
 	if r.cfg.Count > 0 {
@@ -318,7 +348,7 @@ func (r *run) claim() bool {
 // worker is one bench client.
 func (r *run) worker(ctx context.Context, id int) {
 	rng := mrand.New(mrand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
-	req := engine.Request{Workshop: r.workshop, Quantity: r.cfg.Quantity}
+	wc := newWire(r.dial, r.host(), r.cfg.Token, engine.Request{Workshop: r.workshop, Quantity: r.cfg.Quantity})
 	var (
 		pool     []settled
 		lat      = make([]time.Duration, 0, 1024)
@@ -328,10 +358,8 @@ func (r *run) worker(ctx context.Context, id int) {
 	)
 	send := func(key engine.OperationKey) (status int, body []byte, replayed bool, err error) {
 		for attempt := 1; ; attempt++ {
-			rctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 			start := time.Now()
-			status, body, replayed, err = r.c.Reserve(rctx, key, req)
-			cancel()
+			status, body, replayed, err = wc.reserve(ctx, key, r.cfg.Timeout)
 			lat = append(lat, time.Since(start))
 			r.requests.Add(1)
 			if r.cfg.afterRequest != nil {

@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// maxAnswerBytes bounds how much of an answer the bench reads.
+const maxAnswerBytes = 64 << 10
+
+// wire is one bench client's own keep-alive HTTP/1.1 connection. It writes
+// a reservation request from preformatted bytes and reads the answer with
+// net/http's parser, without the goroutines and channels of http.Client,
+// so that the load generator, which shares the machine with the daemon,
+// spends as little CPU per request as it can. A broken connection is
+// redialled on the next request.
+type wire struct {
+	dial   func(ctx context.Context) (net.Conn, error)
+	prefix []byte // Request line and the headers before Idempotency-Key.
+	body   []byte // The JSON payload, the same for every request.
+
+	conn net.Conn
+	br   *bufio.Reader
+	buf  []byte
+}
+
+func newWire(dial func(ctx context.Context) (net.Conn, error), host, token string, req engine.Request) *wire {
+	body, _ := json.Marshal(req) // A string and an int always encode.
+	prefix := "POST " + api.PathReservations + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: " + api.MediaJSON + "\r\n"
+	if token != "" {
+		prefix += "Authorization: Bearer " + token + "\r\n"
+	}
+	prefix += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
+	return &wire{dial: dial, prefix: []byte(prefix), body: body}
+}
+
+// reserve sends the reservation for key and returns like client.Reserve: an
+// authoritative answer (201, 409 with a JSON body) with its status, body
+// and replay marker; a problem answer as *engine.Error; anything else
+// (transport failure, garbled answer) as another error.
+func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout time.Duration) (status int, body []byte, replayed bool, err error) {
+	if w.conn == nil {
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		w.conn, err = w.dial(dctx)
+		cancel()
+		if err != nil {
+			return 0, nil, false, fmt.Errorf("connect: %w", err)
+		}
+		w.br = bufio.NewReader(w.conn)
+	}
+	defer func() {
+		if err != nil && !isProblem(err) && w.conn != nil {
+			w.conn.Close()
+			w.conn = nil
+		}
+	}()
+	w.conn.SetDeadline(time.Now().Add(timeout))
+	w.buf = append(append(append(append(w.buf[:0], w.prefix...), api.HeaderIdempotencyKey+": "...), key...), "\r\n\r\n"...)
+	w.buf = append(w.buf, w.body...)
+	if _, err := w.conn.Write(w.buf); err != nil {
+		return 0, nil, false, fmt.Errorf("send: %w", err)
+	}
+	resp, err := http.ReadResponse(w.br, nil)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("read answer: %w", err)
+	}
+	body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	resp.Body.Close()
+	if err != nil {
+		return resp.StatusCode, nil, false, fmt.Errorf("read answer: %w", err)
+	}
+	if resp.Close {
+		w.conn.Close()
+		w.conn = nil
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch {
+	case (resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusConflict) && mt == api.MediaJSON && json.Valid(body):
+		return resp.StatusCode, body, resp.Header.Get(api.HeaderReplayed) == "true", nil
+	case mt == api.MediaProblem:
+		var p api.Problem
+		if json.Unmarshal(body, &p) == nil && p.Code != "" {
+			return resp.StatusCode, body, false, &engine.Error{Code: p.Code, Message: p.Detail}
+		}
+	}
+	return resp.StatusCode, body, false, fmt.Errorf("unexpected answer %d %q", resp.StatusCode, body)
+}
+
+// isProblem reports whether err is a problem answer, after which the
+// connection is still good.
+func isProblem(err error) bool {
+	_, ok := err.(*engine.Error)
+	return ok
+}
