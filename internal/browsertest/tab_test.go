@@ -1,0 +1,314 @@
+package browsertest_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/reserve/reserve/internal/api"
+)
+
+// tab is one browser tab in a browser context of its own (its own cookies
+// and sessionStorage), watching everything the page does.
+type tab struct {
+	t   *testing.T
+	ctx context.Context
+	d   *daemon
+
+	mu       sync.Mutex
+	problems []string // Console errors, exceptions, failed asset loads.
+	types    map[network.RequestID]network.ResourceType
+	posts    int               // Reservation POSTs the page sent.
+	cookies  []string          // The Cookie header of each of them.
+	paused   []fetch.RequestID // Requests held by the Fetch domain.
+}
+
+// openTab opens a tab for d. When the test ends, it fails the test for any
+// console error, uncaught exception or failed asset load the page had (the
+// browser suite's test 8), unless the test took them with takeProblems.
+func openTab(t *testing.T, d *daemon) *tab {
+	t.Helper()
+	needBrowser(t)
+	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	tb := &tab{t: t, d: d, types: map[network.RequestID]network.ResourceType{}}
+	if err := chromedp.Listen(ctx, tb.event); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	tctx, tcancel := context.WithTimeout(ctx, 2*waitTimeout)
+	t.Cleanup(tcancel)
+	tb.ctx = tctx
+	t.Cleanup(func() {
+		for _, p := range tb.takeProblems() {
+			t.Errorf("the page had a problem: %s", p)
+		}
+	})
+	return tb
+}
+
+// event records what a test needs to know about the page. It runs on
+// chromedp's reading goroutine, so it only takes notes.
+func (tb *tab) event(ev any) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			tb.problems = append(tb.problems, fmt.Sprintf("console.%s %s", ev.Type, argsText(ev.Args)))
+		}
+	case *runtime.EventExceptionThrown:
+		text := ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			text += " " + ev.ExceptionDetails.Exception.Description
+		}
+		tb.problems = append(tb.problems, "uncaught exception: "+text)
+	case *log.EventEntryAdded:
+		// The browser logs every API answer >= 400 (a 401 before sign-in, a
+		// 409 unavailable) as an error of the network; the page handles
+		// those. Any other error entry is a problem.
+		e := ev.Entry
+		if e.Level == log.EntryLevelError && !(e.Source == log.EntrySourceNetwork && tb.types[e.NetworkRequestID] == network.ResourceTypeFetch) {
+			tb.problems = append(tb.problems, fmt.Sprintf("console %s error: %s (%s)", e.Source, e.Text, e.URL))
+		}
+	case *network.EventRequestWillBeSent:
+		tb.types[ev.RequestID] = ev.Type
+		if ev.Request.Method == "POST" && strings.HasSuffix(ev.Request.URL, api.PathReservations) {
+			tb.posts++
+		}
+	case *network.EventRequestWillBeSentExtraInfo:
+		if c, ok := ev.Headers["Cookie"].(string); ok {
+			tb.cookies = append(tb.cookies, c)
+		}
+	case *network.EventResponseReceived:
+		if ev.Type != network.ResourceTypeFetch && ev.Response.Status >= 400 {
+			tb.problems = append(tb.problems, fmt.Sprintf("%s %s answered %d", ev.Type, ev.Response.URL, ev.Response.Status))
+		}
+	case *network.EventLoadingFailed:
+		if ev.Type != network.ResourceTypeFetch {
+			tb.problems = append(tb.problems, fmt.Sprintf("%s load failed: %s", ev.Type, ev.ErrorText))
+		}
+	case *fetch.EventRequestPaused:
+		tb.paused = append(tb.paused, ev.RequestID)
+	}
+}
+
+func argsText(args []*runtime.RemoteObject) string {
+	var parts []string
+	for _, a := range args {
+		if a.Description != "" {
+			parts = append(parts, a.Description)
+		} else {
+			parts = append(parts, string(a.Value))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// takeProblems returns the problems seen so far and forgets them.
+func (tb *tab) takeProblems() []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	p := tb.problems
+	tb.problems = nil
+	return p
+}
+
+// problemsSoFar returns the problems seen so far and keeps them.
+func (tb *tab) problemsSoFar() []string {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return append([]string(nil), tb.problems...)
+}
+
+// sentPosts returns how many reservation POSTs the page has sent.
+func (tb *tab) sentPosts() int {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.posts
+}
+
+// pausedRequests returns the requests the Fetch domain holds or held.
+func (tb *tab) pausedRequests() []fetch.RequestID {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return append([]fetch.RequestID(nil), tb.paused...)
+}
+
+// do runs actions and fails the test on an error.
+func (tb *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	if err := chromedp.Do(tb.ctx, actions...); err != nil {
+		tb.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](tb *tab, expr string) T {
+	tb.t.Helper()
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		tb.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// signIn opens a login link for actor ("" for the test's own) and waits
+// until the form is ready for a choice.
+func (tb *tab) signIn(actor string) {
+	tb.t.Helper()
+	tb.do("sign in", chromedp.Navigate(tb.d.loginURL(tb.t, actor)))
+	tb.waitReady()
+	if u := eval[string](tb, "location.href"); u != tb.d.url+"/" {
+		tb.t.Fatalf("after sign-in the tab is at %s, want %s/ (the code must leave the address bar)", u, tb.d.url)
+	}
+}
+
+// waitReady waits until the page knows its actor and has loaded the
+// workshops: from then on it does nothing by itself.
+func (tb *tab) waitReady() {
+	tb.t.Helper()
+	tb.poll("the form is ready", `document.getElementById("workshop").options.length > 0 && !document.getElementById("actor").hidden && document.getElementById("status").dataset.kind !== "loading"`)
+}
+
+// poll waits until a JavaScript predicate holds in the page.
+func (tb *tab) poll(what, predicate string) {
+	tb.t.Helper()
+	if _, err := chromedp.Run(tb.ctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingTimeout(waitTimeout))); err != nil {
+		tb.t.Fatalf("wait until %s: %v\nthe page: %+v", what, err, tb.form())
+	}
+}
+
+// waitStatus waits until the status line shows the message kind (the text
+// key in app.js: reserved, unavailable, unclear, resumed …).
+func (tb *tab) waitStatus(kind string) {
+	tb.t.Helper()
+	tb.poll("status "+kind, fmt.Sprintf(`document.getElementById("status").dataset.kind === %q`, kind))
+}
+
+// click clicks an element with a real mouse click at its centre.
+func (tb *tab) click(id string) {
+	tb.t.Helper()
+	tb.do("click #"+id, chromedp.MouseClickNode(tb.node(id)))
+}
+
+// clickToLoad clicks an element that navigates, such as a form's submit
+// button, and waits until the new page has loaded.
+func (tb *tab) clickToLoad(id string) {
+	tb.t.Helper()
+	if _, err := chromedp.RunResponse(tb.ctx, chromedp.MouseClickNode(tb.node(id))); err != nil {
+		tb.t.Fatalf("click #%s and load: %v", id, err)
+	}
+}
+
+// node returns the visible element with id.
+func (tb *tab) node(id string) *chromedp.Node {
+	tb.t.Helper()
+	nodes, err := chromedp.Run(tb.ctx, chromedp.Nodes(chromedp.ID(id), chromedp.NodeVisible))
+	if err != nil {
+		tb.t.Fatalf("find #%s: %v", id, err)
+	}
+	return nodes[0]
+}
+
+// choose sets the workshop and quantity as a user would: the change and
+// input events run the page's handlers.
+func (tb *tab) choose(workshop string, quantity int) {
+	tb.t.Helper()
+	tb.do("choose", chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => {
+		const w = document.getElementById("workshop"), q = document.getElementById("quantity");
+		w.value = %q; w.dispatchEvent(new Event("change", {bubbles: true}));
+		q.value = "%d"; q.dispatchEvent(new Event("input", {bubbles: true}));
+	})()`, workshop, quantity)))
+	if got := eval[string](tb, `document.getElementById("workshop").value`); got != workshop {
+		tb.t.Fatalf("the page offers no workshop %s", workshop)
+	}
+}
+
+// formState is what the page shows.
+type formState struct {
+	Kind             string `json:"kind"`
+	Status           string `json:"status"`
+	Notice           string `json:"notice"`
+	Receipt          string `json:"receipt"`
+	Submit           string `json:"submit"`
+	SubmitHidden     bool   `json:"submitHidden"`
+	SubmitDisabled   bool   `json:"submitDisabled"`
+	NewIntent        string `json:"newIntent"`
+	NewIntentHidden  bool   `json:"newIntentHidden"`
+	WorkshopDisabled bool   `json:"workshopDisabled"`
+	QuantityDisabled bool   `json:"quantityDisabled"`
+	Quantity         string `json:"quantity"`
+	SignInShown      bool   `json:"signInShown"`
+	FormShown        bool   `json:"formShown"`
+	Focus            string `json:"focus"`
+	Intent           string `json:"intent"` // sessionStorage's reserve.intent, raw.
+}
+
+// form reads the page's state.
+func (tb *tab) form() formState {
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[formState](`(() => {
+		const $ = (id) => document.getElementById(id);
+		return {
+			kind: $("status").dataset.kind || "", status: $("status").textContent,
+			notice: $("notice").hidden ? "" : $("notice").textContent,
+			receipt: $("receipt").hidden ? "" : $("receipt").textContent,
+			submit: $("submit").textContent, submitHidden: $("submit").hidden, submitDisabled: $("submit").disabled,
+			newIntent: $("new-intent").textContent, newIntentHidden: $("new-intent").hidden,
+			workshopDisabled: $("workshop").disabled, quantityDisabled: $("quantity").disabled, quantity: $("quantity").value,
+			signInShown: !$("signin").hidden, formShown: !$("reservation-form").hidden,
+			focus: document.activeElement ? document.activeElement.id : "",
+			intent: sessionStorage.getItem("reserve.intent") || "",
+		};
+	})()`))
+	if err != nil {
+		tb.t.Fatalf("read the form: %v", err)
+	}
+	return v
+}
+
+// intentKey returns the operation key of the intent in sessionStorage.
+func (tb *tab) intentKey() string {
+	tb.t.Helper()
+	return eval[string](tb, `JSON.parse(sessionStorage.getItem("reserve.intent")).operation`)
+}
+
+// screenshot writes a PNG of the page to $RESERVE_SCREENSHOTS/name.png when
+// that variable is set.
+func (tb *tab) screenshot(name string) {
+	tb.t.Helper()
+	dir := os.Getenv("RESERVE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+}
+
+// hostOf returns the host:port of a URL.
+func hostOf(t *testing.T, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Host
+}
