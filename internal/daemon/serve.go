@@ -35,6 +35,7 @@ const EnvListen = "RESERVED_LISTEN"
 // `reserved`.
 type serveOptions struct {
 	store           storeFlags
+	lifecycle       lifecycleFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -55,6 +56,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	}
 	f := cmd.Flags()
 	o.store.register(f)
+	o.lifecycle.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
 	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal")
@@ -166,6 +168,11 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		ReadHeaderTimeout: o.headerTimeout,
 		LoginBaseURL:      loginBase,
 	})
+	stopLifecycle, err := o.lifecycle.start(ctx, eng, metrics, logger)
+	if err != nil {
+		return err
+	}
+	defer stopLifecycle()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeUnix(sockLn) }()
 	if tcpLn != nil {
@@ -194,6 +201,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Warn("requests were still in flight at the shutdown timeout", "error", err)
 	}
 	sockLn.Close() // Removes the socket file.
+	stopLifecycle()
 	if err := store.Close(); err != nil {
 		return err
 	}

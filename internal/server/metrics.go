@@ -43,6 +43,16 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// Register adds more collectors (the outbox's) to the served metrics.
+func (m *Metrics) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ObserveCommit records the size of one group commit. It has the signature
 // of boltstore.Options.OnCommit.
 func (m *Metrics) ObserveCommit(calls int) { m.commits.Observe(float64(calls)) }
