@@ -30,6 +30,7 @@
       quantityHint: (max) => `1 to ${max} places`,
       loading: "Loading workshops…",
       loadFailed: "The workshops could not be loaded. Reload the page to try again.",
+      unreachable: "The reservation service could not be reached. Reload the page to try again.",
       noWorkshops: "There are no workshops to reserve yet.",
       reserved: (q, w) => `Reserved: ${q} ${q === 1 ? "place" : "places"} in ${w}.`,
       unavailable: (q, w) => `Unavailable: ${w} has no ${q === 1 ? "place" : q + " places"} left for this reservation.`,
@@ -62,6 +63,7 @@
       quantityHint: (max) => `1 bis ${max} Plätze`,
       loading: "Workshops werden geladen…",
       loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
+      unreachable: "Der Reservierungsdienst ist nicht erreichbar. Laden Sie die Seite neu, um es erneut zu versuchen.",
       noWorkshops: "Es gibt noch keine Workshops.",
       reserved: (q, w) => `Reserviert: ${q} ${q === 1 ? "Platz" : "Plätze"} in ${w}.`,
       unavailable: (q, w) => `Nicht verfügbar: In ${w} ist für diese Reservierung ${q === 1 ? "kein Platz" : "nicht " + q + " Plätze"} mehr frei.`,
@@ -90,6 +92,7 @@
     newIntent: $("new-intent"),
     notice: $("notice"),
     signin: $("signin"),
+    pageError: $("page-error"),
     actor: $("actor"),
     lang: $("lang"),
     logout: $("logout"),
@@ -103,6 +106,7 @@
     sending: false,
     message: null, // [textKey, ...args] of the status line
     notice: null,
+    pageError: null, // [textKey] when the page cannot work at all.
   };
 
   function chooseLanguage() {
@@ -165,9 +169,14 @@
     } catch (e) {
       who = { status: 0 };
     }
-    if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") {
+    if (who.status === 401) {
       el.signin.hidden = false;
       return; // Not signed in: show how, send nothing.
+    }
+    if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") {
+      state.pageError = ["unreachable"];
+      render();
+      return; // No daemon to talk to: say so, send nothing.
     }
     state.actor = who.body.actor;
     el.form.hidden = false;
@@ -188,17 +197,27 @@
     render();
   }
 
+  // loadWorkshops refreshes the choice and its live availability. Its own
+  // messages ("loading", "loadFailed", "noWorkshops") never replace the
+  // answer to a reservation: stale availability is harmless, a lost
+  // "outcome unclear" is not.
   async function loadWorkshops() {
-    state.message = state.message || ["loading"];
-    render();
+    if (!state.message) {
+      state.message = ["loading"];
+      render();
+    }
+    let ok = false;
     try {
       const r = await api("GET", "/api/v1/workshops");
-      if (r.status !== 200 || !r.body || !Array.isArray(r.body.workshops)) throw new Error("bad answer");
-      state.workshops = r.body.workshops;
-      if (state.message && state.message[0] === "loading") state.message = null;
-      if (state.workshops.length === 0) state.message = ["noWorkshops"];
+      if (r.status === 200 && r.body && Array.isArray(r.body.workshops)) {
+        state.workshops = r.body.workshops;
+        ok = true;
+      }
     } catch (e) {
-      state.message = ["loadFailed"];
+      // ok stays false.
+    }
+    if (state.message && state.message[0] === "loading") {
+      state.message = !ok ? ["loadFailed"] : state.workshops.length === 0 ? ["noWorkshops"] : null;
     }
   }
 
@@ -273,10 +292,14 @@
         // The answer is shown; keeping it for a reload is best effort.
       }
       state.message = outcomeMessage(intent);
-      await loadWorkshops();
     } else {
       state.message = [r.status === 401 ? "unclearSignIn" : "unclear"];
     }
+    render();
+    // The button that was pressed may be gone now: keep keyboard users on
+    // the one that leads on.
+    if (outcome) el.newIntent.focus();
+    await loadWorkshops(); // Availability has changed, whatever the answer says.
     render();
   }
 
@@ -378,6 +401,8 @@
     el.status.dataset.kind = state.message ? state.message[0] : "";
     el.notice.hidden = !state.notice;
     el.notice.textContent = state.notice ? t(...state.notice) : "";
+    el.pageError.hidden = !state.pageError;
+    el.pageError.textContent = state.pageError ? t(...state.pageError) : "";
   }
 
   start();

@@ -69,9 +69,7 @@ func TestGarbledAnswerRetryAfterReload(t *testing.T) {
 	d := startDaemon(t)
 	tb := openTab(t, d)
 	tb.signIn("")
-	d.arm(t, api.FaultGarbleResponse)
-	tb.click("submit")
-	tb.waitStatus("unclear")
+	tb.leaveUnclear()
 	f := tb.form()
 	if !f.QuantityDisabled || !f.WorkshopDisabled || !f.NewIntentHidden || f.SubmitHidden || f.SubmitDisabled || f.Submit != "Retry" {
 		t.Errorf("after a garbled answer: %+v, want the choice locked, Retry offered and no new intent", f)
@@ -131,8 +129,8 @@ func TestNewIntentThenUnavailable(t *testing.T) {
 	tb.click("submit")
 	tb.waitStatus("reserved")
 	first := tb.form()
-	if first.NewIntentHidden || first.NewIntent != "Start another reservation" || !first.SubmitHidden || !reservationID.MatchString(first.Receipt) {
-		t.Errorf("after reserving: %+v, want the receipt and only \"Start another reservation\"", first)
+	if first.NewIntentHidden || first.NewIntent != "Start another reservation" || !first.SubmitHidden || !reservationID.MatchString(first.Receipt) || first.Focus != "new-intent" {
+		t.Errorf("after reserving: %+v, want the receipt and only \"Start another reservation\", focused", first)
 	}
 	firstKey := tb.intentKey()
 
@@ -218,9 +216,7 @@ func TestOtherActorsIntentNotResumed(t *testing.T) {
 	d := startDaemon(t)
 	tb := openTab(t, d)
 	tb.signIn("")
-	d.arm(t, api.FaultGarbleResponse)
-	tb.click("submit")
-	tb.waitStatus("unclear")
+	tb.leaveUnclear()
 	owner := tb.form().Intent
 
 	tb.clickToLoad("sign-out")
@@ -330,9 +326,7 @@ func TestLayoutAtThreeWidths(t *testing.T) {
 		}
 	}
 	check("initial")
-	d.arm(t, api.FaultGarbleResponse)
-	tb.click("submit")
-	tb.waitStatus("unclear")
+	tb.leaveUnclear()
 	check("unclear")
 	tb.click("submit")
 	tb.waitStatus("reserved")

@@ -196,6 +196,15 @@ func (tb *tab) waitStatus(kind string) {
 	tb.poll("status "+kind, fmt.Sprintf(`document.getElementById("status").dataset.kind === %q`, kind))
 }
 
+// leaveUnclear submits the form with the daemon set to garble its answer
+// (after committing), which leaves the intent open: "outcome unclear".
+func (tb *tab) leaveUnclear() {
+	tb.t.Helper()
+	tb.d.arm(tb.t, api.FaultGarbleResponse)
+	tb.click("submit")
+	tb.waitStatus("unclear")
+}
+
 // click clicks an element with a real mouse click at its centre.
 func (tb *tab) click(id string) {
 	tb.t.Helper()

@@ -1,0 +1,80 @@
+package browsertest_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// The page speaks German to a German browser, and its switch changes the
+// language (remembered across a reload).
+func TestLanguageFromBrowserAndSwitch(t *testing.T) {
+	d := startDaemon(t)
+	tb := openTab(t, d)
+	ua := eval[string](tb, "navigator.userAgent")
+	tb.do("German browser", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua, AcceptLanguage: "de-DE,de"})
+		return err
+	}))
+	tb.signIn("")
+	lang := func() (string, string, string) {
+		return eval[string](tb, `document.documentElement.lang`), eval[string](tb, `document.querySelector("h1").textContent`), eval[string](tb, `document.getElementById("lang").textContent`)
+	}
+	if l, h1, sw := lang(); l != "de" || h1 != "Platz reservieren" || sw != "English" {
+		t.Errorf("a German browser gets lang=%q, %q, switch %q; want de, Platz reservieren, English", l, h1, sw)
+	}
+	tb.click("lang")
+	if l, h1, sw := lang(); l != "en" || h1 != "Reserve a place" || sw != "Deutsch" {
+		t.Errorf("after the switch: lang=%q, %q, switch %q; want en, Reserve a place, Deutsch", l, h1, sw)
+	}
+	tb.do("reload", chromedp.Reload())
+	tb.waitReady()
+	if l, _, _ := lang(); l != "en" {
+		t.Errorf("after a reload the page speaks %q, want the chosen en", l)
+	}
+}
+
+// Without sessionStorage the page cannot keep an intent, so it says so and
+// sends nothing.
+func TestNoSessionStorageSendsNothing(t *testing.T) {
+	d := startDaemon(t)
+	tb := openTab(t, d)
+	tb.do("no sessionStorage", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `Object.defineProperty(window, "sessionStorage", {get() { throw new DOMException("storage is disabled", "SecurityError"); }});`,
+		})
+		return err
+	}))
+	tb.signIn("")
+	tb.click("submit")
+	tb.poll("the notice", `!document.getElementById("notice").hidden`)
+	notice := eval[string](tb, `document.getElementById("notice").textContent`)
+	if !strings.Contains(notice, "cannot be prepared safely. Nothing was sent.") {
+		t.Errorf("notice %q, want that the intent cannot be prepared", notice)
+	}
+	if n := tb.sentPosts(); n != 0 {
+		t.Errorf("the page sent %d reservation requests, want none", n)
+	}
+	if n := d.posts(t); n != 0 {
+		t.Errorf("%d POSTs reached the daemon, want none", n)
+	}
+}
+
+// Without a session the page explains how to sign in and sends nothing.
+func TestSignedOutPageExplainsSignIn(t *testing.T) {
+	d := startDaemon(t)
+	tb := openTab(t, d)
+	tb.do("open the form", chromedp.Navigate(d.url+"/"))
+	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+	if f := tb.form(); f.FormShown || !strings.Contains(eval[string](tb, `document.getElementById("signin").textContent`), "reservectl login-link") {
+		t.Errorf("signed out: %+v, want only the sign-in explanation naming reservectl login-link", f)
+	}
+	if n := tb.sentPosts(); n != 0 {
+		t.Errorf("the page sent %d reservation requests, want none", n)
+	}
+}
