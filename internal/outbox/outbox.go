@@ -166,6 +166,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
+			if n > 0 {
+				failures = 0 // Progress: only failures in a row back off further.
+			}
 			failures++
 			wait = d.backoff(failures)
 			d.log.Warn("outbox delivery failed, retrying", "error", err, "failures_in_a_row", failures, "retry_in", wait)
