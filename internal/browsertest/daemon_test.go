@@ -36,9 +36,10 @@ type daemon struct {
 
 // startDaemon runs reserved with fault injection on a fresh database, a
 // socket in a short directory and a random loopback port, until the test
-// ends.
+// ends. Without a browser it skips (or fails in CI) first.
 func startDaemon(t *testing.T) *daemon {
 	t.Helper()
+	needBrowser(t) // Every test here drives a browser: skip before starting anything.
 	dir := t.TempDir()
 	sock := filepath.Join(servertest.ShortTempDir(t), "s.sock")
 	d := &daemon{logs: &servertest.LogBuffer{}, socket: &client.Client{Socket: sock}}

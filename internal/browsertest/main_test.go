@@ -41,6 +41,9 @@ func run(m *testing.M) int {
 	}
 	stop := startBrowser(filepath.Join(dir, "profile"))
 	defer stop()
+	if browserErr != nil && os.Getenv("RESERVE_CI") == "" {
+		fmt.Fprintf(os.Stderr, "\n*** browsertest: SKIPPING every real-browser test of the form: %v ***\n\n", browserErr)
+	}
 	return m.Run()
 }
 
