@@ -67,19 +67,31 @@ measure() {
   local name=$1
   shift
   local rps=() p99=() line
+  local TIMEFORMAT='%U %S' # The bench's own CPU seconds, from bash's time.
   for i in $(seq "$RUNS"); do
-    line=$("$CTL" --server "http://127.0.0.1:$PORT" --token "$TOKEN" --json bench --clients "$CLIENTS" --duration "$DURATION" "$@")
+    local before after benchcpu
+    before=$(cpu_ticks)
+    { time "$CTL" --server "http://127.0.0.1:$PORT" --token "$TOKEN" --json bench --clients "$CLIENTS" --duration "$DURATION" "$@" >"$OUT/line"; } 2>"$OUT/time"
+    after=$(cpu_ticks)
+    line=$(cat "$OUT/line")
     echo "$line" >>"$OUT/$name.jsonl"
+    benchcpu=$(awk '{print $1 + $2}' "$OUT/time")
     rps+=("$(field "$line" requests_per_second)")
     p99+=("$(field "$line" p99)")
-    printf '  %-10s run %d: %8.0f requests/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  verified %s\n' "$name" "$i" \
+    printf '  %-10s run %d: %8.0f requests/s  p50 %6.2f ms  p99 %6.2f ms  max %7.2f ms  verified %s  CPU/request: daemon %3.0f µs, bench %3.0f µs  (load %s)\n' "$name" "$i" \
       "$(field "$line" requests_per_second)" "$(field "$line" p50)" "$(field "$line" p99)" "$(field "$line" max)" \
-      "$(grep -o '"ok":[a-z]*' <<<"$line" | cut -d: -f2)"
+      "$(grep -o '"ok":[a-z]*' <<<"$line" | cut -d: -f2)" \
+      "$(awk -v t=$((after - before)) -v hz="$(getconf CLK_TCK)" -v n="$(field "$line" requests)" 'BEGIN {print 1e6 * t / hz / n}')" \
+      "$(awk -v c="$benchcpu" -v n="$(field "$line" requests)" 'BEGIN {print 1e6 * c / n}')" \
+      "$(cut -d' ' -f1 /proc/loadavg)"
   done
   printf -v "${name}_rps" '%s' "$(median "${rps[@]}")"
   printf -v "${name}_p99" '%s' "$(median "${p99[@]}")"
   printf '  %-10s median: %8.0f requests/s  p99 %6.2f ms\n' "$name" "$(eval echo "\$${name}_rps")" "$(eval echo "\$${name}_p99")"
 }
+
+# cpu_ticks prints the daemon's user and system CPU time in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
 
 # hwm prints the daemon's peak resident set (VmHWM) in MiB and logs its
 # current anonymous and file-backed (the mmapped database) parts.
