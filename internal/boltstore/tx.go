@@ -168,10 +168,20 @@ func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
 func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
 	var r engine.TokenRecord
 	ok, err := t.get(bucketTokens, []byte(hash), &r)
-	if ok && r.Kind == "" {
-		r.Kind = engine.TokenAPI // Records written before kinds existed.
+	return withKind(r), ok, err
+}
+
+func (t *tx) ForEachToken(fn func(engine.TokenRecord) error) error {
+	return forEach(t, bucketTokens, func(r engine.TokenRecord) error { return fn(withKind(r)) })
+}
+
+// withKind gives records written before credential kinds existed their
+// kind: they are all API tokens.
+func withKind(r engine.TokenRecord) engine.TokenRecord {
+	if r.Kind == "" {
+		r.Kind = engine.TokenAPI
 	}
-	return r, ok, err
+	return r
 }
 
 func (t *tx) PutToken(r engine.TokenRecord) error {

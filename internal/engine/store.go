@@ -36,6 +36,9 @@ type Tx interface {
 	Token(hash string) (t TokenRecord, ok bool, err error)
 	PutToken(t TokenRecord) error
 	DeleteToken(hash string) error
+	// ForEachToken visits every credential record (hashes only) in key
+	// order, for tools that copy a whole store.
+	ForEachToken(fn func(TokenRecord) error) error
 
 	// ForEachWorkshop, ForEachReservation and ForEachReceipt visit every
 	// record in key order until fn returns an error, which they return.

@@ -401,6 +401,10 @@ func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
 	return get(t, tokens, t.lockRead(), hash)
 }
 
+func (t *tx) ForEachToken(fn func(engine.TokenRecord) error) error {
+	return forEach(t, tokens, fn)
+}
+
 func (t *tx) DeleteToken(hash string) error {
 	if !t.write {
 		return ErrReadOnly
