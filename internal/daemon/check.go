@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -24,13 +23,9 @@ database cannot be opened (for example because a running reserved holds it).`,
   reserved check --store postgres --dsn postgres://reserve@db.example/reserve`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			store, err := sf.open(cmd.Context(), storeOptions{readOnly: true})
+			store, err := sf.openForTool(cmd.Context(), storeOptions{readOnly: true})
 			if err != nil {
-				var ee *exitError
-				if errors.As(err, &ee) {
-					return err
-				}
-				return &exitError{code: ExitUsage, err: err}
+				return err
 			}
 			defer store.Close()
 			findings, err := store.Check(cmd.Context())

@@ -84,6 +84,8 @@ Without a subcommand it runs "serve".`,
 		Example: `  reserved                                   # serve on the default socket and 127.0.0.1:8080
   reserved serve --listen '' --socket /run/reserved.sock
   reserved check --db ~/.local/share/reserved/reserved.db
+  reserved serve --store postgres --dsn postgres://reserve@db.example/reserve
+  reserved migrate --from-db reserved.db --to-dsn postgres://reserve@db.example/reserve
   reserved version`,
 		Args:          noArgs,
 		SilenceUsage:  true,
@@ -98,7 +100,7 @@ Without a subcommand it runs "serve".`,
 		return &exitError{code: ExitUsage, err: err}
 	})
 	opts.register(root)
-	root.AddCommand(newServeCmd(stderr), newCheckCmd(stdout, stderr), newVersionCmd(stdout), newSeedCmd(stdout))
+	root.AddCommand(newServeCmd(stderr), newCheckCmd(stdout, stderr), newVersionCmd(stdout), newSeedCmd(stdout), newMigrateCmd(stdout))
 	return root
 }
 

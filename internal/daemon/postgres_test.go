@@ -1,12 +1,15 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -242,5 +245,70 @@ func (tc *tortureClient) race(stop <-chan struct{}, raced, unclear *atomic.Int64
 		}
 		tc.first[key] = got[0]
 		raced.Add(1)
+	}
+}
+
+// TestMigrateToPostgres moves a bbolt database that a daemon filled into
+// PostgreSQL and proves the keys replay there byte for byte, the token
+// still works, and that migrate refuses a running daemon's file and a
+// non-empty target.
+func TestMigrateToPostgres(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "reserved.db")
+	socket := filepath.Join(servertest.ShortTempDir(t), "m.sock")
+	ctx := context.Background()
+
+	p := start(t, dir, socket)
+	token, err := p.socketClient().CreateToken(ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sent struct {
+		key  engine.OperationKey
+		req  engine.Request
+		body []byte
+	}
+	var all []sent
+	for _, q := range []int{2, 2} { // The second is unavailable.
+		s := sent{key: engine.OperationKey(uuid.NewString()), req: engine.Request{Workshop: daemon.DemoWorkshop, Quantity: q}}
+		if _, s.body, _, err = p.tcpClient(token).Reserve(ctx, s.key, s.req); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, s)
+	}
+	migrateCmd := func() (int, string) {
+		out, err := exec.Command(reservedBin, "migrate", "--from-db", db, "--to-dsn", dsn).CombinedOutput()
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := migrateCmd(); code != daemon.ExitUsage || !strings.Contains(out, "is in use by another reserved") {
+		t.Fatalf("migrate of a running daemon's file: exit %d\n%s", code, out)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d", code)
+	}
+	code, out := migrateCmd()
+	if code != 0 || !strings.Contains(out, "copied 1 workshops, 1 reservations, 2 receipts, 0 tombstones, 2 credentials, 1 events from database "+db) ||
+		!strings.HasSuffix(out, "is consistent: no findings\n") {
+		t.Fatalf("migrate: exit %d\n%s", code, out)
+	}
+	if code, out := migrateCmd(); code != daemon.ExitUsage || !strings.Contains(out, "the target database is not empty: it holds workshops") {
+		t.Fatalf("second migrate into the same database: exit %d\n%s", code, out)
+	}
+
+	p = startOnPostgres(t, dsn, socket, "127.0.0.1:0", "--no-demo")
+	for _, s := range all {
+		_, body, replayed, err := p.tcpClient(token).Reserve(ctx, s.key, s.req)
+		if !replayed || !bytes.Equal(body, s.body) {
+			t.Errorf("%s after the move: %s replayed=%v %v; want %s", s.key, body, replayed, err, s.body)
+		}
+	}
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d", code)
 	}
 }

@@ -99,3 +99,14 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 	}
 	return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", f.kind)}
 }
+
+// openForTool opens the store for an offline tool (check, migrate), for
+// which a store that cannot be opened is exit status 2.
+func (f *storeFlags) openForTool(ctx context.Context, o storeOptions) (daemonStore, error) {
+	st, err := f.open(ctx, o)
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		err = &exitError{code: ExitUsage, err: err}
+	}
+	return st, err
+}

@@ -1,0 +1,127 @@
+// Package migrate copies every record of one engine.Store into another,
+// empty one: workshops with their counters, reservations (cancelled ones
+// too), receipts, tombstones, credentials (hashes only) and outbox events
+// with their delivery marks. Because the receipts move with the
+// reservations, every operation key recorded before the move replays its
+// original answer after it. It works on any two stores and must not import
+// a particular store or front end.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// Counts says how many records of each kind were copied.
+type Counts struct {
+	Workshops    int `json:"workshops"`
+	Reservations int `json:"reservations"`
+	Receipts     int `json:"receipts"`
+	Tombstones   int `json:"tombstones"`
+	Tokens       int `json:"tokens"`
+	Events       int `json:"events"`
+}
+
+func (c Counts) String() string {
+	return fmt.Sprintf("%d workshops, %d reservations, %d receipts, %d tombstones, %d credentials, %d events",
+		c.Workshops, c.Reservations, c.Receipts, c.Tombstones, c.Tokens, c.Events)
+}
+
+// ErrNotEmpty is returned (wrapped, naming what was found) when the target
+// store already holds records; nothing is written then.
+var ErrNotEmpty = errors.New("the target database is not empty")
+
+// Copy copies everything in from into to, reading one consistent snapshot of
+// from and writing in one transaction of to, so the copy is complete or
+// absent. It refuses a target that holds any record.
+func Copy(ctx context.Context, from, to engine.Store) (Counts, error) {
+	var c Counts
+	err := from.View(ctx, func(src engine.Tx) error {
+		return to.Update(ctx, func(dst engine.Tx) error {
+			c = Counts{} // The target may run this function more than once.
+			if err := mustBeEmpty(dst); err != nil {
+				return err
+			}
+			return copyAll(src, dst, &c)
+		})
+	})
+	if err != nil {
+		return Counts{}, fmt.Errorf("migrate: %w", err)
+	}
+	return c, nil
+}
+
+func copyAll(src, dst engine.Tx, c *Counts) error {
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"workshops", func() error {
+			return src.ForEachWorkshop(func(w engine.Workshop) error { c.Workshops++; return dst.PutWorkshop(w) })
+		}},
+		{"reservations", func() error {
+			return src.ForEachReservation(func(r engine.Reservation) error { c.Reservations++; return dst.PutReservation(r) })
+		}},
+		{"receipts", func() error {
+			return src.ForEachReceipt(func(r engine.Receipt) error { c.Receipts++; return dst.PutReceipt(r) })
+		}},
+		{"tombstones", func() error {
+			return src.ForEachTombstone(func(t engine.Tombstone) error { c.Tombstones++; return dst.PutTombstone(t) })
+		}},
+		{"credentials", func() error {
+			return src.ForEachToken(func(t engine.TokenRecord) error { c.Tokens++; return dst.PutToken(t) })
+		}},
+		{"events", func() error {
+			return src.ForEachEvent(func(e engine.Event) error {
+				c.Events++
+				delivered := e.DeliveredAt
+				e.DeliveredAt = time.Time{}
+				if err := dst.AddEvent(e); err != nil {
+					return err
+				}
+				if delivered.IsZero() {
+					return nil
+				}
+				return dst.MarkEventDelivered(e.ID, delivered)
+			})
+		}},
+	}
+	for _, s := range steps {
+		if err := s.run(); err != nil {
+			return fmt.Errorf("copy %s: %w", s.what, err)
+		}
+	}
+	return nil
+}
+
+// errFound stops a scan at the first record.
+var errFound = errors.New("found a record")
+
+// mustBeEmpty returns ErrNotEmpty, naming the first kind of record found, if
+// tx holds any record.
+func mustBeEmpty(tx engine.Tx) error {
+	scans := []struct {
+		what string
+		scan func() error
+	}{
+		{"workshops", func() error { return tx.ForEachWorkshop(func(engine.Workshop) error { return errFound }) }},
+		{"reservations", func() error { return tx.ForEachReservation(func(engine.Reservation) error { return errFound }) }},
+		{"receipts", func() error { return tx.ForEachReceipt(func(engine.Receipt) error { return errFound }) }},
+		{"tombstones", func() error { return tx.ForEachTombstone(func(engine.Tombstone) error { return errFound }) }},
+		{"credentials", func() error { return tx.ForEachToken(func(engine.TokenRecord) error { return errFound }) }},
+		{"events", func() error { return tx.ForEachEvent(func(engine.Event) error { return errFound }) }},
+	}
+	for _, s := range scans {
+		switch err := s.scan(); {
+		case errors.Is(err, errFound):
+			return fmt.Errorf("%w: it holds %s; migrate only into a new, empty database", ErrNotEmpty, s.what)
+		case err != nil:
+			return fmt.Errorf("look for %s in the target: %w", s.what, err)
+		}
+	}
+	return nil
+}
