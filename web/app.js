@@ -4,10 +4,18 @@
 // explicit "new intent" action makes a new key. Only a 201 "reserved" or a
 // 409 "unavailable" answer is authoritative; anything else leaves the intent
 // open with "outcome unclear — retry". Nothing is ever sent by itself.
+//
+// Cancelling the reservation just made is an intent of its own, with the
+// same rules: {operation, reservation_id, actor} is written to
+// sessionStorage ("reserve.cancel") before the first send, every retry sends
+// that key again, and only a 200 "cancelled" or a 409 "already_cancelled"
+// for that reservation settles it. While a cancellation is open, the page
+// offers only its retry.
 "use strict";
 
 (function () {
   const STORAGE_KEY = "reserve.intent";
+  const CANCEL_KEY = "reserve.cancel";
   const LANG_KEY = "reserve.lang";
   const RESERVATION_ID = /^[0-9a-f]{32}$/;
 
@@ -44,6 +52,14 @@
       changeSelection: "Change selection",
       invalidQuantity: (max) => `Choose between 1 and ${max} places.`,
       chooseWorkshop: "Choose a workshop.",
+      cancel: "Cancel reservation",
+      retryCancel: "Retry cancellation",
+      cancelling: "Cancelling…",
+      cancelled: (q, w) => `Cancelled: ${q} ${q === 1 ? "place" : "places"} in ${w} ${q === 1 ? "is" : "are"} free again.`,
+      alreadyCancelled: "Already cancelled: this reservation was cancelled before; this cancellation changed nothing.",
+      cancelUnclear: "Cancellation unclear — retry. The reservation may or may not have been cancelled; retrying sends the same cancellation again and cannot cancel anything else.",
+      cancelUnclearSignIn: "Cancellation unclear — retry. Your session has ended: sign in again, then retry.",
+      cancelResumed: "An earlier cancellation of this reservation has no confirmed outcome. Press Retry cancellation to get its answer — nothing is sent until you do.",
     },
     de: {
       title: "Platz reservieren",
@@ -77,6 +93,14 @@
       changeSelection: "Auswahl ändern",
       invalidQuantity: (max) => `Wählen Sie 1 bis ${max} Plätze.`,
       chooseWorkshop: "Wählen Sie einen Workshop.",
+      cancel: "Reservierung stornieren",
+      retryCancel: "Stornierung erneut versuchen",
+      cancelling: "Wird storniert…",
+      cancelled: (q, w) => `Storniert: ${q} ${q === 1 ? "Platz" : "Plätze"} in ${w} ${q === 1 ? "ist" : "sind"} wieder frei.`,
+      alreadyCancelled: "Bereits storniert: Diese Reservierung wurde schon früher storniert; diese Stornierung hat nichts geändert.",
+      cancelUnclear: "Stornierung unklar — erneut versuchen. Die Reservierung ist vielleicht schon storniert; ein erneuter Versuch sendet dieselbe Stornierung noch einmal und kann nichts anderes stornieren.",
+      cancelUnclearSignIn: "Stornierung unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
+      cancelResumed: "Für eine frühere Stornierung dieser Reservierung gibt es noch kein bestätigtes Ergebnis. Mit „Stornierung erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
     },
   };
 
@@ -90,6 +114,7 @@
     status: $("status"),
     receipt: $("receipt"),
     newIntent: $("new-intent"),
+    cancel: $("cancel"),
     notice: $("notice"),
     signin: $("signin"),
     pageError: $("page-error"),
@@ -103,6 +128,7 @@
     actor: null,
     workshops: [],
     intent: null, // {operation, payload: {workshop, quantity}, actor, outcome?}
+    cancel: null, // {operation, reservation_id, actor, outcome?} for intent's reservation.
     sending: false,
     message: null, // [textKey, ...args] of the status line
     notice: null,
@@ -142,6 +168,23 @@
 
   function clearIntent() {
     sessionStorage.removeItem(STORAGE_KEY);
+    sessionStorage.removeItem(CANCEL_KEY);
+  }
+
+  // loadCancel returns the kept cancel intent for the reservation id, or
+  // null when there is none (a kept one for another reservation or actor is
+  // not this page's business and is left alone).
+  function loadCancel(reservationID, actor) {
+    const raw = sessionStorage.getItem(CANCEL_KEY);
+    if (raw === null) return null;
+    const v = JSON.parse(raw);
+    const ok = v && typeof v.operation === "string" && v.reservation_id === reservationID &&
+      v.actor === actor;
+    return ok ? v : null;
+  }
+
+  function saveCancel(cancel) {
+    sessionStorage.setItem(CANCEL_KEY, JSON.stringify(cancel));
   }
 
   async function api(method, path, options) {
@@ -160,6 +203,7 @@
     el.lang.addEventListener("click", switchLanguage);
     el.form.addEventListener("submit", onSubmit);
     el.newIntent.addEventListener("click", onNewIntent);
+    el.cancel.addEventListener("click", onCancel);
     el.workshop.addEventListener("change", applyLimits);
     render();
 
@@ -189,6 +233,12 @@
       } else if (saved) {
         state.intent = saved;
         state.message = saved.outcome ? outcomeMessage(saved) : ["resumed"];
+        if (saved.outcome && saved.outcome.status === "reserved") {
+          state.cancel = loadCancel(saved.outcome.reservation_id, state.actor);
+          if (state.cancel) {
+            state.message = state.cancel.outcome ? cancelMessage(state.cancel) : ["cancelResumed"];
+          }
+        }
       }
     } catch (e) {
       state.notice = ["noStorage"];
@@ -329,13 +379,86 @@
     return w ? w.title : id;
   }
 
+  // onCancel starts (or retries) the cancellation of the reservation just
+  // made: its cancel intent is kept before the first send, and a retry sends
+  // the same key.
+  async function onCancel() {
+    if (state.sending) return; // A second click while sending does nothing.
+    const intent = state.intent;
+    if (!intent || !intent.outcome || intent.outcome.status !== "reserved") return;
+    if (!state.cancel) {
+      const cancel = { operation: crypto.randomUUID(), reservation_id: intent.outcome.reservation_id, actor: state.actor };
+      try {
+        saveCancel(cancel); // Before the first send, or not at all.
+      } catch (e) {
+        state.notice = ["noStorage"];
+        render();
+        return;
+      }
+      state.cancel = cancel;
+      state.notice = null;
+    } else if (state.cancel.outcome) {
+      return; // Settled: only "new intent" leads on.
+    }
+    await sendCancel(state.cancel);
+  }
+
+  async function sendCancel(cancel) {
+    state.sending = true;
+    state.message = ["cancelling"];
+    render();
+    let r;
+    try {
+      r = await api("POST", "/api/v1/reservations/" + encodeURIComponent(cancel.reservation_id) + "/cancel", {
+        headers: { "Idempotency-Key": cancel.operation },
+      });
+    } catch (e) {
+      r = { status: 0, body: undefined }; // Network error: no answer at all.
+    }
+    state.sending = false;
+    const outcome = cancelAuthoritative(r, cancel);
+    if (outcome) {
+      cancel.outcome = outcome;
+      try {
+        saveCancel(cancel);
+      } catch (e) {
+        // The answer is shown; keeping it for a reload is best effort.
+      }
+      state.message = cancelMessage(cancel);
+    } else {
+      state.message = [r.status === 401 ? "cancelUnclearSignIn" : "cancelUnclear"];
+    }
+    render();
+    (outcome ? el.newIntent : el.cancel).focus();
+    await loadWorkshops(); // Availability may have changed.
+    render();
+  }
+
+  // cancelAuthoritative returns the settled outcome of an answer to a
+  // cancellation, or null when it does not say for sure what happened.
+  function cancelAuthoritative(r, cancel) {
+    const b = r.body;
+    if (!b || typeof b !== "object" || b.reservation_id !== cancel.reservation_id) return null;
+    if (r.status === 200 && b.status === "cancelled") return { status: "cancelled" };
+    if (r.status === 409 && b.status === "already_cancelled") return { status: "already_cancelled" };
+    return null;
+  }
+
+  function cancelMessage(cancel) {
+    if (cancel.outcome.status === "already_cancelled") return ["alreadyCancelled"];
+    const p = state.intent.payload;
+    return ["cancelled", p.quantity, workshopTitle(p.workshop)];
+  }
+
   function onNewIntent() {
+    if (state.cancel && !state.cancel.outcome) return; // An open cancellation first needs its answer.
     try {
       clearIntent();
     } catch (e) {
       // Nothing kept, nothing to clear.
     }
     state.intent = null;
+    state.cancel = null;
     state.message = null;
     state.notice = null;
     render();
@@ -388,10 +511,16 @@
     el.quantity.disabled = locked;
 
     const settled = Boolean(intent && intent.outcome);
+    const reserved = settled && intent.outcome.status === "reserved";
+    const cancel = state.cancel;
+    const cancelOpen = Boolean(cancel && !cancel.outcome);
     el.submit.hidden = settled;
     el.submit.disabled = state.sending || (!intent && state.workshops.length === 0);
     el.submit.textContent = intent && !settled ? t("retry") : t("reserve");
-    el.newIntent.hidden = !settled;
+    el.cancel.hidden = !reserved || Boolean(cancel && cancel.outcome);
+    el.cancel.disabled = state.sending;
+    el.cancel.textContent = cancelOpen ? t("retryCancel") : t("cancel");
+    el.newIntent.hidden = !settled || cancelOpen;
     if (settled) {
       el.newIntent.textContent = intent.outcome.status === "reserved" ? t("anotherReservation") : t("changeSelection");
     }

@@ -30,6 +30,7 @@ type tab struct {
 	problems []string // Console errors, exceptions, failed asset loads.
 	types    map[network.RequestID]network.ResourceType
 	posts    int               // Reservation POSTs the page sent.
+	cancels  int               // Cancellation POSTs the page sent.
 	cookies  []string          // The Cookie header of each of them.
 	paused   []fetch.RequestID // Requests held by the Fetch domain.
 }
@@ -86,6 +87,9 @@ func (tb *tab) event(ev any) {
 		if ev.Request.Method == "POST" && strings.HasSuffix(ev.Request.URL, api.PathReservations) {
 			tb.posts++
 		}
+		if ev.Request.Method == "POST" && strings.HasPrefix(ev.Request.URL, tb.d.url+api.PathReservations+"/") && strings.HasSuffix(ev.Request.URL, "/cancel") {
+			tb.cancels++
+		}
 	case *network.EventRequestWillBeSentExtraInfo:
 		if c, ok := ev.Headers["Cookie"].(string); ok {
 			tb.cookies = append(tb.cookies, c)
@@ -136,6 +140,13 @@ func (tb *tab) sentPosts() int {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	return tb.posts
+}
+
+// sentCancels returns how many cancellation POSTs the page has sent.
+func (tb *tab) sentCancels() int {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return tb.cancels
 }
 
 // pausedRequests returns the requests the Fetch domain holds or held.
@@ -255,13 +266,17 @@ type formState struct {
 	SubmitDisabled   bool   `json:"submitDisabled"`
 	NewIntent        string `json:"newIntent"`
 	NewIntentHidden  bool   `json:"newIntentHidden"`
+	Cancel           string `json:"cancel"`
+	CancelHidden     bool   `json:"cancelHidden"`
+	CancelDisabled   bool   `json:"cancelDisabled"`
 	WorkshopDisabled bool   `json:"workshopDisabled"`
 	QuantityDisabled bool   `json:"quantityDisabled"`
 	Quantity         string `json:"quantity"`
 	SignInShown      bool   `json:"signInShown"`
 	FormShown        bool   `json:"formShown"`
 	Focus            string `json:"focus"`
-	Intent           string `json:"intent"` // sessionStorage's reserve.intent, raw.
+	Intent           string `json:"intent"`       // sessionStorage's reserve.intent, raw.
+	CancelIntent     string `json:"cancelIntent"` // sessionStorage's reserve.cancel, raw.
 }
 
 // form reads the page's state.
@@ -274,10 +289,12 @@ func (tb *tab) form() formState {
 			receipt: $("receipt").hidden ? "" : $("receipt").textContent,
 			submit: $("submit").textContent, submitHidden: $("submit").hidden, submitDisabled: $("submit").disabled,
 			newIntent: $("new-intent").textContent, newIntentHidden: $("new-intent").hidden,
+			cancel: $("cancel").textContent, cancelHidden: $("cancel").hidden, cancelDisabled: $("cancel").disabled,
 			workshopDisabled: $("workshop").disabled, quantityDisabled: $("quantity").disabled, quantity: $("quantity").value,
 			signInShown: !$("signin").hidden, formShown: !$("reservation-form").hidden,
 			focus: document.activeElement ? document.activeElement.id : "",
 			intent: sessionStorage.getItem("reserve.intent") || "",
+			cancelIntent: sessionStorage.getItem("reserve.cancel") || "",
 		};
 	})()`))
 	if err != nil {
