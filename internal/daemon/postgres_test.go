@@ -45,7 +45,7 @@ func TestStoreFlagsAreChecked(t *testing.T) {
 		want string
 	}{
 		{[]string{"--store", "postgres"}, "reserved: --store postgres needs --dsn (or RESERVED_DSN), e.g. postgres://reserve@db.example/reserve\n"},
-		{[]string{"--dsn", "postgres://x/y"}, "reserved: --dsn names a PostgreSQL database: add --store postgres\n"},
+		{[]string{"--store", "bolt", "--dsn", "postgres://x/y"}, "reserved: --dsn names a PostgreSQL database, but --store is bolt\n"},
 		{[]string{"--store", "sqlite"}, "reserved: --store \"sqlite\": use bolt or postgres\n"},
 		{[]string{"--store", "postgres", "--dsn", "postgres://x/y", "--no-group-commit"}, "reserved: --no-group-commit applies to the bolt store only\n"},
 	} {
@@ -84,7 +84,7 @@ func TestServeOnPostgres(t *testing.T) {
 		t.Fatalf("replay after restart = %d %s replayed=%v %v; want %s", status, again, replayed, err, first)
 	}
 	// check works while daemons run on the database: it only reads.
-	out, err := exec.Command(reservedBin, "check", "--store", "postgres", "--dsn", dsn).CombinedOutput()
+	out, err := exec.Command(reservedBin, "check", "--dsn", dsn).CombinedOutput() // --dsn alone means postgres.
 	if err != nil || string(out) != "PostgreSQL "+describeDSN(t, dsn)+" is consistent: no findings\n" {
 		t.Errorf("reserved check --store postgres: %v\n%s", err, out)
 	}

@@ -185,7 +185,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logLoginLink(ctx, eng, logger, tcpAddr)
 	}
 	// This line comes last: whoever waits for it finds every start line.
-	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.kind, "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
+	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit)
 
 	var serveErr error
 	select {

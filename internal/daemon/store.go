@@ -54,13 +54,21 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
-	kind := os.Getenv(EnvStore)
-	if kind == "" {
-		kind = storeBolt
-	}
-	fs.StringVar(&f.kind, "store", kind, "where reservations are stored: bolt (one embedded file, --db) or postgres (a database several daemons share, --dsn) (env "+EnvStore+")")
+	fs.StringVar(&f.kind, "store", os.Getenv(EnvStore), "where reservations are stored: bolt (one embedded file, --db) or postgres (a database several daemons share, --dsn); default postgres when a DSN is given, else bolt (env "+EnvStore+")")
 	fs.StringVar(&f.db, "db", paths.DB(), "bolt: the database file, created with its directories (env "+paths.EnvDB+")")
 	fs.StringVar(&f.dsn, "dsn", os.Getenv(EnvDSN), "postgres: the database, as a postgres:// URL or key=value pairs; search_path selects the schema (env "+EnvDSN+")")
+}
+
+// effectiveKind is --store, or when it is not given, postgres if a DSN is
+// and bolt otherwise.
+func (f *storeFlags) effectiveKind() string {
+	switch {
+	case f.kind != "":
+		return f.kind
+	case f.dsn != "":
+		return storePostgres
+	}
+	return storeBolt
 }
 
 // storeOptions tune how a store is opened.
@@ -72,10 +80,11 @@ type storeOptions struct {
 
 // open validates the flags and opens the store they name.
 func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, error) {
-	switch f.kind {
+	kind := f.effectiveKind()
+	switch kind {
 	case storeBolt:
-		if f.dsn != "" && os.Getenv(EnvDSN) != f.dsn {
-			return nil, &exitError{code: ExitUsage, err: errors.New("--dsn names a PostgreSQL database: add --store postgres")}
+		if f.dsn != "" {
+			return nil, &exitError{code: ExitUsage, err: errors.New("--dsn names a PostgreSQL database, but --store is bolt")}
 		}
 		if f.db == "" {
 			return nil, &exitError{code: ExitUsage, err: errors.New("--db must not be empty")}
@@ -97,7 +106,7 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		}
 		return pgstore.Open(ctx, f.dsn, pgstore.Options{NoMigrate: o.readOnly})
 	}
-	return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", f.kind)}
+	return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", kind)}
 }
 
 // openForTool opens the store for an offline tool (check, migrate), for
