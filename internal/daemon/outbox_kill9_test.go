@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,10 +74,7 @@ func TestOutboxKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	const clients = 4
-	var answers, unclear atomic.Int64
-	stop := make(chan struct{})
-	errs := make(chan error, clients)
-	var wg sync.WaitGroup
+	l := newLoad(clients)
 	for i := range clients {
 		token, err := admin.CreateToken(ctx, fmt.Sprintf("outbox-%d", i), false)
 		if err != nil {
@@ -86,30 +82,15 @@ func TestOutboxKill9(t *testing.T) {
 		}
 		c := &client.Client{BaseURL: "http://" + addr, Token: token}
 		rng := rand.New(rand.NewPCG(rand.Uint64(), uint64(i)))
-		wg.Go(func() { errs <- reserveAndCancel(c, rng, stop, &answers, &unclear) })
+		l.goClient(func(stop <-chan struct{}, answers, unclear *atomic.Int64) error {
+			return reserveAndCancel(c, rng, stop, answers, unclear)
+		})
 	}
 	for cycle := range 8 {
-		target := answers.Load() + 1 + rand.Int64N(30)
-		servertest.Eventually(t, tortureIntentTimeout, fmt.Sprintf("cycle %d: answers", cycle), func() bool {
-			if len(errs) > 0 {
-				t.Fatalf("cycle %d: a client failed: %v", cycle, <-errs)
-			}
-			return answers.Load() >= target
-		})
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-p.done
-		p = start(t, dir, socket, args...)
+		l.waitAnswers(t, 1+rand.Int64N(30), fmt.Sprintf("cycle %d: answers", cycle))
+		p = killAndRestart(t, p, func() *proc { return start(t, dir, socket, args...) })
 	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	l.end(t)
 
 	// The committed events, read from the stopped daemon's database.
 	db := filepath.Join(dir, "reserved.db")
@@ -159,10 +140,10 @@ func TestOutboxKill9(t *testing.T) {
 			t.Errorf("the receiver got event %s, which the database does not have", id)
 		}
 	}
-	if len(events) == 0 || unclear.Load() == 0 {
-		t.Fatalf("%d events, %d unclear answers: nothing was proven", len(events), unclear.Load())
+	if len(events) == 0 || l.unclear.Load() == 0 {
+		t.Fatalf("%d events, %d unclear answers: nothing was proven", len(events), l.unclear.Load())
 	}
-	t.Logf("%d events committed and received in %d POSTs; %d unclear answers retried", len(events), posts, unclear.Load())
+	t.Logf("%d events committed and received in %d POSTs; %d unclear answers retried", len(events), posts, l.unclear.Load())
 }
 
 // reserveAndCancel reserves one place after another, cancels about half of

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/google/uuid"
@@ -154,45 +153,22 @@ func TestMultiDaemonPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var answers, unclear, raced atomic.Int64
-	stop := make(chan struct{})
-	errs := make(chan error, tortureClients+1)
-	var wg sync.WaitGroup
+	l := newLoad(tortureClients + 1)
 	for _, tc := range clients {
-		wg.Go(func() { errs <- tc.run(stop, &answers, &unclear) })
+		l.goClient(tc.run)
 	}
 	racer := &tortureClient{actor: "racer", cs: clientsOf(racerToken), rng: rand.New(rand.NewPCG(1, 2)),
 		reqs: map[engine.OperationKey]engine.Request{}, first: map[engine.OperationKey]answer{}}
-	wg.Go(func() { errs <- racer.race(stop, &raced, &unclear) })
+	var raced atomic.Int64
+	l.goClient(func(stop <-chan struct{}, _, unclear *atomic.Int64) error { return racer.race(stop, &raced, unclear) })
 
-	waitAnswers := func(n int64, what string) {
-		target := answers.Load() + n
-		servertest.Eventually(t, tortureIntentTimeout, what, func() bool {
-			if len(errs) > 0 {
-				t.Fatalf("%s: a client failed: %v", what, <-errs)
-			}
-			return answers.Load() >= target
-		})
-	}
-	waitAnswers(120, "answers before the kill")
-	if err := procs[1].cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-procs[1].done
-	waitAnswers(60, "answers while one daemon is dead")
-	procs[1] = startOnPostgres(t, dsn, daemons[1].socket, daemons[1].addr, "--no-demo")
-	waitAnswers(180, "answers after the restart")
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	l.waitAnswers(t, 120, "answers before the kill")
+	procs[1] = killAndRestart(t, procs[1], func() *proc {
+		l.waitAnswers(t, 60, "answers while one daemon is dead")
+		return startOnPostgres(t, dsn, daemons[1].socket, daemons[1].addr, "--no-demo")
+	})
+	l.waitAnswers(t, 180, "answers after the restart")
+	l.end(t)
 	verifyTortured(t, append(clients, racer), func() engine.Store {
 		for i, p := range procs {
 			if code := p.stop(t); code != 0 {
@@ -206,8 +182,8 @@ func TestMultiDaemonPostgres(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}, "--store", "postgres", "--dsn", dsn)
-	t.Logf("%d unclear answers retried, %d intents raced on all daemons at once", unclear.Load(), raced.Load())
-	if unclear.Load() == 0 || raced.Load() == 0 {
+	t.Logf("%d unclear answers retried, %d intents raced on all daemons at once", l.unclear.Load(), raced.Load())
+	if l.unclear.Load() == 0 || raced.Load() == 0 {
 		t.Error("no answer was lost to the kill or no intent was raced, so nothing was proven")
 	}
 }

@@ -96,41 +96,17 @@ func TestTortureKill9(t *testing.T) {
 		}
 	}
 
-	var answers, unclear atomic.Int64 // Authoritative and unclear answers so far, of all clients.
-	stop := make(chan struct{})
-	errs := make(chan error, tortureClients)
-	var wg sync.WaitGroup
+	l := newLoad(tortureClients)
 	for _, tc := range clients {
-		wg.Go(func() { errs <- tc.run(stop, &answers, &unclear) })
+		l.goClient(tc.run)
 	}
-
 	for cycle := range *tortureCycles {
 		// Kill at a random moment: right after the start, or once the
 		// clients have had a random number of answers from this daemon.
-		target := answers.Load() + rand.Int64N(40)
-		servertest.Eventually(t, tortureIntentTimeout, fmt.Sprintf("cycle %d: answers", cycle), func() bool {
-			if len(errs) > 0 {
-				t.Fatalf("cycle %d: a client failed: %v", cycle, <-errs)
-			}
-			return answers.Load() >= target
-		})
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-p.done
-		p = start(t, dir, socket, args...)
+		l.waitAnswers(t, rand.Int64N(40), fmt.Sprintf("cycle %d: answers", cycle))
+		p = killAndRestart(t, p, func() *proc { return start(t, dir, socket, args...) })
 	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	l.end(t)
 	db := filepath.Join(dir, "reserved.db")
 	verifyTortured(t, clients, func() engine.Store {
 		if code := p.stop(t); code != 0 {
@@ -143,10 +119,71 @@ func TestTortureKill9(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}, "--db", db)
-	t.Logf("%d kills, %d unclear answers retried", *tortureCycles, unclear.Load())
-	if unclear.Load() == 0 {
+	t.Logf("%d kills, %d unclear answers retried", *tortureCycles, l.unclear.Load())
+	if l.unclear.Load() == 0 {
 		t.Error("no answer was lost to a kill, so nothing was proven")
 	}
+}
+
+// load runs concurrent clients and counts their authoritative and unclear
+// answers, so a test can kill daemons at moments chosen by progress.
+type load struct {
+	answers, unclear atomic.Int64
+	stop             chan struct{}
+	errs             chan error
+	wg               sync.WaitGroup
+}
+
+// client is the loop of one client of a load: it runs until stop is closed.
+type loadClient func(stop <-chan struct{}, answers, unclear *atomic.Int64) error
+
+func newLoad(clients int) *load {
+	return &load{stop: make(chan struct{}), errs: make(chan error, clients)}
+}
+
+// goClient starts one client.
+func (l *load) goClient(run loadClient) {
+	l.wg.Go(func() { l.errs <- run(l.stop, &l.answers, &l.unclear) })
+}
+
+// waitAnswers waits until the clients have had n more answers, and fails the
+// test as soon as a client fails.
+func (l *load) waitAnswers(t *testing.T, n int64, what string) {
+	t.Helper()
+	target := l.answers.Load() + n
+	servertest.Eventually(t, tortureIntentTimeout, what, func() bool {
+		if len(l.errs) > 0 {
+			t.Fatalf("%s: a client failed: %v", what, <-l.errs)
+		}
+		return l.answers.Load() >= target
+	})
+}
+
+// end stops the clients and fails the test if any of them failed.
+func (l *load) end(t *testing.T) {
+	t.Helper()
+	close(l.stop)
+	l.wg.Wait()
+	close(l.errs)
+	for err := range l.errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// killAndRestart kills p with SIGKILL, waits for it to die and returns the
+// daemon restart starts.
+func killAndRestart(t *testing.T, p *proc, restart func() *proc) *proc {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	return restart()
 }
 
 // verifyTortured checks the promise after a torture run, while the daemons
