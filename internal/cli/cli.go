@@ -144,6 +144,7 @@ Exit status:
 		newWhoamiCmd(g),
 		newLoginLinkCmd(g),
 		newBenchCmd(g),
+		newImportCmd(g),
 		admin,
 	)
 	return root

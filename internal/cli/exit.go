@@ -46,6 +46,13 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{err: fmt.Errorf(format, args...)}
 }
 
+// exitCoder is an error that knows its own exit code (an import that left
+// rows unclear).
+type exitCoder interface {
+	error
+	ExitCode() int
+}
+
 // exitCode maps the error a command returned to reservectl's exit code.
 func exitCode(err error) int {
 	var (
@@ -54,10 +61,13 @@ func exitCode(err error) int {
 		ce *client.ConnectError
 		re *client.UnexpectedResponseError
 		ee *engine.Error
+		xc exitCoder
 	)
 	switch {
 	case err == nil:
 		return ExitReserved
+	case errors.As(err, &xc):
+		return xc.ExitCode()
 	case errors.As(err, &oe):
 		switch oe.o.kind {
 		case kindUnavailable:

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
@@ -332,17 +331,8 @@ func (j *Journal) writable(what string) error {
 // their rename. Only a lock holder writes them, and the caller holds the
 // lock, so every one that exists now is left over from a killed process.
 func (j *Journal) removeStaleTemps() error {
-	dir, base := filepath.Split(j.path)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
+	if err := RemoveStaleTemps(j.path); err != nil {
 		return fmt.Errorf("open intent journal: %w", err)
-	}
-	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), base+tempInfix) {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("open intent journal: remove a stale temporary file: %w", err)
-			}
-		}
 	}
 	return nil
 }
