@@ -25,6 +25,7 @@ import (
 	"github.com/reserve/reserve/internal/cli"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/daemon"
+	"github.com/reserve/reserve/internal/engine"
 )
 
 // pollTimeout bounds every wait of a script for a condition; the conditions
@@ -56,6 +57,7 @@ func TestScripts(t *testing.T) {
 			"freeport":     cmdFreePort,
 			"waitattempts": cmdWaitAttempts,
 			"race":         cmdRace,
+			"waitexpired":  cmdWaitExpired,
 		},
 	})
 }
@@ -289,6 +291,23 @@ func cmdWaitAttempts(ts *testscript.TestScript, neg bool, args []string) {
 			return false, err
 		}
 		return rec.Attempts >= want, nil
+	})
+}
+
+// cmdWaitExpired waits until the daemon's janitor (reserved serve
+// --receipt-retention) has turned the receipt of an operation key of the
+// script's actor into a tombstone: GET /api/v1/operations/KEY answers 410
+// operation_expired.
+//
+//	waitexpired KEY
+func cmdWaitExpired(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitexpired KEY")
+	}
+	c := socketClient(ts)
+	poll(ts, "the receipt of "+args[0]+" to expire", func(ctx context.Context) (bool, error) {
+		_, err := c.Operation(ctx, engine.OperationKey(args[0]))
+		return engine.ErrorCode(err) == engine.CodeOperationExpired, err
 	})
 }
 

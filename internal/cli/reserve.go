@@ -244,6 +244,11 @@ func (g *globals) send(ctx context.Context, c *client.Client, j *intent.Journal,
 		return outcome{}, err
 	}
 	if o.authoritative() {
+		if in.Outcome != nil && o.problem != nil && o.problem.Code == engine.CodeOperationExpired {
+			// The intent settled before its receipt expired: the recorded
+			// answer stands, and the 410 only says it cannot be replayed.
+			return o, nil
+		}
 		if err := j.Settle(in, o.settlement()); err != nil {
 			return o, fmt.Errorf("reserved answered %d for intent %s: %w", o.status, in.Key, err)
 		}
