@@ -19,6 +19,7 @@ const (
 	HeaderReplayed       = "Idempotent-Replayed"
 	MediaJSON            = "application/json"
 	MediaProblem         = "application/problem+json"
+	MediaBackup          = "application/octet-stream"
 )
 
 // MaxBodyBytes bounds every request body the API reads (4 KiB).
@@ -34,6 +35,9 @@ const (
 	PathOperations   = "/api/v1/operations"
 	PathTokens       = "/api/v1/tokens"
 	PathFaults       = "/api/v1/debug/faults"
+	PathBackup       = "/api/v1/admin/backup"
+	PathAdminOps     = "/api/v1/admin/operations"
+	PathOpenAPI      = "/api/v1/openapi.yaml"
 )
 
 // WorkshopPath returns the path of workshop id.
@@ -60,6 +64,14 @@ type Problem struct {
 // WorkshopList is the body of GET /api/v1/workshops.
 type WorkshopList struct {
 	Workshops []engine.Workshop `json:"workshops"`
+}
+
+// OperationPage is the body of GET /api/v1/admin/operations: one page of
+// stored operations, newest first, and the cursor of the next page ("" when
+// this is the last).
+type OperationPage struct {
+	Operations []engine.OperationRecord `json:"operations"`
+	NextCursor string                   `json:"next_cursor,omitempty"`
 }
 
 // TokenRequest is the body of POST /api/v1/tokens.

@@ -134,7 +134,7 @@ Exit status:
 	g.flags = f
 
 	admin := newAdminCmd()
-	admin.AddCommand(newAdminWorkshopCmd(g), newAdminTokenCmd(g))
+	admin.AddCommand(newAdminWorkshopCmd(g), newAdminTokenCmd(g), newAdminBackupCmd(g), newAdminOperationsCmd(g))
 	root.AddCommand(
 		newReserveCmd(g),
 		newCancelCmd(g),

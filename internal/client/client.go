@@ -140,11 +140,7 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
-			return nil, nil, &ConnectError{Where: c.where, Err: err}
-		}
-		return nil, nil, fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
+		return nil, nil, c.sendError(method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
@@ -152,6 +148,16 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 		return resp, data, fmt.Errorf("%s %s at %s: read answer: %w", method, path, c.where, err)
 	}
 	return resp, data, nil
+}
+
+// sendError wraps the error of a request that got no answer: a
+// *ConnectError when the daemon could not be reached at all.
+func (c *Client) sendError(method, path string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return &ConnectError{Where: c.where, Err: err}
+	}
+	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
 }
 
 // answerError turns a non-success answer into *engine.Error (a problem with

@@ -47,6 +47,9 @@ const (
 	CodeNotFound = "not_found"
 	// CodeMethodNotAllowed means the route exists but not for this method.
 	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeNotImplemented means the store behind this daemon cannot do what
+	// was asked (an online backup of a PostgreSQL store).
+	CodeNotImplemented = "not_implemented"
 	// CodeInternal means something failed inside the service; the outcome of
 	// a reservation answered with it is unknown to the client.
 	CodeInternal = "internal"
@@ -58,7 +61,7 @@ var Codes = []string{
 	CodeBodyTooLarge, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
-	CodeMethodNotAllowed, CodeInternal,
+	CodeMethodNotAllowed, CodeNotImplemented, CodeInternal,
 }
 
 // Error is the one error type of reserve: a stable machine-readable code and a

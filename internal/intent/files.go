@@ -3,6 +3,7 @@ package intent
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +20,50 @@ func WriteFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("write %s atomically: %w", path, err)
 	}
 	return nil
+}
+
+// WriteFileAtomicFunc is WriteFileAtomic for content that is streamed
+// rather than held in memory (a database backup): write gets the temporary
+// file, and path is replaced only if write returns nil; otherwise the
+// temporary file is removed and path is left as it was.
+func WriteFileAtomicFunc(path string, write func(io.Writer) error) error {
+	if err := writeAtomic(path, write); err != nil {
+		return fmt.Errorf("write %s atomically: %w", path, err)
+	}
+	return nil
+}
+
+// writeAtomic writes a temporary file next to path with write, fsyncs it,
+// renames it over path and fsyncs the directory.
+func writeAtomic(path string, write func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+tempInfix+"*") // Mode 0600.
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := write(f); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
 }
 
 // RemoveStaleTemps removes the temporary files <path>.tmp-* that a killed

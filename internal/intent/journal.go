@@ -339,32 +339,11 @@ func (j *Journal) removeStaleTemps() error {
 
 // writeFileAtomic replaces path with data so that path always holds either
 // its old or its new content, both durable once it returns nil.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	f, err := os.CreateTemp(dir, base+tempInfix+"*") // Mode 0600.
-	if err != nil {
+func writeFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	})
 }
 
 // syncDir fsyncs the directory dir, making renames and removals in it

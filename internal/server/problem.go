@@ -26,6 +26,7 @@ var statusByCode = map[string]int{
 	engine.CodeForbidden:             http.StatusForbidden,
 	engine.CodeNotFound:              http.StatusNotFound,
 	engine.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
+	engine.CodeNotImplemented:        http.StatusNotImplemented,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
 

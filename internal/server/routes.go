@@ -43,6 +43,9 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/reservations/{id}", actor, s.getReservation},
 		{"POST /api/v1/reservations/{id}/cancel", actor, s.cancel},
 		{"POST /api/v1/tokens", admin, s.createToken},
+		{"GET /api/v1/admin/backup", admin, s.backup},
+		{"GET /api/v1/admin/operations", admin, s.listOperations},
+		{"GET /api/v1/openapi.yaml", anyone, s.openAPI},
 	}
 	if s.faultInjection {
 		rs = append(rs, route{"POST /api/v1/debug/faults", admin, s.armFault})

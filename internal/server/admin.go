@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/reserve/reserve/docs"
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// backuper is a store that can stream a consistent snapshot of itself while
+// it serves (boltstore). size is told the snapshot's length before the
+// first byte.
+type backuper interface {
+	Backup(ctx context.Context, size func(int64), w io.Writer) (int64, error)
+}
+
+// backup is GET /api/v1/admin/backup: the whole database as one consistent
+// snapshot, streamed while the daemon goes on serving. A store without an
+// online backup (PostgreSQL, which pg_dump backs up) answers 501
+// not_implemented.
+func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	b, ok := s.eng.Store().(backuper)
+	if !ok {
+		return engine.Errorf(engine.CodeNotImplemented, "this daemon's store has no online backup through the API; back up a PostgreSQL store with pg_dump")
+	}
+	// A large snapshot may take longer than the listener's write timeout.
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("backup: lift the write deadline: %w", err)
+	}
+	started := false
+	_, err := b.Backup(r.Context(), func(size int64) {
+		h := w.Header()
+		h.Set("Content-Type", api.MediaBackup)
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
+		h.Set("Content-Disposition", `attachment; filename="reserved-backup.db"`)
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		started = true
+	}, w)
+	if err != nil && !started {
+		return err
+	}
+	if err != nil {
+		// The answer is cut short of its Content-Length, so the client
+		// sees a broken backup, never a silently truncated one.
+		infoOf(r).err = err
+	}
+	return nil
+}
+
+// listOperations is GET /api/v1/admin/operations: the stored operations of
+// every actor, newest first, filtered by actor, since, outcome, one page of
+// at most limit with the cursor of the next.
+func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	q := r.URL.Query()
+	for name := range q {
+		switch name {
+		case "actor", "since", "outcome", "limit", "cursor":
+		default:
+			return engine.Errorf(engine.CodeRequestContract, "unknown query parameter %q (use actor, since, outcome, limit, cursor)", truncate(name, 40))
+		}
+		if len(q[name]) > 1 {
+			return engine.Errorf(engine.CodeRequestContract, "query parameter %q is given %d times", name, len(q[name]))
+		}
+	}
+	f := engine.OperationFilter{Actor: q.Get("actor"), Outcome: q.Get("outcome"), After: q.Get("cursor")}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return engine.Errorf(engine.CodeRequestContract, "query parameter \"since\" must be an RFC 3339 time such as 2026-11-29T10:00:00Z")
+		}
+		f.Since = t
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return engine.Errorf(engine.CodeRequestContract, "query parameter \"limit\" must be from 1 to %d", engine.MaxOperationsLimit)
+		}
+		f.Limit = n
+	}
+	ops, next, err := s.eng.Operations(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if ops == nil {
+		ops = []engine.OperationRecord{}
+	}
+	return writeJSON(w, http.StatusOK, api.OperationPage{Operations: ops, NextCursor: next})
+}
+
+// openAPI is GET /api/v1/openapi.yaml: the OpenAPI 3.1 description of this
+// API (docs/openapi.yaml, embedded).
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request, _ engine.Principal) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Content-Length", strconv.Itoa(len(docs.OpenAPI)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(docs.OpenAPI)
+	return nil
+}
