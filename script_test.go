@@ -58,6 +58,7 @@ func TestScripts(t *testing.T) {
 			"waitattempts": cmdWaitAttempts,
 			"race":         cmdRace,
 			"waitexpired":  cmdWaitExpired,
+			"waitplan":     cmdWaitPlan,
 		},
 	})
 }
@@ -308,6 +309,46 @@ func cmdWaitExpired(ts *testscript.TestScript, neg bool, args []string) {
 	poll(ts, "the receipt of "+args[0]+" to expire", func(ctx context.Context) (bool, error) {
 		_, err := c.Operation(ctx, engine.OperationKey(args[0]))
 		return engine.ErrorCode(err) == engine.CodeOperationExpired, err
+	})
+}
+
+// cmdWaitPlan waits until the plan file of a reservectl import records at
+// least N rows with an authoritative outcome (settled), or at least N rows
+// whose last attempt left them without one (unclear). The import rewrites
+// its plan atomically, so every read sees a whole plan.
+//
+//	waitplan PLAN settled|unclear N
+func cmdWaitPlan(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 || (args[1] != "settled" && args[1] != "unclear") {
+		ts.Fatalf("usage: waitplan PLAN settled|unclear N")
+	}
+	want, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	path := ts.MkAbs(args[0])
+	poll(ts, fmt.Sprintf("%d %s rows in %s", want, args[1], path), func(context.Context) (bool, error) {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		var plan struct {
+			Rows []struct {
+				Outcome   json.RawMessage `json:"outcome"`
+				LastError string          `json:"last_error"`
+			} `json:"rows"`
+		}
+		if err := json.Unmarshal(data, &plan); err != nil {
+			return false, err
+		}
+		n := 0
+		for _, r := range plan.Rows {
+			if (args[1] == "settled" && r.Outcome != nil) || (args[1] == "unclear" && r.Outcome == nil && r.LastError != "") {
+				n++
+			}
+		}
+		return n >= want, nil
 	})
 }
 
