@@ -1,0 +1,146 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+func TestOperationsViewNewestFirstFilteredAndPaginated(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+	alice, bob, admin := h.TCPClient(h.Alice), h.TCPClient(h.Bob), h.TCPClient(h.Admin)
+	keys := map[engine.OperationKey]string{}
+	for i, c := range []*client.Client{alice, bob, alice, bob, alice} {
+		key := engine.OperationKey(uuid.NewString())
+		status, _, _, err := c.Reserve(ctx, key, engine.Request{Workshop: servertest.Workshop, Quantity: 1})
+		if err != nil {
+			t.Fatalf("reserve %d: %v", i, err)
+		}
+		keys[key] = map[int]string{201: engine.StatusReserved, 409: engine.StatusUnavailable}[status]
+	}
+
+	var all []engine.OperationRecord
+	cursor := ""
+	for pages := 0; ; pages++ {
+		page, err := admin.Operations(ctx, client.OperationsQuery{Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Operations) > 2 {
+			t.Fatalf("page of %d operations, limit 2", len(page.Operations))
+		}
+		all = append(all, page.Operations...)
+		if cursor = page.NextCursor; cursor == "" {
+			if pages != 2 {
+				t.Errorf("%d pages of 2 for 5 operations, want 3", pages+1)
+			}
+			break
+		}
+	}
+	if len(all) != 5 {
+		t.Fatalf("listed %d operations, want 5: %+v", len(all), all)
+	}
+	for i, op := range all {
+		if want, ok := keys[op.Operation]; !ok || op.Outcome != want || op.Kind != engine.OperationReserve {
+			t.Errorf("operation %d = %+v, want outcome %q", i, op, want)
+		}
+		if i > 0 && op.CreatedAt.After(all[i-1].CreatedAt) {
+			t.Errorf("operation %d is newer than the one before it", i)
+		}
+	}
+
+	page, err := admin.Operations(ctx, client.OperationsQuery{Actor: "alice", Outcome: engine.StatusUnavailable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range page.Operations {
+		if op.Actor != "alice" || op.Outcome != engine.StatusUnavailable {
+			t.Errorf("filtered listing has %+v", op)
+		}
+	}
+	if len(page.Operations) != 1 { // Capacity 3: alice's third reservation is the fifth overall.
+		t.Errorf("alice has %d unavailable operations, want 1: %+v", len(page.Operations), page.Operations)
+	}
+	page, err = admin.Operations(ctx, client.OperationsQuery{Since: time.Now().Add(time.Hour)})
+	if err != nil || len(page.Operations) != 0 {
+		t.Errorf("since an hour ahead = %+v %v, want none", page, err)
+	}
+
+	if _, err := alice.Operations(ctx, client.OperationsQuery{}); engine.ErrorCode(err) != engine.CodeForbidden {
+		t.Errorf("alice lists operations: %v, want forbidden", err)
+	}
+	for _, bad := range []client.OperationsQuery{{Limit: 1001}, {Outcome: "maybe"}, {Actor: "Not An Actor"}, {Cursor: "!!"}} {
+		if _, err := admin.Operations(ctx, bad); engine.ErrorCode(err) != engine.CodeRequestContract {
+			t.Errorf("query %+v: %v, want request_contract", bad, err)
+		}
+	}
+}
+
+func TestBackupIsAConsistentDatabase(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+	key := engine.OperationKey(uuid.NewString())
+	req := engine.Request{Workshop: servertest.Workshop, Quantity: 2}
+	_, body, _, err := h.TCPClient(h.Alice).Reserve(ctx, key, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.TCPClient(h.Alice).Backup(ctx, &bytes.Buffer{}); engine.ErrorCode(err) != engine.CodeForbidden {
+		t.Errorf("alice backs up: %v, want forbidden", err)
+	}
+	var snap bytes.Buffer
+	n, err := h.TCPClient(h.Admin).Backup(ctx, &snap)
+	if err != nil || n != int64(snap.Len()) || n == 0 {
+		t.Fatalf("backup = %d bytes, %v", n, err)
+	}
+	path := filepath.Join(t.TempDir(), "backup.db")
+	if err := os.WriteFile(path, snap.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if findings, err := store.Check(ctx); err != nil || len(findings) != 0 {
+		t.Errorf("check of the backup = %v %v", findings, err)
+	}
+	out, err := engine.New(store).Reserve(ctx, "alice", key, req)
+	if err != nil || !out.Replayed || !bytes.Equal(out.Body, body) {
+		t.Errorf("the backup replays %s %v %v, want %s", out.Body, out.Replayed, err, body)
+	}
+}
+
+// storeWithoutBackup hides the bolt store's Backup, like the PostgreSQL
+// store.
+type storeWithoutBackup struct{ engine.Store }
+
+func TestBackupOfAStoreWithoutOneIsNotImplemented(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	srv := server.New(server.Config{Engine: engine.New(storeWithoutBackup{h.Store}), DaemonUID: os.Getuid()})
+	socket := filepath.Join(servertest.ShortTempDir(t), "s.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.ServeUnix(ln)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	_, err = (&client.Client{Socket: socket}).Backup(context.Background(), &bytes.Buffer{})
+	if engine.ErrorCode(err) != engine.CodeNotImplemented || server.StatusOf(engine.CodeNotImplemented) != http.StatusNotImplemented {
+		t.Errorf("backup of a store without one: %v, want 501 not_implemented", err)
+	}
+}
