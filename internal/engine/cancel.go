@@ -32,38 +32,13 @@ func (e *Engine) Cancel(ctx context.Context, who Principal, key OperationKey, id
 		return Outcome{}, unknownReservation(who, id)
 	}
 	p := payload{kind: OperationCancel, reservationID: id}
-
-	var out Outcome
-	var decided error
-	found := false
-	err := e.store.View(ctx, func(tx Tx) error {
-		var err error
-		out, decided, found, err = lookUp(tx, who.Actor, key, p)
-		return err
+	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error) {
+		return decideCancel(tx, who, key, p, now, e.newID(now), failReceipt)
 	})
-	if err != nil {
-		return Outcome{}, fmt.Errorf("cancel %s: %w", id, err)
+	if err != nil && ErrorCode(err) == CodeInternal {
+		err = fmt.Errorf("cancel %s: %w", id, err)
 	}
-	if found {
-		return out, decided
-	}
-	now := e.now().UTC()
-	eventID := e.newID(now)
-	faultDecided, failReceipt := false, false
-	err = e.store.Update(ctx, func(tx Tx) error {
-		var err error
-		out, decided, err = decideCancel(tx, who, key, p, now, eventID, func() bool {
-			if !faultDecided { // The store may run this function again.
-				failReceipt, faultDecided = e.faults.takeReceiptWrite(), true
-			}
-			return failReceipt
-		})
-		return err
-	})
-	if err != nil {
-		return Outcome{}, fmt.Errorf("cancel %s: %w", id, err)
-	}
-	return out, decided
+	return out, err
 }
 
 func unknownReservation(who Principal, id string) error {

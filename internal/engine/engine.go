@@ -61,37 +61,51 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 		return Outcome{}, err
 	}
 	fp := Fingerprint(req)
+	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error) {
+		return e.decide(tx, actor, key, req, fp, now, e.newID(now), e.newID(now), failReceipt)
+	})
+	if err != nil && ErrorCode(err) == CodeInternal {
+		err = fmt.Errorf("reserve: %w", err)
+	}
+	return out, err
+}
 
+// operate runs one idempotent operation of actor under key: when a receipt
+// exists it answers from a read transaction, without taking the writer;
+// otherwise it runs decide in a write transaction, which returns the
+// outcome, a refusal that stores nothing, or an error that rolls back. The
+// clock is read and the receipt-write fault is consumed once per operation,
+// however often the store runs the transaction.
+func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p payload, decide func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error)) (Outcome, error) {
 	var out Outcome
 	var decided error
 	found := false
 	err := e.store.View(ctx, func(tx Tx) error {
 		var err error
-		out, decided, found, err = lookUp(tx, actor, key, payload{kind: OperationReserve, req: req})
+		out, decided, found, err = lookUp(tx, actor, key, p)
 		return err
 	})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("reserve: %w", err)
+		return Outcome{}, err
 	}
 	if found {
 		return out, decided
 	}
-
 	now := e.now().UTC()
-	id, eventID := e.newID(now), e.newID(now)
-	faultDecided, failReceipt := false, false
+	faultDecided, fail := false, false
+	failReceipt := func() bool {
+		if !faultDecided {
+			fail, faultDecided = e.faults.takeReceiptWrite(), true
+		}
+		return fail
+	}
 	err = e.store.Update(ctx, func(tx Tx) error {
 		var err error
-		out, decided, err = e.decide(tx, actor, key, req, fp, now, id, eventID, func() bool {
-			if !faultDecided { // The store may run this function again.
-				failReceipt, faultDecided = e.faults.takeReceiptWrite(), true
-			}
-			return failReceipt
-		})
+		out, decided, err = decide(tx, now, failReceipt)
 		return err
 	})
 	if err != nil {
-		return Outcome{}, fmt.Errorf("reserve: %w", err)
+		return Outcome{}, err
 	}
 	return out, decided
 }
