@@ -16,10 +16,12 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	commits  prometheus.Histogram
+	ratios   *ratioWindow
 }
 
-// NewMetrics registers the request, latency and group-commit metrics, plus
-// the Go runtime and process collectors.
+// NewMetrics registers the request, latency and group-commit metrics, the
+// replay and conflict ratios of the last five minutes, plus the Go runtime
+// and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
@@ -38,8 +40,10 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 	}
+	m.ratios = newRatioWindow(time.Now)
 	m.reg.MustRegister(m.requests, m.latency, m.commits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(m.ratios.collectors()...)
 	return m
 }
 
@@ -60,6 +64,7 @@ func (m *Metrics) ObserveCommit(calls int) { m.commits.Observe(float64(calls)) }
 func (m *Metrics) observe(route, outcome string, d time.Duration) {
 	m.requests.WithLabelValues(route, outcome).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	m.ratios.observe(route, outcome)
 }
 
 func (m *Metrics) handler() http.Handler {
