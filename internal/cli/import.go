@@ -126,6 +126,9 @@ type unclearError struct {
 }
 
 func (e *unclearError) Error() string {
+	if e.n == 1 {
+		return fmt.Sprintf("1 row is still unclear (its key is in %s); run the same import again to settle it", e.plan)
+	}
 	return fmt.Sprintf("%d rows are still unclear (their keys are in %s); run the same import again to settle them", e.n, e.plan)
 }
 
