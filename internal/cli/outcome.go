@@ -45,6 +45,8 @@ type outcome struct {
 	// unconfirmed is set for an outcome read from the state file because a
 	// retry of the settled intent got no answer; it says why.
 	unconfirmed string
+	// notResent marks a recorded rejection that a retry did not send again.
+	notResent bool
 }
 
 // classify decides what the answer to one POST /reservations of req under
@@ -198,6 +200,8 @@ func (o outcome) line() string {
 	switch {
 	case o.unconfirmed != "":
 		prefix = "recorded (reserved did not confirm it now: " + o.unconfirmed + "): "
+	case o.notResent:
+		prefix = "recorded (a rejection is final; nothing was sent again): "
 	case o.replayed:
 		prefix = "replayed: "
 	}
@@ -269,7 +273,7 @@ func (o outcome) json() outcomeJSON {
 		HTTPStatus:    o.status,
 		ReservationID: o.answer.ReservationID,
 		Error:         o.why + o.unconfirmed,
-		Recorded:      o.unconfirmed != "",
+		Recorded:      o.unconfirmed != "" || o.notResent,
 	}
 	switch {
 	case len(o.body) == 0:

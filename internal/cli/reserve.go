@@ -140,6 +140,15 @@ func (g *globals) runIntent(ctx context.Context, kind string, newIntent func(ser
 		if in.Kind != kind {
 			return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, in.Kind)
 		}
+		if !in.IsOpen() && in.Outcome.Status == intent.StatusRejected {
+			// The server stored nothing for a rejected intent. Sent again,
+			// it could take effect now (say, after an admin raised the
+			// workshop's limit): a second outcome of one intent, which the
+			// state file would contradict. Report the recorded rejection.
+			o := settledOutcome(in)
+			o.notResent = true
+			return g.report(o)
+		}
 		who, err := g.whoami(ctx, c)
 		switch {
 		case isAnswer(err):
