@@ -131,7 +131,10 @@ func New(cfg Config, metrics *Metrics) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, log: cfg.Logger, wake: make(chan struct{}, 1), metrics: metrics}
 	if d.client == nil {
-		d.client = &http.Client{Timeout: cfg.Timeout}
+		// A redirect is not a delivery: following it would turn the POST
+		// into a GET without the event, and its 2xx would mark the event
+		// delivered. The 3xx counts as a failed attempt instead.
+		d.client = &http.Client{Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -232,3 +232,22 @@ func value(m prometheus.Metric) float64 {
 	}
 	return out.Gauge.GetValue()
 }
+
+// TestRedirectIsNotADelivery: a receiver that answers 303 to a GET that
+// would succeed has not received the event, so it stays pending.
+func TestRedirectIsNotADelivery(t *testing.T) {
+	eng, _, srv := setup(t)
+	redirect := httptest.NewServer(http.RedirectHandler(srv.URL, http.StatusSeeOther))
+	t.Cleanup(redirect.Close)
+	d, err := outbox.New(outbox.Config{Engine: eng, URL: redirect.URL}, outbox.NewMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := pendingIDs(t, eng)
+	if n, err := d.Pass(context.Background()); err == nil || n != 0 {
+		t.Fatalf("pass against a redirect = %d delivered, %v; want none and an error", n, err)
+	}
+	if after := pendingIDs(t, eng); len(after) != len(before) {
+		t.Fatalf("pending after a redirect = %v, want %v", after, before)
+	}
+}
