@@ -17,6 +17,10 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	// CodeBodyTooLarge means the body exceeds the request limit.
 	CodeBodyTooLarge = "body_too_large"
+	// CodeBodyIncomplete means the body could not be read to its end (the
+	// client stalled or the connection broke); nothing was decided, so a
+	// client must treat it as no answer and retry.
+	CodeBodyIncomplete = "body_incomplete"
 	// CodeRequestContract means the body breaks the request contract.
 	CodeRequestContract = "request_contract"
 	// CodeOperationConflict means the operation key was already used by the
@@ -58,7 +62,7 @@ const (
 // Codes lists every stable error code, for documentation and tests.
 var Codes = []string{
 	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
-	CodeBodyTooLarge, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
+	CodeBodyTooLarge, CodeBodyIncomplete, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
 	CodeMethodNotAllowed, CodeNotImplemented, CodeInternal,

@@ -35,7 +35,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		w.Header().Set("Connection", "close")
 		return nil, tooLarge
 	case err != nil:
-		return nil, engine.Errorf(engine.CodeRequestContract, "the body could not be read completely")
+		return nil, engine.Errorf(engine.CodeBodyIncomplete, "the body could not be read to its end; nothing was decided, send the request again")
 	}
 	return body, nil
 }

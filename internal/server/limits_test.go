@@ -84,3 +84,35 @@ func TestLimits(t *testing.T) {
 		t.Errorf("chunked 5 KiB body = %d %+v %v", resp.StatusCode, p, err)
 	}
 }
+
+// TestIncompleteBodyIsNotAnAnswer sends half of an announced body and then
+// closes its writing side: the server cannot read the body to its end, so
+// it must not decide anything and must answer with a status that clients
+// treat as no answer (408 body_incomplete), never as a rejection.
+func TestIncompleteBodyIsNotAnAnswer(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	conn, err := net.Dial("tcp", h.TCPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second)) // Only ends a hang.
+	body := `{"workshop":"workshop-demo","quantity":1}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		api.PathReservations, h.Alice, uuid.NewString(), len(body), body[:len(body)/2])
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	var p api.Problem
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestTimeout || p.Code != engine.CodeBodyIncomplete {
+		t.Errorf("answer = %d %+v %v, want 408 %s", resp.StatusCode, p, err, engine.CodeBodyIncomplete)
+	}
+	if res, rec := h.Counts(t); res != 0 || rec != 0 {
+		t.Errorf("an incomplete body left %d reservations and %d receipts", res, rec)
+	}
+}

@@ -27,6 +27,7 @@ var statusByCode = map[string]int{
 	engine.CodeNotFound:              http.StatusNotFound,
 	engine.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	engine.CodeNotImplemented:        http.StatusNotImplemented,
+	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
 
