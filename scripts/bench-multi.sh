@@ -16,10 +16,12 @@ LOADS=${LOADS:-16}
 
 work=$(mktemp -d /tmp/reserve-bench.XXXXXX)
 chmod 755 "$work"
-pids=()
 cleanup() {
-  for pid in "${pids[@]}"; do kill -INT "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # The daemons' pids are in a file: daemon runs in command substitutions,
+  # that is in subshells, so a shell array would not see them.
+  local pid
+  for pid in $(cat "$work/pids" 2>/dev/null); do kill -INT "$pid" 2>/dev/null || true; done
+  for pid in $(cat "$work/pids" 2>/dev/null); do while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done; done
   if [ -f "$work/pg/data/postmaster.pid" ]; then as_pg "$PG_BIN/pg_ctl" -D "$work/pg/data" -m fast -w stop >/dev/null || true; fi
   rm -rf "$work"
 }
@@ -46,7 +48,7 @@ until "$PG_BIN/pg_isready" -q -h "$work/pg" -p 5433; do sleep 0.2; done
 daemon() {
   local name=$1; shift
   reserved serve --socket "$work/$name.sock" --listen 127.0.0.1:0 --no-demo "$@" >"$work/$name.log" 2>&1 &
-  pids+=($!)
+  echo $! >>"$work/pids"
   local addr=""
   for _ in $(seq 300); do
     addr=$(sed -n 's/.*msg="reserved is serving".* tcp=\([0-9.:]*\).*/\1/p' "$work/$name.log")
@@ -77,7 +79,7 @@ load() {
 wait_loads() {
   local pid failed=0
   for pid in $(jobs -p); do
-    case " ${pids[*]} " in *" $pid "*) continue ;; esac
+    grep -qx "$pid" "$work/pids" && continue
     wait "$pid" || failed=1
   done
   [ "$failed" = 0 ] || { cat "$work"/load-*.json >&2; exit 1; }
