@@ -29,10 +29,12 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ engine.Princip
 	if !ok {
 		return engine.Errorf(engine.CodeNotImplemented, "this daemon's store has no online backup through the API; back up a PostgreSQL store with pg_dump")
 	}
-	// A large snapshot may take longer than the listener's write timeout.
-	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil {
-		return fmt.Errorf("backup: lift the write deadline: %w", err)
-	}
+	// A large snapshot may take longer than the listener's write timeout,
+	// but a client that stops reading must not hold the snapshot's read
+	// transaction (and with it bbolt's remapping, which writers may need)
+	// for ever: every write gets backupStallTimeout to make progress.
+	rc := http.NewResponseController(w)
+	w = &progressWriter{w: w, extend: func() error { return rc.SetWriteDeadline(time.Now().Add(backupStallTimeout)) }}
 	started := false
 	_, err := b.Backup(r.Context(), func(size int64) {
 		h := w.Header()
@@ -52,6 +54,28 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ engine.Princip
 		infoOf(r).err = err
 	}
 	return nil
+}
+
+// backupStallTimeout is how long a backup client may go without reading
+// before the backup is cut off.
+const backupStallTimeout = 30 * time.Second
+
+// progressWriter moves the connection's write deadline forward before every
+// write, so a slow client that keeps reading may take as long as it needs
+// and one that stalls is cut off.
+type progressWriter struct {
+	w      http.ResponseWriter
+	extend func() error
+}
+
+func (p *progressWriter) Header() http.Header    { return p.w.Header() }
+func (p *progressWriter) WriteHeader(status int) { p.w.WriteHeader(status) }
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	if err := p.extend(); err != nil {
+		return 0, fmt.Errorf("backup: extend the write deadline: %w", err)
+	}
+	return p.w.Write(b)
 }
 
 // listOperations is GET /api/v1/admin/operations: the stored operations of
