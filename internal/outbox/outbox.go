@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
 )
 
 // Defaults of Config.
@@ -236,7 +237,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 // deliver hands ev to every configured target.
 func (d *Dispatcher) deliver(ctx context.Context, ev engine.Event) error {
 	if d.cfg.Dir != "" {
-		if err := writeAtomic(d.cfg.Dir, ev.ID+".json", ev.Payload); err != nil {
+		if err := intent.WriteFileAtomic(filepath.Join(d.cfg.Dir, ev.ID+".json"), ev.Payload); err != nil {
 			return err
 		}
 	}
@@ -262,41 +263,6 @@ func (d *Dispatcher) post(ctx context.Context, ev engine.Event) error {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("POST %s: answered %s", d.cfg.URL, resp.Status)
-	}
-	return nil
-}
-
-// writeAtomic writes data to dir/name through a temporary file that is
-// synced and renamed into place, then syncs dir: a reader sees the whole
-// file or none, also after a crash.
-func writeAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // After the rename it no longer exists.
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
