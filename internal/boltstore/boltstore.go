@@ -15,6 +15,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/reserve/reserve/internal/engine"
 )
@@ -96,7 +97,7 @@ func Open(path string, opts Options) (*Store, error) {
 		NoFreelistSync: true,
 		ReadOnly:       opts.ReadOnly,
 	})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("database %s is in use by another reserved", path)
 	}
 	if err != nil {
