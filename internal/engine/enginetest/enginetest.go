@@ -653,6 +653,18 @@ func testCheckFindings(t *testing.T, h *harness) {
 	if len(evs) != 1 {
 		t.Fatalf("events after one reservation: %+v", evs)
 	}
+	// addPlace writes one more reservation of one place under key, with the
+	// counter raised to match, so only the missing receipt is wrong.
+	addPlace := func(tx engine.Tx, id string, key engine.OperationKey) error {
+		extra := res
+		extra.ID, extra.OperationKey, extra.Quantity = id, key, 1
+		w2 := w
+		w2.Reserved = 3
+		if err := tx.PutWorkshop(w2); err != nil {
+			return err
+		}
+		return tx.PutReservation(extra)
+	}
 	cases := []struct {
 		name   string
 		break_ func(tx engine.Tx) error
@@ -669,24 +681,10 @@ func testCheckFindings(t *testing.T, h *harness) {
 			return tx.PutWorkshop(w2)
 		}, []string{engine.FindingOverCapacity}},
 		{"reservation without receipt", func(tx engine.Tx) error {
-			extra := res
-			extra.ID, extra.OperationKey, extra.Quantity = fmt.Sprintf("%032x", 1<<40), newKey(), 1
-			w2 := w
-			w2.Reserved = 3
-			if err := tx.PutWorkshop(w2); err != nil {
-				return err
-			}
-			return tx.PutReservation(extra)
+			return addPlace(tx, fmt.Sprintf("%032x", 1<<40), newKey())
 		}, []string{engine.FindingOrphanReserve, engine.FindingMissingEvent}},
 		{"second reservation for one key", func(tx engine.Tx) error {
-			extra := res
-			extra.ID, extra.Quantity = fmt.Sprintf("%032x", 1<<41), 1
-			w2 := w
-			w2.Reserved = 3
-			if err := tx.PutWorkshop(w2); err != nil {
-				return err
-			}
-			return tx.PutReservation(extra)
+			return addPlace(tx, fmt.Sprintf("%032x", 1<<41), res.OperationKey)
 		}, []string{engine.FindingOrphanReserve, engine.FindingMissingEvent}},
 		{"201 receipt without its reservation", func(tx engine.Tx) error {
 			r2 := rec
