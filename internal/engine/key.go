@@ -1,5 +1,7 @@
 package engine
 
+import "unicode/utf8"
+
 // OperationKey is the client's random UUIDv4 for one business intent, in its
 // lowercase canonical form. The zero value is not a valid key.
 type OperationKey string
@@ -58,10 +60,17 @@ func isLowerHex(c byte) bool {
 	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f')
 }
 
-// truncate shortens s to at most n bytes for use in messages.
-func truncate(s string, n int) string {
+// truncate is Truncate, for the package's own messages.
+func truncate(s string, n int) string { return Truncate(s, n) }
+
+// Truncate shortens s to at most n bytes, cut at a character boundary and
+// marked with "…", for quoting client input in messages.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -87,7 +87,7 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ engine
 		switch name {
 		case "actor", "since", "outcome", "limit", "cursor":
 		default:
-			return engine.Errorf(engine.CodeRequestContract, "unknown query parameter %q (use actor, since, outcome, limit, cursor)", truncate(name, 40))
+			return engine.Errorf(engine.CodeRequestContract, "unknown query parameter %q (use actor, since, outcome, limit, cursor)", engine.Truncate(name, 40))
 		}
 		if len(q[name]) > 1 {
 			return engine.Errorf(engine.CodeRequestContract, "query parameter %q is given %d times", name, len(q[name]))

@@ -17,7 +17,7 @@ import (
 // is closed after the answer so the server does not drain it either.
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		return nil, engine.Errorf(engine.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", truncate(ct, 60))
+		return nil, engine.Errorf(engine.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", engine.Truncate(ct, 60))
 	}
 	tooLarge := engine.Errorf(engine.CodeBodyTooLarge, "the body must be at most %d bytes", api.MaxBodyBytes)
 	if r.ContentLength > api.MaxBodyBytes {
@@ -53,13 +53,6 @@ func isJSON(contentType string) bool {
 		}
 	}
 	return true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // decodeBody reads a JSON body with readJSONBody and decodes it with one of

@@ -141,7 +141,7 @@ func refuseOrigin(next http.Handler) http.Handler {
 func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if connOf(r.Context()).loopback && !s.hostAllowed(r.Host) {
-			fail(w, r, engine.Errorf(engine.CodeForbidden, "Host %q is not allowed on this loopback listener (start reserved with --allowed-host to add it)", truncate(r.Host, 80)))
+			fail(w, r, engine.Errorf(engine.CodeForbidden, "Host %q is not allowed on this loopback listener (start reserved with --allowed-host to add it)", engine.Truncate(r.Host, 80)))
 			return
 		}
 		next.ServeHTTP(w, r)

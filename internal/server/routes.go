@@ -74,10 +74,10 @@ func (s *Server) newMux() http.Handler {
 		h.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			fail(w, r, engine.Errorf(engine.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, truncate(r.URL.Path, 80), probe.header.Get("Allow")))
+			fail(w, r, engine.Errorf(engine.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, engine.Truncate(r.URL.Path, 80), probe.header.Get("Allow")))
 			return
 		}
-		fail(w, r, engine.Errorf(engine.CodeNotFound, "no API route %s", truncate(r.URL.Path, 80)))
+		fail(w, r, engine.Errorf(engine.CodeNotFound, "no API route %s", engine.Truncate(r.URL.Path, 80)))
 	})
 }
 

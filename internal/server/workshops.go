@@ -62,7 +62,7 @@ func parseIfMatch(values []string) (*uint64, error) {
 	raw := strings.TrimSpace(values[0])
 	v, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimPrefix(raw, `"`), `"`), 10, 64)
 	if len(values) > 1 || len(raw) < 3 || raw[0] != '"' || raw[len(raw)-1] != '"' || err != nil {
-		return nil, engine.Errorf(engine.CodeVersionMismatch, "If-Match must be one quoted workshop version such as \"3\", not %q", truncate(raw, 40))
+		return nil, engine.Errorf(engine.CodeVersionMismatch, "If-Match must be one quoted workshop version such as \"3\", not %q", engine.Truncate(raw, 40))
 	}
 	return &v, nil
 }
