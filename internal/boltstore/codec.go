@@ -3,6 +3,7 @@ package boltstore
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,12 +11,20 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// Receipts and reservations are the records of which there are millions, so
+// Receipts, reservations and outbox events are the records of which there
+// are millions, and workshops are read and written by every reservation, so
 // they use a compact binary layout: a format byte, then fields as varints and
-// length-prefixed bytes. Their identity (actor and operation key, or the
-// reservation id) lives in the bbolt key and is not repeated in the value.
-// Workshops and tokens are few and stay JSON.
+// length-prefixed bytes. Their identity (actor and operation key, reservation
+// id, workshop id or event id) lives in the bbolt key and is not repeated in
+// the value. Tokens, sessions and tombstones stay JSON. Workshops and events
+// were JSON in databases written before the binary layout; their decoders
+// still read those records (a JSON object starts with '{', never a format
+// byte), and the next write of a workshop stores it in the binary layout.
 const recordFormat1 = 1
+
+// isJSON reports whether a workshop or event record predates the binary
+// layout.
+func isJSON(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
 // encodeReceipt lays out a receipt as:
 //
@@ -109,6 +118,99 @@ func decodeReservation(key, raw []byte) (engine.Reservation, error) {
 		r.CancelOperation = engine.OperationKey(d.bytes())
 	}
 	return r, d.end()
+}
+
+// encodeWorkshop lays out a workshop as:
+//
+//	format=1 | bytes title | varint capacity | varint reserved |
+//	varint max quantity | uvarint version
+//
+// The counts are signed so that a broken record (which Check reports) is
+// stored as it is.
+func encodeWorkshop(w engine.Workshop) []byte {
+	b := make([]byte, 0, 32+len(w.Title))
+	b = append(b, recordFormat1)
+	b = appendBytes(b, []byte(w.Title))
+	b = binary.AppendVarint(b, int64(w.Capacity))
+	b = binary.AppendVarint(b, int64(w.Reserved))
+	b = binary.AppendVarint(b, int64(w.MaxQuantity))
+	return binary.AppendUvarint(b, w.Version)
+}
+
+func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
+	if isJSON(raw) {
+		var r workshopJSON
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return engine.Workshop{}, err
+		}
+		return engine.Workshop{ID: r.ID, Title: r.Title, Capacity: r.Capacity, Reserved: r.Reserved, MaxQuantity: r.MaxQuantity, Version: r.Version}, nil
+	}
+	d := decoder{b: raw}
+	d.format()
+	w := engine.Workshop{ID: string(key)}
+	w.Title = string(d.bytes())
+	w.Capacity = int(d.varint())
+	w.Reserved = int(d.varint())
+	w.MaxQuantity = int(d.varint())
+	w.Version = d.uvarint()
+	return w, d.end()
+}
+
+// workshopJSON is the JSON layout of workshops written before the binary one.
+type workshopJSON struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Capacity    int    `json:"capacity"`
+	Reserved    int    `json:"reserved"`
+	MaxQuantity int    `json:"max_quantity"`
+	Version     uint64 `json:"version"`
+}
+
+// encodeEvent lays out an outbox event as:
+//
+//	format=1 | bytes type | bytes reservation id | bytes actor |
+//	bytes operation key | varint created (Unix ns) | uvarint delivered? |
+//	[varint delivered (Unix ns)] | bytes payload
+func encodeEvent(e engine.Event) []byte {
+	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.Actor)+len(e.OperationKey)+len(e.Payload))
+	b = append(b, recordFormat1)
+	b = appendBytes(b, []byte(e.Type))
+	b = appendBytes(b, []byte(e.ReservationID))
+	b = appendBytes(b, []byte(e.Actor))
+	b = appendBytes(b, []byte(e.OperationKey))
+	b = binary.AppendVarint(b, e.CreatedAt.UnixNano())
+	if e.Delivered() {
+		b = binary.AppendUvarint(b, 1)
+		b = binary.AppendVarint(b, e.DeliveredAt.UnixNano())
+	} else {
+		b = binary.AppendUvarint(b, 0)
+	}
+	return appendBytes(b, e.Payload)
+}
+
+func decodeEvent(key, raw []byte) (engine.Event, error) {
+	var e engine.Event
+	if isJSON(raw) {
+		err := json.Unmarshal(raw, &e)
+		return e, err
+	}
+	d := decoder{b: raw}
+	d.format()
+	e.ID = string(key)
+	e.Type = string(d.bytes())
+	e.ReservationID = string(d.bytes())
+	e.Actor = string(d.bytes())
+	e.OperationKey = engine.OperationKey(d.bytes())
+	e.CreatedAt = time.Unix(0, d.varint()).UTC()
+	switch d.uvarint() {
+	case 0:
+	case 1:
+		e.DeliveredAt = time.Unix(0, d.varint()).UTC()
+	default:
+		d.fail(errors.New("bad delivered flag"))
+	}
+	e.Payload = d.bytes()
+	return e, d.end()
 }
 
 func appendBytes(b, v []byte) []byte {

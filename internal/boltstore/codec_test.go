@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -62,16 +63,9 @@ func TestReceiptRoundTrip(t *testing.T) {
 func TestReservationRoundTrip(t *testing.T) {
 	r := engine.Reservation{ID: "0192f0a1b2c3d4e5f60718293a4b5c6d", Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
 		Workshop: "go-basics", Quantity: 2, CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}
-	raw := encodeReservation(r)
-	got, err := decodeReservation([]byte(r.ID), raw)
-	if err != nil || !reflect.DeepEqual(got, r) {
-		t.Fatalf("round trip: %+v, %v; want %+v", got, err, r)
-	}
-	for n := range raw {
-		if _, err := decodeReservation([]byte(r.ID), raw[:n]); err == nil {
-			t.Fatalf("reservation truncated to %d bytes decoded without error", n)
-		}
-	}
+	checkRoundTrip(t, []byte(r.ID), r, encodeReservation, decodeReservation)
+	r.CancelledAt, r.CancelledBy, r.CancelOperation = r.CreatedAt.Add(time.Hour), "unix-root", "0b7f1c2a-58cc-4372-a567-0e02b2c3d479"
+	checkRoundTrip(t, []byte(r.ID), r, encodeReservation, decodeReservation)
 }
 
 func FuzzDecodeReceipt(f *testing.F) {
@@ -97,4 +91,58 @@ func FuzzDecodeReceipt(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkRoundTrip encodes v, decodes it under key and wants v back; every
+// truncation of the record and a trailing byte must be errors.
+func checkRoundTrip[T any](t *testing.T, key []byte, v T, encode func(T) []byte, decode func(k, raw []byte) (T, error)) {
+	t.Helper()
+	raw := encode(v)
+	got, err := decode(key, raw)
+	if err != nil || !reflect.DeepEqual(got, v) {
+		t.Fatalf("round trip: %+v, %v; want %+v", got, err, v)
+	}
+	for n := range raw {
+		if _, err := decode(key, raw[:n]); err == nil {
+			t.Fatalf("record truncated to %d of %d bytes decoded without error", n, len(raw))
+		}
+	}
+	if _, err := decode(key, append(raw, 0)); err == nil {
+		t.Fatal("record with a trailing byte decoded without error")
+	}
+}
+
+func TestWorkshopRoundTrip(t *testing.T) {
+	for _, w := range []engine.Workshop{
+		{ID: "go-basics", Title: "Go basics — für alle", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7},
+		{ID: "empty", Capacity: 0, Reserved: 0, MaxQuantity: 1, Version: 1},
+		{ID: "broken", Capacity: 2, Reserved: -3, MaxQuantity: 1, Version: 1 << 40}, // Check must see it as stored.
+	} {
+		checkRoundTrip(t, []byte(w.ID), w, encodeWorkshop, decodeWorkshop)
+	}
+	// A workshop written as JSON before the binary layout still reads.
+	old := []byte(`{"id":"go-basics","title":"Go basics","capacity":30,"reserved":12,"max_quantity":4,"version":7}`)
+	w, err := decodeWorkshop([]byte("go-basics"), old)
+	want := engine.Workshop{ID: "go-basics", Title: "Go basics", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7}
+	if err != nil || w != want {
+		t.Fatalf("JSON workshop = %+v, %v; want %+v", w, err, want)
+	}
+}
+
+func TestEventRoundTrip(t *testing.T) {
+	e := engine.Event{ID: "0192f0a1b2c3d4e5f60718293a4b5c6d", Type: engine.EventReserved, ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6e",
+		Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479", Payload: []byte(`{"id":"x"}`),
+		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}
+	checkRoundTrip(t, []byte(e.ID), e, encodeEvent, decodeEvent)
+	e.DeliveredAt = e.CreatedAt.Add(time.Second)
+	checkRoundTrip(t, []byte(e.ID), e, encodeEvent, decodeEvent)
+	// An event written as JSON before the binary layout still reads.
+	old, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeEvent([]byte(e.ID), old)
+	if err != nil || !reflect.DeepEqual(got, e) {
+		t.Fatalf("JSON event = %+v, %v; want %+v", got, err, e)
+	}
 }

@@ -10,24 +10,14 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// tx adapts a bbolt transaction to engine.Tx. Workshops and tokens are
-// stored as JSON of the storage types below, which decouple the file format
-// from the engine's types; receipts and reservations use the binary layouts
-// of codec.go.
+// tx adapts a bbolt transaction to engine.Tx. Receipts, reservations,
+// workshops and events use the binary layouts of codec.go; tokens and
+// tombstones are stored as JSON.
 type tx struct {
 	b *bolt.Tx
 }
 
 var _ engine.Tx = (*tx)(nil)
-
-type workshopRecord struct {
-	ID          string `json:"id"`
-	Title       string `json:"title"`
-	Capacity    int    `json:"capacity"`
-	Reserved    int    `json:"reserved"`
-	MaxQuantity int    `json:"max_quantity"`
-	Version     uint64 `json:"version"`
-}
 
 // appendOnlyFill is the fill of the pages of buckets whose keys only grow
 // (reservation and event ids start with their creation time): no later key
@@ -128,24 +118,20 @@ func forEach[R any](t *tx, bucket []byte, fn func(R) error) error {
 	})
 }
 
-func (t *tx) Workshop(id string) (engine.Workshop, bool, error) {
-	var r workshopRecord
-	ok, err := t.get(bucketWorkshops, []byte(id), &r)
-	return r.engine(), ok, err
+func (t *tx) Workshop(id string) (w engine.Workshop, ok bool, err error) {
+	ok, err = t.getRaw(bucketWorkshops, []byte(id), func(k, raw []byte) (err error) {
+		w, err = decodeWorkshop(k, raw)
+		return err
+	})
+	return w, ok, err
 }
 
 func (t *tx) PutWorkshop(w engine.Workshop) error {
-	return t.put(bucketWorkshops, []byte(w.ID), workshopRecord{
-		ID: w.ID, Title: w.Title, Capacity: w.Capacity, Reserved: w.Reserved, MaxQuantity: w.MaxQuantity, Version: w.Version,
-	})
+	return t.putRaw(bucketWorkshops, []byte(w.ID), encodeWorkshop(w))
 }
 
 func (t *tx) ForEachWorkshop(fn func(engine.Workshop) error) error {
-	return forEach(t, bucketWorkshops, func(r workshopRecord) error { return fn(r.engine()) })
-}
-
-func (r workshopRecord) engine() engine.Workshop {
-	return engine.Workshop{ID: r.ID, Title: r.Title, Capacity: r.Capacity, Reserved: r.Reserved, MaxQuantity: r.MaxQuantity, Version: r.Version}
+	return forEachRaw(t, bucketWorkshops, decodeWorkshop, fn)
 }
 
 func (t *tx) Reservation(id string) (r engine.Reservation, ok bool, err error) {
@@ -242,7 +228,7 @@ func (t *tx) AddEvent(e engine.Event) error {
 	if t.b.Bucket(bucketEvents).Get([]byte(e.ID)) != nil {
 		return fmt.Errorf("event %s exists", e.ID)
 	}
-	if err := t.put(bucketEvents, []byte(e.ID), e); err != nil {
+	if err := t.putRaw(bucketEvents, []byte(e.ID), encodeEvent(e)); err != nil {
 		return err
 	}
 	if e.Delivered() {
@@ -260,7 +246,7 @@ func (t *tx) MarkEventDelivered(id string, at time.Time) error {
 		return fmt.Errorf("no event %s", id)
 	}
 	e.DeliveredAt = at
-	if err := t.put(bucketEvents, []byte(id), e); err != nil {
+	if err := t.putRaw(bucketEvents, []byte(id), encodeEvent(e)); err != nil {
 		return err
 	}
 	if err := t.bucket(bucketPending).Delete([]byte(id)); err != nil {
@@ -269,14 +255,16 @@ func (t *tx) MarkEventDelivered(id string, at time.Time) error {
 	return nil
 }
 
-func (t *tx) Event(id string) (engine.Event, bool, error) {
-	var e engine.Event
-	ok, err := t.get(bucketEvents, []byte(id), &e)
+func (t *tx) Event(id string) (e engine.Event, ok bool, err error) {
+	ok, err = t.getRaw(bucketEvents, []byte(id), func(k, raw []byte) (err error) {
+		e, err = decodeEvent(k, raw)
+		return err
+	})
 	return e, ok, err
 }
 
 func (t *tx) ForEachEvent(fn func(engine.Event) error) error {
-	return forEach(t, bucketEvents, fn)
+	return forEachRaw(t, bucketEvents, decodeEvent, fn)
 }
 
 func (t *tx) ForEachPendingEvent(fn func(engine.Event) error) error {

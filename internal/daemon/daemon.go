@@ -91,7 +91,7 @@ Without a subcommand it runs "serve".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serve(cmd.Context(), opts, stderr)
+			return opts.run(cmd, stderr)
 		},
 	}
 	root.SetOut(stdout)

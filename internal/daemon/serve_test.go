@@ -228,3 +228,34 @@ func mustFail(t *testing.T, environ []string, want string, args ...string) {
 		t.Errorf("reserved %s = exit %d, %q; want exit 1, %q", strings.Join(args, " "), code, p.logs, want)
 	}
 }
+
+// TestGCPercent starts reserved three ways and reads the garbage collector
+// target it reports: its own default, GOGC from the environment, and
+// --gc-percent, which wins over GOGC.
+func TestGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want float64
+	}{
+		{"Default", nil, nil, 400},
+		{"GOGC", []string{"GOGC=150"}, nil, 150},
+		{"FlagOverGOGC", []string{"GOGC=150"}, []string{"--gc-percent", "250"}, 250},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+			args := append([]string{"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "", "--log-format", "json"}, tc.args...)
+			p := launch(t, env(dir, tc.env...), args...)
+			p.socket = socket
+			p.waitServing(t)
+			if got := p.logs.Find("reserved is serving")["gc_percent"]; got != tc.want {
+				t.Errorf("gc_percent = %v, want %v", got, tc.want)
+			}
+			if code := p.stop(t); code != 0 {
+				t.Fatalf("exit code after SIGTERM = %d", code)
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ type Engine struct {
 	now    func() time.Time
 	newID  func(time.Time) string
 	faults Faults
+	tokens tokenCache
 }
 
 // Option configures an Engine.

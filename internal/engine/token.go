@@ -169,6 +169,11 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 		return Principal{}, bad
 	}
 	hash := HashToken(secret)
+	if kind == TokenAPI {
+		if p, ok := e.tokens.get(hash); ok {
+			return p, nil
+		}
+	}
 	var rec TokenRecord
 	var ok bool
 	err := e.store.View(ctx, func(tx Tx) error {
@@ -185,5 +190,9 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 	if !rec.ExpiresAt.IsZero() && !e.now().Before(rec.ExpiresAt) {
 		return Principal{}, bad
 	}
-	return Principal{Actor: rec.Actor, Admin: rec.Admin}, nil
+	p := Principal{Actor: rec.Actor, Admin: rec.Admin}
+	if kind == TokenAPI && rec.ExpiresAt.IsZero() {
+		e.tokens.put(hash, p)
+	}
+	return p, nil
 }

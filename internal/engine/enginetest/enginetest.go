@@ -628,6 +628,36 @@ func testTokens(t *testing.T, h *harness) {
 	}
 	_, err = h.eng.CreateToken(h.ctx, "Not An Actor", false)
 	wantCode(t, err, engine.CodeRequestContract)
+
+	// An engine remembers the API tokens the store confirmed, so a busy
+	// client does not cost a read transaction per request; a refused token
+	// is looked up again every time (another daemon on a shared database
+	// may have just created it).
+	counted := &viewCounter{Store: h.store}
+	eng := engine.New(counted)
+	for range 3 {
+		if p, err := eng.Authenticate(h.ctx, tok); err != nil || p != (engine.Principal{Actor: "alice"}) {
+			t.Fatalf("Authenticate(alice's token) = %+v, %v", p, err)
+		}
+	}
+	for range 2 {
+		_, err := eng.Authenticate(h.ctx, tok+"x")
+		wantCode(t, err, engine.CodeUnauthenticated)
+	}
+	if n := counted.views.Load(); n != 3 {
+		t.Errorf("3 lookups of a valid token and 2 of a bad one read the store %d times, want 3", n)
+	}
+}
+
+// viewCounter counts the read transactions of a store.
+type viewCounter struct {
+	engine.Store
+	views atomic.Int64
+}
+
+func (c *viewCounter) View(ctx context.Context, fn func(engine.Tx) error) error {
+	c.views.Add(1)
+	return c.Store.View(ctx, fn)
 }
 
 // testCheckFindings breaks each invariant through raw Tx writes and expects
