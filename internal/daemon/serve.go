@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"syscall"
 	"time"
@@ -115,10 +116,10 @@ func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 }
 
 // gcPercent returns the garbage collector target in effect.
-func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
+func gcPercent() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(sample)
+	return sample[0].Value.Uint64()
 }
 
 // serve runs the daemon until ctx ends or a signal arrives.

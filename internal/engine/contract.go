@@ -180,7 +180,8 @@ func decodeTokens(body []byte, members []Member) error {
 // reports true only when it decoded a body that decodeTokens accepts with
 // the same values, having set every member; on anything else (an error, an
 // escape, a fraction, null, nesting, …) it reports false and decodeTokens
-// decides and words the error. FuzzDecodeRequest checks that the two agree.
+// decides and words the error. FuzzDecodeStrictPaths checks that the two
+// agree.
 func decodePlain(body []byte, members []Member) bool {
 	if len(members) > 64 {
 		return false
