@@ -33,6 +33,17 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, _ engine.Principa
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
+	// A login link is opened from outside the browser (pasted, or handed
+	// over by a terminal): Sec-Fetch-Site "none". A page of another site,
+	// or of another port of this host, must not be able to sign the
+	// browser in to a session of its choosing (login CSRF), so such a
+	// navigation is refused before the code is used. Browsers without
+	// Fetch metadata send no Sec-Fetch-Site and pass.
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
+		infoOf(r).outcome = "cross_origin"
+		infoOf(r).code = engine.CodeForbidden
+		return writePage(w, http.StatusForbidden, loginCrossSitePage)
+	}
 	session, who, expires, err := s.eng.RedeemLoginCode(r.Context(), r.URL.Query().Get("code"), SessionTTL)
 	if engine.ErrorCode(err) == engine.CodeUnauthenticated {
 		infoOf(r).code = engine.CodeUnauthenticated
@@ -99,6 +110,13 @@ var loginFailedPage = page{
 	Text:    "It was used already, has expired (links last 5 minutes), or was copied incompletely. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
 	TitleDE: "Dieser Anmeldelink ist ungültig",
 	TextDE:  "Er wurde schon benutzt, ist abgelaufen (Links gelten 5 Minuten) oder wurde unvollständig kopiert. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
+}
+
+var loginCrossSitePage = page{
+	Title:   "Open the login link yourself",
+	Text:    "This login link was opened from another web page, which could sign your browser in to someone else's session, so it was not used. Copy the link that 'reservectl login-link' printed into the address bar.",
+	TitleDE: "Öffnen Sie den Anmeldelink selbst",
+	TextDE:  "Dieser Anmeldelink wurde von einer anderen Webseite aus geöffnet, die Ihren Browser so in die Sitzung eines anderen anmelden könnte; er wurde deshalb nicht benutzt. Kopieren Sie den Link, den 'reservectl login-link' ausgegeben hat, in die Adresszeile.",
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
