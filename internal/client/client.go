@@ -72,6 +72,9 @@ func (c *Client) init() {
 			var d net.Dialer
 			c.hc = &http.Client{Transport: &http.Transport{
 				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					if err := paths.CheckSocketOwner(socket); err != nil {
+						return nil, err
+					}
 					return d.DialContext(ctx, "unix", socket)
 				},
 			}}
@@ -93,6 +96,10 @@ type ConnectError struct {
 }
 
 func (e *ConnectError) Error() string {
+	var owner *paths.SocketOwnerError
+	if errors.As(e.Err, &owner) {
+		return fmt.Sprintf("cannot connect to reserved at %s: %v", e.Where, owner)
+	}
 	return fmt.Sprintf("cannot connect to reserved at %s: is it running?", e.Where)
 }
 
@@ -154,7 +161,8 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 // *ConnectError when the daemon could not be reached at all.
 func (c *Client) sendError(method, path string, err error) error {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	var owner *paths.SocketOwnerError
+	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &owner) {
 		return &ConnectError{Where: c.where, Err: err}
 	}
 	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)

@@ -5,17 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/paths/pathstest"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -129,4 +133,27 @@ func reservationID(t *testing.T, body []byte) string {
 		t.Fatal(err)
 	}
 	return a.ReservationID
+}
+
+// TestSocketOfAnotherUser: a socket in a world-writable directory (where the
+// default /tmp/reserved-<uid>.sock lives) that belongs to another user is
+// refused before the client connects, with the reason.
+func TestSocketOfAnotherUser(t *testing.T) {
+	socket, ln := pathstest.ForeignSocket(t, 0o777|os.ModeSticky, "reserved.sock")
+	// The listener never answers: a client that connected would wait for
+	// the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := (&client.Client{Socket: socket}).WhoAmI(ctx)
+	var ce *client.ConnectError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), fmt.Sprintf("belongs to uid %d, not to you", pathstest.ForeignUID)) {
+		t.Errorf("err = %v, want a ConnectError naming the socket's owner", err)
+	}
+	// Nothing connected: Accept finds no pending connection (one that is
+	// pending returns at once; an expired deadline would not even look).
+	ln.(*net.UnixListener).SetDeadline(time.Now().Add(100 * time.Millisecond))
+	if conn, err := ln.Accept(); err == nil {
+		conn.Close()
+		t.Error("the client connected to another user's socket")
+	}
 }

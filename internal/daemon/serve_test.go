@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/uuid"
@@ -16,6 +18,8 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/paths"
+	"github.com/reserve/reserve/internal/paths/pathstest"
 	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
@@ -207,6 +211,23 @@ func TestSocketFileHandling(t *testing.T) {
 		"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", regular, "--listen", "")
 	if data, err := os.ReadFile(regular); err != nil || string(data) != "keep me" {
 		t.Errorf("the regular file was touched: %q %v", data, err)
+	}
+}
+
+// TestSocketOfAnotherUserRefused: a socket in a world-writable directory,
+// such as the default /tmp/reserved-<uid>.sock, that belongs to another
+// user is neither served on nor replaced, listening or not.
+func TestSocketOfAnotherUserRefused(t *testing.T) {
+	dir := t.TempDir()
+	socket, ln := pathstest.ForeignSocket(t, 0o777|os.ModeSticky, "r.sock")
+	want := "reserved: " + (&paths.SocketOwnerError{Path: socket, Owner: pathstest.ForeignUID}).Error() + "\n"
+	mustFail(t, env(dir), want, "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "")
+	// Closed, it would look stale; it is still not replaced.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	mustFail(t, env(dir), want, "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "")
+	if fi, err := os.Lstat(socket); err != nil || fi.Sys().(*syscall.Stat_t).Uid != pathstest.ForeignUID {
+		t.Errorf("the other user's socket was touched: %v %v", fi, err)
 	}
 }
 

@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/reserve/reserve/internal/paths"
 )
 
 // probeSocket looks at an existing file at the socket path. Nothing there is
-// fine; a socket that accepts a connection belongs to a running daemon and
-// is an error; a socket that refuses connections is stale and may be
+// fine; a socket of another user in a world-writable directory is an error
+// (paths.CheckSocketOwner); a socket that accepts a connection belongs to a
+// running daemon and is an error; a socket that refuses connections is stale and may be
 // replaced (stale == true); anything else is left alone and is an error.
 func probeSocket(path string) (stale bool, err error) {
 	fi, err := os.Lstat(path)
@@ -25,6 +28,9 @@ func probeSocket(path string) (stale bool, err error) {
 	}
 	if fi.Mode()&fs.ModeSocket == 0 {
 		return false, fmt.Errorf("%s exists and is not a socket: remove it or choose another --socket", path)
+	}
+	if err := paths.CheckSocketOwner(path); err != nil {
+		return false, err
 	}
 	conn, err := net.DialTimeout("unix", path, time.Second)
 	if err == nil {
