@@ -16,8 +16,9 @@ import (
 // probeSocket looks at an existing file at the socket path. Nothing there is
 // fine; a socket of another user in a world-writable directory is an error
 // (paths.CheckSocketOwner); a socket that accepts a connection belongs to a
-// running daemon and is an error; a socket that refuses connections is stale and may be
-// replaced (stale == true); anything else is left alone and is an error.
+// running daemon and is an error; a socket that refuses connections is
+// stale and may be replaced (stale == true); anything else is left alone
+// and is an error.
 func probeSocket(path string) (stale bool, err error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
