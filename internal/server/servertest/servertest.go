@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -116,7 +117,35 @@ func Start(tb testing.TB, opts Options) *Harness {
 			tb.Errorf("close store: %v", err)
 		}
 	})
+	h.waitTCPServed(tb)
 	return h
+}
+
+// waitTCPServed returns once the TCP listener answers a request. ServeTCP
+// records the listener's address, the base of login links, in its own
+// goroutine before it serves; without this wait a login link asked for on
+// the socket right after Start could find no TCP listener yet (not_found).
+// An answer on TCP proves that the address is recorded.
+func (h *Harness) waitTCPServed(tb testing.TB) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // Only ends a hang.
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+"/healthz", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// A connection of its own, closed after the answer, so that no idle
+	// connection is left behind.
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		tb.Fatalf("the TCP listener does not answer: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET /healthz on the TCP listener = %d, want 200", resp.StatusCode)
+	}
 }
 
 // TCPAddr returns the TCP listener's host:port.
