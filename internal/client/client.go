@@ -26,6 +26,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/paths"
+	"github.com/reserve/reserve/internal/peercred"
 )
 
 // maxAnswerBytes bounds how much of an answer the client reads.
@@ -72,14 +73,32 @@ func (c *Client) init() {
 			var d net.Dialer
 			c.hc = &http.Client{Transport: &http.Transport{
 				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-					if err := paths.CheckSocketOwner(socket); err != nil {
-						return nil, err
-					}
-					return d.DialContext(ctx, "unix", socket)
+					return dialSocket(ctx, &d, socket)
 				},
 			}}
 		}
 	})
+}
+
+// dialSocket connects to the Unix socket at path unless paths refuses its
+// owner: the file's owner before connecting, and after connecting the
+// process that accepted (from the kernel, where the system tells), which a
+// file swapped in between the two cannot fool.
+func dialSocket(ctx context.Context, d *net.Dialer, path string) (net.Conn, error) {
+	if err := paths.CheckSocketOwner(path); err != nil {
+		return nil, err
+	}
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if uid, err := peercred.UID(conn); err == nil {
+		if err := paths.CheckSocketPeer(path, uid); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return conn, nil
 }
 
 // Where names the daemon the client talks to: the socket path or the base
@@ -98,7 +117,7 @@ type ConnectError struct {
 func (e *ConnectError) Error() string {
 	var owner *paths.SocketOwnerError
 	if errors.As(e.Err, &owner) {
-		return fmt.Sprintf("cannot connect to reserved at %s: %v", e.Where, owner)
+		return fmt.Sprintf("cannot connect to reserved at %s: the socket %s", e.Where, owner.Reason())
 	}
 	return fmt.Sprintf("cannot connect to reserved at %s: is it running?", e.Where)
 }

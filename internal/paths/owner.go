@@ -1,55 +1,59 @@
 package paths
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
-// SocketOwnerError refuses a socket file that lies in a directory anyone may
+// SocketOwnerError refuses a socket that lies in a directory anyone may
 // write to (such as /tmp, where the default socket lives when
 // XDG_RUNTIME_DIR is unset) and belongs to neither the caller nor root:
-// another user may have created it to receive the caller's requests, or to
-// keep the caller's daemon from starting.
+// another user may have put it there to receive the caller's requests, or
+// to keep the caller's daemon from starting.
 type SocketOwnerError struct {
 	Path  string
 	Owner uint32
+	// Peer is set when the owner is the process that answered on the
+	// socket (its kernel credentials), not the socket file.
+	Peer bool
 }
 
 func (e *SocketOwnerError) Error() string {
-	return fmt.Sprintf("socket %s belongs to uid %d, not to you, and lies in %s, where anyone can create files: refusing to use it (remove it or choose another socket)",
-		e.Path, e.Owner, filepath.Dir(e.Path))
+	return fmt.Sprintf("socket %s %s", e.Path, e.Reason())
 }
 
-// CheckSocketOwner returns a *SocketOwnerError when path exists in a
-// world-writable directory and belongs to another user than the caller and
-// root. A missing path, or one in a directory that only its owner can
-// write to (a shared daemon's /run/reserved, say), passes: there the
-// directory's permissions decide who may create the socket.
-func CheckSocketOwner(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+// Reason is the error without the socket's path.
+func (e *SocketOwnerError) Reason() string {
+	who := "belongs to"
+	if e.Peer {
+		who = "is served by"
 	}
-	if err != nil {
-		return fmt.Errorf("socket %s: %w", path, err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	if st.Uid == uint32(os.Getuid()) || st.Uid == 0 {
-		return nil
-	}
+	return fmt.Sprintf("%s uid %d, not to you or root, and lies in %s, where anyone can create files: refusing to use it (ask uid %d or root to remove it, or use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR)",
+		who, e.Owner, filepath.Dir(e.Path), e.Owner)
+}
+
+// SocketTrusted is the rule behind the checks: a socket owned by uid is
+// trusted by caller when the directory holding it (whose permissions are
+// dirPerm) is not writable by everybody, or when uid is the caller's or
+// root's. Group-writable directories are trusted: their group chose to share
+// them.
+func SocketTrusted(uid, caller uint32, dirPerm fs.FileMode) bool {
+	return dirPerm&0o002 == 0 || uid == caller || uid == 0
+}
+
+// CheckSocketPeer applies SocketTrusted to uid, the kernel's record of the
+// process that accepted a connection to path, and returns a
+// *SocketOwnerError if it is not trusted. Unlike the file check it cannot
+// be raced by replacing the file between the check and the connect.
+func CheckSocketPeer(path string, uid uint32) error {
 	di, err := os.Stat(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("directory of socket %s: %w", path, err)
 	}
-	if di.Mode().Perm()&0o002 == 0 {
+	if SocketTrusted(uid, uint32(os.Getuid()), di.Mode().Perm()) {
 		return nil
 	}
-	return &SocketOwnerError{Path: path, Owner: st.Uid}
+	return &SocketOwnerError{Path: path, Owner: uid, Peer: true}
 }

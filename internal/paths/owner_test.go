@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/reserve/reserve/internal/paths"
@@ -32,5 +33,53 @@ func TestCheckSocketOwner(t *testing.T) {
 	// /run/reserved, the directory decides and another user's socket passes.
 	if path, _ := pathstest.ForeignSocket(t, 0o755, "r.sock"); paths.CheckSocketOwner(path) != nil {
 		t.Errorf("another user's socket in a private directory was refused: %v", paths.CheckSocketOwner(path))
+	}
+}
+
+// TestSocketTrusted is the rule for a caller that is not root (the other
+// tests run as root, who owns everything it creates).
+func TestSocketTrusted(t *testing.T) {
+	const caller, other = 1000, 1001
+	for _, tc := range []struct {
+		uid     uint32
+		dirPerm os.FileMode
+		want    bool
+	}{
+		{caller, 0o777, true},
+		{0, 0o777, true},
+		{other, 0o777, false},
+		{other, 0o1777 & os.ModePerm, false}, // /tmp: the sticky bit is not a permission bit.
+		{other, 0o775, true},                 // A group's shared directory.
+		{other, 0o755, true},
+		{other, 0o700, true},
+	} {
+		if got := paths.SocketTrusted(tc.uid, caller, tc.dirPerm); got != tc.want {
+			t.Errorf("SocketTrusted(uid %d, caller %d, dir %v) = %v, want %v", tc.uid, caller, tc.dirPerm, got, tc.want)
+		}
+	}
+}
+
+// TestCheckSocketPeer applies the rule to the uid that answered on a
+// connection (which the client reads from the kernel after connecting).
+func TestCheckSocketPeer(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(open, "r.sock")
+	var owner *paths.SocketOwnerError
+	if err := paths.CheckSocketPeer(path, 4242); !errors.As(err, &owner) || !owner.Peer || owner.Owner != 4242 || !strings.Contains(err.Error(), "is served by uid 4242") {
+		t.Errorf("a peer of another user in a world-writable directory: %v", err)
+	}
+	for _, uid := range []uint32{uint32(os.Getuid()), 0} {
+		if err := paths.CheckSocketPeer(path, uid); err != nil {
+			t.Errorf("peer uid %d: %v", uid, err)
+		}
+	}
+	if err := paths.CheckSocketPeer(filepath.Join(t.TempDir(), "r.sock"), 4242); err != nil {
+		t.Errorf("a peer of another user in a private directory: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/peercred"
 )
 
 // connInfo is what the server knows about a connection before it reads a
@@ -36,7 +37,7 @@ func connOf(ctx context.Context) *connInfo {
 // SO_PEERCRED, when the connection is accepted.
 func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Context {
 	info := &connInfo{socket: true}
-	uid, err := peerUID(c)
+	uid, err := peercred.UID(c)
 	if err != nil {
 		info.peerErr = fmt.Errorf("read peer credentials: %w", err)
 	} else {

@@ -1,4 +1,6 @@
-package server
+// Package peercred reads the credentials the kernel recorded for the other
+// end of a Unix socket connection.
+package peercred
 
 import (
 	"errors"
@@ -7,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerUID returns the uid of the process on the other end of a Unix socket
+// UID returns the uid of the process on the other end of a Unix socket
 // connection, as the kernel recorded it at connect time (SO_PEERCRED).
-func peerUID(c net.Conn) (uint32, error) {
+func UID(c net.Conn) (uint32, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return 0, errors.New("not a Unix socket connection")

@@ -1,0 +1,40 @@
+//go:build unix
+
+package paths
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// CheckSocketOwner returns a *SocketOwnerError when the socket file at path
+// is not trusted by SocketTrusted. A missing path passes (connecting then
+// fails on its own). Clients check the file before connecting, for a clear
+// message, and the peer after connecting (CheckSocketPeer), which a file
+// swapped in between cannot fool; the daemon checks the file before it
+// probes or replaces it.
+func CheckSocketOwner(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket %s: %w", path, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	di, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("directory of socket %s: %w", path, err)
+	}
+	if SocketTrusted(st.Uid, uint32(os.Getuid()), di.Mode().Perm()) {
+		return nil
+	}
+	return &SocketOwnerError{Path: path, Owner: st.Uid}
+}
