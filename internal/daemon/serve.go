@@ -53,9 +53,9 @@ type serveOptions struct {
 }
 
 // defaultGCPercent is the daemon's garbage collector target. Its live heap is
-// a few MiB, so Go's default of 100 (collect when the heap has doubled, but
-// not below 4 MiB) runs about fifty collections a second under load, about a
-// tenth of the daemon's CPU; 400 lets the heap grow to some 16 MiB between
+// about 2 MiB, so Go's default of 100 (collect when the heap has doubled, but
+// not below 4 MiB) ran about fifty collections a second under load, 8 % of
+// the daemon's CPU; 400 lets the heap grow to some 16 MiB between
 // collections and measured about 20 % more reservations per second
 // (docs/benchmarks.md).
 const defaultGCPercent = 400
@@ -78,7 +78,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take after SIGINT/SIGTERM")
 	f.BoolVar(&o.noGroupCommit, "no-group-commit", false, "commit every reservation on its own instead of sharing commits (for comparisons)")
 	f.DurationVar(&o.headerTimeout, "read-header-timeout", server.ReadHeaderTimeout, "how long a client may take to send a request's header before the connection is closed")
-	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC (an explicit GOGC in the environment wins unless this flag is given)")
+	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC; -1 turns collection off (a non-empty GOGC in the environment wins unless this flag is given)")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this TCP address, e.g. 127.0.0.1:6060 (for profiling only)")
 }
 
@@ -109,17 +109,21 @@ A new database gets the demo workshop "workshop-demo" unless --no-demo.`,
 // run sets the garbage collector target and serves; both `reserved` and
 // `reserved serve` run it.
 func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
-	if _, set := os.LookupEnv("GOGC"); !set || cmd.Flags().Changed("gc-percent") {
+	if o.gcPercent < -1 {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--gc-percent must be at least 0, or -1 to turn collection off, not %d", o.gcPercent)}
+	}
+	if os.Getenv("GOGC") == "" || cmd.Flags().Changed("gc-percent") {
 		debug.SetGCPercent(o.gcPercent)
 	}
 	return serve(cmd.Context(), o, stderr)
 }
 
-// gcPercent returns the garbage collector target in effect.
-func gcPercent() uint64 {
+// gcPercent returns the garbage collector target in effect, -1 when
+// collection is off.
+func gcPercent() int64 {
 	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(sample)
-	return sample[0].Value.Uint64()
+	return int64(sample[0].Value.Uint64()) // Off is reported as the largest uint64.
 }
 
 // serve runs the daemon until ctx ends or a signal arrives.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/daemon"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/paths/pathstest"
@@ -250,9 +251,10 @@ func mustFail(t *testing.T, environ []string, want string, args ...string) {
 	}
 }
 
-// TestGCPercent starts reserved three ways and reads the garbage collector
-// target it reports: its own default, GOGC from the environment, and
-// --gc-percent, which wins over GOGC.
+// TestGCPercent starts reserved several ways and reads the garbage
+// collector target it reports: its own default (also with an empty GOGC),
+// GOGC from the environment (off is -1), and --gc-percent, which wins over
+// GOGC; a target below -1 is a usage error.
 func TestGCPercent(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -263,6 +265,8 @@ func TestGCPercent(t *testing.T) {
 		{"Default", nil, nil, 400},
 		{"GOGC", []string{"GOGC=150"}, nil, 150},
 		{"FlagOverGOGC", []string{"GOGC=150"}, []string{"--gc-percent", "250"}, 250},
+		{"EmptyGOGC", []string{"GOGC="}, nil, 400},
+		{"Off", []string{"GOGC=off"}, nil, -1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -278,5 +282,10 @@ func TestGCPercent(t *testing.T) {
 				t.Fatalf("exit code after SIGTERM = %d", code)
 			}
 		})
+	}
+	dir := t.TempDir()
+	p := launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--listen", "", "--gc-percent", "-2")
+	if code := p.wait(t); code != daemon.ExitUsage || !strings.Contains(p.logs.String(), "--gc-percent must be at least 0, or -1") {
+		t.Errorf("--gc-percent -2: exit %d, %s; want a usage error", code, p.logs)
 	}
 }
