@@ -21,7 +21,12 @@ import (
 )
 
 // SchemaVersion is the layout version this package writes and understands.
-const SchemaVersion = 1
+// Version 1 stored workshops and outbox events as JSON; version 2 writes
+// them in the binary layout of codec.go and still reads the JSON ones. A
+// version 1 file is marked version 2 when it is opened for writing, so that
+// an older reserved refuses it with a clear message instead of failing on a
+// record it cannot decode.
+const SchemaVersion = 2
 
 // The buckets, declared once and created by Open.
 var (
@@ -148,6 +153,13 @@ func initSchema(tx *bolt.Tx, path string) (created bool, err error) {
 	}
 	if err := checkSchema(tx, path); err != nil {
 		return false, err
+	}
+	if v := binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)); v < SchemaVersion {
+		var raw [8]byte
+		binary.BigEndian.PutUint64(raw[:], SchemaVersion)
+		if err := tx.Bucket(bucketMeta).Put(keySchema, raw[:]); err != nil {
+			return false, fmt.Errorf("upgrade schema version of %s from %d to %d: %w", path, v, SchemaVersion, err)
+		}
 	}
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {

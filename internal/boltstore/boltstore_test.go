@@ -2,10 +2,12 @@ package boltstore_test
 
 import (
 	"context"
+	"encoding/binary"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/reserve/reserve/internal/boltstore"
@@ -70,8 +72,71 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	}
 	db.Close()
 	_, err = boltstore.Open(path, boltstore.Options{})
-	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this reserved understands (1)") {
+	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this reserved understands (2)") {
 		t.Fatalf("open of newer schema: %v", err)
+	}
+}
+
+// TestSchemaUpgrade: a version 1 file (JSON workshop records) is read by a
+// read-only open as it is and marked version 2 by a writing open; its JSON
+// workshop still reads and is rewritten in the binary layout.
+func TestSchemaUpgrade(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reserved.db")
+	s, err := boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	setRaw := func(bucket, key string, value []byte) {
+		t.Helper()
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Put([]byte(key), value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schema := func() uint64 {
+		t.Helper()
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var v uint64
+		db.View(func(tx *bolt.Tx) error {
+			v = binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema")))
+			return nil
+		})
+		return v
+	}
+	setRaw("meta", "schema", []byte{0, 0, 0, 0, 0, 0, 0, 1})
+	setRaw("workshops", "go-basics", []byte(`{"id":"go-basics","title":"Go","capacity":3,"reserved":0,"max_quantity":2,"version":1}`))
+	ctx := context.Background()
+	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro.Close()
+	if v := schema(); v != 1 {
+		t.Fatalf("a read-only open changed the schema version to %d", v)
+	}
+	s, err = boltstore.Open(path, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := engine.New(s).Reserve(ctx, "alice", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "go-basics", Quantity: 2})
+	if err != nil || out.HTTPStatus != 201 {
+		t.Fatalf("reserve in the version 1 workshop: %+v %v", out, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := schema(); v != boltstore.SchemaVersion {
+		t.Errorf("schema version after a writing open = %d, want %d", v, boltstore.SchemaVersion)
 	}
 }
 
