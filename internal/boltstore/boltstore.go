@@ -58,8 +58,9 @@ type Options struct {
 	NoGroupCommit bool
 	// MaxBatch bounds how many Updates share one commit. Zero means 1024.
 	MaxBatch int
-	// OnCommit, if set, is told how many Updates shared each commit (for the
-	// daemon's batch-size metric); without group commit it is always 1.
+	// OnCommit, if set, is told how many Updates shared each successful
+	// commit, before their callers return (for the daemon's batch-size
+	// metric); without group commit it is always 1.
 	OnCommit func(calls int)
 	// ReadOnly opens the file without taking the writer's lock exclusively.
 	ReadOnly bool
@@ -307,9 +308,6 @@ func (s *Store) commitLoop() {
 			}
 		}
 		s.commit(batch)
-		if s.onCommit != nil {
-			s.onCommit(len(batch))
-		}
 	}
 }
 
@@ -334,6 +332,11 @@ func (s *Store) commit(batch []call) {
 			batch[failed].err <- failErr
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
+		}
+		// Told before anyone is answered, so that whoever has an answer
+		// also sees the commit in the metric.
+		if err == nil && s.onCommit != nil {
+			s.onCommit(len(batch))
 		}
 		for _, c := range batch {
 			c.err <- err
