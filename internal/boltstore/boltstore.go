@@ -111,7 +111,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	created := false
 	if opts.ReadOnly {
-		err = db.View(func(tx *bolt.Tx) error { return checkSchema(tx, path) })
+		err = db.View(func(tx *bolt.Tx) error { _, err := checkSchema(tx, path); return err })
 	} else {
 		err = db.Update(func(tx *bolt.Tx) (err error) {
 			created, err = initSchema(tx, path)
@@ -152,10 +152,11 @@ func initSchema(tx *bolt.Tx, path string) (created bool, err error) {
 		}
 		created = true
 	}
-	if err := checkSchema(tx, path); err != nil {
+	v, err := checkSchema(tx, path)
+	if err != nil {
 		return false, err
 	}
-	if v := binary.BigEndian.Uint64(tx.Bucket(bucketMeta).Get(keySchema)); v < SchemaVersion {
+	if v < SchemaVersion {
 		var raw [8]byte
 		binary.BigEndian.PutUint64(raw[:], SchemaVersion)
 		if err := tx.Bucket(bucketMeta).Put(keySchema, raw[:]); err != nil {
@@ -172,19 +173,22 @@ func initSchema(tx *bolt.Tx, path string) (created bool, err error) {
 
 var errForeign = errors.New("foreign bucket")
 
-func checkSchema(tx *bolt.Tx, path string) error {
+// checkSchema returns the schema version of the file, or an error when it
+// has none or a newer one than this package understands.
+func checkSchema(tx *bolt.Tx, path string) (uint64, error) {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
-		return fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
+		return 0, fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
 	}
 	raw := meta.Get(keySchema)
 	if len(raw) != 8 {
-		return fmt.Errorf("database %s has no readable schema version", path)
+		return 0, fmt.Errorf("database %s has no readable schema version", path)
 	}
-	if v := binary.BigEndian.Uint64(raw); v > SchemaVersion {
-		return fmt.Errorf("database %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", path, v, SchemaVersion)
+	v := binary.BigEndian.Uint64(raw)
+	if v > SchemaVersion {
+		return 0, fmt.Errorf("database %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", path, v, SchemaVersion)
 	}
-	return nil
+	return v, nil
 }
 
 // Created reports whether Open initialised a new file.

@@ -200,13 +200,7 @@ func decodePlain(body []byte, members []Member) bool {
 			if !ok {
 				return false
 			}
-			idx := -1
-			for j := range members {
-				if members[j].name == name {
-					idx = j
-					break
-				}
-			}
+			idx := memberIndex(members, name)
 			if idx < 0 || seen&(1<<idx) != 0 {
 				return false
 			}
@@ -307,12 +301,20 @@ func plainValue(b []byte, i int) (json.Token, int, bool) {
 }
 
 func findMember(members []Member, name string) *Member {
-	for i := range members {
-		if members[i].name == name {
-			return &members[i]
-		}
+	if i := memberIndex(members, name); i >= 0 {
+		return &members[i]
 	}
 	return nil
+}
+
+// memberIndex returns the index of the member called name, or -1.
+func memberIndex(members []Member, name string) int {
+	for i := range members {
+		if members[i].name == name {
+			return i
+		}
+	}
+	return -1
 }
 
 func memberNames(members []Member) string {

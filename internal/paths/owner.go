@@ -48,6 +48,12 @@ func SocketTrusted(uid, caller uint32, dirPerm fs.FileMode) bool {
 // *SocketOwnerError if it is not trusted. Unlike the file check it cannot
 // be raced by replacing the file between the check and the connect.
 func CheckSocketPeer(path string, uid uint32) error {
+	return checkSocketUID(path, uid, true)
+}
+
+// checkSocketUID applies SocketTrusted to uid, the owner of the socket at
+// path (its file's, or with peer its accepting process's).
+func checkSocketUID(path string, uid uint32, peer bool) error {
 	di, err := os.Stat(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("directory of socket %s: %w", path, err)
@@ -55,5 +61,5 @@ func CheckSocketPeer(path string, uid uint32) error {
 	if SocketTrusted(uid, uint32(os.Getuid()), di.Mode().Perm()) {
 		return nil
 	}
-	return &SocketOwnerError{Path: path, Owner: uid, Peer: true}
+	return &SocketOwnerError{Path: path, Owner: uid, Peer: peer}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
 )
 
@@ -29,12 +28,5 @@ func CheckSocketOwner(path string) error {
 	if !ok {
 		return nil
 	}
-	di, err := os.Stat(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("directory of socket %s: %w", path, err)
-	}
-	if SocketTrusted(st.Uid, uint32(os.Getuid()), di.Mode().Perm()) {
-		return nil
-	}
-	return &SocketOwnerError{Path: path, Owner: st.Uid}
+	return checkSocketUID(path, st.Uid, false)
 }
