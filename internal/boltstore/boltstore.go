@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -64,6 +65,14 @@ type Options struct {
 	OnCommit func(calls int)
 	// ReadOnly opens the file without taking the writer's lock exclusively.
 	ReadOnly bool
+	// CommitterNice, if not zero, is the nice value of the group
+	// committer's OS thread (Linux only). Every reservation waits for the
+	// committer, which spends most of a commit in fdatasync; a negative
+	// value lets it run as soon as a sync completes instead of queueing
+	// behind request handlers for a CPU. Lowering it needs root or
+	// CAP_SYS_NICE; when it cannot be set the committer keeps the process's
+	// priority and CommitterNice reports why.
+	CommitterNice int
 }
 
 // Store is an engine.Store on one bbolt file. It is safe for concurrent use.
@@ -75,6 +84,11 @@ type Store struct {
 	onCommit func(int)
 	calls    chan call
 	loopDone chan struct{}
+
+	// The committer thread's nice value as asked for, and why it could not
+	// be set (nil when it was, or when none was asked for).
+	nice    int
+	niceErr error
 
 	closeMu sync.RWMutex // Held for reading by Update while a call is in flight.
 	closed  bool
@@ -126,9 +140,19 @@ func Open(path string, opts Options) (*Store, error) {
 	if s.group {
 		s.calls = make(chan call, opts.MaxBatch)
 		s.loopDone = make(chan struct{})
-		go s.commitLoop()
+		started := make(chan error)
+		go s.commitLoop(opts.CommitterNice, started)
+		s.nice, s.niceErr = opts.CommitterNice, <-started
 	}
 	return s, nil
+}
+
+// CommitterNice reports the nice value the group committer's thread was
+// given and, if it could not be given, why; the committer then runs at the
+// process's priority. Zero and nil mean none was asked for (or there is no
+// committer: read-only or without group commit).
+func (s *Store) CommitterNice() (int, error) {
+	return s.nice, s.niceErr
 }
 
 // initSchema creates every bucket and records the schema version of a new
@@ -294,8 +318,27 @@ func (s *Store) Close() error {
 // moment, runs them in one transaction and answers them after the commit.
 // While a commit is being synced, new calls queue up for the next one, so the
 // batch size follows the load without any added delay.
-func (s *Store) commitLoop() {
+//
+// With a nice value it runs on an OS thread of its own with that priority,
+// and reports on started whether the priority was set. The thread is never
+// unlocked, so when the loop ends Go terminates it instead of handing a
+// thread of raised priority to other goroutines.
+func (s *Store) commitLoop(nice int, started chan<- error) {
 	defer close(s.loopDone)
+	var err error
+	if nice != 0 {
+		runtime.LockOSThread()
+		var restore func()
+		if restore, err = setThreadNice(nice); err != nil {
+			runtime.UnlockOSThread() // Nothing to keep it apart for.
+		} else {
+			// Go cannot end the process's main thread; if the loop runs
+			// there, the thread is parked for good when the loop ends, and
+			// gets its priority back first.
+			defer restore()
+		}
+	}
+	started <- err
 	batch := make([]call, 0, s.maxBatch)
 	for c := range s.calls {
 		batch = append(batch[:0], c)

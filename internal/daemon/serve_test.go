@@ -255,18 +255,30 @@ func mustFail(t *testing.T, environ []string, want string, args ...string) {
 // collector target it reports: its own default (also with an empty GOGC),
 // GOGC from the environment (off is -1), and --gc-percent, which wins over
 // GOGC; a target below -1 is a usage error.
-func TestGCPercent(t *testing.T) {
+// TestTuning starts the daemon with each tuning flag and environment
+// variable and reads the value in effect from its start line; out-of-range
+// values are usage errors.
+func TestTuning(t *testing.T) {
+	// Raising the committer's priority needs root (as in CI); anyone else
+	// gets the daemon's priority and a log line saying why.
+	defaultNice := -10.0
+	if os.Getuid() != 0 {
+		defaultNice = 0
+	}
 	for _, tc := range []struct {
-		name string
-		env  []string
-		args []string
-		want float64
+		name  string
+		env   []string
+		args  []string
+		field string
+		want  float64
 	}{
-		{"Default", nil, nil, 400},
-		{"GOGC", []string{"GOGC=150"}, nil, 150},
-		{"FlagOverGOGC", []string{"GOGC=150"}, []string{"--gc-percent", "250"}, 250},
-		{"EmptyGOGC", []string{"GOGC="}, nil, 400},
-		{"Off", []string{"GOGC=off"}, nil, -1},
+		{"GCDefault", nil, nil, "gc_percent", 400},
+		{"GOGC", []string{"GOGC=150"}, nil, "gc_percent", 150},
+		{"GCFlagOverGOGC", []string{"GOGC=150"}, []string{"--gc-percent", "250"}, "gc_percent", 250},
+		{"EmptyGOGC", []string{"GOGC="}, nil, "gc_percent", 400},
+		{"GCOff", []string{"GOGC=off"}, nil, "gc_percent", -1},
+		{"NiceDefault", nil, nil, "committer_nice", defaultNice},
+		{"NiceOff", nil, []string{"--committer-nice", "0"}, "committer_nice", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -275,17 +287,27 @@ func TestGCPercent(t *testing.T) {
 			p := launch(t, env(dir, tc.env...), args...)
 			p.socket = socket
 			p.waitServing(t)
-			if got := p.logs.Find("reserved is serving")["gc_percent"]; got != tc.want {
-				t.Errorf("gc_percent = %v, want %v", got, tc.want)
+			if got := p.logs.Find("reserved is serving")[tc.field]; got != tc.want {
+				t.Errorf("%s = %v, want %v", tc.field, got, tc.want)
+			}
+			refused := strings.Contains(p.logs.String(), "the group committer runs at the daemon's priority")
+			if wantRefused := tc.field == "committer_nice" && tc.want == 0 && len(tc.args) == 0; refused != wantRefused {
+				t.Errorf("log says the committer's priority was refused: %v, want %v; log:\n%s", refused, wantRefused, p.logs)
 			}
 			if code := p.stop(t); code != 0 {
 				t.Fatalf("exit code after SIGTERM = %d", code)
 			}
 		})
 	}
-	dir := t.TempDir()
-	p := launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--listen", "", "--gc-percent", "-2")
-	if code := p.wait(t); code != daemon.ExitUsage || !strings.Contains(p.logs.String(), "--gc-percent must be at least 0, or -1") {
-		t.Errorf("--gc-percent -2: exit %d, %s; want a usage error", code, p.logs)
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--gc-percent", "-2", "--gc-percent must be at least 0, or -1"},
+		{"--committer-nice", "20", "--committer-nice must be between -20 and 19, not 20"},
+		{"--committer-nice", "-21", "--committer-nice must be between -20 and 19, not -21"},
+	} {
+		dir := t.TempDir()
+		p := launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--listen", "", tc.flag, tc.value)
+		if code := p.wait(t); code != daemon.ExitUsage || !strings.Contains(p.logs.String(), tc.want) {
+			t.Errorf("%s %s: exit %d, %s; want a usage error", tc.flag, tc.value, code, p.logs)
+		}
 	}
 }

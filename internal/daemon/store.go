@@ -76,6 +76,7 @@ type storeOptions struct {
 	readOnly      bool      // Change nothing (for check): no new file, no migration.
 	noGroupCommit bool      // bolt: one commit per update.
 	onCommit      func(int) // bolt: told the size of every commit.
+	committerNice int       // bolt: the group committer thread's nice value, 0 to leave it.
 }
 
 // open validates the flags and opens the store they name.
@@ -96,7 +97,7 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		} else if err := os.MkdirAll(filepath.Dir(f.db), 0o700); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
-		return boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit})
+		return boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice})
 	case storePostgres:
 		if f.dsn == "" {
 			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store postgres needs --dsn (or %s), e.g. postgres://reserve@db.example/reserve", EnvDSN)}
