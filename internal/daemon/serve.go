@@ -65,9 +65,9 @@ const defaultGCPercent = 400
 // asks for. Every reservation waits for the committer, and it spends most of
 // each commit in fdatasync; at the daemon's own priority it then queued
 // behind request handlers and the load for a CPU whenever a sync completed.
-// Running it first measured about a tenth more reservations per second on
-// two CPUs (docs/benchmarks.md). It only ever wants a CPU briefly, so the
-// handlers lose little.
+// Running it first measured about 5 % more reservations per second on two
+// CPUs, more in each of nine paired runs (docs/benchmarks.md). It only ever
+// wants a CPU briefly, so the handlers lose little.
 const defaultCommitterNice = -10
 
 func (o *serveOptions) register(cmd *cobra.Command) {

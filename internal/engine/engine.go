@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -213,11 +212,7 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 // storeReceipt stores rec with answer as its body, unless failReceipt says
 // that an injected fault fails the write, and returns the first answer.
 func storeReceipt(tx Tx, rec Receipt, answer Answer, failReceipt func() bool) (Outcome, error) {
-	var err error
-	rec.Body, err = json.Marshal(answer)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("encode answer: %w", err)
-	}
+	rec.Body = answer.appendJSON(make([]byte, 0, 128))
 	if failReceipt() {
 		return Outcome{}, fmt.Errorf("store receipt: %w", ErrInjectedReceiptWrite)
 	}

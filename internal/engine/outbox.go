@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -52,10 +51,10 @@ type EventPayload struct {
 // addEvent writes the confirmation event id of type typ for res, caused by
 // actor's operation key, into the outbox of tx.
 func addEvent(tx Tx, id, typ string, res Reservation, actor string, key OperationKey, now time.Time) error {
-	body, err := json.Marshal(EventPayload{
+	body, err := EventPayload{
 		ID: id, Type: typ, ReservationID: res.ID, Owner: res.Actor, Actor: actor, Operation: key,
 		Workshop: res.Workshop, Quantity: res.Quantity, At: now,
-	})
+	}.appendJSON(make([]byte, 0, 320))
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", id, err)
 	}
