@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -26,18 +27,32 @@ const recordFormat1 = 1
 // layout.
 func isJSON(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
-// encodeReceipt lays out a receipt as:
+// recordReceiptStatus is the format byte of a receipt stored with the
+// status of its answer instead of the answer: the engine builds the answer
+// from the status and the receipt's other members (engine.Receipt.BuildBody),
+// and keeping it as JSON stored most of them twice.
+const recordReceiptStatus = 2
+
+// encodeReceipt lays out a receipt whose body is what the engine builds
+// from its status as:
 //
-//	format=1 | uvarint fp version | 32 bytes fingerprint | uvarint status |
+//	format=2 | uvarint fp version | 32 bytes fingerprint | uvarint status |
 //	varint created (Unix ns) | bytes workshop | uvarint quantity |
-//	bytes reservation id | bytes body
+//	bytes reservation id | bytes answer status
+//
+// and any other receipt, with its body kept as it is, in format 1: the same
+// with bytes body in place of the answer status.
 func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	fp, err := hex.DecodeString(r.Fingerprint)
 	if err != nil || len(fp) != 32 {
 		return nil, fmt.Errorf("fingerprint %q is not 32 hex bytes", r.Fingerprint)
 	}
-	b := make([]byte, 0, 64+len(r.Request.Workshop)+len(r.ReservationID)+len(r.Body))
-	b = append(b, recordFormat1)
+	format, tail := byte(recordFormat1), r.Body
+	if status, ok := answerStatus(r); ok {
+		format, tail = recordReceiptStatus, []byte(status)
+	}
+	b := make([]byte, 0, 64+len(r.Request.Workshop)+len(r.ReservationID)+len(tail))
+	b = append(b, format)
 	b = binary.AppendUvarint(b, uint64(r.FingerprintVersion))
 	b = append(b, fp...)
 	b = binary.AppendUvarint(b, uint64(r.HTTPStatus))
@@ -45,7 +60,23 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	b = appendBytes(b, []byte(r.Request.Workshop))
 	b = binary.AppendUvarint(b, uint64(r.Request.Quantity))
 	b = appendBytes(b, []byte(r.ReservationID))
-	return appendBytes(b, r.Body), nil
+	return appendBytes(b, tail), nil
+}
+
+// answerStatus returns the status of r's answer when r.Body is exactly what
+// the engine builds from that status.
+func answerStatus(r engine.Receipt) (string, bool) {
+	const prefix = `{"status":"`
+	rest, ok := bytes.CutPrefix(r.Body, []byte(prefix))
+	if !ok {
+		return "", false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || r.Request.Quantity < 0 {
+		return "", false
+	}
+	status := string(rest[:end])
+	return status, bytes.Equal(r.BuildBody(status), r.Body)
 }
 
 func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
@@ -54,7 +85,7 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 		return engine.Receipt{}, fmt.Errorf("receipt key %q has no actor separator", key)
 	}
 	d := decoder{b: raw}
-	d.format()
+	format := d.formatOf(recordFormat1, recordReceiptStatus)
 	r := engine.Receipt{Actor: actor, OperationKey: opKey}
 	r.FingerprintVersion = int(d.uvarint())
 	r.Fingerprint = hex.EncodeToString(d.fixed(32))
@@ -64,7 +95,13 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	r.Request.Quantity = int(d.uvarint())
 	r.ReservationID = string(d.bytes())
 	r.Body = d.bytes()
-	return r, d.end()
+	if err := d.end(); err != nil {
+		return r, err
+	}
+	if format == recordReceiptStatus {
+		r.Body = r.BuildBody(string(r.Body))
+	}
+	return r, nil
 }
 
 // recordCancelled is the format byte of a cancelled reservation: format 1
@@ -99,13 +136,8 @@ func encodeReservation(r engine.Reservation) []byte {
 }
 
 func decodeReservation(key, raw []byte) (engine.Reservation, error) {
-	cancelled := len(raw) > 0 && raw[0] == recordCancelled
 	d := decoder{b: raw}
-	if cancelled {
-		d.b = d.b[1:]
-	} else {
-		d.format()
-	}
+	cancelled := d.formatOf(recordFormat1, recordCancelled) == recordCancelled
 	r := engine.Reservation{ID: string(key)}
 	r.Actor = string(d.bytes())
 	r.OperationKey = engine.OperationKey(d.bytes())
@@ -166,26 +198,62 @@ type workshopJSON struct {
 	Version     uint64 `json:"version"`
 }
 
-// encodeEvent lays out an outbox event as:
+// recordEventMembers is the format byte of an outbox event stored as the
+// members its payload is built from (engine.Event.BuildPayload), instead of
+// the payload itself: the payload repeated every member in JSON and made
+// outbox events half of a database's bytes. Receipts (above) and events of
+// format 2 are new in schema version 3.
+const recordEventMembers = 2
+
+// encodeEvent lays out an event whose payload is what the engine builds
+// from its members as:
+//
+//	format=2 | bytes type | bytes reservation id | bytes owner | bytes actor |
+//	bytes operation key | bytes workshop | uvarint quantity |
+//	varint created (Unix ns) | uvarint delivered? | [varint delivered (Unix ns)]
+//
+// and any other event (one read from an older record, say), with its
+// payload kept as it is, as:
 //
 //	format=1 | bytes type | bytes reservation id | bytes actor |
 //	bytes operation key | varint created (Unix ns) | uvarint delivered? |
 //	[varint delivered (Unix ns)] | bytes payload
 func encodeEvent(e engine.Event) []byte {
-	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.Actor)+len(e.OperationKey)+len(e.Payload))
+	members := e.Owner != "" && e.Quantity >= 0
+	if members {
+		built, err := e.BuildPayload()
+		members = err == nil && bytes.Equal(built, e.Payload)
+	}
+	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.Owner)+len(e.Actor)+len(e.OperationKey)+len(e.Workshop)+len(e.Payload))
+	if members {
+		b = append(b, recordEventMembers)
+		b = appendBytes(b, []byte(e.Type))
+		b = appendBytes(b, []byte(e.ReservationID))
+		b = appendBytes(b, []byte(e.Owner))
+		b = appendBytes(b, []byte(e.Actor))
+		b = appendBytes(b, []byte(e.OperationKey))
+		b = appendBytes(b, []byte(e.Workshop))
+		b = binary.AppendUvarint(b, uint64(e.Quantity))
+		b = binary.AppendVarint(b, e.CreatedAt.UnixNano())
+		return appendDelivered(b, e)
+	}
 	b = append(b, recordFormat1)
 	b = appendBytes(b, []byte(e.Type))
 	b = appendBytes(b, []byte(e.ReservationID))
 	b = appendBytes(b, []byte(e.Actor))
 	b = appendBytes(b, []byte(e.OperationKey))
 	b = binary.AppendVarint(b, e.CreatedAt.UnixNano())
+	b = appendDelivered(b, e)
+	return appendBytes(b, e.Payload)
+}
+
+// appendDelivered appends whether e was delivered and when.
+func appendDelivered(b []byte, e engine.Event) []byte {
 	if e.Delivered() {
 		b = binary.AppendUvarint(b, 1)
-		b = binary.AppendVarint(b, e.DeliveredAt.UnixNano())
-	} else {
-		b = binary.AppendUvarint(b, 0)
+		return binary.AppendVarint(b, e.DeliveredAt.UnixNano())
 	}
-	return appendBytes(b, e.Payload)
+	return binary.AppendUvarint(b, 0)
 }
 
 func decodeEvent(key, raw []byte) (engine.Event, error) {
@@ -195,12 +263,19 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 		return e, err
 	}
 	d := decoder{b: raw}
-	d.format()
+	members := d.formatOf(recordFormat1, recordEventMembers) == recordEventMembers
 	e.ID = string(key)
 	e.Type = string(d.bytes())
 	e.ReservationID = string(d.bytes())
+	if members {
+		e.Owner = string(d.bytes())
+	}
 	e.Actor = string(d.bytes())
 	e.OperationKey = engine.OperationKey(d.bytes())
+	if members {
+		e.Workshop = string(d.bytes())
+		e.Quantity = int(d.uvarint())
+	}
 	e.CreatedAt = time.Unix(0, d.varint()).UTC()
 	switch d.uvarint() {
 	case 0:
@@ -209,8 +284,16 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 	default:
 		d.fail(errors.New("bad delivered flag"))
 	}
-	e.Payload = d.bytes()
-	return e, d.end()
+	if !members {
+		e.Payload = d.bytes()
+		return e, d.end()
+	}
+	if err := d.end(); err != nil {
+		return e, err
+	}
+	var err error
+	e.Payload, err = e.BuildPayload()
+	return e, err
 }
 
 func appendBytes(b, v []byte) []byte {
@@ -234,12 +317,21 @@ func (d *decoder) fail(err error) {
 	d.b = nil
 }
 
-func (d *decoder) format() {
-	if len(d.b) == 0 || d.b[0] != recordFormat1 {
-		d.fail(errors.New("unknown record format"))
-		return
+func (d *decoder) format() { d.formatOf(recordFormat1) }
+
+// formatOf reads the format byte, which must be one of allowed, and
+// returns it (0 after a failure).
+func (d *decoder) formatOf(allowed ...byte) byte {
+	if len(d.b) > 0 {
+		for _, f := range allowed {
+			if d.b[0] == f {
+				d.b = d.b[1:]
+				return f
+			}
+		}
 	}
-	d.b = d.b[1:]
+	d.fail(errors.New("unknown record format"))
+	return 0
 }
 
 func (d *decoder) uvarint() uint64 {

@@ -21,13 +21,31 @@ func sampleReceipt() engine.Receipt {
 }
 
 func TestReceiptRoundTrip(t *testing.T) {
-	for _, r := range []engine.Receipt{sampleReceipt(), func() engine.Receipt {
-		r := sampleReceipt()
-		r.HTTPStatus, r.ReservationID = 409, ""
-		r.Body = []byte(`{"status":"unavailable","workshop":"go-basics","quantity":2}`)
-		r.CreatedAt = time.Unix(0, 0).UTC()
-		return r
-	}()} {
+	// Receipts whose body is the answer the engine builds are stored with
+	// the answer's status only (format 2), any other body as it is (1).
+	for _, tc := range []struct {
+		r      engine.Receipt
+		format byte
+	}{
+		{sampleReceipt(), recordReceiptStatus},
+		{func() engine.Receipt {
+			r := sampleReceipt()
+			r.HTTPStatus, r.ReservationID = 409, ""
+			r.Body = []byte(`{"status":"unavailable","workshop":"go-basics","quantity":2}`)
+			r.CreatedAt = time.Unix(0, 0).UTC()
+			return r
+		}(), recordReceiptStatus},
+		{func() engine.Receipt {
+			r := sampleReceipt()
+			r.Body = []byte(`{"status":"reserved","reservation_id":"someone else's","workshop":"go-basics","quantity":2}`)
+			return r
+		}(), recordFormat1},
+		{func() engine.Receipt {
+			r := sampleReceipt()
+			r.Body = []byte(`{"workshop":"go-basics","status":"reserved"}`)
+			return r
+		}(), recordFormat1},
+	} {
 		encode := func(r engine.Receipt) []byte {
 			raw, err := encodeReceipt(r)
 			if err != nil {
@@ -35,7 +53,10 @@ func TestReceiptRoundTrip(t *testing.T) {
 			}
 			return raw
 		}
-		checkRoundTrip(t, receiptKey(r.Actor, r.OperationKey), r, encode, decodeReceipt)
+		if raw := encode(tc.r); raw[0] != tc.format {
+			t.Errorf("receipt with body %s stored as format %d, want %d", tc.r.Body, raw[0], tc.format)
+		}
+		checkRoundTrip(t, receiptKey(tc.r.Actor, tc.r.OperationKey), tc.r, encode, decodeReceipt)
 	}
 	if _, err := decodeReceipt([]byte("no-separator"), nil); err == nil {
 		t.Fatal("receipt key without separator decoded")
@@ -60,7 +81,13 @@ func FuzzDecodeReceipt(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(raw)
+	f.Add(raw) // Format 2: the answer's status.
+	own := sampleReceipt()
+	own.Body = []byte(`{"status":"reserved"}`)
+	if raw, err = encodeReceipt(own); err != nil || raw[0] != recordFormat1 {
+		f.Fatalf("format %d, %v", raw[0], err)
+	}
+	f.Add(raw) // Format 1: the body as it is.
 	f.Add([]byte{recordFormat1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := decodeReceipt([]byte("a\x00k"), raw)
@@ -131,5 +158,37 @@ func TestEventRoundTrip(t *testing.T) {
 	got, err := decodeEvent([]byte(e.ID), old)
 	if err != nil || !reflect.DeepEqual(got, e) {
 		t.Fatalf("JSON event = %+v, %v; want %+v", got, err, e)
+	}
+}
+
+// TestEventMembersRecord: an event as the engine makes it, whose payload is
+// built from its members, is stored as the members alone (format 2) and
+// read back with the same payload; an event whose payload is anything else
+// keeps its payload (format 1).
+func TestEventMembersRecord(t *testing.T) {
+	e := engine.Event{ID: "0192f0a1b2c3d4e5f60718293a4b5c6d", Type: engine.EventCancelled, ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6e",
+		Owner: "unix-bob", Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479", Workshop: "go-basics", Quantity: 2,
+		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}
+	var err error
+	if e.Payload, err = e.BuildPayload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, delivered := range []time.Time{{}, e.CreatedAt.Add(time.Second)} {
+		e.DeliveredAt = delivered
+		raw := encodeEvent(e)
+		if raw[0] != recordEventMembers || bytes.Contains(raw, []byte(`"owner"`)) {
+			t.Fatalf("engine-built event stored as format %d, %d bytes; want format 2 without the payload", raw[0], len(raw))
+		}
+		checkRoundTrip(t, []byte(e.ID), e, encodeEvent, decodeEvent)
+	}
+	other := e
+	other.Payload = append([]byte(nil), e.Payload...)
+	other.Payload[len(other.Payload)-2] = 'X' // Not what the members build.
+	if raw := encodeEvent(other); raw[0] != recordFormat1 || !bytes.Contains(raw, other.Payload) {
+		t.Fatalf("event with its own payload stored as format %d without it", raw[0])
+	}
+	got, err := decodeEvent([]byte(other.ID), encodeEvent(other))
+	if err != nil || !bytes.Equal(got.Payload, other.Payload) {
+		t.Fatalf("event with its own payload read back as %s, %v", got.Payload, err)
 	}
 }

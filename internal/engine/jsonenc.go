@@ -29,6 +29,13 @@ func (a Answer) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// BuildBody returns the answer the engine stores as the Body of r when the
+// answer's status is status: its reservation id, workshop and quantity are
+// the receipt's. A store may keep the status and build the body again.
+func (r Receipt) BuildBody(status string) []byte {
+	return Answer{Status: status, ReservationID: r.ReservationID, Workshop: r.Request.Workshop, Quantity: r.Request.Quantity}.appendJSON(make([]byte, 0, 128))
+}
+
 // appendJSON appends p's JSON encoding, as json.Marshal(p) would write it.
 // It falls back to json.Marshal for a time json cannot encode as RFC 3339
 // (a year outside 0–9999), to fail the same way.

@@ -20,7 +20,10 @@ const (
 // dispatcher afterwards (at least once, always under the same ID, so that a
 // receiver that deduplicates by ID sees it exactly once), and marked
 // delivered in a later transaction. Payload is the JSON body that is
-// delivered.
+// delivered; the engine builds it from the event's members with
+// BuildPayload, so a store may keep the members and build it again
+// (Owner, Workshop and Quantity are there for that and are empty in events
+// read from stores that keep the payload).
 type Event struct {
 	ID            string       `json:"id"`
 	Type          string       `json:"type"`
@@ -30,6 +33,9 @@ type Event struct {
 	Payload       []byte       `json:"payload"`
 	CreatedAt     time.Time    `json:"created_at"`
 	DeliveredAt   time.Time    `json:"delivered_at,omitzero"`
+	Owner         string       `json:"owner,omitempty"`
+	Workshop      string       `json:"workshop,omitempty"`
+	Quantity      int          `json:"quantity,omitempty"`
 }
 
 // Delivered reports whether the event was marked delivered.
@@ -48,17 +54,24 @@ type EventPayload struct {
 	At            time.Time    `json:"at"`
 }
 
+// BuildPayload returns the JSON body delivered for e, built from its
+// members: the bytes the engine stores as Payload when it adds an event.
+func (e Event) BuildPayload() ([]byte, error) {
+	return EventPayload{
+		ID: e.ID, Type: e.Type, ReservationID: e.ReservationID, Owner: e.Owner, Actor: e.Actor,
+		Operation: e.OperationKey, Workshop: e.Workshop, Quantity: e.Quantity, At: e.CreatedAt,
+	}.appendJSON(make([]byte, 0, 320))
+}
+
 // addEvent writes the confirmation event id of type typ for res, caused by
 // actor's operation key, into the outbox of tx.
 func addEvent(tx Tx, id, typ string, res Reservation, actor string, key OperationKey, now time.Time) error {
-	body, err := EventPayload{
-		ID: id, Type: typ, ReservationID: res.ID, Owner: res.Actor, Actor: actor, Operation: key,
-		Workshop: res.Workshop, Quantity: res.Quantity, At: now,
-	}.appendJSON(make([]byte, 0, 320))
-	if err != nil {
+	ev := Event{ID: id, Type: typ, ReservationID: res.ID, Actor: actor, OperationKey: key, CreatedAt: now,
+		Owner: res.Actor, Workshop: res.Workshop, Quantity: res.Quantity}
+	var err error
+	if ev.Payload, err = ev.BuildPayload(); err != nil {
 		return fmt.Errorf("encode event %s: %w", id, err)
 	}
-	ev := Event{ID: id, Type: typ, ReservationID: res.ID, Actor: actor, OperationKey: key, Payload: body, CreatedAt: now}
 	if err := tx.AddEvent(ev); err != nil {
 		return fmt.Errorf("add %s event %s: %w", typ, id, err)
 	}
