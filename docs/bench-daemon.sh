@@ -19,6 +19,9 @@ CLIENTS=${CLIENTS:-64}
 PORT=${PORT:-18181}
 PER_WORKSHOP=${PER_WORKSHOP:-500000} # Reservations in each of the two workshops of the big database.
 mkdir -p "$OUT/bin"
+# Every load starts on a fresh database, also when OUT holds an earlier
+# sitting (whose big-seeded.db BIG_DB may name).
+rm -f "$OUT"/group.db "$OUT"/single.db "$OUT"/replay.db "$OUT"/big.db "$OUT"/*.jsonl
 go build -o "$OUT/bin/reserved" ./cmd/reserved
 go build -o "$OUT/bin/reservectl" ./cmd/reservectl
 RESERVED="$OUT/bin/reserved"
