@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -21,7 +19,7 @@ const maxAnswerBytes = 64 << 10
 
 // wire is one bench client's own keep-alive HTTP/1.1 connection. It writes
 // a reservation request from preformatted bytes and reads the answer with
-// net/http's parser, without the goroutines and channels of http.Client,
+// readAnswer, without the goroutines and channels of http.Client,
 // so that the load generator, which shares the machine with the daemon,
 // spends as little CPU per request as it can. A broken connection is
 // redialled on the next request.
@@ -71,30 +69,24 @@ func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout tim
 	if _, err := w.conn.Write(w.buf); err != nil {
 		return 0, nil, false, fmt.Errorf("send: %w", err)
 	}
-	resp, err := http.ReadResponse(w.br, nil)
+	a, err := readAnswer(w.br)
 	if err != nil {
-		return 0, nil, false, fmt.Errorf("read answer: %w", err)
+		return a.status, nil, false, fmt.Errorf("read answer: %w", err)
 	}
-	body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	resp.Body.Close()
-	if err != nil {
-		return resp.StatusCode, nil, false, fmt.Errorf("read answer: %w", err)
-	}
-	if resp.Close {
+	if a.close {
 		w.conn.Close()
 		w.conn = nil
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
-	case (resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusConflict) && mt == api.MediaJSON && json.Valid(body):
-		return resp.StatusCode, body, resp.Header.Get(api.HeaderReplayed) == "true", nil
-	case mt == api.MediaProblem:
+	case (a.status == http.StatusCreated || a.status == http.StatusConflict) && a.mediaType == api.MediaJSON && json.Valid(a.body):
+		return a.status, a.body, a.replayed, nil
+	case a.mediaType == api.MediaProblem:
 		var p api.Problem
-		if json.Unmarshal(body, &p) == nil && p.Code != "" {
-			return resp.StatusCode, body, false, &engine.Error{Code: p.Code, Message: p.Detail}
+		if json.Unmarshal(a.body, &p) == nil && p.Code != "" {
+			return a.status, a.body, false, &engine.Error{Code: p.Code, Message: p.Detail}
 		}
 	}
-	return resp.StatusCode, body, false, fmt.Errorf("unexpected answer %d %q", resp.StatusCode, body)
+	return a.status, a.body, false, fmt.Errorf("unexpected answer %d %q", a.status, a.body)
 }
 
 // isProblem reports whether err is a problem answer, after which the
