@@ -9,7 +9,9 @@
 #   docs/bench-daemon.sh [OUT_DIR]     # RUNS=3 DURATION=10s CLIENTS=64 by default
 #
 # BIG_DB=PATH reuses a database generated before (OUT_DIR/big-seeded.db of an
-# earlier sitting) instead of generating it again.
+# earlier sitting) instead of generating it again. Generate it again after a
+# change of the bbolt schema: an older file is only marked with the new
+# version, its records keep the older layout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-$(mktemp -d /tmp/reserve-bench.XXXXXX)}

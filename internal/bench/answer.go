@@ -22,8 +22,8 @@ type answer struct {
 
 // readAnswer reads one HTTP/1.1 response to a POST from br: the status
 // line, the headers the bench looks at, and a body of Content-Length bytes
-// (at most maxAnswerBytes). It keeps no header map and copies nothing but
-// the body, unlike http.ReadResponse, because the load generator shares the
+// (at most maxAnswerBytes). It keeps no header map and copies little more
+// than the body, unlike http.ReadResponse, because the load generator shares the
 // machine's CPUs with the daemon it measures. A response it does not
 // understand (chunked, without a length, informational) is an error, which
 // the bench counts as an unclear answer; the daemon sends none of them.
@@ -57,9 +57,11 @@ func readAnswer(br *bufio.Reader) (answer, error) {
 		value = bytes.TrimSpace(value)
 		switch {
 		case headerIs(name, "Content-Length"):
-			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
+			n, err := strconv.Atoi(string(value))
+			if err != nil || n < 0 || value[0] == '+' || (length >= 0 && n != length) {
 				return a, fmt.Errorf("bad Content-Length %q", value)
 			}
+			length = n
 		case headerIs(name, "Content-Type"):
 			mt, _, _ := bytes.Cut(value, []byte(";"))
 			a.mediaType = string(bytes.ToLower(bytes.TrimSpace(mt)))

@@ -38,6 +38,8 @@ func TestReadAnswer(t *testing.T) {
 		"no length":         "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n\r\n{}",
 		"bad length":        "HTTP/1.1 201 Created\r\nContent-Length: two\r\n\r\n{}",
 		"negative length":   "HTTP/1.1 201 Created\r\nContent-Length: -2\r\n\r\n{}",
+		"signed length":     "HTTP/1.1 201 Created\r\nContent-Length: +2\r\n\r\n{}",
+		"two lengths":       "HTTP/1.1 201 Created\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}x",
 		"too long":          "HTTP/1.1 201 Created\r\nContent-Length: 65537\r\n\r\n{}",
 		"short body":        "HTTP/1.1 201 Created\r\nContent-Length: 10\r\n\r\n{}",
 		"header sans colon": "HTTP/1.1 201 Created\r\nContent-Length 2\r\n\r\n{}",

@@ -26,9 +26,10 @@ import (
 // them in the binary layout of codec.go and still reads the JSON ones. A
 // version 1 file is marked version 2 when it is opened for writing, so that
 // an older reserved refuses it with a clear message instead of failing on a
-// record it cannot decode. Version 3 stores outbox events as the members
-// their payload is built from (format 2 in codec.go) and still reads the
-// older ones; a version 1 or 2 file is marked 3 the same way.
+// record it cannot decode. Version 3 stores a receipt's answer as its
+// status and an outbox event as the members its payload is built from
+// (format 2 of each in codec.go) and still reads the older records; a
+// version 1 or 2 file is marked 3 the same way.
 const SchemaVersion = 3
 
 // The buckets, declared once and created by Open.

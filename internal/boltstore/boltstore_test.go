@@ -3,9 +3,11 @@ package boltstore_test
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
@@ -54,13 +56,21 @@ func TestInUseByAnotherProcess(t *testing.T) {
 	}
 }
 
-func TestNewerSchemaIsRefused(t *testing.T) {
+// newFile creates a database in a temporary directory, closes it and
+// returns its path.
+func newFile(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "reserved.db")
 	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
+	return path
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	path := newFile(t)
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -78,15 +88,10 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 }
 
 // TestSchemaUpgrade: a version 1 file (JSON workshop records) is read by a
-// read-only open as it is and marked version 2 by a writing open; its JSON
-// workshop still reads and is rewritten in the binary layout.
+// read-only open as it is and marked with the current version by a writing
+// open; its JSON workshop still reads and is rewritten in the binary layout.
 func TestSchemaUpgrade(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "reserved.db")
-	s, err := boltstore.Open(path, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	path := newFile(t)
 	setRaw := func(bucket, key string, value []byte) {
 		t.Helper()
 		db, err := bolt.Open(path, 0o600, nil)
@@ -123,7 +128,7 @@ func TestSchemaUpgrade(t *testing.T) {
 	if v := schema(); v != 1 {
 		t.Fatalf("a read-only open changed the schema version to %d", v)
 	}
-	s, err = boltstore.Open(path, boltstore.Options{})
+	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +142,82 @@ func TestSchemaUpgrade(t *testing.T) {
 	}
 	if v := schema(); v != boltstore.SchemaVersion {
 		t.Errorf("schema version after a writing open = %d, want %d", v, boltstore.SchemaVersion)
+	}
+}
+
+// TestSchema2Records: a receipt and an outbox event as schema version 2
+// wrote them (format 1, the answer and the payload kept as JSON) are
+// answered and delivered byte for byte the same after the upgrade, also
+// once the event is marked delivered (which writes it again).
+func TestSchema2Records(t *testing.T) {
+	path := newFile(t)
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	key := engine.OperationKey("f47ac10b-58cc-4372-a567-0e02b2c3d479")
+	resID, eventID := "0192f0a1b2c3d4e5f60718293a4b5c6d", "0192f0a1b2c3d4e5f60718293a4b5c6e"
+	created := time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
+	body := `{"status":"reserved","reservation_id":"` + resID + `","workshop":"go-basics","quantity":2}`
+	payload := `{"id":"` + eventID + `","type":"reservation.confirmed","reservation_id":"` + resID + `","owner":"alice","actor":"alice",` +
+		`"operation":"` + string(key) + `","workshop":"go-basics","quantity":2,"at":"2026-11-29T12:00:00.123456789Z"}`
+	bytesOf := func(b []byte, v string) []byte { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
+	fp, _ := hex.DecodeString(engine.Fingerprint(req))
+	receipt := binary.AppendUvarint([]byte{1}, engine.FingerprintVersion)
+	receipt = binary.AppendUvarint(append(receipt, fp...), 201)
+	receipt = bytesOf(binary.AppendVarint(receipt, created.UnixNano()), "go-basics")
+	receipt = bytesOf(bytesOf(binary.AppendUvarint(receipt, 2), resID), body)
+	event := bytesOf(bytesOf(bytesOf(bytesOf([]byte{1}, engine.EventReserved), resID), "alice"), string(key))
+	event = bytesOf(binary.AppendUvarint(binary.AppendVarint(event, created.UnixNano()), 0), payload)
+	reservation := bytesOf(bytesOf(bytesOf([]byte{1}, "alice"), string(key)), "go-basics")
+	reservation = binary.AppendVarint(binary.AppendUvarint(reservation, 2), created.UnixNano())
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, kv := range [][3]string{
+			{"meta", "schema", "\x00\x00\x00\x00\x00\x00\x00\x02"},
+			{"workshops", "go-basics", `{"id":"go-basics","title":"Go","capacity":3,"reserved":2,"max_quantity":2,"version":2}`},
+			{"reservations", resID, string(reservation)},
+			{"receipts", "alice\x00" + string(key), string(receipt)},
+			{"events", eventID, string(event)},
+			{"events_pending", eventID, ""},
+		} {
+			if err := tx.Bucket([]byte(kv[0])).Put([]byte(kv[1]), []byte(kv[2])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := mustOpenPath(t, path)
+	ctx := context.Background()
+	eng := engine.New(s)
+	out, err := eng.Reserve(ctx, "alice", key, req)
+	if err != nil || !out.Replayed || out.HTTPStatus != 201 || string(out.Body) != body {
+		t.Fatalf("replay of a version 2 receipt = %+v (body %s), %v; want the stored answer %s", out, out.Body, err, body)
+	}
+	evs, err := eng.PendingEvents(ctx, 10)
+	if err != nil || len(evs) != 1 || string(evs[0].Payload) != payload {
+		t.Fatalf("pending events = %+v, %v; want the version 2 payload %s", evs, err, payload)
+	}
+	if err := eng.MarkDelivered(ctx, eventID); err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(ctx, func(tx engine.Tx) error {
+		ev, ok, err := tx.Event(eventID)
+		if err != nil || !ok || !ev.Delivered() || string(ev.Payload) != payload {
+			t.Errorf("delivered event = %+v (payload %s), %v, %v", ev, ev.Payload, ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
+		t.Errorf("check after the upgrade: %v, %v", findings, err)
 	}
 }
 

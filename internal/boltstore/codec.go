@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
@@ -221,7 +222,10 @@ const recordEventMembers = 2
 func encodeEvent(e engine.Event) []byte {
 	members := e.Owner != "" && e.Quantity >= 0
 	if members {
-		built, err := e.BuildPayload()
+		// Built as decodeEvent will build it: from the time it reads back.
+		stored := e
+		stored.CreatedAt = time.Unix(0, e.CreatedAt.UnixNano()).UTC()
+		built, err := stored.BuildPayload()
 		members = err == nil && bytes.Equal(built, e.Payload)
 	}
 	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.Owner)+len(e.Actor)+len(e.OperationKey)+len(e.Workshop)+len(e.Payload))
@@ -274,7 +278,14 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 	e.OperationKey = engine.OperationKey(d.bytes())
 	if members {
 		e.Workshop = string(d.bytes())
-		e.Quantity = int(d.uvarint())
+		if q := d.uvarint(); q <= math.MaxInt {
+			e.Quantity = int(q)
+		} else {
+			d.fail(fmt.Errorf("quantity %d out of range", q))
+		}
+		if e.Owner == "" {
+			d.fail(errors.New("event without an owner"))
+		}
 	}
 	e.CreatedAt = time.Unix(0, d.varint()).UTC()
 	switch d.uvarint() {

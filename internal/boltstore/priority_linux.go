@@ -8,10 +8,11 @@ import (
 )
 
 // setThreadNice gives the calling OS thread the nice value nice, and returns
-// a function that gives it back the value it had. On Linux every thread has
-// its own nice value, so this leaves the daemon's other threads alone.
-// Lowering it below the current value needs root or CAP_SYS_NICE (or a
-// matching RLIMIT_NICE); raising it back never does.
+// a function that tries to give it back the value it had. On Linux every
+// thread has its own nice value, so this leaves the daemon's other threads
+// alone. Lowering it below the current value needs CAP_SYS_NICE (root has
+// it) or a matching RLIMIT_NICE; so does the way back from a positive value,
+// which the restore then leaves undone.
 func setThreadNice(nice int) (restore func(), err error) {
 	tid := syscall.Gettid()
 	// getpriority(2) returns 20 - nice, so that it is never negative.

@@ -66,8 +66,9 @@ const defaultGCPercent = 400
 // each commit in fdatasync; at the daemon's own priority it then queued
 // behind request handlers and the load for a CPU whenever a sync completed.
 // Running it first measured about 5 % more reservations per second on two
-// CPUs, more in each of nine paired runs (docs/benchmarks.md). It only ever
-// wants a CPU briefly, so the handlers lose little.
+// CPUs, more in each of nine alternating runs of the two builds
+// (docs/benchmarks.md). It only ever wants a CPU briefly, so the handlers
+// lose little.
 const defaultCommitterNice = -10
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -89,7 +90,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.noGroupCommit, "no-group-commit", false, "commit every reservation on its own instead of sharing commits (for comparisons)")
 	f.DurationVar(&o.headerTimeout, "read-header-timeout", server.ReadHeaderTimeout, "how long a client may take to send a request's header before the connection is closed")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC; -1 turns collection off (a non-empty GOGC in the environment wins unless this flag is given)")
-	f.IntVar(&o.committerNice, "committer-nice", defaultCommitterNice, "nice value (-20 to 19, lower runs sooner) of the bolt store's group committer thread on Linux; negative values need root or CAP_SYS_NICE, without which it keeps the daemon's priority; 0 leaves it alone")
+	f.IntVar(&o.committerNice, "committer-nice", defaultCommitterNice, "nice value (-20 to 19, lower runs sooner) of the bolt store's group committer thread on Linux; negative values need CAP_SYS_NICE (root has it) or a matching RLIMIT_NICE, without which it keeps the daemon's priority; 0 leaves it alone")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this TCP address, e.g. 127.0.0.1:6060 (for profiling only)")
 }
 
@@ -172,9 +173,12 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	committerNice := 0
 	if c, ok := store.(interface{ CommitterNice() (int, error) }); ok {
 		nice, err := c.CommitterNice()
-		if err != nil {
-			logger.Info("the group committer runs at the daemon's priority; run reserved as root or with CAP_SYS_NICE to let it run first, or pass --committer-nice 0 to stop asking", "error", err)
-		} else {
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			logger.Info("the group committer runs at the daemon's priority: thread priorities are set on Linux only", "error", err)
+		case err != nil:
+			logger.Info("the group committer runs at the daemon's priority; give reserved CAP_SYS_NICE (root has it) or an RLIMIT_NICE that allows it to let it run first, or pass --committer-nice 0 to stop asking", "error", err)
+		default:
 			committerNice = nice
 		}
 	}

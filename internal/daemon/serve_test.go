@@ -251,20 +251,12 @@ func mustFail(t *testing.T, environ []string, want string, args ...string) {
 	}
 }
 
-// TestGCPercent starts reserved several ways and reads the garbage
-// collector target it reports: its own default (also with an empty GOGC),
-// GOGC from the environment (off is -1), and --gc-percent, which wins over
-// GOGC; a target below -1 is a usage error.
 // TestTuning starts the daemon with each tuning flag and environment
-// variable and reads the value in effect from its start line; out-of-range
-// values are usage errors.
+// variable and reads the value in effect from its start line: the garbage
+// collector target (its own default, also with an empty GOGC; GOGC from the
+// environment, off being -1; --gc-percent, which wins over GOGC) and the
+// committer's nice value. Out-of-range values are usage errors.
 func TestTuning(t *testing.T) {
-	// Raising the committer's priority needs root (as in CI); anyone else
-	// gets the daemon's priority and a log line saying why.
-	defaultNice := -10.0
-	if os.Getuid() != 0 {
-		defaultNice = 0
-	}
 	for _, tc := range []struct {
 		name  string
 		env   []string
@@ -277,7 +269,7 @@ func TestTuning(t *testing.T) {
 		{"GCFlagOverGOGC", []string{"GOGC=150"}, []string{"--gc-percent", "250"}, "gc_percent", 250},
 		{"EmptyGOGC", []string{"GOGC="}, nil, "gc_percent", 400},
 		{"GCOff", []string{"GOGC=off"}, nil, "gc_percent", -1},
-		{"NiceDefault", nil, nil, "committer_nice", defaultNice},
+		{"NiceDefault", nil, nil, "committer_nice", -10},
 		{"NiceOff", nil, []string{"--committer-nice", "0"}, "committer_nice", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -287,12 +279,18 @@ func TestTuning(t *testing.T) {
 			p := launch(t, env(dir, tc.env...), args...)
 			p.socket = socket
 			p.waitServing(t)
-			if got := p.logs.Find("reserved is serving")[tc.field]; got != tc.want {
-				t.Errorf("%s = %v, want %v", tc.field, got, tc.want)
+			want := tc.want
+			// Without CAP_SYS_NICE (root has it, as in CI) the committer
+			// keeps the daemon's priority and the log says why; the thread
+			// itself is checked in internal/boltstore.
+			if strings.Contains(p.logs.String(), "the group committer runs at the daemon's priority") {
+				if tc.field != "committer_nice" || tc.want == 0 {
+					t.Errorf("log says the committer's priority was refused, but none was asked for; log:\n%s", p.logs)
+				}
+				want = 0
 			}
-			refused := strings.Contains(p.logs.String(), "the group committer runs at the daemon's priority")
-			if wantRefused := tc.field == "committer_nice" && tc.want == 0 && len(tc.args) == 0; refused != wantRefused {
-				t.Errorf("log says the committer's priority was refused: %v, want %v; log:\n%s", refused, wantRefused, p.logs)
+			if got := p.logs.Find("reserved is serving")[tc.field]; got != want {
+				t.Errorf("%s = %v, want %v", tc.field, got, want)
 			}
 			if code := p.stop(t); code != 0 {
 				t.Fatalf("exit code after SIGTERM = %d", code)

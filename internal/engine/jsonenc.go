@@ -38,9 +38,11 @@ func (r Receipt) BuildBody(status string) []byte {
 
 // appendJSON appends p's JSON encoding, as json.Marshal(p) would write it.
 // It falls back to json.Marshal for a time json cannot encode as RFC 3339
-// (a year outside 0–9999), to fail the same way.
+// (a year outside 0–9999, a zone offset of a day or more), to fail the same
+// way.
 func (p EventPayload) appendJSON(b []byte) ([]byte, error) {
-	if y := p.At.Year(); y < 0 || y > 9999 {
+	_, offset := p.At.Zone()
+	if y := p.At.Year(); y < 0 || y > 9999 || offset <= -24*60*60 || offset >= 24*60*60 {
 		raw, err := json.Marshal(p)
 		return append(b, raw...), err
 	}

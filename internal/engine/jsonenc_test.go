@@ -47,7 +47,7 @@ func TestJSONEncodersMatchMarshal(t *testing.T) {
 	for _, tm := range []time.Time{
 		{}, at.Truncate(time.Second), at.Add(123), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
-		at.In(time.FixedZone("CET", 3600)),
+		at.In(time.FixedZone("CET", 3600)), at.In(time.FixedZone("far", 24*60*60)), at.In(time.FixedZone("far west", -24*60*60-60)),
 	} {
 		checkJSONEncoders(t, "a", "b", 1, tm)
 	}
