@@ -66,7 +66,7 @@ func decideCancel(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 		Request:   Request{Workshop: res.Workshop, Quantity: res.Quantity},
 		CreatedAt: now, ReservationID: id,
 	}
-	answer := Answer{Status: StatusAlreadyCancelled, ReservationID: id, Workshop: res.Workshop, Quantity: res.Quantity}
+	status := StatusAlreadyCancelled
 	rec.HTTPStatus = StatusCodeAlreadyCancelled
 	if !res.Cancelled() {
 		w, ok, err := tx.Workshop(res.Workshop)
@@ -87,8 +87,8 @@ func decideCancel(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 		if err := addEvent(tx, eventID, EventCancelled, res, who.Actor, key, now); err != nil {
 			return Outcome{}, nil, err
 		}
-		answer.Status, rec.HTTPStatus = StatusCancelled, StatusCodeCancelled
+		status, rec.HTTPStatus = StatusCancelled, StatusCodeCancelled
 	}
-	out, err = storeReceipt(tx, rec, answer, failReceipt)
+	out, err = storeReceipt(tx, rec, status, failReceipt)
 	return out, nil, err
 }

@@ -185,7 +185,7 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		FingerprintVersion: FingerprintVersion, Fingerprint: fp,
 		Request: req, CreatedAt: now,
 	}
-	answer := Answer{Status: StatusUnavailable, Workshop: req.Workshop, Quantity: req.Quantity}
+	status := StatusUnavailable
 	rec.HTTPStatus = StatusCodeUnavailable
 	if w.Capacity-w.Reserved >= req.Quantity {
 		if _, taken, err := tx.Reservation(id); err != nil || taken {
@@ -202,17 +202,18 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		if err := addEvent(tx, eventID, EventReserved, res, actor, key, now); err != nil {
 			return Outcome{}, nil, err
 		}
-		answer.Status, answer.ReservationID = StatusReserved, id
+		status = StatusReserved
 		rec.HTTPStatus, rec.ReservationID = StatusCodeReserved, id
 	}
-	out, err = storeReceipt(tx, rec, answer, failReceipt)
+	out, err = storeReceipt(tx, rec, status, failReceipt)
 	return out, nil, err
 }
 
-// storeReceipt stores rec with answer as its body, unless failReceipt says
-// that an injected fault fails the write, and returns the first answer.
-func storeReceipt(tx Tx, rec Receipt, answer Answer, failReceipt func() bool) (Outcome, error) {
-	rec.Body = answer.appendJSON(make([]byte, 0, 128))
+// storeReceipt stores rec with the answer of status as its body (built from
+// rec by BuildBody, so a store may keep only the status), unless failReceipt
+// says that an injected fault fails the write, and returns the first answer.
+func storeReceipt(tx Tx, rec Receipt, status string, failReceipt func() bool) (Outcome, error) {
+	rec.Body = rec.BuildBody(status)
 	if failReceipt() {
 		return Outcome{}, fmt.Errorf("store receipt: %w", ErrInjectedReceiptWrite)
 	}
