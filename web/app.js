@@ -11,11 +11,25 @@
 // that key again, and only a 200 "cancelled" or a 409 "already_cancelled"
 // for that reservation settles it. While a cancellation is open, the page
 // offers only its retry.
+//
+// Signing in: a login link leads to /login?code=…, where the daemon serves
+// this page only when the browser was not sent there by another site or
+// port. The page takes the code out of the address bar, redeems it with
+// POST /api/v1/sessions and keeps the session it gets in sessionStorage
+// ("reserve.session"), which belongs to this origin (scheme, host and port)
+// and this tab. Every API request carries it as "Authorization: Bearer …"
+// and no cookie at all, so no server on another port of this host can read,
+// replay or plant a session, and another tab's sign-in never changes whose
+// session this tab sends. Without sessionStorage the session lasts as long
+// as the page. A code anywhere but at /login is never used. "Sign out" ends
+// the session on the daemon and forgets it here.
 "use strict";
 
 (function () {
   const STORAGE_KEY = "reserve.intent";
   const CANCEL_KEY = "reserve.cancel";
+  const SESSION_KEY = "reserve.session";
+  const LOGIN_PATH = "/login";
   const LANG_KEY = "reserve.lang";
   const RESERVATION_ID = /^[0-9a-f]{32}$/;
 
@@ -39,6 +53,8 @@
       loading: "Loading workshops…",
       loadFailed: "The workshops could not be loaded. Reload the page to try again.",
       unreachable: "The reservation service could not be reached. Reload the page to try again.",
+      loginFailed: "This login link is not valid: it was used already, has expired (links last 5 minutes), or was copied incompletely. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
+      loginError: "Signing in did not work: the reservation service could not be reached or had a problem. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       noWorkshops: "There are no workshops to reserve yet.",
       reserved: (q, w) => `Reserved: ${q} ${q === 1 ? "place" : "places"} in ${w}.`,
       unavailable: (q, w) => `Unavailable: ${w} has no ${q === 1 ? "place" : q + " places"} left for this reservation.`,
@@ -80,6 +96,8 @@
       loading: "Workshops werden geladen…",
       loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
       unreachable: "Der Reservierungsdienst ist nicht erreichbar. Laden Sie die Seite neu, um es erneut zu versuchen.",
+      loginFailed: "Dieser Anmeldelink ist ungültig: Er wurde schon benutzt, ist abgelaufen (Links gelten 5 Minuten) oder wurde unvollständig kopiert. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
+      loginError: "Die Anmeldung hat nicht geklappt: Der Reservierungsdienst war nicht erreichbar oder hatte ein Problem. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
       noWorkshops: "Es gibt noch keine Workshops.",
       reserved: (q, w) => `Reserviert: ${q} ${q === 1 ? "Platz" : "Plätze"} in ${w}.`,
       unavailable: (q, w) => `Nicht verfügbar: In ${w} ist für diese Reservierung ${q === 1 ? "kein Platz" : "nicht " + q + " Plätze"} mehr frei.`,
@@ -125,6 +143,7 @@
 
   const state = {
     lang: chooseLanguage(),
+    session: null, // This tab's browser session, sent as a bearer credential.
     actor: null,
     workshops: [],
     intent: null, // {operation, payload: {workshop, quantity}, actor, outcome?}
@@ -187,8 +206,40 @@
     sessionStorage.setItem(CANCEL_KEY, JSON.stringify(cancel));
   }
 
+  // loadSession returns the session this tab kept, or null.
+  function loadSession() {
+    try {
+      return sessionStorage.getItem(SESSION_KEY);
+    } catch (e) {
+      return null; // No storage: no session survives a reload.
+    }
+  }
+
+  function saveSession(session) {
+    state.session = session;
+    try {
+      sessionStorage.setItem(SESSION_KEY, session);
+    } catch (e) {
+      // Kept for this page only.
+    }
+  }
+
+  function forgetSession() {
+    state.session = null;
+    try {
+      sessionStorage.removeItem(SESSION_KEY);
+    } catch (e) {
+      // Nothing kept, nothing to forget.
+    }
+  }
+
+  // api sends one request to the daemon with this tab's session and never a
+  // cookie (credentials: "omit"), so a cookie that any server of this host
+  // set has no part in it.
   async function api(method, path, options) {
-    const resp = await fetch(path, Object.assign({ method, credentials: "same-origin", cache: "no-store" }, options));
+    const headers = Object.assign({}, options && options.headers);
+    if (state.session) headers.Authorization = "Bearer " + state.session;
+    const resp = await fetch(path, Object.assign({ method, credentials: "omit", cache: "no-store" }, options, { headers }));
     const text = await resp.text();
     let body = null;
     try {
@@ -205,8 +256,17 @@
     el.newIntent.addEventListener("click", onNewIntent);
     el.cancel.addEventListener("click", onCancel);
     el.workshop.addEventListener("change", applyLimits);
+    el.logout.addEventListener("submit", onSignOut);
     render();
 
+    state.session = loadSession();
+    if (location.pathname === LOGIN_PATH) {
+      const code = new URLSearchParams(location.search).get("code");
+      // The code leaves the address bar (and this tab's history) before it
+      // is used; a reload cannot use it again.
+      history.replaceState(null, "", "/");
+      await signInWith(code || "");
+    }
     let who;
     try {
       who = await api("GET", "/api/v1/whoami");
@@ -214,7 +274,9 @@
       who = { status: 0 };
     }
     if (who.status === 401) {
+      forgetSession(); // None, or one that has ended.
       el.signin.hidden = false;
+      render();
       return; // Not signed in: show how, send nothing.
     }
     if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") {
@@ -245,6 +307,42 @@
     }
     await loadWorkshops();
     render();
+  }
+
+  // signInWith redeems a login code for a session of this tab. The session
+  // the tab had is sent along, and the daemon ends it once the new one is
+  // open; when the code does not work the tab keeps it.
+  async function signInWith(code) {
+    let r;
+    try {
+      r = await api("POST", "/api/v1/sessions", {
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ code }),
+      });
+    } catch (e) {
+      r = { status: 0, body: undefined }; // Network error: no answer at all.
+    }
+    if (r.status === 201 && r.body && typeof r.body.session === "string") {
+      saveSession(r.body.session);
+      return;
+    }
+    // 401: the code is unknown, used or expired; 422: there was none. Any
+    // other answer is no verdict on the link.
+    state.pageError = [r.status === 401 || r.status === 422 ? "loginFailed" : "loginError"];
+  }
+
+  // onSignOut ends this tab's session on the daemon, forgets it and loads
+  // the signed-out page. Should the daemon not answer, the session is
+  // forgotten all the same and ends by itself when it expires.
+  async function onSignOut(event) {
+    event.preventDefault();
+    try {
+      await api("DELETE", "/api/v1/sessions/current");
+    } catch (e) {
+      // Forgotten below all the same.
+    }
+    forgetSession();
+    location.replace("/");
   }
 
   // loadWorkshops refreshes the choice and its live availability. Its own

@@ -6,16 +6,18 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// Paths and names of the browser sign-in.
+// Paths of the browser sign-in.
 const (
 	// PathLoginLinks makes a one-time browser login link (Unix socket only).
 	PathLoginLinks = "/api/v1/login-links"
-	// PathLogin redeems a login code and opens a browser session.
+	// PathLogin is where a login link leads: the form's page, which redeems
+	// the link's code itself.
 	PathLogin = "/login"
-	// PathLogout ends the browser session.
-	PathLogout = "/logout"
-	// SessionCookie is the name of the cookie that carries a browser session.
-	SessionCookie = "reserved_session"
+	// PathSessions redeems a login code for a browser session.
+	PathSessions = "/api/v1/sessions"
+	// PathCurrentSession is the session that authenticates the request;
+	// DELETE ends it.
+	PathCurrentSession = "/api/v1/sessions/current"
 )
 
 // LoginLinkRequest is the optional body of POST /api/v1/login-links. An
@@ -39,6 +41,31 @@ func DecodeLoginLinkRequest(body []byte) (LoginLinkRequest, error) {
 // ExpiresAt.
 type LoginLinkResponse struct {
 	URL       string    `json:"url"`
+	Actor     string    `json:"actor"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// SessionRequest is the body of POST /api/v1/sessions: the one-time code
+// of a login link.
+type SessionRequest struct {
+	Code string `json:"code"`
+}
+
+// DecodeSessionRequest decodes a SessionRequest strictly: "code" is
+// required. Whether the code is valid is the engine's decision.
+func DecodeSessionRequest(body []byte) (SessionRequest, error) {
+	var r SessionRequest
+	err := engine.DecodeStrict(body, []engine.Member{
+		engine.StringMember("code", true, nil, &r.Code),
+	})
+	return r, err
+}
+
+// SessionResponse is the answer to POST /api/v1/sessions: a browser
+// session of Actor, sent as "Authorization: Bearer <session>", until
+// ExpiresAt. It is shown once and never again.
+type SessionResponse struct {
+	Session   string    `json:"session"`
 	Actor     string    `json:"actor"`
 	ExpiresAt time.Time `json:"expires_at"`
 }

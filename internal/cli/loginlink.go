@@ -17,9 +17,9 @@ func newLoginLinkCmd(g *globals) *cobra.Command {
 		Short: "Print a one-time link that signs a browser in to the reservation form",
 		Long: `login-link asks reserved over its Unix socket for a one-time login code for
 your actor (unix-<username>) and prints the link to the browser form on
-reserved's TCP listener. Opening the link signs that browser in: the code is
-used up, and the browser gets a session cookie. The link works once and only
-for 5 minutes. An admin may ask for a link of another actor with --actor.`,
+reserved's TCP listener. Opening the link signs that browser tab in: the
+form uses the code up and keeps the session it gets for it in the tab. The
+link works once and only for 5 minutes. An admin may ask for a link of another actor with --actor.`,
 		Example: `  reservectl login-link
   xdg-open "$(reservectl login-link)"
   reservectl login-link --actor alice     # as an admin`,

@@ -15,3 +15,12 @@ func (c *Client) LoginLink(ctx context.Context, actor string) (api.LoginLinkResp
 	_, err := c.call(ctx, http.MethodPost, api.PathLoginLinks, nil, api.LoginLinkRequest{Actor: actor}, &out, http.StatusCreated)
 	return out, err
 }
+
+// OpenSession redeems a one-time login code over TCP, as the browser form
+// does, and returns the browser session it opens. The session works as the
+// Token of a Client.
+func (c *Client) OpenSession(ctx context.Context, code string) (api.SessionResponse, error) {
+	var out api.SessionResponse
+	_, err := c.call(ctx, http.MethodPost, api.PathSessions, nil, api.SessionRequest{Code: code}, &out, http.StatusCreated)
+	return out, err
+}

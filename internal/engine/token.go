@@ -19,7 +19,7 @@ const (
 	TokenAPI = "api"
 	// TokenLoginCode is a one-time code in a browser login link.
 	TokenLoginCode = "login_code"
-	// TokenSession is a browser session, kept in a cookie.
+	// TokenSession is a browser session, kept by the form in its tab.
 	TokenSession = "session"
 )
 

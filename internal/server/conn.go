@@ -74,8 +74,9 @@ func lookupUsername(uid uint32) (string, error) {
 }
 
 // principal authenticates the caller of r: the socket peer on the Unix
-// socket, on TCP the bearer token's principal or, without an Authorization
-// header, the browser session's.
+// socket, on TCP the bearer credential of the Authorization header, an API
+// token or a browser session (told apart by their prefixes). Cookies are
+// never read.
 func (s *Server) principal(r *http.Request) (engine.Principal, error) {
 	c := connOf(r.Context())
 	if c.socket {
@@ -85,16 +86,25 @@ func (s *Server) principal(r *http.Request) (engine.Principal, error) {
 		}
 		return c.peer, nil
 	}
-	authz := r.Header.Get("Authorization")
+	token, err := bearerToken(r.Header.Get("Authorization"))
+	if err != nil {
+		return engine.Principal{}, err
+	}
+	if strings.HasPrefix(token, engine.SessionPrefix) {
+		return s.eng.SessionPrincipal(r.Context(), token)
+	}
+	return s.eng.Authenticate(r.Context(), token)
+}
+
+// bearerToken returns the credential of an Authorization header of the
+// form "Bearer <credential>", or CodeUnauthenticated.
+func bearerToken(authz string) (string, error) {
 	if authz == "" {
-		if p, ok, err := s.sessionPrincipal(r); ok {
-			return p, err
-		}
-		return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "this request needs an Authorization: Bearer token (create one with POST /api/v1/tokens on the Unix socket) or a browser session (reservectl login-link)")
+		return "", engine.Errorf(engine.CodeUnauthenticated, "this request needs an Authorization: Bearer token (create one with POST /api/v1/tokens on the Unix socket) or a browser session (reservectl login-link)")
 	}
 	scheme, token, ok := strings.Cut(authz, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "the Authorization header must have the form \"Bearer <token>\"")
+		return "", engine.Errorf(engine.CodeUnauthenticated, "the Authorization header must have the form \"Bearer <token>\"")
 	}
-	return s.eng.Authenticate(r.Context(), strings.TrimSpace(token))
+	return strings.TrimSpace(token), nil
 }

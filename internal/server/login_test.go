@@ -1,49 +1,41 @@
 package server_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
 // TestLoginLinkRefusesCrossSiteNavigation is the login CSRF check: a page
 // of another site (or of another port of this host, which is the same site)
 // that sends the browser to a login link of its own must not sign the
-// browser in. The refused code stays usable when opened directly, as a
-// pasted link is (Sec-Fetch-Site: none), and by clients without Fetch
-// metadata.
+// browser in, so that navigation gets an explanation without the form's
+// script, which would redeem the code. The refused code stays usable when
+// opened directly, as a pasted link is (Sec-Fetch-Site: none), and by
+// clients without Fetch metadata. No answer sets a cookie.
 func TestLoginLinkRefusesCrossSiteNavigation(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
-	link := func() string {
-		t.Helper()
-		l, err := h.SocketClient().LoginLink(context.Background(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, err := url.Parse(l.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u.RequestURI()
-	}
-	path := link()
+	code := loginCode(t, h, "")
+	path := api.PathLogin + "?" + url.Values{"code": {code}}.Encode()
 	for _, site := range []string{"cross-site", "same-site"} {
 		resp, body := browserDo(t, h, http.MethodGet, path, http.Header{"Sec-Fetch-Site": {site}}, "")
-		if resp.StatusCode != http.StatusForbidden || resp.Header["Set-Cookie"] != nil || !strings.Contains(body, "Open the login link yourself") {
-			t.Errorf("login link opened with Sec-Fetch-Site %s: %d, cookies %v, body %s; want 403 with an explanation and no session", site, resp.StatusCode, resp.Header["Set-Cookie"], body)
+		if resp.StatusCode != http.StatusForbidden || resp.Header["Set-Cookie"] != nil || !strings.Contains(body, "Open the login link yourself") || strings.Contains(body, "<script") {
+			t.Errorf("login link opened with Sec-Fetch-Site %s: %d, cookies %v, body %s; want 403 with an explanation, no script and no cookie", site, resp.StatusCode, resp.Header["Set-Cookie"], body)
 		}
 	}
-	for i, header := range []http.Header{{"Sec-Fetch-Site": {"none"}}, {"Sec-Fetch-Site": {"same-origin"}}, nil} {
-		if i > 0 {
-			path = link()
-		}
+	for _, header := range []http.Header{{"Sec-Fetch-Site": {"none"}}, {"Sec-Fetch-Site": {"same-origin"}}, nil} {
 		resp, body := browserDo(t, h, http.MethodGet, path, header, "")
-		if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
-			t.Errorf("login link opened with %v: %d, cookies %v, body %s; want 303 and a session", header, resp.StatusCode, resp.Header["Set-Cookie"], body)
+		if resp.StatusCode != http.StatusOK || resp.Header["Set-Cookie"] != nil || !strings.Contains(body, `<script src="/app.js"`) || resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("login link opened with %v: %d, cookies %v, Cache-Control %q, body %s; want 200, the form's page, no-store and no cookie", header, resp.StatusCode, resp.Header["Set-Cookie"], resp.Header.Get("Cache-Control"), body)
 		}
+	}
+	// Loading the page used nothing: the code is redeemed only by the
+	// page's own request.
+	if resp, body := redeem(t, h, code, nil); resp.StatusCode != http.StatusCreated {
+		t.Errorf("redeem after the page loads: %d %s, want 201", resp.StatusCode, body)
 	}
 }

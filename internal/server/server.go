@@ -102,7 +102,7 @@ func (s *Server) ServeUnix(ln net.Listener) error {
 }
 
 // ServeTCP serves the API and the browser form on a TCP listener,
-// identifying callers by bearer token or session cookie. On a loopback
+// identifying callers by bearer token or browser session. On a loopback
 // address only loopback Host headers (and the allowed hosts) are accepted;
 // unsafe requests from another origin are refused. It returns nil after
 // Shutdown.

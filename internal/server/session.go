@@ -3,113 +3,120 @@ package server
 import (
 	"html/template"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/web"
 )
 
 // SessionTTL is how long a browser session lasts after its sign-in.
 const SessionTTL = 12 * time.Hour
 
-// sessionPrincipal authenticates a TCP request by its session cookie; it
-// is only asked when the request has no Authorization header. A session is
-// never an admin.
-func (s *Server) sessionPrincipal(r *http.Request) (engine.Principal, bool, error) {
-	c, err := r.Cookie(api.SessionCookie)
-	if err != nil {
-		return engine.Principal{}, false, nil
+// A browser session is a bearer credential like an API token: the form
+// keeps it in its tab's sessionStorage and sends it as "Authorization:
+// Bearer rss_…" with every API request. The daemon reads no cookie at all.
+// Browsers scope cookies by host, not by port, so a cookie of this listener
+// would also go to every other web server on the same host, which could
+// replay it or set one of its own (and a cookie the browser sends by
+// itself invites cross-site request forgery). Web storage is scoped by
+// origin, which includes the port: no other server can read the session,
+// plant one, or make the browser send it.
+
+// sessionOf returns the browser session that the request's Authorization
+// header carries, or "" when it carries none (no header, or an API token).
+func sessionOf(r *http.Request) string {
+	token, err := bearerToken(r.Header.Get("Authorization"))
+	if err != nil || !strings.HasPrefix(token, engine.SessionPrefix) {
+		return ""
 	}
-	p, err := s.eng.SessionPrincipal(r.Context(), c.Value)
-	return p, true, err
+	return token
 }
 
-// login is GET /login?code=…: it redeems a one-time login code, sets the
-// session cookie and redirects to the form with 303, so the code leaves the
-// address bar. A session the browser already had is ended. A bad, used or
-// expired code gets an error page and no session.
-func (s *Server) login(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+// loginPage is GET /login?code=…, where a login link leads: the form's
+// page, which redeems the code itself (POST /api/v1/sessions), keeps the
+// session in its tab and removes the code from the address bar. No answer
+// of this listener ever sets a cookie.
+//
+// A login link is opened from outside the browser (pasted, or handed over
+// by a terminal): Sec-Fetch-Site "none". A page of another site, or of
+// another port of this host (the same site), must not be able to sign the
+// browser in to a session of its choosing (login CSRF) by sending it to a
+// login link of its own, so such a navigation gets an explanation without
+// the page's script, and the code stays unused. The page redeems a code
+// only at this path, and this check stands before every load of it; codes
+// anywhere else in a URL (another path, a fragment, which no server sees)
+// are ignored, so there is no way around the check by navigation. The
+// redeem route itself refuses requests from other origins (see
+// crossOriginProtection), and what it answers them could only land in
+// that other origin, never in the form's storage. Browsers without Fetch
+// metadata send no Sec-Fetch-Site and pass, as they do the form's other
+// protections that rely on it.
+func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
 	if err := tcpOnly(r); err != nil {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	// A login link is opened from outside the browser (pasted, or handed
-	// over by a terminal): Sec-Fetch-Site "none". A page of another site,
-	// or of another port of this host, must not be able to sign the
-	// browser in to a session of its choosing (login CSRF), so such a
-	// navigation is refused before the code is used. Browsers without
-	// Fetch metadata send no Sec-Fetch-Site and pass.
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
 		infoOf(r).outcome = "cross_origin"
 		infoOf(r).code = engine.CodeForbidden
 		return writePage(w, http.StatusForbidden, loginCrossSitePage)
 	}
-	session, who, expires, err := s.eng.RedeemLoginCode(r.Context(), r.URL.Query().Get("code"), SessionTTL)
-	if engine.ErrorCode(err) == engine.CodeUnauthenticated {
-		infoOf(r).code = engine.CodeUnauthenticated
-		return writePage(w, http.StatusBadRequest, loginFailedPage)
+	http.ServeFileFS(w, r, web.Assets, "index.html")
+	return nil
+}
+
+// createSession is POST /api/v1/sessions: it redeems a one-time login code
+// and answers a new browser session of the code's actor (never an admin).
+// A session the request carries (the tab's previous sign-in) is ended once
+// the new one is open. A bad, used or expired code is 401 and opens
+// nothing.
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	if err := tcpOnly(r); err != nil {
+		return err
 	}
+	req, err := decodeBody(w, r, api.DecodeSessionRequest)
+	if err != nil {
+		return err
+	}
+	session, who, expires, err := s.eng.RedeemLoginCode(r.Context(), req.Code, SessionTTL)
 	if err != nil {
 		return err
 	}
 	infoOf(r).actor = who.Actor
-	if old, err := r.Cookie(api.SessionCookie); err == nil {
-		if err := s.eng.EndSession(r.Context(), old.Value); err != nil {
-			s.log.Warn("could not end the browser's previous session at a new sign-in", "error", err)
-		}
-	}
-	http.SetCookie(w, sessionCookie(session, expires))
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-	return nil
-}
-
-// logout is POST /logout: it ends the session of the cookie, expires the
-// cookie and redirects to the form with 303. Without a session it only
-// redirects.
-func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
-	if err := tcpOnly(r); err != nil {
-		return err
-	}
-	if c, err := r.Cookie(api.SessionCookie); err == nil {
-		if err := s.eng.EndSession(r.Context(), c.Value); err != nil {
-			return err
+	if old := sessionOf(r); old != "" {
+		if err := s.eng.EndSession(r.Context(), old); err != nil {
+			s.log.Warn("could not end the tab's previous session at a new sign-in", "error", err)
 		}
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.SetCookie(w, sessionCookie("", time.Time{}))
-	http.Redirect(w, r, "/", http.StatusSeeOther)
-	return nil
+	return writeJSON(w, http.StatusCreated, api.SessionResponse{Session: session, Actor: who.Actor, ExpiresAt: expires.UTC()})
 }
 
-// sessionCookie returns the cookie of a session that ends at expires, or
-// for an empty session the cookie that makes the browser forget it.
-func sessionCookie(session string, expires time.Time) *http.Cookie {
-	c := &http.Cookie{
-		Name:     api.SessionCookie,
-		Value:    session,
-		Path:     "/",
-		HttpOnly: true,
-		SameSite: http.SameSiteStrictMode,
+// endSession is DELETE /api/v1/sessions/current: it ends the browser
+// session that the request's Authorization header carries and answers 204,
+// also when that session had ended already, so signing out can be
+// repeated.
+func (s *Server) endSession(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	if err := tcpOnly(r); err != nil {
+		return err
 	}
+	session := sessionOf(r)
 	if session == "" {
-		c.MaxAge = -1
-		return c
+		return engine.Errorf(engine.CodeUnauthenticated, "this request ends the browser session it is authenticated with: it needs an Authorization: Bearer %s… header", engine.SessionPrefix)
 	}
-	c.Expires = expires.UTC()
-	c.MaxAge = max(1, int(time.Until(expires).Seconds()))
-	return c
+	if err := s.eng.EndSession(r.Context(), session); err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // page is a small static HTML answer of the sign-in, in English and German.
 type page struct {
 	Title, Text, TitleDE, TextDE string
-}
-
-var loginFailedPage = page{
-	Title:   "This login link is not valid",
-	Text:    "It was used already, has expired (links last 5 minutes), or was copied incompletely. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
-	TitleDE: "Dieser Anmeldelink ist ungültig",
-	TextDE:  "Er wurde schon benutzt, ist abgelaufen (Links gelten 5 Minuten) oder wurde unvollständig kopiert. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
 }
 
 var loginCrossSitePage = page{

@@ -20,8 +20,9 @@ func (s *Server) webRoutes() []route {
 		{"GET /app.js", anyone, s.asset("app.js")},
 		{"GET /style.css", anyone, s.asset("style.css")},
 		{"GET /favicon.svg", anyone, s.asset("favicon.svg")},
-		{"GET " + api.PathLogin, anyone, s.login},
-		{"POST " + api.PathLogout, anyone, s.logout},
+		{"GET " + api.PathLogin, anyone, s.loginPage},
+		{"POST " + api.PathSessions, anyone, s.createSession},
+		{"DELETE " + api.PathCurrentSession, anyone, s.endSession},
 		{"POST " + api.PathLoginLinks, actor, s.createLoginLink},
 	}
 }
@@ -41,7 +42,7 @@ func (s *Server) asset(name string) handlerFunc {
 }
 
 // tcpOnly refuses the browser routes on the Unix socket: the form and its
-// cookies belong to the TCP listener.
+// sessions belong to the TCP listener.
 func tcpOnly(r *http.Request) error {
 	if connOf(r.Context()).socket {
 		return engine.Errorf(engine.CodeNotFound, "the browser form is served on the TCP listener, not on the Unix socket")
@@ -76,11 +77,13 @@ var securityHeaders = map[string][]string{
 	"Cross-Origin-Resource-Policy": {"same-origin"},
 }
 
-// crossOriginProtection refuses unsafe requests (POST, PUT, …) that a
-// browser sends from another origin, so a page elsewhere cannot use the
-// session cookie (SameSite=Strict does not help between two ports of one
-// host, which are the same site). Requests without Sec-Fetch-Site and Origin
-// headers, as non-browser clients with a bearer token send them, pass.
+// crossOriginProtection refuses unsafe requests (POST, PUT, DELETE, …) that
+// a browser sends from another origin, another port of this host included.
+// No credential goes along with such a request by itself (the daemon reads
+// no cookies), so this is a second wall, and the one that keeps a page
+// elsewhere from redeeming a login code here: its code stays unused.
+// Requests without Sec-Fetch-Site and Origin headers, as non-browser
+// clients with a bearer token send them, pass.
 func crossOriginProtection(next http.Handler) http.Handler {
 	p := http.NewCrossOriginProtection()
 	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

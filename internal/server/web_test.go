@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -40,32 +41,63 @@ func browserDo(t *testing.T, h *servertest.Harness, method, path string, header 
 	return resp, string(data)
 }
 
-// signIn gets a login link over the socket for actor ("" for the caller)
-// and redeems it, returning the session cookie.
-func signIn(t *testing.T, h *servertest.Harness, actor string) *http.Cookie {
+// loginCode gets a login link over the socket for actor ("" for the
+// caller), checks that it leads to the form's page, and returns its code.
+func loginCode(t *testing.T, h *servertest.Harness, actor string) string {
 	t.Helper()
 	link, err := h.SocketClient().LoginLink(context.Background(), actor)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(link.URL, h.URL+"/login?code=") {
-		t.Fatalf("login link %q is not under %s/login", link.URL, h.URL)
+	if !strings.HasPrefix(link.URL, h.URL+api.PathLogin+"?code=") {
+		t.Fatalf("login link %q is not under %s%s", link.URL, h.URL, api.PathLogin)
 	}
 	u, err := url.Parse(link.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, body := browserDo(t, h, http.MethodGet, u.RequestURI(), nil, "")
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		t.Fatalf("login: %d Location %q, want 303 to /; body %s", resp.StatusCode, resp.Header.Get("Location"), body)
+	return u.Query().Get("code")
+}
+
+// redeem sends a login code to POST /api/v1/sessions as the form does
+// (same origin), with header added, and returns the answer.
+func redeem(t *testing.T, h *servertest.Harness, code string, header http.Header) (*http.Response, string) {
+	t.Helper()
+	hd := http.Header{"Content-Type": {api.MediaJSON}, "Sec-Fetch-Site": {"same-origin"}, "Origin": {h.URL}}
+	for k, v := range header {
+		hd[k] = v
 	}
-	for _, c := range resp.Cookies() {
-		if c.Name == api.SessionCookie {
-			return c
-		}
+	body, err := json.Marshal(api.SessionRequest{Code: code})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("login set no %s cookie: %v", api.SessionCookie, resp.Header["Set-Cookie"])
-	return nil
+	return browserDo(t, h, http.MethodPost, api.PathSessions, hd, string(body))
+}
+
+// signIn does what a browser does with a login link for actor ("" for the
+// caller): it loads the link's page, which sets no cookie, and redeems the
+// code; it returns the session.
+func signIn(t *testing.T, h *servertest.Harness, actor string) string {
+	t.Helper()
+	code := loginCode(t, h, actor)
+	resp, body := browserDo(t, h, http.MethodGet, api.PathLogin+"?"+url.Values{"code": {code}}.Encode(), http.Header{"Sec-Fetch-Site": {"none"}}, "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `<script src="/app.js"`) || resp.Header.Get("Cache-Control") != "no-store" || resp.Header["Set-Cookie"] != nil {
+		t.Fatalf("login page: %d, Cache-Control %q, cookies %v, body %s; want 200, the form's page, no-store and no cookie", resp.StatusCode, resp.Header.Get("Cache-Control"), resp.Header["Set-Cookie"], body)
+	}
+	resp, body = redeem(t, h, code, nil)
+	var s api.SessionResponse
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal([]byte(body), &s) != nil || resp.Header["Set-Cookie"] != nil || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("redeem: %d, Cache-Control %q, cookies %v, body %s; want 201 with a session, no-store and no cookie", resp.StatusCode, resp.Header.Get("Cache-Control"), resp.Header["Set-Cookie"], body)
+	}
+	if !strings.HasPrefix(s.Session, engine.SessionPrefix) || len(s.Session) < 32 || s.ExpiresAt.IsZero() || (actor != "" && s.Actor != actor) {
+		t.Fatalf("redeemed session %+v: want a long random %s… session of %q with its expiry", s, engine.SessionPrefix, actor)
+	}
+	return s.Session
+}
+
+// bearer is the Authorization header of a credential.
+func bearer(credential string) http.Header {
+	return http.Header{"Authorization": {"Bearer " + credential}}
 }
 
 func TestWebAssetsOnTCP(t *testing.T) {
@@ -113,35 +145,40 @@ func TestBrowserSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cookie := signIn(t, h, "")
-	if !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" || cookie.MaxAge <= 0 || cookie.Expires.IsZero() || len(cookie.Value) < 32 {
-		t.Errorf("session cookie %+v: want HttpOnly, SameSite=Strict, Path=/, Max-Age and Expires, a long random value", cookie)
-	}
-	withCookie := http.Header{"Cookie": {cookie.String()}}
+	session := signIn(t, h, "")
 
-	resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, withCookie, "")
+	resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(session), "")
 	if want := `{"actor":"` + me.Actor + `","admin":false}`; resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != want {
-		t.Errorf("whoami with the cookie: %d %s, want %s (a session is never an admin)", resp.StatusCode, body, want)
+		t.Errorf("whoami with the session: %d %s, want %s (a session is never an admin)", resp.StatusCode, body, want)
 	}
 
-	t.Run("CodeWorksOnce", func(t *testing.T) {
-		link, err := h.SocketClient().LoginLink(context.Background(), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, _ := url.Parse(link.URL)
-		browserDo(t, h, http.MethodGet, u.RequestURI(), nil, "")
-		for _, path := range []string{u.RequestURI(), "/login?code=rlc_nonsense", "/login"} {
-			resp, body := browserDo(t, h, http.MethodGet, path, nil, "")
-			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "login link is not valid") || resp.Header["Set-Cookie"] != nil {
-				t.Errorf("GET %s: %d, cookies %v, body %s; want 400 with an explanation and no session", path, resp.StatusCode, resp.Header["Set-Cookie"], body)
-			}
+	// Browsers send a host's cookies to every port of it, and any server
+	// there can set them: a session in a cookie counts for nothing.
+	t.Run("NoCookieIsRead", func(t *testing.T) {
+		for _, name := range []string{"reserved_session", "session", "Authorization"} {
+			resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, http.Header{"Cookie": {name + "=" + session}}, "")
+			wantProblem(t, resp, []byte(body), http.StatusUnauthorized, engine.CodeUnauthenticated)
 		}
 	})
 
+	t.Run("CodeWorksOnce", func(t *testing.T) {
+		code := loginCode(t, h, "")
+		if resp, body := redeem(t, h, code, nil); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("first redeem: %d %s", resp.StatusCode, body)
+		}
+		for _, bad := range []string{code, engine.LoginCodePrefix + "nonsense", "", session} {
+			resp, body := redeem(t, h, bad, nil)
+			wantProblem(t, resp, []byte(body), http.StatusUnauthorized, engine.CodeUnauthenticated)
+			if resp.Header["Set-Cookie"] != nil {
+				t.Errorf("redeem %q set cookies %v", bad, resp.Header["Set-Cookie"])
+			}
+		}
+		resp, body := browserDo(t, h, http.MethodPost, api.PathSessions, http.Header{"Content-Type": {api.MediaJSON}}, `{}`)
+		wantProblem(t, resp, []byte(body), http.StatusUnprocessableEntity, engine.CodeRequestContract)
+	})
+
 	t.Run("AdminLinkForAnotherActor", func(t *testing.T) {
-		c := signIn(t, h, "bob")
-		resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, http.Header{"Cookie": {c.String()}}, "")
+		resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(signIn(t, h, "bob")), "")
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"actor":"bob"`) {
 			t.Errorf("whoami as bob: %d %s", resp.StatusCode, body)
 		}
@@ -152,8 +189,14 @@ func TestBrowserSession(t *testing.T) {
 		wantProblem(t, resp, body, http.StatusForbidden, engine.CodeForbidden)
 	})
 
+	t.Run("NoSessionsOnSocket", func(t *testing.T) {
+		resp, body := send(t, h, call{via: viaSocket, method: http.MethodPost, path: api.PathSessions, body: `{"code":"` + loginCode(t, h, "") + `"}`})
+		wantProblem(t, resp, body, http.StatusNotFound, engine.CodeNotFound)
+	})
+
 	t.Run("SessionIsNoAdmin", func(t *testing.T) {
-		hd := http.Header{"Cookie": {cookie.String()}, "Content-Type": {api.MediaJSON}}
+		hd := bearer(session)
+		hd.Set("Content-Type", api.MediaJSON)
 		resp, body := browserDo(t, h, http.MethodPut, api.WorkshopPath("w-new"), hd, `{"capacity":1,"max_quantity":1,"title":"x"}`)
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("PUT with a session: %d %s, want 403", resp.StatusCode, body)
@@ -172,17 +215,29 @@ func TestBrowserSession(t *testing.T) {
 		before, _ := h.Counts(t)
 		evil := "http://127.0.0.1:1" // Another port of the same host: the same site, another origin.
 		for name, hd := range map[string]http.Header{
-			"SecFetchSite": {"Cookie": {cookie.String()}, "Sec-Fetch-Site": {"same-site"}, "Origin": {evil}},
-			"OriginOnly":   {"Cookie": {cookie.String()}, "Origin": {evil}},
+			"SecFetchSite": {"Authorization": {"Bearer " + session}, "Sec-Fetch-Site": {"same-site"}, "Origin": {evil}},
+			"OriginOnly":   {"Authorization": {"Bearer " + session}, "Origin": {evil}},
 		} {
 			resp, body := reserveWith(hd, "3f1d6f9e-1c2b-4d3e-8f4a-5b6c7d8e9f00")
 			if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `"code":"forbidden"`) {
 				t.Errorf("%s: cross-origin POST got %d %s, want 403 forbidden", name, resp.StatusCode, body)
 			}
 		}
-		resp, _ := browserDo(t, h, http.MethodPost, api.PathLogout, http.Header{"Cookie": {cookie.String()}, "Sec-Fetch-Site": {"cross-site"}}, "")
+		resp, _ := browserDo(t, h, http.MethodDelete, api.PathCurrentSession, http.Header{"Authorization": {"Bearer " + session}, "Sec-Fetch-Site": {"cross-site"}}, "")
 		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("cross-site logout: %d, want 403", resp.StatusCode)
+			t.Errorf("cross-site sign-out: %d, want 403", resp.StatusCode)
+		}
+		// A page elsewhere cannot redeem a code here, and the code it
+		// tried stays unused.
+		code := loginCode(t, h, "")
+		for _, site := range []string{"same-site", "cross-site"} {
+			resp, body := redeem(t, h, code, http.Header{"Sec-Fetch-Site": {site}, "Origin": {evil}})
+			if resp.StatusCode != http.StatusForbidden || strings.Contains(body, engine.SessionPrefix) {
+				t.Errorf("redeem with Sec-Fetch-Site %s: %d %s, want 403 and no session", site, resp.StatusCode, body)
+			}
+		}
+		if resp, body := redeem(t, h, code, nil); resp.StatusCode != http.StatusCreated {
+			t.Errorf("the code refused from elsewhere, redeemed from the form's origin: %d %s, want 201", resp.StatusCode, body)
 		}
 		if after, _ := h.Counts(t); after != before {
 			t.Errorf("reservations %d → %d after refused cross-origin requests", before, after)
@@ -190,34 +245,66 @@ func TestBrowserSession(t *testing.T) {
 		if h.Logs.Find("request", "outcome", "cross_origin") == nil {
 			t.Errorf("no request log line with outcome cross_origin:\n%s", h.Logs)
 		}
+		resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(session), "")
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("whoami after the refused cross-site sign-out: %d %s, want the session alive", resp.StatusCode, body)
+		}
 	})
 
 	t.Run("SameOriginAndBearer", func(t *testing.T) {
-		resp, body := reserveWith(http.Header{"Cookie": {cookie.String()}, "Sec-Fetch-Site": {"same-origin"}, "Origin": {h.URL}}, "3f1d6f9e-1c2b-4d3e-8f4a-5b6c7d8e9f01")
+		resp, body := reserveWith(http.Header{"Authorization": {"Bearer " + session}, "Sec-Fetch-Site": {"same-origin"}, "Origin": {h.URL}}, "3f1d6f9e-1c2b-4d3e-8f4a-5b6c7d8e9f01")
 		if resp.StatusCode != http.StatusCreated {
-			t.Errorf("same-origin POST with the cookie: %d %s, want 201", resp.StatusCode, body)
+			t.Errorf("same-origin POST with the session: %d %s, want 201", resp.StatusCode, body)
 		}
-		resp, body = reserveWith(http.Header{"Authorization": {"Bearer " + h.Alice}}, "3f1d6f9e-1c2b-4d3e-8f4a-5b6c7d8e9f02")
+		resp, body = reserveWith(bearer(h.Alice), "3f1d6f9e-1c2b-4d3e-8f4a-5b6c7d8e9f02")
 		if resp.StatusCode != http.StatusCreated {
 			t.Errorf("bearer POST without browser headers: %d %s, want 201", resp.StatusCode, body)
 		}
 	})
 
-	t.Run("Logout", func(t *testing.T) {
-		resp, _ := browserDo(t, h, http.MethodPost, api.PathLogout, http.Header{"Cookie": {cookie.String()}, "Sec-Fetch-Site": {"same-origin"}, "Origin": {h.URL}}, "")
-		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-			t.Errorf("logout: %d to %q, want 303 to /", resp.StatusCode, resp.Header.Get("Location"))
+	t.Run("NewSignInEndsTheTabsSession", func(t *testing.T) {
+		old := signIn(t, h, "")
+		resp, body := redeem(t, h, loginCode(t, h, "bob"), bearer(old))
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("redeem with the tab's old session: %d %s", resp.StatusCode, body)
 		}
-		expired := false
-		for _, c := range resp.Cookies() {
-			expired = expired || (c.Name == api.SessionCookie && c.MaxAge < 0)
-		}
-		if !expired {
-			t.Errorf("logout did not expire the cookie: %v", resp.Header["Set-Cookie"])
-		}
-		resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, withCookie, "")
+		resp, body = browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(old), "")
+		wantProblem(t, resp, []byte(body), http.StatusUnauthorized, engine.CodeUnauthenticated)
+		// A code that does not work leaves the tab's session alone.
+		kept := signIn(t, h, "")
+		resp, _ = redeem(t, h, engine.LoginCodePrefix+"nonsense", bearer(kept))
 		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("whoami with the ended session: %d %s, want 401", resp.StatusCode, body)
+			t.Errorf("redeem of a bad code: %d, want 401", resp.StatusCode)
+		}
+		if resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(kept), ""); resp.StatusCode != http.StatusOK {
+			t.Errorf("whoami after a failed sign-in: %d %s, want the session kept", resp.StatusCode, body)
+		}
+	})
+
+	t.Run("SignOut", func(t *testing.T) {
+		signOut := func(header http.Header) *http.Response {
+			hd := http.Header{"Sec-Fetch-Site": {"same-origin"}, "Origin": {h.URL}}
+			for k, v := range header {
+				hd[k] = v
+			}
+			resp, _ := browserDo(t, h, http.MethodDelete, api.PathCurrentSession, hd, "")
+			return resp
+		}
+		for i := range 2 { // Signing out again is no error.
+			if resp := signOut(bearer(session)); resp.StatusCode != http.StatusNoContent || resp.Header["Set-Cookie"] != nil {
+				t.Errorf("sign-out %d: %d, cookies %v; want 204 and no cookie", i+1, resp.StatusCode, resp.Header["Set-Cookie"])
+			}
+		}
+		resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(session), "")
+		wantProblem(t, resp, []byte(body), http.StatusUnauthorized, engine.CodeUnauthenticated)
+		// Only a session can be signed out; an API token stays.
+		for _, hd := range []http.Header{nil, bearer(h.Alice)} {
+			if resp := signOut(hd); resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("sign-out with %v: %d, want 401", hd, resp.StatusCode)
+			}
+		}
+		if resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(h.Alice), ""); resp.StatusCode != http.StatusOK {
+			t.Errorf("whoami with alice's token after a sign-out attempt with it: %d %s", resp.StatusCode, body)
 		}
 	})
 }
