@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,6 +34,14 @@ const (
 // LoginCodeTTL bounds how long a login link can be used.
 const LoginCodeTTL = 5 * time.Minute
 
+// credentialPurgeBatch bounds how many expired credentials an issue of a
+// login code removes. Each issue adds at most two records that will expire
+// (the code, and the session it may open; a redeemed code is deleted at
+// once), so removing more than two at every issue keeps expired records
+// from piling up, and a larger step soon clears what a store collected
+// before, while keeping each step's write short.
+const credentialPurgeBatch = 64
+
 // TokenRecord is what the store keeps of a secret credential: never the
 // secret, only its SHA-256, with its kind, the actor it authenticates, whether
 // that is an admin, and when it expires (zero: never).
@@ -43,6 +52,13 @@ type TokenRecord struct {
 	Admin     bool      `json:"admin"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// expiredAt reports whether the credential has expired at now: it has an
+// expiry and now is not before it. An expired credential never
+// authenticates again.
+func (r TokenRecord) expiredAt(now time.Time) bool {
+	return !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)
 }
 
 // HashToken returns the hex SHA-256 under which a secret is stored.
@@ -78,7 +94,10 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (Principal, err
 }
 
 // CreateLoginCode makes a one-time login code for actor, valid for
-// LoginCodeTTL, and returns it with its expiry.
+// LoginCodeTTL, and returns it with its expiry. In the same transaction it
+// removes up to credentialPurgeBatch expired login codes and sessions, so
+// they do not pile up: every code is issued here, and every session comes
+// from a code.
 func (e *Engine) CreateLoginCode(ctx context.Context, actor string) (string, time.Time, error) {
 	if err := ValidateActor(actor); err != nil {
 		return "", time.Time{}, Errorf(CodeRequestContract, "%v", err)
@@ -86,10 +105,90 @@ func (e *Engine) CreateLoginCode(ctx context.Context, actor string) (string, tim
 	code := newSecret(LoginCodePrefix)
 	now := e.now().UTC()
 	rec := TokenRecord{Hash: HashToken(code), Kind: TokenLoginCode, Actor: actor, CreatedAt: now, ExpiresAt: now.Add(LoginCodeTTL)}
-	if err := e.store.Update(ctx, func(tx Tx) error { return tx.PutToken(rec) }); err != nil {
+	stale, err := e.expiredCredentials(ctx, now, credentialPurgeBatch)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("create login code for %s: %w", actor, err)
+	}
+	err = e.store.Update(ctx, func(tx Tx) error {
+		if _, err := deleteExpired(tx, stale, now); err != nil {
+			return err
+		}
+		return tx.PutToken(rec)
+	})
+	if err != nil {
 		return "", time.Time{}, fmt.Errorf("create login code for %s: %w", actor, err)
 	}
 	return code, rec.ExpiresAt, nil
+}
+
+// PurgeExpiredCredentials removes up to limit credentials whose expiry has
+// passed (login codes and browser sessions; API tokens do not expire) and
+// returns how many it removed. CreateLoginCode does this by itself; a
+// caller with a backlog calls it until it returns fewer than limit.
+func (e *Engine) PurgeExpiredCredentials(ctx context.Context, limit int) (int, error) {
+	now := e.now().UTC()
+	stale, err := e.expiredCredentials(ctx, now, limit)
+	if err != nil || len(stale) == 0 {
+		return 0, err
+	}
+	n := 0
+	err = e.store.Update(ctx, func(tx Tx) error {
+		var err error
+		n, err = deleteExpired(tx, stale, now)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge expired credentials: %w", err)
+	}
+	return n, nil
+}
+
+// expiredCredentials returns the hashes of up to limit credentials that
+// have expired at now. It looks in a read transaction, so the scan never
+// holds the store's one writer; the write that removes them checks each
+// again.
+func (e *Engine) expiredCredentials(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	var stale []string
+	err := e.store.View(ctx, func(tx Tx) error {
+		stale = stale[:0]
+		err := tx.ForEachToken(func(r TokenRecord) error {
+			if len(stale) >= limit {
+				return errEnough
+			}
+			if r.expiredAt(now) {
+				stale = append(stale, r.Hash)
+			}
+			return nil
+		})
+		if errors.Is(err, errEnough) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find expired credentials: %w", err)
+	}
+	return stale, nil
+}
+
+// deleteExpired deletes those of the credentials hashes that are still
+// there and still expired at now, and returns how many it deleted.
+func deleteExpired(tx Tx, hashes []string, now time.Time) (int, error) {
+	n := 0
+	for _, hash := range hashes {
+		rec, ok, err := tx.Token(hash)
+		if err != nil {
+			return 0, err
+		}
+		if !ok || !rec.expiredAt(now) {
+			continue
+		}
+		if err := tx.DeleteToken(hash); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // RedeemLoginCode consumes a login code and opens a browser session of ttl
@@ -187,7 +286,7 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 	if !ok || rec.Kind != kind || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 {
 		return Principal{}, bad
 	}
-	if !rec.ExpiresAt.IsZero() && !e.now().Before(rec.ExpiresAt) {
+	if rec.expiredAt(e.now()) {
 		return Principal{}, bad
 	}
 	p := Principal{Actor: rec.Actor, Admin: rec.Admin}

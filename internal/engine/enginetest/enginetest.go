@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReserveBatch", testReserveBatch},
 		{"Tokens", testTokens},
 		{"LoginCodesAndSessions", testLoginCodesAndSessions},
+		{"ExpiredCredentialsArePurged", testExpiredCredentialsPurged},
 		{"CheckFindsBrokenInvariants", testCheckFindings},
 		{"ConcurrentSameKey", testConcurrentSameKey},
 		{"ConcurrentLastPlaces", testConcurrentLastPlaces},
@@ -833,6 +834,100 @@ func testFaultsAmidConcurrentLoad(t *testing.T, h *harness) {
 	}
 	h.wantReserved("go-basics", 64)
 	h.wantCounts(64, 64)
+}
+
+// tokens returns the kind of every credential record in the store, by
+// hash.
+func (h *harness) tokens() map[string]string {
+	h.t.Helper()
+	kinds := map[string]string{}
+	err := h.store.View(h.ctx, func(tx engine.Tx) error {
+		return tx.ForEachToken(func(r engine.TokenRecord) error {
+			kinds[r.Hash] = r.Kind
+			return nil
+		})
+	})
+	if err != nil {
+		h.t.Fatalf("list tokens: %v", err)
+	}
+	return kinds
+}
+
+// wantTokens checks that the store holds exactly the credentials secrets.
+func (h *harness) wantTokens(what string, secrets ...string) {
+	h.t.Helper()
+	got := h.tokens()
+	want := map[string]bool{}
+	for _, s := range secrets {
+		want[engine.HashToken(s)] = true
+		if _, ok := got[engine.HashToken(s)]; !ok {
+			h.t.Errorf("%s: the credential %.8s… is not in the store", what, s)
+		}
+	}
+	for hash, kind := range got {
+		if !want[hash] {
+			h.t.Errorf("%s: the store still holds a %s credential %.8s…", what, kind, hash)
+		}
+	}
+}
+
+// A redeemed login code is deleted at once, an ended session too, and
+// codes and sessions that expired unused are removed when the next login
+// code is issued, in bounded steps; API tokens and live credentials stay.
+func testExpiredCredentialsPurged(t *testing.T, h *harness) {
+	token, err := h.eng.CreateToken(h.ctx, "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func(actor string) string {
+		t.Helper()
+		code, _, err := h.eng.CreateLoginCode(h.ctx, actor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code
+	}
+	redeem := func(code string, ttl time.Duration) string {
+		t.Helper()
+		session, _, _, err := h.eng.RedeemLoginCode(h.ctx, code, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return session
+	}
+	short := redeem(login("alice"), time.Hour)
+	long := redeem(login("alice"), 3*time.Hour)
+	ended := redeem(login("bob"), time.Hour)
+	if err := h.eng.EndSession(h.ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	unused := login("carol")
+	h.wantTokens("after redeeming and ending", token, short, long, unused)
+
+	// An hour on, the short session and the unused code have expired; the
+	// next issue removes them.
+	h.advance(time.Hour)
+	next := login("dave")
+	h.wantTokens("after the next issue", token, long, next)
+	if p, err := h.eng.Authenticate(h.ctx, token); err != nil || p.Actor != "alice" {
+		t.Errorf("the API token after the purge: %+v, %v", p, err)
+	}
+	if p, err := h.eng.SessionPrincipal(h.ctx, long); err != nil || p.Actor != "alice" {
+		t.Errorf("the live session after the purge: %+v, %v", p, err)
+	}
+
+	// A backlog goes in steps of the limit.
+	for range 3 {
+		login("erin")
+	}
+	h.advance(3 * time.Hour)
+	for i, want := range []int{2, 2, 1, 0} { // 4 codes and the long session.
+		n, err := h.eng.PurgeExpiredCredentials(h.ctx, 2)
+		if err != nil || n != want {
+			t.Fatalf("purge step %d: %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+	h.wantTokens("after the purge steps", token)
 }
 
 func testLoginCodesAndSessions(t *testing.T, h *harness) {
