@@ -222,3 +222,40 @@ func TestOtherPortCannotStealOrPlantASession(t *testing.T) {
 		t.Errorf("the attacker's code after the visit: %v, want it unused", err)
 	}
 }
+
+// A login link that was used already signs nobody in: the page says why and
+// how to get a new one, keeps no session, and offers only the sign-in
+// explanation; in a tab that was signed in, the failed link leaves that
+// sign-in alone.
+func TestUsedLoginLinkExplained(t *testing.T) {
+	d := startDaemon(t)
+	link := d.loginURL(t, "")
+	first := openTab(t, d)
+	first.do("sign in", chromedp.Navigate(link))
+	first.waitReady()
+
+	explained := func(tb *tab) {
+		t.Helper()
+		tb.poll("the explanation", `!document.getElementById("page-error").hidden`)
+		if msg := eval[string](tb, `document.getElementById("page-error").textContent`); !strings.Contains(msg, "This login link is not valid") || !strings.Contains(msg, "reservectl login-link") {
+			t.Errorf("the used link shows %q, want that it is not valid and how to get a new one", msg)
+		}
+		if u := eval[string](tb, "location.href"); u != d.url+"/" {
+			t.Errorf("after the used link the tab is at %s, want %s/", u, d.url)
+		}
+	}
+	second := openTab(t, d)
+	second.do("open the used link", chromedp.Navigate(link))
+	explained(second)
+	second.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+	if f := second.form(); f.FormShown || eval[bool](second, `sessionStorage.getItem("`+sessionKey+`") !== null`) {
+		t.Errorf("after the used link: %+v, want no form and no session", f)
+	}
+
+	first.do("open the used link again", chromedp.Navigate(link))
+	explained(first)
+	first.waitReady()
+	if f := first.form(); !f.FormShown {
+		t.Errorf("the signed-in tab after a used link: %+v, want its form", f)
+	}
+}
