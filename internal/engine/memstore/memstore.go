@@ -1,0 +1,334 @@
+// Package memstore is the reference engine.Store: every record in ordinary
+// Go maps, guarded by locks, with nothing to configure. It exists so that the
+// engine's whole contract (the conformance suite in package enginetest) runs
+// in milliseconds inside `go test ./internal/engine/...`, without bbolt or
+// PostgreSQL, and so that the meaning of each Tx primitive is written down
+// once in the plainest possible form.
+//
+// Update copies the committed state, runs the transaction function on the
+// copy and publishes the copy only when the function returns nil, so a
+// failed transaction leaves no trace and a View always sees one consistent
+// snapshot. The copy costs time proportional to the whole store, which is
+// fine for tests and wrong for production: nothing outside tests may use
+// this package. It imports nothing but the engine and the standard library.
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// ErrClosed is returned by transactions on a closed Store.
+var ErrClosed = errors.New("memstore: store is closed")
+
+// errReadOnly is returned by a write inside View.
+var errReadOnly = errors.New("memstore: write in a read-only transaction")
+
+// Options tune a Store. The zero value runs every transaction function once.
+type Options struct {
+	// RunTwice makes Update run every transaction function twice, throwing
+	// away the first run's writes, as a batching or retrying store may: it
+	// proves that the engine's transaction functions have no effects
+	// outside their Tx.
+	RunTwice bool
+}
+
+// Store is an engine.Store in memory. It is safe for concurrent use.
+type Store struct {
+	opts Options
+
+	writer sync.Mutex // Serializes Updates: one writer at a time.
+
+	mu     sync.RWMutex // Guards state and closed.
+	state  *state
+	closed bool
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// New returns an empty Store.
+func New(opts Options) *Store {
+	return &Store{opts: opts, state: newState()}
+}
+
+// state is one immutable snapshot once published: Update works on a copy.
+type state struct {
+	workshops    map[string]engine.Workshop
+	reservations map[string]engine.Reservation
+	receipts     map[receiptKey]engine.Receipt
+	tokens       map[string]engine.TokenRecord
+	tombstones   map[receiptKey]engine.Tombstone
+	events       map[string]engine.Event
+}
+
+// receiptKey orders receipts and tombstones as the other stores do: by actor,
+// then by operation key.
+type receiptKey struct {
+	actor string
+	key   engine.OperationKey
+}
+
+func compareReceiptKeys(a, b receiptKey) int {
+	return cmp.Or(cmp.Compare(a.actor, b.actor), cmp.Compare(a.key, b.key))
+}
+
+func newState() *state {
+	return &state{
+		workshops:    map[string]engine.Workshop{},
+		reservations: map[string]engine.Reservation{},
+		receipts:     map[receiptKey]engine.Receipt{},
+		tokens:       map[string]engine.TokenRecord{},
+		tombstones:   map[receiptKey]engine.Tombstone{},
+		events:       map[string]engine.Event{},
+	}
+}
+
+// clone copies the maps. Records are values whose byte slices are copied
+// on every write and read, so the copies share nothing mutable.
+func (s *state) clone() *state {
+	return &state{
+		workshops:    maps.Clone(s.workshops),
+		reservations: maps.Clone(s.reservations),
+		receipts:     maps.Clone(s.receipts),
+		tokens:       maps.Clone(s.tokens),
+		tombstones:   maps.Clone(s.tombstones),
+		events:       maps.Clone(s.events),
+	}
+}
+
+// snapshot returns the committed state, or ErrClosed.
+func (s *Store) snapshot() (*state, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	return s.state, nil
+}
+
+// Update runs fn on a copy of the committed state and publishes the copy
+// if fn returns nil. With Options.RunTwice fn runs once more on a fresh
+// copy first, and that run's writes are discarded.
+func (s *Store) Update(ctx context.Context, fn func(tx engine.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.writer.Lock()
+	defer s.writer.Unlock()
+	base, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	if s.opts.RunTwice {
+		if err := fn(&tx{s: base.clone(), writable: true}); err != nil {
+			return err
+		}
+	}
+	next := base.clone()
+	if err := fn(&tx{s: next, writable: true}); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.state = next
+	return nil
+}
+
+// View runs fn on the committed state; writes inside fn fail.
+func (s *Store) View(ctx context.Context, fn func(tx engine.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st, err := s.snapshot()
+	if err != nil {
+		return err
+	}
+	return fn(&tx{s: st})
+}
+
+// Close makes every later transaction fail with ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// tx is one transaction on a state: the committed one for a View, a private
+// copy for an Update.
+type tx struct {
+	s        *state
+	writable bool
+}
+
+var _ engine.Tx = (*tx)(nil)
+
+func (t *tx) write() error {
+	if !t.writable {
+		return errReadOnly
+	}
+	return nil
+}
+
+// get, put and forEach are the three primitives every record kind uses.
+func get[K comparable, R any](m map[K]R, k K, copyOf func(R) R) (R, bool, error) {
+	r, ok := m[k]
+	return copyOf(r), ok, nil
+}
+
+func put[K comparable, R any](t *tx, m map[K]R, k K, r R, copyOf func(R) R) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	m[k] = copyOf(r)
+	return nil
+}
+
+// forEach visits m in key order. The keys are collected first, so fn may
+// write to the transaction it iterates, as it may in the other stores.
+func forEach[K comparable, R any](m map[K]R, compare func(a, b K) int, copyOf func(R) R, fn func(R) error) error {
+	keys := slices.SortedFunc(maps.Keys(m), compare)
+	for _, k := range keys {
+		r, ok := m[k]
+		if !ok {
+			continue // Deleted by fn.
+		}
+		if err := fn(copyOf(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func same[R any](r R) R { return r }
+
+func copyReceipt(r engine.Receipt) engine.Receipt {
+	r.Body = slices.Clone(r.Body)
+	return r
+}
+
+func copyEvent(e engine.Event) engine.Event {
+	e.Payload = slices.Clone(e.Payload)
+	return e
+}
+
+func (t *tx) Workshop(id string) (engine.Workshop, bool, error) {
+	return get(t.s.workshops, id, same)
+}
+
+func (t *tx) PutWorkshop(w engine.Workshop) error { return put(t, t.s.workshops, w.ID, w, same) }
+
+func (t *tx) ForEachWorkshop(fn func(engine.Workshop) error) error {
+	return forEach(t.s.workshops, cmp.Compare[string], same, fn)
+}
+
+func (t *tx) Reservation(id string) (engine.Reservation, bool, error) {
+	return get(t.s.reservations, id, same)
+}
+
+func (t *tx) PutReservation(r engine.Reservation) error {
+	return put(t, t.s.reservations, r.ID, r, same)
+}
+
+func (t *tx) ForEachReservation(fn func(engine.Reservation) error) error {
+	return forEach(t.s.reservations, cmp.Compare[string], same, fn)
+}
+
+func (t *tx) Receipt(actor string, key engine.OperationKey) (engine.Receipt, bool, error) {
+	return get(t.s.receipts, receiptKey{actor, key}, copyReceipt)
+}
+
+func (t *tx) PutReceipt(r engine.Receipt) error {
+	return put(t, t.s.receipts, receiptKey{r.Actor, r.OperationKey}, r, copyReceipt)
+}
+
+func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
+	return forEach(t.s.receipts, compareReceiptKeys, copyReceipt, fn)
+}
+
+func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	delete(t.s.receipts, receiptKey{actor, key})
+	return nil
+}
+
+func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
+	return get(t.s.tokens, hash, same)
+}
+
+func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, t.s.tokens, r.Hash, r, same) }
+
+func (t *tx) DeleteToken(hash string) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	delete(t.s.tokens, hash)
+	return nil
+}
+
+func (t *tx) ForEachToken(fn func(engine.TokenRecord) error) error {
+	return forEach(t.s.tokens, cmp.Compare[string], same, fn)
+}
+
+func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
+	return get(t.s.tombstones, receiptKey{actor, key}, same)
+}
+
+func (t *tx) PutTombstone(r engine.Tombstone) error {
+	return put(t, t.s.tombstones, receiptKey{r.Actor, r.OperationKey}, r, same)
+}
+
+func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
+	return forEach(t.s.tombstones, compareReceiptKeys, same, fn)
+}
+
+// AddEvent inserts a new event; an existing id is an error, as in every
+// store, because an event id names exactly one effect.
+func (t *tx) AddEvent(e engine.Event) error {
+	if _, ok := t.s.events[e.ID]; ok {
+		return fmt.Errorf("event %s exists", e.ID)
+	}
+	return put(t, t.s.events, e.ID, e, copyEvent)
+}
+
+func (t *tx) MarkEventDelivered(id string, at time.Time) error {
+	e, ok := t.s.events[id]
+	if !ok {
+		return fmt.Errorf("no event %s", id)
+	}
+	e.DeliveredAt = at
+	return put(t, t.s.events, id, e, copyEvent)
+}
+
+func (t *tx) Event(id string) (engine.Event, bool, error) {
+	return get(t.s.events, id, copyEvent)
+}
+
+func (t *tx) ForEachEvent(fn func(engine.Event) error) error {
+	return forEach(t.s.events, cmp.Compare[string], copyEvent, fn)
+}
+
+// ForEachPendingEvent visits the undelivered events in id order. It scans
+// every event, which the other stores avoid with an index; here plainness
+// wins.
+func (t *tx) ForEachPendingEvent(fn func(engine.Event) error) error {
+	return t.ForEachEvent(func(e engine.Event) error {
+		if e.Delivered() {
+			return nil
+		}
+		return fn(e)
+	})
+}
