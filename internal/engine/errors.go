@@ -110,7 +110,7 @@ func (e *Error) Error() string {
 // the code and a message without the cause, which only the log gets.
 var errStoreUnavailable = &Error{
 	Code:    CodeStoreUnavailable,
-	Message: "the store is unavailable (unreachable or restarting), so this request was not decided; send it again with the same Idempotency-Key",
+	Message: "the store is unavailable (unreachable or restarting), so this request got no decision; send it again with the same Idempotency-Key",
 }
 
 // StoreUnavailable returns cause marked with CodeStoreUnavailable: its
