@@ -107,7 +107,7 @@ func TestOutcomeLines(t *testing.T) {
 		t.Errorf("line = %q, want %q", got, want)
 	}
 	down := classify(testKey, testReq, http.StatusServiceUnavailable, nil, false, &engine.Error{Code: engine.CodeStoreUnavailable, Message: "m"}, time.Second)
-	if got, want := down.line(), "outcome unknown: reserved's store is unavailable (unreachable or restarting), so reserved could not decide it (503 Service Unavailable); your intent is kept — run: reservectl reserve --retry"; got != want {
+	if got, want := down.line(), "outcome unknown: reserved's store is unavailable (unreachable or restarting): 503 Service Unavailable; your intent is kept — run: reservectl reserve --retry"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
 }

@@ -150,9 +150,9 @@ func describe(err error, status int, timeout time.Duration) string {
 	case errors.As(err, &re):
 		return fmt.Sprintf("unparseable answer: %d %s with %d bytes of %q", re.Status, http.StatusText(re.Status), len(re.Body), re.ContentType)
 	case errors.As(err, &ee) && ee.Code == engine.CodeStoreUnavailable:
-		why := "reserved's store is unavailable (unreachable or restarting), so reserved could not decide it"
+		why := "reserved's store is unavailable (unreachable or restarting)"
 		if status != 0 {
-			why += fmt.Sprintf(" (%d %s)", status, http.StatusText(status))
+			why += fmt.Sprintf(": %d %s", status, http.StatusText(status))
 		}
 		return why
 	case errors.As(err, &ee):
