@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/reserve/reserve/internal/api"
 )
@@ -17,7 +18,10 @@ type answer struct {
 	mediaType string // Content-Type without parameters, in lower case.
 	replayed  bool   // Idempotent-Replayed: true.
 	close     bool   // The server closes the connection after it.
-	body      []byte
+	// retryAfter is a Retry-After in seconds, at most maxRetryAfter; zero
+	// when the answer has none (or one in the HTTP-date form).
+	retryAfter time.Duration
+	body       []byte
 }
 
 // readAnswer reads one HTTP/1.1 response to a POST from br: the status
@@ -67,6 +71,10 @@ func readAnswer(br *bufio.Reader) (answer, error) {
 			a.mediaType = string(bytes.ToLower(bytes.TrimSpace(mt)))
 		case headerIs(name, api.HeaderReplayed):
 			a.replayed = string(value) == "true"
+		case headerIs(name, "Retry-After"):
+			if n, err := strconv.Atoi(string(value)); err == nil && n > 0 && value[0] != '+' {
+				a.retryAfter = min(time.Duration(n)*time.Second, maxRetryAfter)
+			}
 		case headerIs(name, "Connection"):
 			a.close = a.close || bytes.EqualFold(value, []byte("close"))
 		case headerIs(name, "Transfer-Encoding"):

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadAnswer(t *testing.T) {
@@ -22,6 +23,14 @@ func TestReadAnswer(t *testing.T) {
 	a, err = readAnswer(br)
 	if err != nil || a.status != 409 || a.mediaType != "application/problem+json" || !a.replayed || !a.close || string(a.body) != "{}" {
 		t.Fatalf("second answer = %+v, %v", a, err)
+	}
+	for value, want := range map[string]time.Duration{
+		"1": time.Second, "3600": maxRetryAfter, "0": 0, "-1": 0, "+1": 0, "Wed, 21 Oct 2026 07:28:00 GMT": 0,
+	} {
+		a, err = readAnswer(bufio.NewReader(strings.NewReader("HTTP/1.1 503 Service Unavailable\r\nRetry-After: " + value + "\r\nContent-Length: 0\r\n\r\n")))
+		if err != nil || a.status != 503 || a.retryAfter != want {
+			t.Errorf("Retry-After: %s read as %+v, %v; want %v", value, a, err, want)
+		}
 	}
 	a, err = readAnswer(bufio.NewReader(strings.NewReader("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")))
 	if err != nil || !a.close {

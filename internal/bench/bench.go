@@ -39,6 +39,9 @@ const (
 	// maxAttempts bounds how often one request is resent with the same key
 	// after an unclear answer (transport error, 5xx, garbled answer).
 	maxAttempts = 10
+	// maxRetryAfter bounds how long a client waits before a resend when an
+	// answer asks it to with Retry-After (503 store_unavailable).
+	maxRetryAfter = 10 * time.Second
 	// poolSize bounds how many settled intents each client keeps to replay.
 	poolSize = 4096
 	// createdCapacity is the capacity of a workshop the bench creates.
@@ -83,6 +86,9 @@ type Config struct {
 	// afterRequest, if set, is called after every request; tests use it to
 	// disturb a run.
 	afterRequest func()
+	// wait waits d before a resend that an answer's Retry-After asked for,
+	// or until ctx is done; nil means a timer (tests record the waits).
+	wait func(ctx context.Context, d time.Duration) error
 }
 
 // Snapshot is the state of a run in progress.
@@ -216,6 +222,9 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	if cfg.ProgressInterval == 0 {
 		cfg.ProgressInterval = time.Second
+	}
+	if cfg.wait == nil {
+		cfg.wait = sleep
 	}
 	var err error
 	switch {
@@ -365,11 +374,14 @@ func (r *run) worker(ctx context.Context, id int) {
 			if r.cfg.afterRequest != nil {
 				r.cfg.afterRequest()
 			}
-			if !unclear(err) || attempt == maxAttempts || ctx.Err() != nil {
+			if !client.Undecided(status, err) || attempt == maxAttempts || ctx.Err() != nil {
 				return status, body, replayed, err
 			}
 			out.Unclear++
 			r.unclear.Add(1)
+			if wc.retryAfter > 0 && r.cfg.wait(ctx, wc.retryAfter) != nil {
+				return status, body, replayed, err
+			}
 		}
 	}
 	for ctx.Err() == nil && r.claim() {
@@ -378,7 +390,7 @@ func (r *run) worker(ctx context.Context, id int) {
 			s := pool[rng.IntN(len(pool))]
 			status, body, replayed, err := send(s.key)
 			switch {
-			case unclear(err):
+			case client.Undecided(status, err):
 				out.Unsettled++
 			case err != nil:
 				out.Rejected[engine.ErrorCode(err)]++
@@ -401,7 +413,7 @@ func (r *run) worker(ctx context.Context, id int) {
 		}
 		status, body, replayed, err := send(key)
 		switch {
-		case unclear(err):
+		case client.Undecided(status, err):
 			out.Unsettled++
 			continue
 		case err != nil:
@@ -441,16 +453,6 @@ func (r *run) count(out *Outcomes, status int, replayed bool) {
 	}
 }
 
-// unclear reports whether err leaves a reservation's outcome unknown: the
-// daemon was not reached, the answer was lost or garbled, or it was a 5xx.
-func unclear(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ee *engine.Error
-	return !errors.As(err, &ee) || ee.Code == engine.CodeInternal
-}
-
 func (o *Outcomes) add(p Outcomes) {
 	o.Created += p.Created
 	o.Replayed += p.Replayed
@@ -464,6 +466,18 @@ func (o *Outcomes) add(p Outcomes) {
 			o.Rejected = map[string]int64{}
 		}
 		o.Rejected[code] += n
+	}
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

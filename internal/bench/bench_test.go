@@ -2,13 +2,21 @@ package bench_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/bench"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/server/servertest"
@@ -118,4 +126,71 @@ func TestRunRefusals(t *testing.T) {
 	if reservations, receipts := h.Counts(t); reservations != 0 || receipts != 0 {
 		t.Errorf("refused runs stored %d reservations and %d receipts", reservations, receipts)
 	}
+}
+
+// TestRunRetriesStoreUnavailable puts a proxy in front of a real server that
+// answers the first reservations 503 store_unavailable with Retry-After, as
+// a daemon does while its database restarts: the bench must take them as
+// unclear, wait the Retry-After, resend the same key and verify, never count
+// them as refusals.
+func TestRunRetriesStoreUnavailable(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+	if _, _, err := h.Engine.PutWorkshop(ctx, "outage", engine.WorkshopSpec{Capacity: 100}, nil); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(h.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const outage = 3 // Answers 503 to this many reservation requests.
+	var mu sync.Mutex
+	unavailable := 0
+	keys := map[string]int{}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == api.PathReservations {
+			mu.Lock()
+			keys[r.Header.Get(api.HeaderIdempotencyKey)]++
+			down := unavailable < outage
+			if down {
+				unavailable++
+			}
+			mu.Unlock()
+			if down {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", api.MediaProblem)
+				w.Header().Set("Retry-After", "2")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				json.NewEncoder(w).Encode(api.Problem{Type: "about:blank", Title: "Service Unavailable", Status: 503, Code: engine.CodeStoreUnavailable, Detail: "the store is unavailable"})
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+
+	var waits []time.Duration
+	cfg := bench.WithWait(bench.Config{BaseURL: proxy.URL, Token: h.Admin, Clients: 1, Count: 5, Workshop: "outage"},
+		func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			waits = append(waits, d)
+			mu.Unlock()
+			return nil
+		})
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run = %v (outcomes %+v)", err, res.Outcomes)
+	}
+	o := res.Outcomes
+	if o.Created != 5 || o.Unclear != outage || len(o.Rejected) != 0 || o.Unsettled != 0 || !res.Verification.OK {
+		t.Errorf("outcomes %+v, verification %+v: want 5 created, %d unclear, nothing refused", o, res.Verification, outage)
+	}
+	if len(waits) != outage || waits[0] != 2*time.Second {
+		t.Errorf("waits %v: want %d waits of the answers' Retry-After of 2s", waits, outage)
+	}
+	if len(keys) != 5 {
+		t.Errorf("%d keys sent for 5 intents: a 503 must be resent with the same key", len(keys))
+	}
+	h.MustCheckClean(t)
 }

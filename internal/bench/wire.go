@@ -31,6 +31,8 @@ type wire struct {
 	conn net.Conn
 	br   *bufio.Reader
 	buf  []byte
+	// retryAfter is the Retry-After of the last answer, zero without one.
+	retryAfter time.Duration
 }
 
 func newWire(dial func(ctx context.Context) (net.Conn, error), host, token string, req engine.Request) *wire {
@@ -48,6 +50,7 @@ func newWire(dial func(ctx context.Context) (net.Conn, error), host, token strin
 // and replay marker; a problem answer as *engine.Error; anything else
 // (transport failure, garbled answer) as another error.
 func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout time.Duration) (status int, body []byte, replayed bool, err error) {
+	w.retryAfter = 0
 	if w.conn == nil {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
 		w.conn, err = w.dial(dctx)
@@ -70,6 +73,7 @@ func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout tim
 		return 0, nil, false, fmt.Errorf("send: %w", err)
 	}
 	a, err := readAnswer(w.br)
+	w.retryAfter = a.retryAfter
 	if err != nil {
 		return a.status, nil, false, fmt.Errorf("read answer: %w", err)
 	}

@@ -49,7 +49,12 @@ var (
 	keySchema = []byte("schema")
 )
 
-// ErrClosed is returned by operations on a closed Store.
+// ErrClosed is returned by operations on a closed Store, marked
+// engine.StoreUnavailable: a request that reaches the store after the
+// daemon closed it at shutdown was not decided, and its client retries it
+// with the same key against the restarted daemon. Every other failure of
+// the file (I/O errors, a full disk) stays internal: retrying does not
+// cure it.
 var ErrClosed = errors.New("boltstore: store is closed")
 
 // Options tune a Store. The zero value is the production default: durable
@@ -273,7 +278,7 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
-		return nil, ErrClosed
+		return nil, engine.StoreUnavailable(ErrClosed)
 	}
 	return s.closeMu.RUnlock, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -256,8 +257,13 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eng.Reserve(ctx, "alice", key, engine.Request{Workshop: "go-basics", Quantity: 2}); err == nil {
-		t.Fatal("Reserve on a closed store succeeded")
+	// A request that reaches a store closed at shutdown is undecided: the
+	// client retries it with the same key.
+	if _, err := eng.Reserve(ctx, "alice", key, engine.Request{Workshop: "go-basics", Quantity: 2}); engine.ErrorCode(err) != engine.CodeStoreUnavailable || !errors.Is(err, boltstore.ErrClosed) {
+		t.Fatalf("Reserve on a closed store = %v, want store_unavailable with ErrClosed", err)
+	}
+	if _, _, err := eng.PutWorkshop(ctx, "go-more", engine.WorkshopSpec{Capacity: 3, MaxQuantity: 2}, nil); engine.ErrorCode(err) != engine.CodeStoreUnavailable {
+		t.Fatalf("PutWorkshop on a closed store = %v, want store_unavailable", err)
 	}
 	s = mustOpenPath(t, path)
 	if s.Created() {

@@ -28,7 +28,8 @@ with --token) or the Unix socket.
 settled intents (the answer must be the first answer, marked as a replay);
 --lost-answer-ratio is the share of new intents whose first answer is
 ignored, as if it had been lost, and that are sent again with the same key.
-An unclear answer (timeout, 5xx, garbled) is retried with the same key.
+An unclear answer (timeout, 5xx such as 503 store_unavailable, garbled) is
+retried with the same key, after its Retry-After when it has one.
 
 Without --workshop, bench creates a workshop "bench-<random>" with a capacity
 of 1,000,000,000, which needs an admin (the daemon's user on the socket, or

@@ -94,8 +94,9 @@ Exit status:
    3  unavailable: not enough free places (an authoritative answer)
    4  rejected by the server (conflict, request contract, unknown workshop,
       authentication)
-  75  outcome unknown (timeout, lost or garbled answer, server error, daemon
-      unreachable): the intent is kept; run "reservectl reserve --retry"
+  75  outcome unknown (timeout, lost or garbled answer, server error, store
+      unavailable, daemon unreachable): the intent is kept; run
+      "reservectl reserve --retry"
    1  anything else`,
 		Example: `  reservectl reserve --workshop workshop-demo --quantity 1
   reservectl reserve --retry          # after "outcome unknown": same key, same payload

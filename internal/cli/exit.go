@@ -27,8 +27,8 @@ const (
 	// contract, unknown workshop, authentication or permission.
 	ExitRejected = 4
 	// ExitUnknown means the outcome is unknown and the intent stays open
-	// (timeout, reset, 5xx, unparseable answer, daemon unreachable); 75 is
-	// EX_TEMPFAIL.
+	// (timeout, reset, 5xx such as 503 store_unavailable, unparseable
+	// answer, daemon unreachable); 75 is EX_TEMPFAIL.
 	ExitUnknown = 75
 )
 
@@ -86,7 +86,7 @@ func exitCode(err error) int {
 	case errors.As(err, &ce), errors.As(err, &re), errors.Is(err, context.DeadlineExceeded):
 		return ExitUnknown
 	case errors.As(err, &ee):
-		if ee.Code == engine.CodeInternal {
+		if client.Undecided(0, err) {
 			return ExitUnknown
 		}
 		return ExitRejected

@@ -39,6 +39,8 @@ func TestExitCode(t *testing.T) {
 		{"timeout", fmt.Errorf("list: %w", context.DeadlineExceeded), ExitUnknown},
 		{"garbled", &client.UnexpectedResponseError{Status: 200}, ExitUnknown},
 		{"internal", problem(engine.CodeInternal), ExitUnknown},
+		{"store unavailable", fmt.Errorf("whoami: %w", problem(engine.CodeStoreUnavailable)), ExitUnknown},
+		{"body incomplete", problem(engine.CodeBodyIncomplete), ExitUnknown},
 		{"unauthenticated", problem(engine.CodeUnauthenticated), ExitRejected},
 		{"forbidden", problem(engine.CodeForbidden), ExitRejected},
 		{"version mismatch", problem(engine.CodeVersionMismatch), ExitRejected},
@@ -75,6 +77,7 @@ func TestClassify(t *testing.T) {
 		{"unauthenticated", http.StatusUnauthorized, nil, &engine.Error{Code: engine.CodeUnauthenticated}, kindRejected},
 		{"too many requests", http.StatusTooManyRequests, nil, &engine.Error{Code: "rate_limited"}, kindUnknown},
 		{"internal", http.StatusInternalServerError, nil, &engine.Error{Code: engine.CodeInternal}, kindUnknown},
+		{"store unavailable", http.StatusServiceUnavailable, nil, &engine.Error{Code: engine.CodeStoreUnavailable}, kindUnknown},
 		{"bad gateway problem", http.StatusBadGateway, nil, &engine.Error{Code: "upstream"}, kindUnknown},
 		{"garbled", http.StatusOK, []byte("{"), &client.UnexpectedResponseError{Status: 200}, kindUnknown},
 		{"timeout", 0, nil, context.DeadlineExceeded, kindUnknown},
@@ -101,6 +104,10 @@ func TestOutcomeLines(t *testing.T) {
 	}
 	unknown := classify(testKey, testReq, 0, nil, false, context.DeadlineExceeded, 1500*time.Millisecond)
 	if got, want := unknown.line(), "outcome unknown: no answer within 1.5s; your intent is kept — run: reservectl reserve --retry"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+	down := classify(testKey, testReq, http.StatusServiceUnavailable, nil, false, &engine.Error{Code: engine.CodeStoreUnavailable, Message: "m"}, time.Second)
+	if got, want := down.line(), "outcome unknown: reserved's store is unavailable (unreachable or restarting): 503 Service Unavailable; your intent is kept — run: reservectl reserve --retry"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
 }

@@ -52,14 +52,15 @@ type outcome struct {
 // classify decides what the answer to one POST /reservations of req under
 // key means. It is the one place that knows which answers are
 // authoritative: a 201 whose body is the reservation of exactly req, a 409
-// "unavailable" for exactly req, and a problem with a 4xx status that is not
-// about timing (408, 429). Everything else (no answer, 5xx, a body that is
-// not such an answer) leaves the outcome unknown.
+// "unavailable" for exactly req, and a problem that client.Undecided calls
+// a decided refusal. Everything else (no answer, 5xx such as 503
+// store_unavailable, 408, 429, a body that is not such an answer) leaves
+// the outcome unknown.
 func classify(key engine.OperationKey, req engine.Request, status int, body []byte, replayed bool, err error, timeout time.Duration) outcome {
 	o := outcome{key: key, replayed: replayed, status: status, body: body}
 	if err != nil {
 		var ee *engine.Error
-		if errors.As(err, &ee) && isRejection(status, ee.Code) {
+		if errors.As(err, &ee) && !client.Undecided(status, err) {
 			o.kind, o.problem = kindRejected, ee
 			return o
 		}
@@ -120,14 +121,6 @@ func classifyIntent(in *intent.Intent, status int, body []byte, replayed bool, e
 	return classify(in.Key, req, status, body, replayed, err, timeout), nil
 }
 
-// isRejection reports whether a problem answer with this status and code is
-// an authoritative refusal of the request.
-func isRejection(status int, code string) bool {
-	return status >= 400 && status < 500 &&
-		status != http.StatusRequestTimeout && status != http.StatusTooManyRequests &&
-		code != engine.CodeInternal
-}
-
 // decodeAnswer decodes a reservation answer strictly: one JSON object of
 // engine.Answer's members and nothing else.
 func decodeAnswer(body []byte) (engine.Answer, bool) {
@@ -156,6 +149,12 @@ func describe(err error, status int, timeout time.Duration) string {
 		return "interrupted before the answer arrived"
 	case errors.As(err, &re):
 		return fmt.Sprintf("unparseable answer: %d %s with %d bytes of %q", re.Status, http.StatusText(re.Status), len(re.Body), re.ContentType)
+	case errors.As(err, &ee) && ee.Code == engine.CodeStoreUnavailable:
+		why := "reserved's store is unavailable (unreachable or restarting)"
+		if status != 0 {
+			why += fmt.Sprintf(": %d %s", status, http.StatusText(status))
+		}
+		return why
 	case errors.As(err, &ee):
 		return fmt.Sprintf("the server failed: %d %s: %s", status, http.StatusText(status), ee)
 	}

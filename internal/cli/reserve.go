@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -41,8 +40,9 @@ retry as another actor or to another server is refused (exit 2, nothing
 sent).
 
 Only a 201 reservation, a 409 "unavailable" and a 4xx rejection settle the
-intent. A timeout, a lost or garbled answer, a server error or an unreachable
-daemon exit 75 and keep the intent open for --retry. A retry of a settled
+intent. A timeout, a lost or garbled answer, a server error (also 503
+store_unavailable: reserved's database is unreachable or restarting) or an
+unreachable daemon exit 75 and keep the intent open for --retry. A retry of a settled
 intent that gets no answer reports the recorded outcome ("recorded (…): …")
 with its exit code.
 
@@ -180,11 +180,11 @@ func recorded(in *intent.Intent, o outcome) outcome {
 	return r
 }
 
-// isAnswer reports whether err is an answer of reserved (a problem with a
-// code other than internal), as opposed to no answer at all.
+// isAnswer reports whether err is a decided answer of reserved (a refusal),
+// as opposed to no answer at all or an undecided one such as 503
+// store_unavailable.
 func isAnswer(err error) bool {
-	var ee *engine.Error
-	return errors.As(err, &ee) && ee.Code != engine.CodeInternal
+	return err != nil && !client.Undecided(0, err)
 }
 
 // bindUnsent binds an intent that was never sent to the current server and

@@ -187,6 +187,29 @@ func (c *Client) sendError(method, path string, err error) error {
 	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
 }
 
+// Undecided reports whether a call that returned status and err left its
+// request undecided, so that the caller must keep the operation key and
+// retry with the same key rather than take the answer as a decision: there
+// was no answer at all (the daemon unreachable, the connection broken, a
+// timeout), or an answer that is not the documented one (garbled, a
+// proxy's error page), or a problem whose code is undecided
+// (engine.Undecided: body_incomplete, store_unavailable, internal), or one
+// whose status is not a refusal (a 5xx, 408 or 429, whatever its code).
+// status 0 means the caller does not know the status; the code alone
+// decides then. A nil err is an answer, and every other problem is a
+// decided refusal. It is the one classifier of every Go client.
+func Undecided(status int, err error) bool {
+	if err == nil {
+		return false
+	}
+	var ee *engine.Error
+	if !errors.As(err, &ee) || engine.Undecided(ee.Code) {
+		return true
+	}
+	return status != 0 && (status < 400 || status >= 500 ||
+		status == http.StatusRequestTimeout || status == http.StatusTooManyRequests)
+}
+
 // answerError turns a non-success answer into *engine.Error (a problem with
 // a code) or *UnexpectedResponseError.
 func answerError(resp *http.Response, body []byte) error {

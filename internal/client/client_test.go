@@ -157,3 +157,61 @@ func TestSocketOfAnotherUser(t *testing.T) {
 		t.Error("the client connected to another user's socket")
 	}
 }
+
+// TestUndecided runs the one classifier over real answers: what the daemon
+// decided (an answer, a refusal) against what leaves a request undecided
+// (no answer, a garbled one, a problem whose code or status decides
+// nothing), so that every client retries a 503 store_unavailable with the
+// same key instead of giving the intent up.
+func TestUndecided(t *testing.T) {
+	var answer struct {
+		status int
+		code   string
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answer.code == "" {
+			http.Error(w, "<html>bad gateway</html>", answer.status)
+			return
+		}
+		w.Header().Set("Content-Type", api.MediaProblem)
+		w.WriteHeader(answer.status)
+		json.NewEncoder(w).Encode(api.Problem{Type: "about:blank", Status: answer.status, Code: answer.code})
+	}))
+	defer srv.Close()
+	c := &client.Client{BaseURL: srv.URL}
+	for _, tc := range []struct {
+		status    int
+		code      string
+		undecided bool
+	}{
+		{http.StatusServiceUnavailable, engine.CodeStoreUnavailable, true},
+		{http.StatusInternalServerError, engine.CodeInternal, true},
+		{http.StatusRequestTimeout, engine.CodeBodyIncomplete, true},
+		{http.StatusServiceUnavailable, "a_code_of_a_newer_daemon", true},
+		{http.StatusTooManyRequests, "a_code_of_a_newer_daemon", true},
+		{http.StatusBadGateway, "", true}, // A proxy's page, not a problem.
+		{http.StatusConflict, engine.CodeOperationConflict, false},
+		{http.StatusUnprocessableEntity, engine.CodeRequestContract, false},
+		{http.StatusNotFound, engine.CodeUnknownWorkshop, false},
+		{http.StatusUnauthorized, engine.CodeUnauthenticated, false},
+		{http.StatusGone, engine.CodeOperationExpired, false},
+	} {
+		answer.status, answer.code = tc.status, tc.code
+		status, _, _, err := c.Reserve(context.Background(), engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "w-1", Quantity: 1})
+		if got := client.Undecided(status, err); got != tc.undecided || status != tc.status {
+			t.Errorf("%d %q: Undecided(%d, %v) = %v, want %v", tc.status, tc.code, status, err, got, tc.undecided)
+		}
+		// Without the status only the code decides, as after WhoAmI.
+		_, err = c.WhoAmI(context.Background())
+		if got, want := client.Undecided(0, err), engine.Undecided(tc.code) || tc.code == ""; got != want {
+			t.Errorf("%d %q: Undecided(0, %v) = %v, want %v", tc.status, tc.code, err, got, want)
+		}
+	}
+	if client.Undecided(http.StatusCreated, nil) {
+		t.Error("an answer without an error is undecided")
+	}
+	srv.Close()
+	if _, _, _, err := c.Reserve(context.Background(), engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "w-1", Quantity: 1}); !client.Undecided(0, err) {
+		t.Errorf("no answer at all (%v) is not undecided", err)
+	}
+}

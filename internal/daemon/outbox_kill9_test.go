@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -189,7 +188,7 @@ func untilAnswered(unclear *atomic.Int64, send func(context.Context) (int, []byt
 		if err == nil {
 			return status, body, nil
 		}
-		if ee := (*engine.Error)(nil); errors.As(err, &ee) && ee.Code != engine.CodeInternal {
+		if !client.Undecided(status, err) {
 			return 0, nil, fmt.Errorf("refused: %w", err)
 		}
 		unclear.Add(1)

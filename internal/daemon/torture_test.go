@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -316,7 +315,7 @@ func (tc *tortureClient) settle(key engine.OperationKey, unclear *atomic.Int64) 
 		if err == nil {
 			return answer{status, body}, nil
 		}
-		if ee := (*engine.Error)(nil); errors.As(err, &ee) && ee.Code != engine.CodeInternal {
+		if !client.Undecided(status, err) {
 			return answer{}, fmt.Errorf("%s %s: refused: %w", tc.actor, key, err)
 		}
 		unclear.Add(1)

@@ -35,7 +35,7 @@ func (e *Engine) Cancel(ctx context.Context, who Principal, key OperationKey, id
 	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error) {
 		return decideCancel(tx, who, key, p, now, e.newID(now), failReceipt)
 	})
-	if err != nil && ErrorCode(err) == CodeInternal {
+	if err != nil && Undecided(ErrorCode(err)) {
 		err = fmt.Errorf("cancel %s: %w", id, err)
 	}
 	return out, err

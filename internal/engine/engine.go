@@ -64,7 +64,7 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error) {
 		return e.decide(tx, actor, key, req, fp, now, e.newID(now), e.newID(now), failReceipt)
 	})
-	if err != nil && ErrorCode(err) == CodeInternal {
+	if err != nil && Undecided(ErrorCode(err)) {
 		err = fmt.Errorf("reserve: %w", err)
 	}
 	return out, err

@@ -18,8 +18,9 @@ const (
 	// CodeBodyTooLarge means the body exceeds the request limit.
 	CodeBodyTooLarge = "body_too_large"
 	// CodeBodyIncomplete means the body could not be read to its end (the
-	// client stalled or the connection broke); nothing was decided, so a
-	// client must treat it as no answer and retry.
+	// client stalled or the connection broke). It is undecided: nothing was
+	// decided, so a client treats it as no answer and retries with the same
+	// key.
 	CodeBodyIncomplete = "body_incomplete"
 	// CodeRequestContract means the body breaks the request contract.
 	CodeRequestContract = "request_contract"
@@ -54,10 +55,34 @@ const (
 	// CodeNotImplemented means the store behind this daemon cannot do what
 	// was asked (an online backup of a PostgreSQL store).
 	CodeNotImplemented = "not_implemented"
-	// CodeInternal means something failed inside the service; the outcome of
-	// a reservation answered with it is unknown to the client.
+	// CodeStoreUnavailable means the store could not serve the request now:
+	// its database is unreachable, restarting, refusing connections, failing
+	// over or too slow to answer, or the daemon is closing it. It is
+	// undecided: the client keeps the operation key and retries with the
+	// same key (after the answer's Retry-After), which decides the request
+	// then, or replays the decision if one was committed after all (a commit
+	// whose connection broke before its acknowledgement arrived).
+	CodeStoreUnavailable = "store_unavailable"
+	// CodeInternal means something failed inside the service. It is
+	// undecided: the outcome of a reservation answered with it is unknown to
+	// the client, which retries with the same key.
 	CodeInternal = "internal"
 )
+
+// undecidedCodes are the codes whose answers decide nothing for the client.
+var undecidedCodes = map[string]bool{
+	CodeBodyIncomplete:   true,
+	CodeStoreUnavailable: true,
+	CodeInternal:         true,
+}
+
+// Undecided reports whether an answer with code leaves its request
+// undecided: the client does not know whether the request took effect, so
+// it keeps the operation key and retries with the same key, and never
+// treats the answer as a refusal. Every other code is a decision: a refusal
+// that the same request gets again, or for a read the answer itself. This
+// is the one rule; clients apply it through internal/client.
+func Undecided(code string) bool { return undecidedCodes[code] }
 
 // Codes lists every stable error code, for documentation and tests.
 var Codes = []string{
@@ -65,7 +90,7 @@ var Codes = []string{
 	CodeBodyTooLarge, CodeBodyIncomplete, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
-	CodeMethodNotAllowed, CodeNotImplemented, CodeInternal,
+	CodeMethodNotAllowed, CodeNotImplemented, CodeStoreUnavailable, CodeInternal,
 }
 
 // Error is the one error type of reserve: a stable machine-readable code and a
@@ -79,6 +104,22 @@ type Error struct {
 // Error returns the message prefixed with the code.
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// errStoreUnavailable is what a client learns of a store that cannot serve:
+// the code and a message without the cause, which only the log gets.
+var errStoreUnavailable = &Error{
+	Code:    CodeStoreUnavailable,
+	Message: "the store is unavailable (unreachable or restarting), so this request got no decision; send it again with the same Idempotency-Key",
+}
+
+// StoreUnavailable returns cause marked with CodeStoreUnavailable: its
+// ErrorCode is CodeStoreUnavailable, its ErrorMessage says nothing of the
+// cause, and its Error text (for the log) ends with the cause, which
+// errors.Is and errors.As still find. Stores return it for the failures
+// that retrying later with the same key resolves without anyone's action.
+func StoreUnavailable(cause error) error {
+	return fmt.Errorf("%w: %w", errStoreUnavailable, cause)
 }
 
 // Errorf returns an *Error with the given code and a formatted message.

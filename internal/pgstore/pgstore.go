@@ -21,6 +21,11 @@
 // Unique violations, serialization failures and deadlocks are retried a
 // bounded number of times with a small jittered backoff.
 //
+// A transaction that fails because the database cannot serve now (it is
+// unreachable, restarting, full or failing over; see unavailableStates)
+// returns an error marked engine.StoreUnavailable, with the cause in its
+// chain; every other failure stays an internal error.
+//
 // View runs at REPEATABLE READ READ ONLY, so all reads and scans of one View
 // see a single snapshot.
 package pgstore
@@ -59,7 +64,8 @@ const (
 	codeUniqueViolation      = "23505"
 )
 
-// ErrClosed is returned by operations on a closed Store.
+// ErrClosed is returned by operations on a closed Store, marked
+// engine.StoreUnavailable.
 var ErrClosed = errors.New("pgstore: store is closed")
 
 // ErrReadOnly is returned by writes inside View.
@@ -170,8 +176,15 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 // the transaction back and returns an error; once fn has returned nil, the
 // COMMIT is sent on a context that is not cancelled, so that an error from
 // Update means nothing was committed, unless the connection itself failed
-// during the COMMIT.
+// during the COMMIT. A failure that retrying later resolves by itself (the
+// database unreachable or restarting, see unavailableStates) is marked
+// engine.StoreUnavailable.
 func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
+	return s.classify(s.update(ctx, fn))
+}
+
+// update is Update without the classification of its error.
+func (s *Store) update(ctx context.Context, fn func(engine.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, true, fn)
 		if err == nil || !retryable(err) {
@@ -189,9 +202,10 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 	}
 }
 
-// View implements engine.Store with a REPEATABLE READ READ ONLY transaction.
+// View implements engine.Store with a REPEATABLE READ READ ONLY transaction;
+// its failures are classified like Update's.
 func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
-	return s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, false, fn)
+	return s.classify(s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, false, fn))
 }
 
 // runTx runs fn once in a transaction of the given options and commits if

@@ -40,20 +40,26 @@ func TestLargeBodyIsRefusedUnread(t *testing.T) {
 	}
 }
 
-// TestInternalErrorsDoNotLeak makes the store fail: the client gets a
-// generic 500, the log gets the real error.
+// TestInternalErrorsDoNotLeak makes the store fail by closing it, as a
+// shutdown does under requests that are still running: the client gets a
+// generic 503 store_unavailable with Retry-After (retry with the same key),
+// the log gets the real error. (TestStoreUnavailableAnswers covers the
+// generic 500 of other store failures.)
 func TestInternalErrorsDoNotLeak(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
 	if err := h.Store.Close(); err != nil {
 		t.Fatal(err)
 	}
 	resp, body := send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.PathWorkshops})
-	wantProblem(t, resp, body, http.StatusInternalServerError, engine.CodeInternal)
+	wantProblem(t, resp, body, http.StatusServiceUnavailable, engine.CodeStoreUnavailable)
 	if strings.Contains(string(body), "closed") || strings.Contains(string(body), "boltstore") {
 		t.Errorf("the answer leaks internals: %s", body)
 	}
 	resp, body = send(t, h, reservationCall(h.Alice, uuid.NewString(), `{"workshop":"workshop-demo","quantity":1}`))
-	wantProblem(t, resp, body, http.StatusInternalServerError, engine.CodeInternal)
+	wantProblem(t, resp, body, http.StatusServiceUnavailable, engine.CodeStoreUnavailable)
+	if got := resp.Header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After = %q, want 1", got)
+	}
 	if r := h.Logs.Find("request", "route", "POST /api/v1/reservations", "outcome", "error", "level", "ERROR"); r == nil || !strings.Contains(r["error"].(string), "closed") {
 		t.Errorf("log line of the failed reservation = %v", r)
 	}

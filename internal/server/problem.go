@@ -28,8 +28,15 @@ var statusByCode = map[string]int{
 	engine.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	engine.CodeNotImplemented:        http.StatusNotImplemented,
 	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
+	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
+
+// storeRetryAfter is the Retry-After of a store_unavailable answer, in
+// seconds: a restarting or failing-over database usually serves again
+// within seconds, and a client that waits this long before it retries with
+// the same key does not add to the load of one that is still down.
+const storeRetryAfter = "1"
 
 // StatusOf returns the HTTP status of an engine error code, and 500 for a
 // code it does not know.
@@ -51,8 +58,11 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		info.err = err
 	}
-	if code == engine.CodeUnauthenticated {
+	switch code {
+	case engine.CodeUnauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reserved"`)
+	case engine.CodeStoreUnavailable:
+		w.Header().Set("Retry-After", storeRetryAfter)
 	}
 	writeProblem(w, status, code, engine.ErrorMessage(err))
 }
