@@ -98,6 +98,9 @@ func (s *Store) snapshot(ctx context.Context) (f *os.File, n int64, release func
 	})
 	if err != nil {
 		release()
+		if ctx.Err() != nil {
+			err = ctx.Err() // bbolt flattens the writer's error to text.
+		}
 		return nil, 0, nil, err
 	}
 	return f, n, release, nil
