@@ -433,3 +433,109 @@ func (s *throttledReader) Read(p []byte) (int, error) {
 	s.n += n
 	return n, err
 }
+
+// TestBackupLeavesNoTemporaryFile takes a backup that completes, one whose
+// client goes away after the first bytes, and one that fails because the
+// database's directory has moved away: the daemon keeps each snapshot in an
+// open file without a name while it sends it, and afterwards has no such
+// file open and none left beside the database.
+func TestBackupLeavesNoTemporaryFile(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("SKIPPED: this test reads the daemon's open files from Linux's /proc")
+	}
+	ctx := context.Background()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dataDir, "reserved.db")
+	seedBackupDatabase(t, db) // Larger than the sockets buffer, so that a client can leave mid-way.
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	p := start(t, dataDir, socket, "--no-demo")
+	token, err := p.socketClient().CreateToken(ctx, "backup-admin", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := p.cmd.Process.Pid
+	noTrace := func(what string) {
+		t.Helper()
+		servertest.Eventually(t, startTimeout, "the snapshot file closed after "+what, func() bool { return len(daemonSnapshots(t, pid, db)) == 0 })
+		if names := dirNames(t, dataDir); !slices.Equal(names, []string{"reserved.db"}) {
+			t.Errorf("after %s the database's directory holds %v", what, names)
+		}
+	}
+
+	var out bytes.Buffer
+	if n, err := p.tcpClient(token).Backup(ctx, &out); err != nil || n != int64(out.Len()) {
+		t.Fatalf("backup = %d bytes, %v", n, err)
+	}
+	noTrace("a backup")
+
+	conn := dialBackup(t, p.url, token)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("backup answered %v %v", resp, err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	open := daemonSnapshots(t, pid, db)
+	if len(open) != 1 || !strings.HasSuffix(open[0], " (deleted)") {
+		t.Errorf("while a backup is sent the daemon has %v open, want one removed snapshot file", open)
+	}
+	if names := dirNames(t, dataDir); !slices.Equal(names, []string{"reserved.db"}) {
+		t.Errorf("while a backup is sent the database's directory holds %v", names)
+	}
+	conn.Close()
+	noTrace("a backup whose client went away")
+
+	moved := dataDir + "-moved"
+	if err := os.Rename(dataDir, moved); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.tcpClient(token).Backup(ctx, io.Discard)
+	if err := os.Rename(moved, dataDir); err != nil {
+		t.Fatal(err)
+	}
+	if engine.ErrorCode(err) != engine.CodeInternal {
+		t.Errorf("backup without the database's directory = %v, want 500 internal", err)
+	}
+	logged := p.logs.Find("request", "route", "GET /api/v1/admin/backup", "code", engine.CodeInternal)
+	if msg, _ := logged["error"].(string); !strings.Contains(msg, "create the snapshot file") {
+		t.Errorf("the failed backup is logged as %v, want the reason", logged)
+	}
+	noTrace("a failed backup")
+}
+
+// daemonSnapshots returns what the open files of process pid that are
+// backup snapshots of the database at path link to.
+func daemonSnapshots(t *testing.T, pid int, path string) []string {
+	t.Helper()
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(fdDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
+		if err == nil && strings.HasPrefix(target, path+".backup-") {
+			open = append(open, target)
+		}
+	}
+	return open
+}
+
+// dirNames lists dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

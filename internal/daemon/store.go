@@ -93,8 +93,11 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		if f.db == "" {
 			return nil, &exitError{code: ExitUsage, err: errors.New("--db must not be empty")}
 		}
-		if f.mmapMiB < 0 || f.mmapMiB > math.MaxInt>>20 {
-			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib must be from 0 to %d, not %d", math.MaxInt>>20, f.mmapMiB)}
+		switch {
+		case f.mmapMiB < 0:
+			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib must be 0 or more, not %d", f.mmapMiB)}
+		case f.mmapMiB > math.MaxInt>>20:
+			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib %d is more than this system can address", f.mmapMiB)}
 		}
 		mmap := f.mmapMiB << 20
 		if mmap == 0 {
