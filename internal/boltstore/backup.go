@@ -23,8 +23,9 @@ import (
 // with no transaction open, so however slowly w is read, no writer ever
 // waits for it (bbolt cannot remap a growing file while a read transaction
 // is open). The temporary file takes as much disk space as the snapshot
-// until Backup returns; Backup refuses to start when that would leave the
-// database's file system less than backupReserve free. On Unix the file
+// until Backup returns; where the system tells the free space (Linux),
+// Backup refuses to start when that would leave the database's file system
+// less than backupReserve free. On Unix the file
 // loses its name as soon as it is created, so only this Backup can read it
 // and nothing is left of it once it is closed, whatever ends the process.
 //

@@ -342,11 +342,13 @@ func slowBackupOfAGrowingDatabase(t *testing.T, flags []string, remap bool) {
 	}
 	defer st.Close()
 	eng := engine.New(st)
-	for id, lo := range map[string]int{"seeded": 20_000, "load": before} {
-		hi := map[string]int{"seeded": 20_000, "load": after}[id]
-		w, err := eng.Workshop(ctx, id)
-		if err != nil || w.Reserved < lo || w.Reserved > hi {
-			t.Errorf("the backup's workshop %s has %d reserved (%v), want %d to %d", id, w.Reserved, err, lo, hi)
+	for _, want := range []struct {
+		id     string
+		lo, hi int
+	}{{"seeded", 20_000, 20_000}, {"load", before, after}} {
+		w, err := eng.Workshop(ctx, want.id)
+		if err != nil || w.Reserved < want.lo || w.Reserved > want.hi {
+			t.Errorf("the backup's workshop %s has %d reserved (%v), want %d to %d", want.id, w.Reserved, err, want.lo, want.hi)
 		}
 	}
 }
