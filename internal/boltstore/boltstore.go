@@ -81,6 +81,10 @@ type Options struct {
 	// CAP_SYS_NICE; when it cannot be set the committer keeps the process's
 	// priority and CommitterNice reports why.
 	CommitterNice int
+	// InitialMmapSize is how many bytes of the file are mapped when it is
+	// opened. Zero means DefaultInitialMmapSize; a negative value maps only
+	// what the file holds, so the map grows with the file.
+	InitialMmapSize int
 }
 
 // Store is an engine.Store on one bbolt file. It is safe for concurrent use.
@@ -124,6 +128,9 @@ func Open(path string, opts Options) (*Store, error) {
 		FreelistType:   bolt.FreelistMapType,
 		NoFreelistSync: true,
 		ReadOnly:       opts.ReadOnly,
+		// A map larger than the file lets it grow without remapping, which
+		// would wait for every open read transaction.
+		InitialMmapSize: opts.initialMmapSize(),
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("database %s is in use by another reserved", path)

@@ -24,7 +24,9 @@ outbox events) while it goes on serving, and writes it to FILE atomically:
 FILE appears only once the whole snapshot is on disk and fsync'd, so an
 interrupted backup leaves no FILE at all. The snapshot is a bbolt database:
 check it with "reserved check --db FILE", and restore it by starting reserved
-on it (stop the daemon, replace its --db file with FILE, start it).
+on it (stop the daemon, replace its --db file with FILE, start it). The
+daemon keeps the snapshot in a temporary file beside its database until the
+backup is written, so it needs that much free space there.
 
 An existing FILE is not replaced unless --force. --timeout does not apply: a
 backup takes as long as the database needs; Ctrl-C stops it and leaves no

@@ -87,6 +87,7 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Errorf("version = %d %q", code, stdout)
 	}
 	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	db := filepath.Join(t.TempDir(), "new", "reserved.db")
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -96,12 +97,14 @@ func TestVersionAndUsage(t *testing.T) {
 		{[]string{"frobnicate"}, "reserved: unknown command \"frobnicate\" for \"reserved\"\n"},
 		{[]string{"serve", "--socket", socket, "--log-format", "xml"}, "reserved: --log-format \"xml\": use text or json\n"},
 		{[]string{"serve", "--socket", socket, "--socket-mode", "rw"}, "reserved: --socket-mode \"rw\" is not an octal permission such as 0600\n"},
+		{[]string{"serve", "--socket", socket, "--db", db, "--initial-mmap-mib", "-1"}, "reserved: --initial-mmap-mib must be 0 or more, not -1\n"},
 	} {
 		code, _, stderr := run(t, tt.args...)
 		if code != 2 || stderr != tt.want {
 			t.Errorf("reserved %v = %d %q, want 2 %q", tt.args, code, stderr, tt.want)
 		}
 	}
+	mustNotExist(t, filepath.Dir(db))
 	code, stdout, _ = run(t, "serve", "--help")
 	if code != 0 || !strings.Contains(stdout, "--enable-fault-injection") || !strings.Contains(stdout, "Examples:") {
 		t.Errorf("serve --help = %d %q", code, stdout)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,14 +49,16 @@ var (
 // storeFlags select the store: the embedded bbolt file (the default) or a
 // PostgreSQL database shared by several daemons.
 type storeFlags struct {
-	kind string
-	db   string
-	dsn  string
+	kind    string
+	db      string
+	dsn     string
+	mmapMiB int // bolt: the initial map in MiB; 0 maps only the file.
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kind, "store", os.Getenv(EnvStore), "where reservations are stored: bolt (one embedded file, --db) or postgres (a database several daemons share, --dsn); default postgres when a DSN is given, else bolt (env "+EnvStore+")")
 	fs.StringVar(&f.db, "db", paths.DB(), "bolt: the database file, created with its directories (env "+paths.EnvDB+")")
+	fs.IntVar(&f.mmapMiB, "initial-mmap-mib", boltstore.DefaultInitialMmapSize()>>20, "bolt: MiB of address space to map the database file into when it is opened, so that it can grow without a remap, which waits for every read in progress; it is not memory: only the pages in use are resident; 0 maps only the file")
 	fs.StringVar(&f.dsn, "dsn", os.Getenv(EnvDSN), "postgres: the database, as a postgres:// URL or key=value pairs; search_path selects the schema (env "+EnvDSN+")")
 }
 
@@ -90,6 +93,16 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		if f.db == "" {
 			return nil, &exitError{code: ExitUsage, err: errors.New("--db must not be empty")}
 		}
+		switch {
+		case f.mmapMiB < 0:
+			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib must be 0 or more, not %d", f.mmapMiB)}
+		case f.mmapMiB > math.MaxInt>>20:
+			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib %d is more than this system can address", f.mmapMiB)}
+		}
+		mmap := f.mmapMiB << 20
+		if mmap == 0 {
+			mmap = -1 // boltstore's "only the file".
+		}
 		if o.readOnly {
 			if _, err := os.Stat(f.db); errors.Is(err, fs.ErrNotExist) {
 				return nil, &exitError{code: ExitUsage, err: fmt.Errorf("database %s does not exist", f.db)}
@@ -97,7 +110,7 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		} else if err := os.MkdirAll(filepath.Dir(f.db), 0o700); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
-		return boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice})
+		return boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice, InitialMmapSize: mmap})
 	case storePostgres:
 		if f.dsn == "" {
 			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store postgres needs --dsn (or %s), e.g. postgres://reserve@db.example/reserve", EnvDSN)}

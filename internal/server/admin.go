@@ -14,8 +14,9 @@ import (
 )
 
 // backuper is a store that can stream a consistent snapshot of itself while
-// it serves (boltstore). size is told the snapshot's length before the
-// first byte.
+// it serves (boltstore), holding no transaction while w is slow to take it.
+// size is told the snapshot's length before the first byte; an error
+// before that means nothing was written.
 type backuper interface {
 	Backup(ctx context.Context, size func(int64), w io.Writer) (int64, error)
 }
@@ -30,9 +31,9 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ engine.Princip
 		return engine.Errorf(engine.CodeNotImplemented, "this daemon's store has no online backup through the API; back up a PostgreSQL store with pg_dump")
 	}
 	// A large snapshot may take longer than the listener's write timeout,
-	// but a client that stops reading must not hold the snapshot's read
-	// transaction (and with it bbolt's remapping, which writers may need)
-	// for ever: every write gets backupStallTimeout to make progress.
+	// but a client that stops reading must not hold the connection and the
+	// snapshot's temporary file (as large as the database) for ever: every
+	// write gets backupStallTimeout to make progress.
 	rc := http.NewResponseController(w)
 	w = &progressWriter{w: w, extend: func() error { return rc.SetWriteDeadline(time.Now().Add(backupStallTimeout)) }}
 	started := false
