@@ -28,8 +28,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reserve/reserve/internal/atomicfile"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/internal/intent"
 )
 
 // Defaults of Config.
@@ -237,7 +237,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 // deliver hands ev to every configured target.
 func (d *Dispatcher) deliver(ctx context.Context, ev engine.Event) error {
 	if d.cfg.Dir != "" {
-		if err := intent.WriteFileAtomic(filepath.Join(d.cfg.Dir, ev.ID+".json"), ev.Payload); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(d.cfg.Dir, ev.ID+".json"), ev.Payload); err != nil {
 			return err
 		}
 	}
