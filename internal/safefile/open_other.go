@@ -14,11 +14,11 @@ const oNoFollow = 0
 // open opens path with flag, refusing a symbolic link and a file that is not
 // regular. This system knows no file owners the way Unix does, so Trusted is
 // not applied.
-func open(path string, flag int, perm fs.FileMode) (*os.File, error) {
+func open(path string, flag int) (*os.File, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 		return nil, &NotRegularError{Path: path, Mode: fs.ModeSymlink}
 	}
-	f, err := os.OpenFile(path, flag, perm)
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -18,11 +18,11 @@ const oNoFollow = syscall.O_NOFOLLOW
 // (O_NOFOLLOW) and, without blocking (O_NONBLOCK: a named pipe without a
 // writer would block the open itself), a file that is not regular or that
 // Trusted refuses. The returned file is in blocking mode again.
-func open(path string, flag int, perm fs.FileMode) (*os.File, error) {
+func open(path string, flag int) (*os.File, error) {
 	var fd int
 	for {
 		var err error
-		fd, err = syscall.Open(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, uint32(perm.Perm()))
+		fd, err = syscall.Open(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 		if err == nil {
 			break
 		}

@@ -105,7 +105,7 @@ func OwnerTrusted(path string, uid uint32) (bool, error) {
 // regular gives a *NotRegularError, a file that Trusted refuses an
 // *OwnerError, both without blocking and without reading from it.
 func Open(path string) (*os.File, error) {
-	return open(path, os.O_RDONLY, 0)
+	return open(path, os.O_RDONLY)
 }
 
 // OpenOrCreate opens the file at path for reading and writing, creating it
@@ -117,7 +117,7 @@ func OpenOrCreate(path string, perm fs.FileMode) (*os.File, error) {
 	// another user gets this package's refusal, not the EACCES that
 	// protected_regular gives O_CREATE in a sticky directory.
 	for range 10 {
-		f, err := open(path, os.O_RDWR, 0)
+		f, err := open(path, os.O_RDWR)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return f, err
 		}
