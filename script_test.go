@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,6 +47,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/scripts",
 		Setup:               setupScript,
+		Condition:           scriptCondition,
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"waitready":    cmdWaitReady,
@@ -59,6 +61,9 @@ func TestScripts(t *testing.T) {
 			"race":         cmdRace,
 			"waitexpired":  cmdWaitExpired,
 			"waitplan":     cmdWaitPlan,
+			"chown":        cmdChown,
+			"mkfifo":       cmdMkfifo,
+			"mkpublicdir":  cmdMkpublicdir,
 		},
 	})
 }
@@ -101,6 +106,22 @@ func setupScript(env *testscript.Env) error {
 	}
 	env.Values[envKeys{}] = names
 	return nil
+}
+
+// scriptCondition evaluates the scripts' own conditions. [root] holds when
+// the tests run as root, which giving files to another user needs; a script
+// that needs it starts with "[!root] skip 'why'". When RESERVE_CI is set the
+// condition fails the script instead of letting it skip, because CI must
+// run it.
+func scriptCondition(cond string) (bool, error) {
+	switch cond {
+	case "root":
+		if os.Getuid() != 0 && os.Getenv("RESERVE_CI") != "" {
+			return false, errors.New("this script needs root, and CI (RESERVE_CI) must run it")
+		}
+		return os.Getuid() == 0, nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // poll calls cond until it reports true, failing the script when it returns
@@ -148,17 +169,27 @@ func cmdWaitReady(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdExpectExit runs a program and asserts its exact exit code, keeping its
-// stdout and stderr for the next stdout and stderr commands.
+// stdout and stderr for the next stdout and stderr commands. With -within
+// the program must also exit within DURATION; if it does not, it is killed
+// (SIGKILL, which it cannot ignore) and the script fails.
 //
-//	expectexit CODE PROGRAM [ARGS...]
+//	expectexit [-within DURATION] CODE PROGRAM [ARGS...]
 func cmdExpectExit(ts *testscript.TestScript, neg bool, args []string) {
+	var within time.Duration
+	if len(args) >= 2 && args[0] == "-within" {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		within, args = d, args[2:]
+	}
 	if neg || len(args) < 2 {
-		ts.Fatalf("usage: expectexit CODE PROGRAM [ARGS...]")
+		ts.Fatalf("usage: expectexit [-within DURATION] CODE PROGRAM [ARGS...]")
 	}
 	want, err := strconv.Atoi(args[0])
 	ts.Check(err)
 	got := 0
-	if err := ts.Exec(args[1], args[2:]...); err != nil {
+	if within > 0 {
+		got = execWithin(ts, within, args[1], args[2:])
+	} else if err := ts.Exec(args[1], args[2:]...); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			ts.Fatalf("run %s: %v", args[1], err)
@@ -352,6 +383,91 @@ func cmdWaitPlan(ts *testscript.TestScript, neg bool, args []string) {
 	})
 }
 
+// execWithin runs a program of the script, killing it and failing the
+// script if it has not exited after d, copies its stdout and stderr to the
+// command's, and returns its exit code.
+func execWithin(ts *testscript.TestScript, d time.Duration, prog string, args []string) int {
+	cmd := scriptCommand(ts, prog, args)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	ts.Check(cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(d):
+		cmd.Process.Kill()
+		<-done
+		ts.Fatalf("%s did not exit within %s (killed)\n%s%s", prog, d, stdout.String(), stderr.String())
+	}
+	fmt.Fprint(ts.Stdout(), stdout.String())
+	fmt.Fprint(ts.Stderr(), stderr.String())
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitCode()
+	}
+	ts.Fatalf("run %s: %v", prog, err)
+	return -1
+}
+
+// scriptCommand returns the command that runs a program of the script's
+// PATH in its working directory with the environment Setup made.
+func scriptCommand(ts *testscript.TestScript, prog string, args []string) *exec.Cmd {
+	path, err := lookPath(ts, prog)
+	ts.Check(err)
+	var env []string
+	for _, k := range ts.Value(envKeys{}).([]string) {
+		env = append(env, k+"="+ts.Getenv(k))
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env, cmd.Dir = env, ts.MkAbs(".")
+	return cmd
+}
+
+// cmdChown gives files to a uid (and the group of the same number).
+//
+//	chown UID FILE...
+func cmdChown(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: chown UID FILE...")
+	}
+	uid, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	for _, f := range args[1:] {
+		ts.Check(os.Lchown(ts.MkAbs(f), uid, uid))
+	}
+}
+
+// cmdMkfifo makes named pipes.
+//
+//	mkfifo FILE...
+func cmdMkfifo(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: mkfifo FILE...")
+	}
+	for _, f := range args {
+		ts.Check(syscall.Mkfifo(ts.MkAbs(f), 0o600))
+	}
+}
+
+// cmdMkpublicdir makes directories that anyone can create files in, with
+// the sticky bit, like /tmp (mode 1777).
+//
+//	mkpublicdir DIR...
+func cmdMkpublicdir(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: mkpublicdir DIR...")
+	}
+	for _, d := range args {
+		ts.Check(os.Mkdir(ts.MkAbs(d), 0o700))
+		ts.Check(os.Chmod(ts.MkAbs(d), 0o777|os.ModeSticky))
+	}
+}
+
 // cmdRace starts N copies of a program at once, "%d" in its arguments
 // replaced by the copy's number, waits for all, and prints how many exited
 // with each code, one "exit CODE: COUNT" line per code in ascending order.
@@ -363,13 +479,6 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	n, err := strconv.Atoi(args[0])
 	ts.Check(err)
-	prog, err := lookPath(ts, args[1])
-	ts.Check(err)
-	var env []string
-	for _, k := range ts.Value(envKeys{}).([]string) {
-		env = append(env, k+"="+ts.Getenv(k))
-	}
-	dir := ts.MkAbs(".")
 
 	type result struct {
 		code           int
@@ -382,8 +491,7 @@ func cmdRace(ts *testscript.TestScript, neg bool, args []string) {
 		for _, a := range args[2:] {
 			cargs = append(cargs, strings.ReplaceAll(a, "%d", strconv.Itoa(i)))
 		}
-		cmd := exec.Command(prog, cargs...)
-		cmd.Env, cmd.Dir = env, dir
+		cmd := scriptCommand(ts, args[1], cargs)
 		cmd.Stdout, cmd.Stderr = &results[i].stdout, &results[i].stderr
 		cmds[i] = cmd
 	}

@@ -3,13 +3,16 @@ package batch_test
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/reserve/reserve/internal/batch"
+	"github.com/reserve/reserve/internal/safefile"
 )
 
 func parse(t *testing.T, csv string) ([]batch.Row, error) {
@@ -193,4 +196,35 @@ func TestPlanIsLockedAndACorruptPlanIsLeftUntouched(t *testing.T) {
 		t.Fatalf("OpenPlan after Close: %v", err)
 	}
 	g.Close()
+}
+
+// TestPlanFilesAreOpenedSafely: a symbolic link as the plan's lock file is
+// not followed (its target is not created), and a named pipe as the plan is
+// refused at once instead of blocking the import.
+func TestPlanFilesAreOpenedSafely(t *testing.T) {
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "orders.csv")
+	victim := filepath.Join(dir, "victim")
+	if err := os.Symlink(victim, batch.PlanPath(csv)+".lock"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := batch.OpenPlan(csv); !errors.Is(err, safefile.ErrRefused) || !strings.Contains(err.Error(), "is a symbolic link, not a regular file") {
+		t.Errorf("OpenPlan with a symbolic link as the lock file: err = %v", err)
+	}
+	if _, err := os.Lstat(victim); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the link's target was created: %v", err)
+	}
+
+	csv = filepath.Join(dir, "other.csv")
+	if err := syscall.Mkfifo(batch.PlanPath(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := batch.OpenPlan(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Load(); !errors.Is(err, safefile.ErrRefused) || !strings.Contains(err.Error(), "is a named pipe (FIFO), not a regular file") {
+		t.Errorf("Load of a named pipe: err = %v", err)
+	}
 }

@@ -4,8 +4,9 @@
 // anything is sent and records each row's authoritative outcome, so that an
 // interrupted import resumes without a second effect for any row.
 //
-// The plan is written atomically (intent.WriteFileAtomic) and guarded by an
-// exclusive flock on <plan>.lock. This package knows nothing about
+// The plan is written atomically (package atomicfile), guarded by an
+// exclusive flock on <plan>.lock (package filelock), and read and locked by
+// package safefile's rules. This package knows nothing about
 // transport: it must not import net/http, the client, cobra or the server.
 package batch
 

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/reserve/reserve/internal/atomicfile"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/filelock"
 	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/safefile"
 )
 
 // PlanVersion is the version of the plan file's record. A plan of a higher
@@ -193,7 +195,7 @@ func (p *Plan) validate() error {
 // any process) can be open for a CSV at a time.
 type PlanFile struct {
 	path string
-	lock *os.File
+	lock *filelock.Lock
 }
 
 // PlanPath returns the plan file of csvPath.
@@ -201,20 +203,22 @@ func PlanPath(csvPath string) string { return csvPath + PlanSuffix }
 
 // OpenPlan takes the exclusive lock of csvPath's plan without waiting
 // (ErrBusy when another import holds it) and removes temporary files that a
-// killed import left behind. The plan itself is read by Load.
+// killed import left behind. A lock file that is a symbolic link, not a
+// regular file, or another user's in a directory anyone can write to is
+// refused (safefile.ErrRefused). The plan itself is read by Load.
 func OpenPlan(csvPath string) (*PlanFile, error) {
 	abs, err := filepath.Abs(PlanPath(csvPath))
 	if err != nil {
 		return nil, fmt.Errorf("plan of %s: %w", csvPath, err)
 	}
-	lock, err := intent.LockExclusive(abs + ".lock")
+	lock, err := filelock.TryLock(abs + ".lock")
 	if err != nil {
-		if errors.Is(err, intent.ErrLocked) {
+		if errors.Is(err, filelock.ErrLocked) {
 			return nil, fmt.Errorf("%s: %w", abs, ErrBusy)
 		}
-		return nil, err
+		return nil, fmt.Errorf("plan of %s: %w", csvPath, err)
 	}
-	if err := intent.RemoveStaleTemps(abs); err != nil {
+	if err := atomicfile.RemoveTemps(abs); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -238,11 +242,16 @@ func (f *PlanFile) Close() error {
 }
 
 // Load reads the plan; (nil, nil) means there is none yet. A plan that
-// cannot be read or understood is an error and is left untouched.
+// cannot be read or understood is an error and is left untouched, and so is
+// one that is a symbolic link, not a regular file, or another user's in a
+// directory anyone can write to (safefile.ErrRefused).
 func (f *PlanFile) Load() (*Plan, error) {
-	fh, err := os.Open(f.path)
+	fh, err := safefile.Open(f.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	if errors.Is(err, safefile.ErrRefused) {
+		return nil, fmt.Errorf("refusing the plan: %w", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read plan: %w", err)
@@ -278,7 +287,7 @@ func (f *PlanFile) Save(p *Plan) error {
 	if err != nil {
 		return fmt.Errorf("save plan %s: %w", f.path, err)
 	}
-	return intent.WriteFileAtomic(f.path, data)
+	return atomicfile.WriteFile(f.path, data)
 }
 
 // encodePlan encodes p with one row per line.

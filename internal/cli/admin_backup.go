@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/atomicfile"
 )
 
 // newAdminBackupCmd returns "admin backup FILE".
@@ -45,7 +45,7 @@ FILE. A daemon on PostgreSQL answers 501: back it up with pg_dump.`,
 				}
 			}
 			var n int64
-			err := intent.WriteFileAtomicFunc(path, func(w io.Writer) error {
+			err := atomicfile.Write(path, func(w io.Writer) error {
 				var err error
 				n, err = g.client().Backup(cmd.Context(), w)
 				return err

@@ -8,6 +8,7 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/safefile"
 )
 
 // The exit codes of reservectl (DESIGN §4). exitCode is the one place that
@@ -81,7 +82,8 @@ func exitCode(err error) int {
 	case errors.As(err, &ue),
 		errors.Is(err, intent.ErrBusy),
 		errors.Is(err, intent.ErrCorrupt),
-		errors.Is(err, intent.ErrMismatch):
+		errors.Is(err, intent.ErrMismatch),
+		errors.Is(err, safefile.ErrRefused):
 		return ExitUsage
 	case errors.As(err, &ce), errors.As(err, &re), errors.Is(err, context.DeadlineExceeded):
 		return ExitUnknown

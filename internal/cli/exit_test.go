@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/safefile"
 )
 
 const (
@@ -32,6 +34,8 @@ func TestExitCode(t *testing.T) {
 		{"busy", fmt.Errorf("/x: %w", intent.ErrBusy), ExitUsage},
 		{"corrupt", &intent.CorruptError{Path: "/x", Err: errors.New("bad")}, ExitUsage},
 		{"mismatch", &intent.MismatchError{Actor: "a", RecordedActor: "b"}, ExitUsage},
+		{"planted file", fmt.Errorf("refusing the state file: %w", &safefile.OwnerError{Path: "/tmp/x/intent.json", Owner: 65534}), ExitUsage},
+		{"lock file not regular", fmt.Errorf("open intent journal: %w", &safefile.NotRegularError{Path: "/x.lock", Mode: fs.ModeSymlink}), ExitUsage},
 		{"unavailable", (outcome{kind: kindUnavailable}).err(), ExitUnavailable},
 		{"rejected", (outcome{kind: kindRejected, problem: &engine.Error{Code: engine.CodeOperationConflict}}).err(), ExitRejected},
 		{"unknown outcome", (outcome{kind: kindUnknown}).err(), ExitUnknown},

@@ -11,7 +11,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/reserve/reserve/internal/atomicfile"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/filelock"
+	"github.com/reserve/reserve/internal/safefile"
 )
 
 // maxStateSize bounds the state file; a larger file is reported as corrupt.
@@ -21,9 +24,6 @@ const maxStateSize = 1 << 20
 // taken on the state file itself because every save replaces that file (and
 // with it the locked inode) by a rename.
 const lockSuffix = ".lock"
-
-// tempInfix names the temporary files of atomic saves: <state file>.tmp-*.
-const tempInfix = ".tmp-"
 
 // DefaultPath returns the default state file:
 // $XDG_STATE_HOME/reservectl/intent.json when XDG_STATE_HOME is an absolute
@@ -53,7 +53,7 @@ func WithClock(now func() time.Time) Option {
 // A Journal is not safe for concurrent use by several goroutines.
 type Journal struct {
 	path string
-	lock *os.File
+	lock *filelock.Lock
 	now  func() time.Time
 
 	// loaded says whether the state file's content is known: after a Load
@@ -70,8 +70,10 @@ type Journal struct {
 // Open creates the state file's directory if needed (mode 0700), takes the
 // exclusive lock on <path>.lock without waiting, and removes temporary files
 // that an earlier, killed save left behind. It returns an error matching
-// ErrBusy when another process or Journal holds the lock. The state file
-// itself is not read until Load.
+// ErrBusy when another process or Journal holds the lock, and one matching
+// safefile.ErrRefused when the lock file is a symbolic link, not a regular
+// file, or another user's file in a directory anyone can write to. The
+// state file itself is not read until Load.
 func Open(path string, opts ...Option) (*Journal, error) {
 	if path == "" {
 		return nil, errors.New("open intent journal: the state file path is empty")
@@ -83,24 +85,22 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open intent journal: create the state directory: %w", err)
 	}
-	lock, err := os.OpenFile(abs+lockSuffix, os.O_RDWR|os.O_CREATE, 0o600)
+	lock, err := filelock.TryLock(abs + lockSuffix)
+	if errors.Is(err, filelock.ErrLocked) {
+		return nil, fmt.Errorf("%s: %w", abs, ErrBusy)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open intent journal: %w", err)
-	}
-	if err := lockFile(lock); err != nil {
-		lock.Close()
-		if errors.Is(err, errWouldBlock) {
-			return nil, fmt.Errorf("%s: %w", abs, ErrBusy)
-		}
-		return nil, fmt.Errorf("open intent journal: lock %s: %w", lock.Name(), err)
 	}
 	j := &Journal{path: abs, lock: lock, now: time.Now}
 	for _, opt := range opts {
 		opt(j)
 	}
-	if err := j.removeStaleTemps(); err != nil {
+	// Only a lock holder writes temporary files, and this one holds the
+	// lock, so every one that exists now is left over from a killed save.
+	if err := atomicfile.RemoveTemps(j.path); err != nil {
 		j.Close()
-		return nil, err
+		return nil, fmt.Errorf("open intent journal: %w", err)
 	}
 	return j, nil
 }
@@ -113,20 +113,24 @@ func (j *Journal) Close() error {
 	if j.lock == nil {
 		return nil
 	}
-	f := j.lock
+	l := j.lock
 	j.lock = nil
-	// Closing the only descriptor of the lock file releases the flock.
-	if err := f.Close(); err != nil {
+	if err := l.Close(); err != nil {
 		return fmt.Errorf("close intent journal %s: %w", j.path, err)
 	}
 	return nil
 }
 
 // Load reads the state file. It returns (nil, nil) when there is no state
-// file, that is no intent. A file that cannot be read, is not one JSON
-// record, carries an unknown (newer) schema version, lacks a required member
-// or holds an invalid value gives a *CorruptError (errors.Is ErrCorrupt), and
-// the file is left exactly as it is; Save and Clear then refuse to touch it.
+// file, that is no intent. A file that cannot be read, is a symbolic link or
+// not a regular file (a named pipe is refused at once, never waited on), is
+// not one JSON record, carries an unknown (newer) schema version, lacks a
+// required member or holds an invalid value gives a *CorruptError
+// (errors.Is ErrCorrupt), and the file is left exactly as it is; Save and
+// Clear then refuse to touch it. A state file of another user in a
+// directory anyone can write to is refused with an error matching
+// safefile.ErrRefused and is not read at all: another user may have planted
+// it there to have the caller send that user's key and payload.
 func (j *Journal) Load() (*Intent, error) {
 	if j.lock == nil {
 		return nil, fmt.Errorf("load intent %s: %w", j.path, ErrClosed)
@@ -148,11 +152,14 @@ func (j *Journal) Load() (*Intent, error) {
 
 // readState reads and validates the state file at path; nil means none.
 func readState(path string) (*Intent, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	f, err := safefile.Open(path)
+	var owner *safefile.OwnerError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case errors.As(err, &owner):
+		return nil, fmt.Errorf("refusing the state file: %w", err)
+	case err != nil:
 		return nil, &CorruptError{Path: path, Err: err}
 	}
 	defer f.Close()
@@ -241,7 +248,7 @@ func (j *Journal) write(in *Intent) error {
 	if err != nil {
 		return fmt.Errorf("save intent %s: %w", in.Key, err)
 	}
-	if err := writeFileAtomic(j.path, append(data, '\n')); err != nil {
+	if err := atomicfile.WriteFile(j.path, append(data, '\n')); err != nil {
 		return fmt.Errorf("save intent %s: %w", in.Key, err)
 	}
 	return nil
@@ -300,10 +307,7 @@ func (j *Journal) Clear() error {
 	if err := j.writable("clear intent"); err != nil {
 		return err
 	}
-	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("clear intent: %w", err)
-	}
-	if err := syncDir(filepath.Dir(j.path)); err != nil {
+	if err := atomicfile.Remove(j.path); err != nil {
 		return fmt.Errorf("clear intent: %w", err)
 	}
 	j.current = ""
@@ -325,37 +329,4 @@ func (j *Journal) writable(what string) error {
 		}
 	}
 	return nil
-}
-
-// removeStaleTemps removes the temporary files of saves that never reached
-// their rename. Only a lock holder writes them, and the caller holds the
-// lock, so every one that exists now is left over from a killed process.
-func (j *Journal) removeStaleTemps() error {
-	if err := RemoveStaleTemps(j.path); err != nil {
-		return fmt.Errorf("open intent journal: %w", err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces path with data so that path always holds either
-// its old or its new content, both durable once it returns nil.
-func writeFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// syncDir fsyncs the directory dir, making renames and removals in it
-// durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return fmt.Errorf("fsync directory %s: %w", dir, err)
-	}
-	return d.Close()
 }

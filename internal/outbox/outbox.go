@@ -10,6 +10,15 @@
 // between delivering and marking delivers the same event id again, never a
 // new one, so a receiver that deduplicates by id sees every event once.
 //
+// An event file is written through a temporary file <event id>.json.tmp-*
+// that is renamed into place; a daemon killed in between leaves it behind.
+// The dispatcher removes such leftovers when it starts and then once every
+// StaleTempAge, but only those last written at least StaleTempAge ago:
+// several daemons on one PostgreSQL database may deliver into the same
+// directory, and a temporary file that young may be another daemon's write
+// in progress. (Removing one would not lose its event, only fail that
+// write: its rename fails and the event is delivered again.)
+//
 // It may import the engine; it must not import the server, the stores or
 // any command tree.
 package outbox
@@ -24,12 +33,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/reserve/reserve/internal/atomicfile"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/internal/intent"
 )
 
 // Defaults of Config.
@@ -39,7 +49,13 @@ const (
 	DefaultMaxBackoff = 30 * time.Second
 	DefaultTimeout    = 10 * time.Second
 	DefaultBatch      = 100
+	// DefaultStaleTempAge is far longer than any write of an event file
+	// takes, even on a disk that stalls for seconds.
+	DefaultStaleTempAge = 10 * time.Minute
 )
+
+// eventFileSuffix ends the name of every event file: <event id>.json.
+const eventFileSuffix = ".json"
 
 // Config configures a Dispatcher. At least one of URL and Dir is needed.
 type Config struct {
@@ -63,6 +79,11 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Batch is how many events one pass reads. Zero means DefaultBatch.
 	Batch int
+	// StaleTempAge is how long a temporary event file in Dir must have
+	// been left alone before Run takes it for the leftover of a killed
+	// daemon and removes it, at start and then once every StaleTempAge.
+	// Zero means DefaultStaleTempAge.
+	StaleTempAge time.Duration
 }
 
 // Dispatcher delivers the outbox. Run it on one goroutine.
@@ -130,6 +151,9 @@ func New(cfg Config, metrics *Metrics) (*Dispatcher, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.StaleTempAge <= 0 {
+		cfg.StaleTempAge = DefaultStaleTempAge
+	}
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, log: cfg.Logger, wake: make(chan struct{}, 1), metrics: metrics}
 	if d.client == nil {
 		// A redirect is not a delivery: following it would turn the POST
@@ -160,10 +184,17 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
-// Run delivers events until ctx ends, and then returns nil.
+// Run delivers events until ctx ends, and then returns nil. With a Dir it
+// first removes the stale temporary files there, and again every
+// StaleTempAge.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	failures := 0
+	var swept time.Time
 	for {
+		if d.cfg.Dir != "" && time.Since(swept) >= d.cfg.StaleTempAge {
+			d.removeStaleTemps()
+			swept = time.Now()
+		}
 		wait := d.cfg.Poll
 		n, err := d.Pass(ctx)
 		switch {
@@ -194,6 +225,24 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// removeStaleTemps removes the temporary event files in Dir that were last
+// written at least StaleTempAge ago. A failure is logged, not fatal:
+// leftovers take space but do not stop delivery.
+func (d *Dispatcher) removeStaleTemps() {
+	n, err := atomicfile.RemoveStaleTemps(d.cfg.Dir, d.cfg.StaleTempAge, isEventFile)
+	if n > 0 {
+		d.log.Info("removed stale temporary event files", "notify_dir", d.cfg.Dir, "count", n, "older_than", d.cfg.StaleTempAge)
+	}
+	if err != nil {
+		d.log.Warn("could not remove stale temporary event files", "notify_dir", d.cfg.Dir, "error", err)
+	}
+}
+
+// isEventFile reports whether name is that of an event file.
+func isEventFile(name string) bool {
+	return len(name) > len(eventFileSuffix) && strings.HasSuffix(name, eventFileSuffix)
 }
 
 // backoff is the wait after the n-th failure in a row.
@@ -237,7 +286,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 // deliver hands ev to every configured target.
 func (d *Dispatcher) deliver(ctx context.Context, ev engine.Event) error {
 	if d.cfg.Dir != "" {
-		if err := intent.WriteFileAtomic(filepath.Join(d.cfg.Dir, ev.ID+".json"), ev.Payload); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(d.cfg.Dir, ev.ID+eventFileSuffix), ev.Payload); err != nil {
 			return err
 		}
 	}

@@ -254,3 +254,83 @@ func TestRedirectIsNotADelivery(t *testing.T) {
 		t.Fatalf("pending after a redirect = %v, want %v", after, before)
 	}
 }
+
+// plant writes a small file dir/name, last modified age ago.
+func plant(t *testing.T, dir, name string, age time.Duration) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(`{"id":"half`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-age)
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exists reports whether dir/name exists.
+func exists(dir, name string) bool {
+	_, err := os.Lstat(filepath.Join(dir, name))
+	return err == nil
+}
+
+// TestRemovesStaleTemporaryFiles: a daemon killed while it writes an event
+// file leaves <event id>.json.tmp-* behind. Run removes those last written
+// StaleTempAge ago or earlier when it starts, and again every StaleTempAge;
+// a younger one may be another daemon's write in progress and is kept, and
+// so is every other file.
+func TestRemovesStaleTemporaryFiles(t *testing.T) {
+	eng, _, _ := setup(t)
+	dir := t.TempDir()
+	const stale, young = "0190a1b2c3d4e5f60718293a4b5c6d7e.json.tmp-2367901841", "0190a1b2c3d4e5f60718293a4b5c6d7f.json.tmp-00c0ffee00c0ffee"
+	others := []string{"notes.txt.tmp-1", "mine.json.tmp-draft", "0190a1b2c3d4e5f60718293a4b5c6d80.json"}
+	plant(t, dir, stale, 2*time.Hour)
+	plant(t, dir, young, time.Second)
+	for _, name := range others {
+		plant(t, dir, name, 2*time.Hour)
+	}
+	const age = time.Hour
+	d, err := outbox.New(outbox.Config{Engine: eng, Dir: dir, Poll: time.Millisecond, StaleTempAge: age}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	// The leftovers are removed before the first pass delivers anything.
+	waitFor(t, "every event delivered", func() bool { return len(pendingIDs(t, eng)) == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if exists(dir, stale) {
+		t.Errorf("the stale temporary file %s is still there", stale)
+	}
+	for _, name := range append(others, young) {
+		if !exists(dir, name) {
+			t.Errorf("%s was removed", name)
+		}
+	}
+
+	// Later sweeps remove what has grown old since.
+	d, err = outbox.New(outbox.Config{Engine: eng, Dir: dir, Poll: time.Millisecond, StaleTempAge: 20 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go func() { done <- d.Run(ctx) }()
+	const later = "0190a1b2c3d4e5f60718293a4b5c6d81.json.tmp-1"
+	waitFor(t, "the first sweep", func() bool { return !exists(dir, young) })
+	plant(t, dir, later, 0)
+	waitFor(t, "a later sweep", func() bool { return !exists(dir, later) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range others {
+		if !exists(dir, name) {
+			t.Errorf("%s was removed", name)
+		}
+	}
+}

@@ -2,9 +2,9 @@ package paths
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
+
+	"github.com/reserve/reserve/internal/safefile"
 )
 
 // SocketOwnerError refuses a socket that lies in a directory anyone may
@@ -34,31 +34,23 @@ func (e *SocketOwnerError) Reason() string {
 		who, e.Owner, filepath.Dir(e.Path), e.Owner)
 }
 
-// SocketTrusted is the rule behind the checks: a socket owned by uid is
-// trusted by caller when the directory holding it (whose permissions are
-// dirPerm) is not writable by everybody, or when uid is the caller's or
-// root's. Group-writable directories are trusted: their group chose to share
-// them.
-func SocketTrusted(uid, caller uint32, dirPerm fs.FileMode) bool {
-	return dirPerm&0o002 == 0 || uid == caller || uid == 0
-}
-
-// CheckSocketPeer applies SocketTrusted to uid, the kernel's record of the
-// process that accepted a connection to path, and returns a
-// *SocketOwnerError if it is not trusted. Unlike the file check it cannot
-// be raced by replacing the file between the check and the connect.
+// CheckSocketPeer applies the ownership rule (safefile.Trusted) to uid, the
+// kernel's record of the process that accepted a connection to path, and
+// returns a *SocketOwnerError if it is not trusted. Unlike the file check it
+// cannot be raced by replacing the file between the check and the connect.
 func CheckSocketPeer(path string, uid uint32) error {
 	return checkSocketUID(path, uid, true)
 }
 
-// checkSocketUID applies SocketTrusted to uid, the owner of the socket at
-// path (its file's, or with peer its accepting process's).
+// checkSocketUID applies the ownership rule that state and lock files obey
+// too (safefile.Trusted) to uid, the owner of the socket at path (its
+// file's, or with peer its accepting process's).
 func checkSocketUID(path string, uid uint32, peer bool) error {
-	di, err := os.Stat(filepath.Dir(path))
+	ok, err := safefile.OwnerTrusted(path, uid)
 	if err != nil {
 		return fmt.Errorf("directory of socket %s: %w", path, err)
 	}
-	if SocketTrusted(uid, uint32(os.Getuid()), di.Mode().Perm()) {
+	if ok {
 		return nil
 	}
 	return &SocketOwnerError{Path: path, Owner: uid, Peer: peer}

@@ -36,29 +36,6 @@ func TestCheckSocketOwner(t *testing.T) {
 	}
 }
 
-// TestSocketTrusted is the rule for a caller that is not root (the other
-// tests run as root, who owns everything it creates).
-func TestSocketTrusted(t *testing.T) {
-	const caller, other = 1000, 1001
-	for _, tc := range []struct {
-		uid     uint32
-		dirPerm os.FileMode
-		want    bool
-	}{
-		{caller, 0o777, true},
-		{0, 0o777, true},
-		{other, 0o777, false},
-		{other, 0o1777 & os.ModePerm, false}, // /tmp: the sticky bit is not a permission bit.
-		{other, 0o775, true},                 // A group's shared directory.
-		{other, 0o755, true},
-		{other, 0o700, true},
-	} {
-		if got := paths.SocketTrusted(tc.uid, caller, tc.dirPerm); got != tc.want {
-			t.Errorf("SocketTrusted(uid %d, caller %d, dir %v) = %v, want %v", tc.uid, caller, tc.dirPerm, got, tc.want)
-		}
-	}
-}
-
 // TestCheckSocketPeer applies the rule to the uid that answered on a
 // connection (which the client reads from the kernel after connecting).
 func TestCheckSocketPeer(t *testing.T) {

@@ -10,12 +10,12 @@ import (
 	"syscall"
 )
 
-// CheckSocketOwner returns a *SocketOwnerError when the socket file at path
-// is not trusted by SocketTrusted. A missing path passes (connecting then
-// fails on its own). Clients check the file before connecting, for a clear
-// message, and the peer after connecting (CheckSocketPeer), which a file
-// swapped in between cannot fool; the daemon checks the file before it
-// probes or replaces it.
+// CheckSocketOwner returns a *SocketOwnerError when the ownership rule
+// (safefile.Trusted) does not trust the socket file at path. A missing path
+// passes (connecting then fails on its own). Clients check the file before
+// connecting, for a clear message, and the peer after connecting
+// (CheckSocketPeer), which a file swapped in between cannot fool; the
+// daemon checks the file before it probes or replaces it.
 func CheckSocketOwner(path string) error {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {

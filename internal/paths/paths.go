@@ -3,7 +3,8 @@
 // client agree without configuration.
 //
 // It reads only the environment and the current user; it must not import
-// any other package of reserve.
+// any other package of reserve but safefile, whose ownership rule it
+// applies to sockets.
 package paths
 
 import (

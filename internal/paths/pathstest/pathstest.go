@@ -1,5 +1,6 @@
-// Package pathstest makes sockets that belong to another user, for the
-// tests of the socket owner check in the daemon and its clients.
+// Package pathstest makes sockets and files that belong to another user, for
+// the tests of the ownership rule that the socket check and package
+// safefile apply.
 package pathstest
 
 import (
@@ -9,22 +10,28 @@ import (
 	"testing"
 )
 
-// ForeignUID is the unprivileged user (nobody) the sockets are given to.
+// ForeignUID is the unprivileged user (nobody) the sockets and files are
+// given to.
 const ForeignUID = 65534
 
-// ForeignSocket listens on a socket named name in a new directory of mode
-// dirMode (0o777|os.ModeSticky for one like /tmp) and gives the socket file
-// to ForeignUID. The listener is closed when the test ends. Giving a file
-// away needs root: without it the test is skipped, and it fails when
-// RESERVE_CI is set, because CI must run it.
-func ForeignSocket(t testing.TB, dirMode os.FileMode, name string) (string, net.Listener) {
+// NeedRoot skips t unless it runs as root, which giving a file to another
+// user needs, and fails it instead when RESERVE_CI is set, because CI must
+// run it.
+func NeedRoot(t testing.TB) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		if os.Getenv("RESERVE_CI") != "" {
-			t.Fatal("giving a socket to another user needs root, and CI (RESERVE_CI) must run this test")
-		}
-		t.Skip("giving a socket to another user needs root")
+	if os.Getuid() == 0 {
+		return
 	}
+	if os.Getenv("RESERVE_CI") != "" {
+		t.Fatal("giving a file to another user needs root, and CI (RESERVE_CI) must run this test")
+	}
+	t.Skip("giving a file to another user needs root: run the tests as root to check the ownership rule (CI, with RESERVE_CI set, must)")
+}
+
+// Dir makes a new directory of mode dirMode (0o777|os.ModeSticky for one
+// like /tmp) and returns its path.
+func Dir(t testing.TB, dirMode os.FileMode) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "d")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -32,7 +39,16 @@ func ForeignSocket(t testing.TB, dirMode os.FileMode, name string) (string, net.
 	if err := os.Chmod(dir, dirMode); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, name)
+	return dir
+}
+
+// ForeignSocket listens on a socket named name in a new directory of mode
+// dirMode and gives the socket file to ForeignUID. The listener is closed
+// when the test ends. It needs root (NeedRoot).
+func ForeignSocket(t testing.TB, dirMode os.FileMode, name string) (string, net.Listener) {
+	t.Helper()
+	NeedRoot(t)
+	path := filepath.Join(Dir(t, dirMode), name)
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)
@@ -42,4 +58,17 @@ func ForeignSocket(t testing.TB, dirMode os.FileMode, name string) (string, net.
 		t.Fatal(err)
 	}
 	return path, ln
+}
+
+// ForeignFile writes data to the file path (mode 0644) and gives it to
+// ForeignUID. It needs root (NeedRoot).
+func ForeignFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	NeedRoot(t)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, ForeignUID, ForeignUID); err != nil {
+		t.Fatal(err)
+	}
 }

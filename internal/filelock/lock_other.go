@@ -1,6 +1,6 @@
 //go:build !(darwin || dragonfly || freebsd || linux || netbsd || openbsd)
 
-package intent
+package filelock
 
 import (
 	"errors"
@@ -12,8 +12,8 @@ import (
 // errWouldBlock means the lock is held elsewhere.
 var errWouldBlock = errors.New("lock is held elsewhere")
 
-// lockFile fails: this system has no flock, and sending without the lock
-// could let two processes send from one state file.
+// lockFile fails: this system has no flock, and going on without the lock
+// could let two processes work on what the lock guards at once.
 func lockFile(*os.File) error {
-	return fmt.Errorf("locking state files is not supported on %s", runtime.GOOS)
+	return fmt.Errorf("locking files is not supported on %s", runtime.GOOS)
 }
