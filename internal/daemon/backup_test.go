@@ -502,7 +502,12 @@ func TestBackupLeavesNoTemporaryFile(t *testing.T) {
 	if engine.ErrorCode(err) != engine.CodeInternal {
 		t.Errorf("backup without the database's directory = %v, want 500 internal", err)
 	}
-	logged := p.logs.Find("request", "route", "GET /api/v1/admin/backup", "code", engine.CodeInternal)
+	// The request's log line is written after its answer is sent.
+	var logged map[string]any
+	servertest.Eventually(t, 10*time.Second, "the failed backup's log line", func() bool {
+		logged = p.logs.Find("request", "route", "GET /api/v1/admin/backup", "code", engine.CodeInternal)
+		return logged != nil
+	})
 	if msg, _ := logged["error"].(string); !strings.Contains(msg, "create the snapshot file") {
 		t.Errorf("the failed backup is logged as %v, want the reason", logged)
 	}
