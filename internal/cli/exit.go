@@ -11,7 +11,7 @@ import (
 	"github.com/reserve/reserve/internal/safefile"
 )
 
-// The exit codes of reservectl (DESIGN §4). exitCode is the one place that
+// The exit codes of reservectl. exitCode is the one place that
 // maps errors to them.
 const (
 	// ExitReserved means reserved, the first time or replayed, or that a

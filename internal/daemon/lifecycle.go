@@ -18,7 +18,7 @@ import (
 // tombstones.
 const expireBatch = 1000
 
-// lifecycleFlags are the serve flags of issue 7: where confirmation events
+// lifecycleFlags are the serve flags for what follows a decision: where confirmation events
 // go, and how long receipts are kept.
 type lifecycleFlags struct {
 	notifyURL string

@@ -1,4 +1,4 @@
-// Package server is reserve's HTTP API v1 (DESIGN §3): one route table,
+// Package server is reserve's HTTP API v1: one route table,
 // a handler per concern, middleware for logging, metrics, origin and host
 // checks, and the one table that maps engine error codes to HTTP status.
 //

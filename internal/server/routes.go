@@ -29,7 +29,7 @@ type route struct {
 	handle  handlerFunc
 }
 
-// routes is the route table of API v1 (DESIGN §3).
+// routes is the route table of API v1.
 func (s *Server) routes() []route {
 	rs := []route{
 		{"GET /healthz", anyone, s.health},

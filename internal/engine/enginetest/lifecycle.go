@@ -11,7 +11,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// This file holds the conformance tests of issue 7: cancellation, the
+// This file holds the conformance tests of cancellation, the
 // outbox of confirmation events and key retention with tombstones.
 
 func (h *harness) cancel(who engine.Principal, key engine.OperationKey, id string) (engine.Outcome, error) {
