@@ -41,7 +41,7 @@ type Rollback struct {
 }
 
 func (r *Rollback) String() string {
-	return fmt.Sprintf("meta page %d %s, so the file would open at transaction %d of meta page %d and lose %s with everything it committed",
+	return fmt.Sprintf("meta page %d %s, so the file would open at transaction %d of meta page %d and lose %s, with everything it committed",
 		r.Page, r.Problem, r.Txid, 1-r.Page, r.Lost)
 }
 
@@ -150,7 +150,7 @@ func (pre *prepared) verify(path string, acceptRollback bool) error {
 	if damaged := metas[1-m.Page]; !damaged.Valid() {
 		r := &Rollback{Page: damaged.Page, Problem: damaged.Err.Error(), Txid: m.Txid, Lost: "any newer transaction it recorded"}
 		if damaged.Magic && damaged.Txid == m.Txid+1 {
-			r.Lost = fmt.Sprintf("transaction %d, the newest,", damaged.Txid)
+			r.Lost = fmt.Sprintf("transaction %d, the newest", damaged.Txid)
 		}
 		if !acceptRollback {
 			return &DamageError{Path: path, Detail: r.String(), Rollback: r}

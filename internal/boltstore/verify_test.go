@@ -200,7 +200,7 @@ func TestMetaPageRollback(t *testing.T) {
 	if err2 != nil {
 		t.Fatal(err2)
 	}
-	if r := s.Rollback(); r == nil || r.Txid != newest.Txid-1 || r.Lost != fmt.Sprintf("transaction %d, the newest,", newest.Txid) {
+	if r := s.Rollback(); r == nil || r.Txid != newest.Txid-1 || r.Lost != fmt.Sprintf("transaction %d, the newest", newest.Txid) {
 		t.Errorf("Rollback() = %+v", r)
 	}
 	err2 = s.View(ctx, func(tx engine.Tx) error {
