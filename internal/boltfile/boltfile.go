@@ -178,6 +178,15 @@ func Newest(metas [2]Meta) (Meta, bool) {
 	return Meta{}, false
 }
 
+// CheckSize returns an error if a file of size bytes is too short to hold
+// the pages meta m counts.
+func CheckSize(size int64, m Meta) error {
+	if m.PageSize <= 0 || m.Pgid > uint64(size)/uint64(m.PageSize) {
+		return fmt.Errorf("the file is cut short: it has %d bytes, but transaction %d uses %d pages of %d bytes", size, m.Txid, m.Pgid, m.PageSize)
+	}
+	return nil
+}
+
 // Verify reads every page that meta m reaches from r, the database file of
 // size bytes: the tree of the root bucket and of every bucket in it, and the
 // freelist when the file keeps one. It returns the first damage it finds as
@@ -193,8 +202,8 @@ func Verify(r io.ReaderAt, size int64, m Meta) error {
 	if !m.Valid() {
 		return fmt.Errorf("meta page %d %v", m.Page, m.Err)
 	}
-	if m.Pgid > uint64(size)/uint64(m.PageSize) {
-		return fmt.Errorf("the file is cut short: it has %d bytes, but transaction %d of meta page %d uses %d pages of %d bytes", size, m.Txid, m.Page, m.Pgid, m.PageSize)
+	if err := CheckSize(size, m); err != nil {
+		return err
 	}
 	w := &walker{r: r, pageSize: m.PageSize, pgid: m.Pgid, used: newBitset(m.Pgid), free: newBitset(m.Pgid)}
 	w.used.set(0)
@@ -204,7 +213,7 @@ func Verify(r io.ReaderAt, size int64, m Meta) error {
 			return err
 		}
 	}
-	_, err := w.tree(m.Root, 0, nil, nil, "the root bucket", fmt.Sprintf("meta page %d", m.Page))
+	_, err := w.tree(m.Root, 0, nil, nil, "the root bucket", "the meta page")
 	return err
 }
 

@@ -147,6 +147,10 @@ func (pre *prepared) verify(path string, acceptRollback bool) error {
 	if !ok {
 		return &DamageError{Path: path, Detail: fmt.Sprintf("both meta pages are damaged (page 0 %v; page 1 %v)", metas[0].Err, metas[1].Err)}
 	}
+	if err := boltfile.CheckSize(st.Size(), m); err != nil {
+		// Said first: a file cut short may have lost a meta page too.
+		return &DamageError{Path: path, Detail: err.Error()}
+	}
 	if damaged := metas[1-m.Page]; !damaged.Valid() {
 		r := &Rollback{Page: damaged.Page, Problem: damaged.Err.Error(), Txid: m.Txid, Lost: "any newer transaction it recorded"}
 		if damaged.Magic && damaged.Txid == m.Txid+1 {
@@ -168,7 +172,9 @@ func (pre *prepared) verify(path string, acceptRollback bool) error {
 // another process created path first. The database is made in full under a
 // temporary name in the same directory and linked to path, which fails if
 // path exists: path never names a file that is not yet a database, whatever
-// the moment a crash or a second daemon arrives.
+// the moment a crash or a second daemon arrives. (A crash between the link
+// and the removal of the temporary name leaves that name behind, a second
+// name of the new database that nothing reads.)
 func create(path string) (bool, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {

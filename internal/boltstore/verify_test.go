@@ -167,7 +167,12 @@ func TestOpenRacingCreators(t *testing.T) {
 }
 
 func TestOpenRefusesDamagedPages(t *testing.T) {
-	for _, d := range boltfiletest.DataPageDamages() {
+	damages := append(boltfiletest.DataPageDamages(), boltfiletest.Damage{Name: "cut within meta page 1", Apply: func(tb testing.TB, path string) {
+		if err := os.Truncate(path, int64(boltfiletest.Newest(tb, path).PageSize)+20); err != nil {
+			tb.Fatal(err)
+		}
+	}, Want: "the file is cut short"})
+	for _, d := range damages {
 		t.Run(d.Name, func(t *testing.T) {
 			path, _ := filled(t, 30)
 			d.Apply(t, path)
