@@ -73,6 +73,12 @@ type Options struct {
 	OnCommit func(calls int)
 	// ReadOnly opens the file without taking the writer's lock exclusively.
 	ReadOnly bool
+	// AcceptRollback lets Open proceed when one of the file's two meta
+	// pages is damaged: the file then opens at the transaction the intact
+	// one records, losing the newer one (see Rollback), and the first
+	// commit rewrites the damaged page. Without it Open refuses such a file
+	// with a *DamageError whose Rollback says what would be lost.
+	AcceptRollback bool
 	// CommitterNice, if not zero, is the nice value of the group
 	// committer's OS thread (Linux only). Every reservation waits for the
 	// committer, which spends most of a commit in fdatasync; a negative
@@ -104,7 +110,16 @@ type Store struct {
 
 	closeMu sync.RWMutex // Held for reading by Update while a call is in flight.
 	closed  bool
-	created bool // Open initialised a new file.
+	created bool // Open created a new file.
+
+	readOnly bool      // Opened with Options.ReadOnly.
+	rollback *Rollback // Open accepted a rollback to the older meta page.
+
+	// damaged is closed, and damage set, when a transaction has met a
+	// damaged page; every transaction after it fails with damage.
+	damaged    chan struct{}
+	damageOnce sync.Once
+	damage     error
 }
 
 // call is one Update waiting for the group committer.
@@ -113,9 +128,13 @@ type call struct {
 	err chan error
 }
 
-// Open opens or creates the database at path (mode 0600). A file locked by
-// another process yields "database <path> is in use by another reserved"
-// after opts.LockTimeout; a file written by a newer schema is refused.
+// Open opens the database at path, or creates it (mode 0600) if path does
+// not exist and opts.ReadOnly is not set. A file locked by another process
+// yields "database <path> is in use by another reserved" after
+// opts.LockTimeout; a file written by a newer schema is refused. An existing
+// file that is empty or not a reserved database is refused with a
+// *RefusedError, a damaged one with a *DamageError, and either is left as it
+// was.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = time.Second
@@ -123,6 +142,11 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 1024
 	}
+	pre, err := prepare(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer pre.release()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:        opts.LockTimeout,
 		FreelistType:   bolt.FreelistMapType,
@@ -133,25 +157,22 @@ func Open(path string, opts Options) (*Store, error) {
 		InitialMmapSize: opts.initialMmapSize(),
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("database %s is in use by another reserved", path)
+		return nil, errInUse(path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	created := false
 	if opts.ReadOnly {
 		err = db.View(func(tx *bolt.Tx) error { _, err := checkSchema(tx, path); return err })
 	} else {
-		err = db.Update(func(tx *bolt.Tx) (err error) {
-			created, err = initSchema(tx, path)
-			return err
-		})
+		err = db.Update(func(tx *bolt.Tx) error { return initSchema(tx, path) })
 	}
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit, created: created}
+	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit,
+		created: pre.created, readOnly: opts.ReadOnly, rollback: pre.rollback, damaged: make(chan struct{})}
 	if s.group {
 		s.calls = make(chan call, opts.MaxBatch)
 		s.loopDone = make(chan struct{})
@@ -170,58 +191,59 @@ func (s *Store) CommitterNice() (int, error) {
 	return s.nice, s.niceErr
 }
 
-// initSchema creates every bucket and records the schema version of a new
-// file, refuses a file of a newer schema or of another program, and creates
-// buckets this version declares that an older file lacks. It reports
-// whether the file was new.
-func initSchema(tx *bolt.Tx, path string) (created bool, err error) {
-	if tx.Bucket(bucketMeta) == nil {
-		foreign := tx.ForEach(func([]byte, *bolt.Bucket) error { return errForeign })
-		if foreign != nil {
-			return false, fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
-		}
-		meta, err := tx.CreateBucket(bucketMeta)
-		if err != nil {
-			return false, fmt.Errorf("create bucket meta in %s: %w", path, err)
-		}
-		var v [8]byte
-		binary.BigEndian.PutUint64(v[:], SchemaVersion)
-		if err := meta.Put(keySchema, v[:]); err != nil {
-			return false, fmt.Errorf("record schema version in %s: %w", path, err)
-		}
-		created = true
+// createSchema records the schema version in a new file and creates every
+// bucket.
+func createSchema(tx *bolt.Tx, path string) error {
+	meta, err := tx.CreateBucket(bucketMeta)
+	if err != nil {
+		return fmt.Errorf("create bucket meta in %s: %w", path, err)
 	}
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], SchemaVersion)
+	if err := meta.Put(keySchema, v[:]); err != nil {
+		return fmt.Errorf("record schema version in %s: %w", path, err)
+	}
+	return createBuckets(tx, path)
+}
+
+// initSchema refuses a file of a newer schema or of another program, marks
+// an older file with the current schema version, and creates buckets this
+// version declares that an older file lacks.
+func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if v < SchemaVersion {
 		var raw [8]byte
 		binary.BigEndian.PutUint64(raw[:], SchemaVersion)
 		if err := tx.Bucket(bucketMeta).Put(keySchema, raw[:]); err != nil {
-			return false, fmt.Errorf("upgrade schema version of %s from %d to %d: %w", path, v, SchemaVersion, err)
+			return fmt.Errorf("upgrade schema version of %s from %d to %d: %w", path, v, SchemaVersion, err)
 		}
 	}
-	for _, name := range allBuckets {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return false, fmt.Errorf("create bucket %s in %s: %w", name, path, err)
-		}
-	}
-	return created, nil
+	return createBuckets(tx, path)
 }
 
-var errForeign = errors.New("foreign bucket")
+// createBuckets creates every bucket the file lacks.
+func createBuckets(tx *bolt.Tx, path string) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s in %s: %w", name, path, err)
+		}
+	}
+	return nil
+}
 
 // checkSchema returns the schema version of the file, or an error when it
 // has none or a newer one than this package understands.
 func checkSchema(tx *bolt.Tx, path string) (uint64, error) {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {
-		return 0, fmt.Errorf("database %s is not a reserved database (no meta bucket)", path)
+		return 0, &RefusedError{Path: path, Reason: "is a bbolt database without reserved's meta bucket"}
 	}
 	raw := meta.Get(keySchema)
 	if len(raw) != 8 {
-		return 0, fmt.Errorf("database %s has no readable schema version", path)
+		return 0, &RefusedError{Path: path, Reason: "is a bbolt database with no readable schema version"}
 	}
 	v := binary.BigEndian.Uint64(raw)
 	if v > SchemaVersion {
@@ -230,7 +252,7 @@ func checkSchema(tx *bolt.Tx, path string) (uint64, error) {
 	return v, nil
 }
 
-// Created reports whether Open initialised a new file.
+// Created reports whether Open created a new file.
 func (s *Store) Created() bool { return s.created }
 
 // String names the database file.
@@ -254,7 +276,9 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 	}
 	defer leave()
 	if !s.group {
-		err := s.db.Update(func(btx *bolt.Tx) error { return safeCall(fn, &tx{b: btx}) })
+		err := s.guarded(func() error {
+			return s.db.Update(func(btx *bolt.Tx) error { return s.safeCall(fn, &tx{b: btx}) })
+		})
 		if err == nil && s.onCommit != nil {
 			s.onCommit(1)
 		}
@@ -273,11 +297,13 @@ func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
 		return err
 	}
 	defer leave()
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{b: btx}) })
+	return s.guarded(func() error {
+		return s.db.View(func(btx *bolt.Tx) error { return fn(&tx{b: btx}) })
+	})
 }
 
-// enter admits one transaction unless ctx is done or the store is closed;
-// Close waits until every admitted transaction has called leave.
+// enter admits one transaction unless ctx is done or the store is closed or
+// damaged; Close waits until every admitted transaction has called leave.
 func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -287,27 +313,32 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 		s.closeMu.RUnlock()
 		return nil, engine.StoreUnavailable(ErrClosed)
 	}
+	if err := s.Damage(); err != nil {
+		s.closeMu.RUnlock()
+		return nil, err
+	}
 	return s.closeMu.RUnlock, nil
 }
 
 // Check reports broken invariants: the engine's (counters, receipts,
-// reservations, capacity) and bbolt's own page-level consistency.
+// reservations, capacity). A damaged page is a *DamageError, not a finding:
+// the file's structure is walked by Open, and again here on a writable store.
+// (bbolt's own Tx.Check is not used: it panics in a goroutine of its own,
+// which no caller can recover, when the file keeps no freelist and a page
+// is damaged.)
 func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
-	var findings []engine.Finding
-	err := s.db.View(func(btx *bolt.Tx) error {
-		for err := range btx.Check() {
-			findings = append(findings, engine.Finding{Kind: "bolt_structure", Detail: err.Error()})
-		}
-		return nil
-	})
+	if err := s.verifyPages(ctx); err != nil {
+		return nil, err
+	}
+	findings, err := engine.Check(ctx, s)
+	var de *DamageError
+	if errors.As(err, &de) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", s.path, err)
 	}
-	more, err := engine.Check(ctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("check %s: %w", s.path, err)
-	}
-	return append(findings, more...), nil
+	return findings, nil
 }
 
 // Close waits for Updates in flight, stops the committer and closes the file.
@@ -378,18 +409,32 @@ func (s *Store) commitLoop(nice int, started chan<- error) {
 // and the others run again without it.
 func (s *Store) commit(batch []call) {
 	for len(batch) > 0 {
+		if damage := s.Damage(); damage != nil {
+			// Once damage is met the file is not touched again: every
+			// call of the batch gets the damage, and so does every call
+			// queued before it was met.
+			for _, c := range batch {
+				c.err <- damage
+			}
+			return
+		}
 		failed := -1
 		var failErr error
-		err := s.db.Update(func(btx *bolt.Tx) error {
-			t := &tx{b: btx}
-			for i, c := range batch {
-				if err := safeCall(c.fn, t); err != nil {
-					failed, failErr = i, err
-					return err
+		err := s.guarded(func() error {
+			return s.db.Update(func(btx *bolt.Tx) error {
+				t := &tx{b: btx}
+				for i, c := range batch {
+					if err := s.safeCall(c.fn, t); err != nil {
+						failed, failErr = i, err
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
+		if s.Damage() != nil {
+			continue
+		}
 		if failed >= 0 {
 			batch[failed].err <- failErr
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
@@ -408,10 +453,15 @@ func (s *Store) commit(batch []call) {
 }
 
 // safeCall runs fn and turns a panic into an error, so one bad call cannot
-// take down the committer and every caller waiting on it.
-func safeCall(fn func(engine.Tx) error, t *tx) (err error) {
+// take down the committer and every caller waiting on it; a panic of bbolt's
+// on a damaged page marks the store damaged.
+func (s *Store) safeCall(fn func(engine.Tx) error, t *tx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if isDamage(p) {
+				err = s.markDamaged(p)
+				return
+			}
 			err = fmt.Errorf("panic in transaction: %v", p)
 		}
 	}()

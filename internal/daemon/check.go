@@ -14,10 +14,15 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Check a database's invariants offline",
 		Long: `check opens a database read-only and reports every broken invariant: counters
 that differ from their reservations, reservations above capacity, receipts
-and reservations that do not name each other, and bbolt page errors.
+and reservations that do not name each other. Before that it reads both of
+bbolt's meta pages and walks every page of the file; a damaged page, a
+damaged meta page (which bbolt would silently replace by the older one,
+losing the newest transaction) or a file cut short is reported in one line
+and nothing else is checked.
 
 Exit status: 0 no findings, 1 findings (printed one per line), 2 the
-database cannot be opened (for example because a running reserved holds it).`,
+database cannot be opened (for example because a running reserved holds it),
+is not a reserved database, or is damaged.`,
 		Example: `  reserved check --db ~/.local/share/reserved/reserved.db
   RESERVED_DB=/var/lib/reserved/reserved.db reserved check
   reserved check --store postgres --dsn postgres://reserve@db.example/reserve`,

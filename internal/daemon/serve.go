@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
@@ -51,6 +52,7 @@ type serveOptions struct {
 	pprofListen     string
 	gcPercent       int
 	committerNice   int
+	acceptRollback  bool
 }
 
 // defaultGCPercent is the daemon's garbage collector target. Its live heap is
@@ -91,6 +93,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.headerTimeout, "read-header-timeout", server.ReadHeaderTimeout, "how long a client may take to send a request's header before the connection is closed")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC; -1 turns collection off (a non-empty GOGC in the environment wins unless this flag is given)")
 	f.IntVar(&o.committerNice, "committer-nice", defaultCommitterNice, "nice value (-20 to 19, lower runs sooner) of the bolt store's group committer thread on Linux; negative values need CAP_SYS_NICE (root has it) or a matching RLIMIT_NICE, without which it keeps the daemon's priority; 0 leaves it alone")
+	f.BoolVar(&o.acceptRollback, "accept-rollback", false, "bolt: when one of the database's two meta pages is damaged, serve the older transaction the intact one records and lose the newest (its reservations, receipts and changes) instead of refusing to start; only when no backup can be restored, e.g. reserved serve --db reserved.db --accept-rollback")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this TCP address, e.g. 127.0.0.1:6060 (for profiling only)")
 }
 
@@ -104,10 +107,18 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 On the Unix socket the caller's uid is its identity (actor unix-<username>;
 root and the daemon's own user are admins). On TCP every request needs an
 Authorization: Bearer token, created by an admin with POST /api/v1/tokens.
-A new database gets the demo workshop "workshop-demo" unless --no-demo.`,
+A new database gets the demo workshop "workshop-demo" unless --no-demo.
+
+A bolt database is created only where --db names no file. An existing file
+that is empty, not a reserved database, or damaged is refused with exit
+status 2 and left as it is. A database one of whose two meta pages is damaged
+would open at the older transaction and lose the newest one: that is refused
+too, unless --accept-rollback. A damaged page met while serving stops the
+daemon with exit status 2 instead of serving from a damaged file.`,
 		Example: `  reserved serve
   reserved serve --db /var/lib/reserved/reserved.db --listen :8080 --log-format json
   reserved serve --listen '' --socket /run/reserved/reserved.sock --socket-mode 0660
+  reserved serve --db /var/lib/reserved/reserved.db --accept-rollback   # lose the newest transaction of a damaged meta page
   curl --unix-socket /tmp/reserved-$(id -u).sock http://local/api/v1/whoami`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -165,11 +176,21 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 
 	metrics := server.NewMetrics()
-	store, err := o.store.open(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice})
+	store, err := o.store.open(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice, acceptRollback: o.acceptRollback})
+	if damaged := (*boltstore.DamageError)(nil); errors.As(err, &damaged) && damaged.Rollback != nil {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("%w, or start with --accept-rollback to serve transaction %d and lose the newer one", damaged, damaged.Rollback.Txid)}
+	}
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	var damaged <-chan struct{} // Closed when the store meets a damaged page.
+	if b, ok := store.(*boltstore.Store); ok {
+		damaged = b.Damaged()
+		if r := b.Rollback(); r != nil {
+			logger.Error("serving a damaged database at its older meta page, as --accept-rollback allows: what the newer transaction committed is lost (reservations, receipts and changes); its clients' retries are decided anew", "db", store.String(), "meta_page", r.Page, "problem", r.Problem, "txid", r.Txid, "lost", r.Lost)
+		}
+	}
 	committerNice := 0
 	if c, ok := store.(interface{ CommitterNice() (int, error) }); ok {
 		nice, err := c.CommitterNice()
@@ -246,12 +267,15 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	// This line comes last: whoever waits for it finds every start line.
 	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit, "gc_percent", gcPercent(), "committer_nice", committerNice)
 
-	var serveErr error
+	var serveErr, damage error
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down", "timeout", o.shutdownTimeout)
 	case serveErr = <-errc:
 		logger.Error("listener failed, shutting down", "error", serveErr)
+	case <-damaged:
+		damage = store.(*boltstore.Store).Damage()
+		logger.Error("the database is damaged: shutting down instead of serving from it; restore it from a backup", "error", damage)
 	}
 	stop()
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
@@ -263,6 +287,9 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	stopLifecycle()
 	if err := store.Close(); err != nil {
 		return err
+	}
+	if damage != nil {
+		return &exitError{code: ExitUsage, err: damage}
 	}
 	if serveErr != nil {
 		return fmt.Errorf("serve: %w", serveErr)

@@ -57,7 +57,7 @@ type storeFlags struct {
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kind, "store", os.Getenv(EnvStore), "where reservations are stored: bolt (one embedded file, --db) or postgres (a database several daemons share, --dsn); default postgres when a DSN is given, else bolt (env "+EnvStore+")")
-	fs.StringVar(&f.db, "db", paths.DB(), "bolt: the database file, created with its directories (env "+paths.EnvDB+")")
+	fs.StringVar(&f.db, "db", paths.DB(), "bolt: the database file; created, with its directories, only where no file is (env "+paths.EnvDB+")")
 	fs.IntVar(&f.mmapMiB, "initial-mmap-mib", boltstore.DefaultInitialMmapSize()>>20, "bolt: MiB of address space to map the database file into when it is opened, so that it can grow without a remap, which waits for every read in progress; it is not memory: only the pages in use are resident; 0 maps only the file")
 	fs.StringVar(&f.dsn, "dsn", os.Getenv(EnvDSN), "postgres: the database, as a postgres:// URL or key=value pairs; search_path selects the schema (env "+EnvDSN+")")
 }
@@ -80,6 +80,9 @@ type storeOptions struct {
 	noGroupCommit bool      // bolt: one commit per update.
 	onCommit      func(int) // bolt: told the size of every commit.
 	committerNice int       // bolt: the group committer thread's nice value, 0 to leave it.
+	// acceptRollback, bolt: open a file one of whose meta pages is damaged
+	// at the older transaction the other records.
+	acceptRollback bool
 }
 
 // open validates the flags and opens the store they name.
@@ -110,7 +113,17 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		} else if err := os.MkdirAll(filepath.Dir(f.db), 0o700); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
-		return boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice, InitialMmapSize: mmap})
+		st, err := boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice, InitialMmapSize: mmap, AcceptRollback: o.acceptRollback})
+		var damaged *boltstore.DamageError
+		var refused *boltstore.RefusedError
+		if errors.As(err, &damaged) || errors.As(err, &refused) {
+			// Starting again does not help: the file needs its operator.
+			return nil, &exitError{code: ExitUsage, err: err}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	case storePostgres:
 		if f.dsn == "" {
 			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store postgres needs --dsn (or %s), e.g. postgres://reserve@db.example/reserve", EnvDSN)}

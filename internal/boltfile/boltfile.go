@@ -1,0 +1,501 @@
+// Package boltfile reads and verifies the on-disk format of a bbolt database
+// file by itself: its two meta pages, and every page of the tree that a meta
+// page names. bbolt trusts its file. When the newer meta page is damaged it
+// silently opens the older one and so forgets the last commit, and when it
+// meets a damaged data page it panics (sometimes in a goroutine of its own,
+// where no caller can recover) or faults on its memory map. Reading the file
+// here first, with a bounds check on every byte, lets a program refuse such a
+// file with a clear message before bbolt touches it.
+//
+// The layout is bbolt's format version 2 (go.etcd.io/bbolt v1.4) in the
+// machine's byte order, the order bbolt writes. The package imports nothing
+// but the standard library.
+package boltfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+)
+
+// The constants of bbolt's file format.
+const (
+	magic   = 0xED0CDAED
+	version = 2
+
+	pageHeaderSize   = 16 // id uint64, flags uint16, count uint16, overflow uint32
+	elementSize      = 16 // A branch or leaf element.
+	bucketHeaderSize = 16 // root uint64, sequence uint64
+	metaSize         = 64 // The meta after the page header; the last 8 bytes are the checksum.
+
+	flagBranch   = 0x01
+	flagLeaf     = 0x02
+	flagFreelist = 0x10
+
+	leafFlagBucket = 0x01
+
+	// firstMetaRead is how much of the file's start bbolt reads to find
+	// the first meta page.
+	firstMetaRead = 0x1000
+	// maxPageSize is the largest page size bbolt looks for.
+	maxPageSize = 1024 << 14
+	minPageSize = 512
+)
+
+// NoFreelist is a meta page's freelist when the file keeps no freelist (bbolt
+// rebuilds it at open by walking the tree).
+const NoFreelist = ^uint64(0)
+
+var order = binary.NativeEndian
+
+// ErrNotBolt means that neither meta page carries bbolt's magic number: the
+// file is not a bbolt database at all.
+var ErrNotBolt = errors.New("not a bbolt database file")
+
+// Meta is one of the file's two meta pages as read.
+type Meta struct {
+	Page     int    // 0 or 1: which of the two it is.
+	PageSize int    // The page size it records.
+	Root     uint64 // The root bucket's page.
+	Freelist uint64 // The freelist's page, or NoFreelist.
+	Pgid     uint64 // The pages in use or free are 0 to Pgid-1.
+	Txid     uint64 // The transaction that wrote it.
+	// Err says why the page is not a valid meta page; nil when it is. The
+	// fields above are what the page says even when it is damaged.
+	Err error
+	// Magic reports whether the page carries bbolt's magic number.
+	Magic bool
+}
+
+// Valid reports whether the meta page is intact.
+func (m Meta) Valid() bool { return m.Err == nil }
+
+// parseMeta reads the meta of page n from p, the page's first bytes.
+func parseMeta(n int, p []byte) Meta {
+	m := Meta{Page: n}
+	if len(p) < pageHeaderSize+metaSize {
+		m.Err = errors.New("is cut off by the end of the file")
+		return m
+	}
+	b := p[pageHeaderSize : pageHeaderSize+metaSize]
+	m.Magic = order.Uint32(b[0:]) == magic
+	m.PageSize = int(order.Uint32(b[8:]))
+	m.Root = order.Uint64(b[16:])
+	m.Freelist = order.Uint64(b[32:])
+	m.Pgid = order.Uint64(b[40:])
+	m.Txid = order.Uint64(b[48:])
+	h := fnv.New64a()
+	h.Write(b[:56])
+	switch v := order.Uint32(b[4:]); {
+	case !m.Magic:
+		m.Err = errors.New("does not carry bbolt's magic number")
+	case v != version:
+		m.Err = fmt.Errorf("has format version %d, not %d", v, version)
+	case order.Uint64(b[56:]) != h.Sum64():
+		m.Err = errors.New("fails its checksum")
+	case m.PageSize < minPageSize || m.PageSize > maxPageSize:
+		m.Err = fmt.Errorf("records an impossible page size of %d bytes", m.PageSize)
+	case m.Root < 2 || m.Root >= m.Pgid || (m.Freelist != NoFreelist && (m.Freelist < 2 || m.Freelist >= m.Pgid)):
+		m.Err = fmt.Errorf("names impossible pages (root %d, freelist %d, of %d pages)", m.Root, m.Freelist, m.Pgid)
+	}
+	return m
+}
+
+// ReadMetas reads both meta pages of the file r of size bytes where bbolt
+// looks for them: page 0 at the start and page 1 one page size further, the
+// page size recorded by page 0, or, when page 0 is not valid, the first valid
+// meta page found at 1 KiB, 2 KiB, 4 KiB … 16 MiB. It returns ErrNotBolt when
+// no page it looked at carries bbolt's magic number, and an error when the
+// file cannot be read; a damaged meta page is reported in its Err.
+func ReadMetas(r io.ReaderAt, size int64) ([2]Meta, error) {
+	var metas [2]Meta
+	buf := make([]byte, firstMetaRead)
+	read := func(off int64) ([]byte, error) {
+		n, err := r.ReadAt(buf, off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read the meta page at offset %d: %w", off, err)
+		}
+		return buf[:n], nil
+	}
+	p, err := read(0)
+	if err != nil {
+		return metas, err
+	}
+	metas[0] = parseMeta(0, p)
+	anyMagic := metas[0].Magic
+	pageSize := metas[0].PageSize
+	if !metas[0].Valid() {
+		pageSize = 0
+		for off := int64(1024); off <= maxPageSize && off < size-1024; off <<= 1 {
+			p, err := read(off)
+			if err != nil {
+				return metas, err
+			}
+			if m := parseMeta(1, p); m.Magic {
+				anyMagic = true
+				if m.Valid() {
+					pageSize = m.PageSize
+					break
+				}
+			}
+		}
+		if pageSize == 0 {
+			// No valid meta page anywhere: report page 1 where page 0
+			// says it is, or where the default page size puts it.
+			pageSize = metas[0].PageSize
+			if !metas[0].Magic || pageSize < minPageSize || pageSize > maxPageSize {
+				pageSize = 4096
+			}
+		}
+	}
+	p, err = read(int64(pageSize))
+	if err != nil {
+		return metas, err
+	}
+	metas[1] = parseMeta(1, p)
+	if !anyMagic && !metas[1].Magic {
+		return metas, ErrNotBolt
+	}
+	return metas, nil
+}
+
+// Newest returns the meta page bbolt opens, the valid one with the higher
+// transaction id, and false when neither is valid.
+func Newest(metas [2]Meta) (Meta, bool) {
+	a, b := metas[0], metas[1]
+	if b.Txid > a.Txid {
+		a, b = b, a
+	}
+	switch {
+	case a.Valid():
+		return a, true
+	case b.Valid():
+		return b, true
+	}
+	return Meta{}, false
+}
+
+// CheckSize returns an error if a file of size bytes is too short to hold
+// the pages meta m counts.
+func CheckSize(size int64, m Meta) error {
+	if m.PageSize <= 0 || m.Pgid > uint64(size)/uint64(m.PageSize) {
+		return fmt.Errorf("the file is cut short: it has %d bytes, but transaction %d uses %d pages of %d bytes", size, m.Txid, m.Pgid, m.PageSize)
+	}
+	return nil
+}
+
+// Verify reads every page that meta m reaches from r, the database file of
+// size bytes: the tree of the root bucket and of every bucket in it, and the
+// freelist when the file keeps one. It returns the first damage it finds as
+// an error that names the page: a file shorter than m's pages, a page beyond
+// m's last page, a
+// page that does not identify itself as the page its parent names, a page
+// type other than the expected one, elements or keys outside their page,
+// keys out of order (as bbolt's own consistency check requires them), a page
+// reached twice, or a page both in use and listed as free. It finds every
+// fault that makes bbolt panic or fault while it walks the tree; damage to
+// the bytes of a stored value is not visible at this level.
+func Verify(r io.ReaderAt, size int64, m Meta) error {
+	if !m.Valid() {
+		return fmt.Errorf("meta page %d %v", m.Page, m.Err)
+	}
+	if err := CheckSize(size, m); err != nil {
+		return err
+	}
+	w := &walker{r: r, pageSize: m.PageSize, pgid: m.Pgid, used: newBitset(m.Pgid), free: newBitset(m.Pgid)}
+	w.used.set(0)
+	w.used.set(1)
+	if m.Freelist != NoFreelist {
+		if err := w.freelist(m.Freelist); err != nil {
+			return err
+		}
+	}
+	_, err := w.tree(m.Root, 0, nil, nil, "the root bucket", "the meta page")
+	return err
+}
+
+// walker walks the pages of one meta page.
+type walker struct {
+	r        io.ReaderAt
+	pageSize int
+	pgid     uint64
+	used     bitset // Pages reached so far, with their overflow pages.
+	free     bitset // Pages the freelist lists.
+	bufs     [][]byte
+}
+
+// page reads page id, which from (a phrase such as "branch page 7") names,
+// with its overflow pages, into the buffer of depth depth, checks that it
+// identifies itself as id, has type flags want and fits in the file, marks
+// it reached and returns its bytes, its element count and its type flags.
+func (w *walker) page(id uint64, depth int, from string, want ...uint16) ([]byte, int, uint16, error) {
+	if id < 2 || id >= w.pgid {
+		return nil, 0, 0, fmt.Errorf("%s points to page %d, outside pages 2 to %d", from, id, w.pgid-1)
+	}
+	for len(w.bufs) <= depth {
+		w.bufs = append(w.bufs, make([]byte, w.pageSize))
+	}
+	buf := w.bufs[depth][:w.pageSize]
+	if err := w.read(buf, id); err != nil {
+		return nil, 0, 0, err
+	}
+	self, flags := order.Uint64(buf[0:]), order.Uint16(buf[8:])
+	count, overflow := int(order.Uint16(buf[10:])), uint64(order.Uint32(buf[12:]))
+	if self != id {
+		return nil, 0, 0, fmt.Errorf("page %d, which %s points to, identifies itself as page %d", id, from, self)
+	}
+	typeOK := false
+	for _, f := range want {
+		typeOK = typeOK || flags == f
+	}
+	if !typeOK {
+		return nil, 0, 0, fmt.Errorf("page %d, which %s points to, has type flags %#x, not those of a %s page", id, from, flags, typeName(want))
+	}
+	if overflow >= w.pgid-id {
+		return nil, 0, 0, fmt.Errorf("page %d claims %d overflow pages, beyond the last page %d", id, overflow, w.pgid-1)
+	}
+	for i := id; i <= id+overflow; i++ {
+		if w.used.has(i) {
+			return nil, 0, 0, fmt.Errorf("page %d, which %s points to, is reached twice", i, from)
+		}
+		if w.free.has(i) {
+			return nil, 0, 0, fmt.Errorf("page %d, which %s points to, is in use but listed as free", i, from)
+		}
+		w.used.set(i)
+	}
+	if overflow > 0 {
+		size := (int(overflow) + 1) * w.pageSize
+		if cap(w.bufs[depth]) < size {
+			grown := make([]byte, size)
+			copy(grown, buf)
+			w.bufs[depth] = grown
+		}
+		buf = w.bufs[depth][:size]
+		if err := w.read(buf[w.pageSize:], id+1); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	return buf, count, flags, nil
+}
+
+// read fills buf from the start of page id.
+func (w *walker) read(buf []byte, id uint64) error {
+	n, err := w.r.ReadAt(buf, int64(id)*int64(w.pageSize))
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("page %d lies beyond the end of the file", id+uint64(n/w.pageSize))
+	}
+	return fmt.Errorf("read page %d: %w", id, err)
+}
+
+func typeName(flags []uint16) string {
+	switch {
+	case len(flags) == 1 && flags[0] == flagFreelist:
+		return "freelist"
+	case len(flags) == 1 && flags[0] == flagLeaf:
+		return "leaf"
+	}
+	return "branch or leaf"
+}
+
+// freelist reads the freelist page id and records the pages it lists.
+func (w *walker) freelist(id uint64) error {
+	p, count, _, err := w.page(id, 0, "the meta page", flagFreelist)
+	if err != nil {
+		return err
+	}
+	start, n := pageHeaderSize, uint64(count)
+	if count == 0xFFFF {
+		// A count too large for the header is stored in the first slot.
+		if len(p) < pageHeaderSize+8 {
+			return fmt.Errorf("freelist page %d is too short for its count", id)
+		}
+		start, n = pageHeaderSize+8, order.Uint64(p[pageHeaderSize:])
+	}
+	if n > uint64(len(p)-start)/8 {
+		return fmt.Errorf("freelist page %d claims %d free pages, more than it holds", id, n)
+	}
+	for i := range n {
+		free := order.Uint64(p[start+8*int(i):])
+		switch {
+		case free < 2 || free >= w.pgid:
+			return fmt.Errorf("freelist page %d lists page %d, outside pages 2 to %d", id, free, w.pgid-1)
+		case w.free.has(free):
+			return fmt.Errorf("freelist page %d lists page %d twice", id, free)
+		case w.used.has(free):
+			return fmt.Errorf("freelist page %d lists page %d, which is in use", id, free)
+		}
+		w.free.set(free)
+	}
+	return nil
+}
+
+// element is one parsed branch or leaf element.
+type element struct {
+	flags uint32 // Leaf elements: leafFlagBucket for a bucket.
+	key   []byte
+	value []byte // Leaf elements.
+	child uint64 // Branch elements.
+}
+
+// elements parses the count elements of the branch or leaf page p (a page
+// of the file, or a bucket's inline page) and checks that each lies in p.
+func elements(p []byte, count int, branch bool, what string) ([]element, error) {
+	if uint64(count)*elementSize > uint64(len(p)-pageHeaderSize) {
+		return nil, fmt.Errorf("%s claims %d elements, more than fit in its %d bytes", what, count, len(p))
+	}
+	elems := make([]element, count)
+	for i := range elems {
+		off := pageHeaderSize + elementSize*i
+		e := p[off : off+elementSize]
+		var pos, ksize, vsize uint64
+		if branch {
+			pos, ksize = uint64(order.Uint32(e[0:])), uint64(order.Uint32(e[4:]))
+			elems[i].child = order.Uint64(e[8:])
+		} else {
+			elems[i].flags = order.Uint32(e[0:])
+			pos, ksize, vsize = uint64(order.Uint32(e[4:])), uint64(order.Uint32(e[8:])), uint64(order.Uint32(e[12:]))
+			if elems[i].flags&^leafFlagBucket != 0 {
+				return nil, fmt.Errorf("%s: element %d has unknown flags %#x", what, i, elems[i].flags)
+			}
+		}
+		start := uint64(off) + pos
+		if start+ksize+vsize > uint64(len(p)) {
+			return nil, fmt.Errorf("%s: element %d lies outside the page (at %d, %d+%d bytes, of %d)", what, i, start, ksize, vsize, len(p))
+		}
+		elems[i].key = p[start : start+ksize]
+		elems[i].value = p[start+ksize : start+ksize+vsize]
+	}
+	return elems, nil
+}
+
+// keyOrder checks element i's key against the key before it (or the
+// subtree's lower bound, for the first) and the subtree's exclusive upper
+// bound, as bbolt's consistency check does.
+func keyOrder(what string, i int, key, prev, max []byte) error {
+	if i == 0 && prev != nil && bytes.Compare(prev, key) > 0 {
+		return fmt.Errorf("%s: the first key %x is below its parent's %x", what, key, prev)
+	}
+	if i > 0 && bytes.Compare(prev, key) >= 0 {
+		return fmt.Errorf("%s: key %d (%x) does not come after the key before it (%x)", what, i, key, prev)
+	}
+	if max != nil && bytes.Compare(key, max) >= 0 {
+		return fmt.Errorf("%s: key %d (%x) is not below the next key of its parent (%x)", what, i, key, max)
+	}
+	return nil
+}
+
+// tree walks the subtree of bucket at page id, whose keys lie in
+// [min, max), and returns its last key.
+func (w *walker) tree(id uint64, depth int, min, max []byte, bucket, from string) ([]byte, error) {
+	p, count, flags, err := w.page(id, depth, from, flagBranch, flagLeaf)
+	if err != nil {
+		return nil, err
+	}
+	if flags == flagBranch {
+		what := fmt.Sprintf("branch page %d of %s", id, bucket)
+		if count == 0 {
+			return nil, fmt.Errorf("%s has no elements", what)
+		}
+		elems, err := elements(p, count, true, what)
+		if err != nil {
+			return nil, err
+		}
+		running, last := min, []byte(nil)
+		for i, e := range elems {
+			if err := keyOrder(what, i, e.key, running, max); err != nil {
+				return nil, err
+			}
+			childMax := max
+			if i+1 < len(elems) {
+				childMax = elems[i+1].key
+			}
+			if last, err = w.tree(e.child, depth+1, e.key, childMax, bucket, what); err != nil {
+				return nil, err
+			}
+			running = last
+		}
+		return last, nil
+	}
+	what := fmt.Sprintf("leaf page %d of %s", id, bucket)
+	last, err := w.leaf(p, count, depth, min, max, bucket, what)
+	return last, err
+}
+
+// leaf checks the elements of the leaf page p and walks the buckets it
+// holds; it returns a copy of its last key.
+func (w *walker) leaf(p []byte, count, depth int, min, max []byte, bucket, what string) ([]byte, error) {
+	elems, err := elements(p, count, false, what)
+	if err != nil {
+		return nil, err
+	}
+	running := min
+	for i, e := range elems {
+		if err := keyOrder(what, i, e.key, running, max); err != nil {
+			return nil, err
+		}
+		running = e.key
+		if e.flags&leafFlagBucket == 0 {
+			continue
+		}
+		name := fmt.Sprintf("bucket %q", e.key)
+		if bucket != "the root bucket" {
+			name = fmt.Sprintf("%s/%q", bucket, e.key)
+		}
+		if len(e.value) < bucketHeaderSize {
+			return nil, fmt.Errorf("%s: %s has a %d-byte header, not %d", what, name, len(e.value), bucketHeaderSize)
+		}
+		if root := order.Uint64(e.value); root != 0 {
+			if _, err := w.tree(root, depth+1, nil, nil, name, what); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := inline(e.value[bucketHeaderSize:], name); err != nil {
+			return nil, err
+		}
+	}
+	if len(elems) == 0 {
+		return nil, nil
+	}
+	return bytes.Clone(running), nil
+}
+
+// inline checks the page of a bucket stored inline in its parent's value:
+// a leaf page without sub-buckets, which is how bbolt writes one.
+func inline(p []byte, bucket string) error {
+	what := "the inline page of " + bucket
+	if len(p) < pageHeaderSize {
+		return fmt.Errorf("%s is %d bytes, too short for a page header", what, len(p))
+	}
+	if flags := order.Uint16(p[8:]); flags != flagLeaf {
+		return fmt.Errorf("%s has type flags %#x, not those of a leaf page", what, flags)
+	}
+	elems, err := elements(p, int(order.Uint16(p[10:])), false, what)
+	if err != nil {
+		return err
+	}
+	var prev []byte
+	for i, e := range elems {
+		if err := keyOrder(what, i, e.key, prev, nil); err != nil {
+			return err
+		}
+		if e.flags&leafFlagBucket != 0 {
+			return fmt.Errorf("%s: element %d is a bucket, which an inline bucket cannot hold", what, i)
+		}
+		prev = e.key
+	}
+	return nil
+}
+
+// bitset is a set of page ids below a bound.
+type bitset []uint64
+
+func newBitset(n uint64) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) has(i uint64) bool { return b[i/64]&(1<<(i%64)) != 0 }
+func (b bitset) set(i uint64)      { b[i/64] |= 1 << (i % 64) }

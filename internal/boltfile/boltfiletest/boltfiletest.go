@@ -1,0 +1,208 @@
+// Package boltfiletest damages bbolt database files the ways a failing disk,
+// a crash or a careless copy do, for the tests of code that must refuse such
+// files. It finds its way in a file with package boltfile and changes bytes
+// in place; it is for tests only.
+package boltfiletest
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/reserve/reserve/internal/boltfile"
+)
+
+var order = binary.NativeEndian
+
+// Damage is one kind of damage to a database file.
+type Damage struct {
+	Name  string
+	Apply func(tb testing.TB, path string)
+	// Want is a part of the message that reports it.
+	Want string
+}
+
+// DataPageDamages are the kinds of damage to data pages: each leaves both
+// meta pages intact, so bbolt would open the file and meet the damage only
+// on the page.
+func DataPageDamages() []Damage {
+	return []Damage{
+		{"zeroed leaf page", func(tb testing.TB, path string) { ZeroPage(tb, path, RootLeaf(tb, path)) }, "identifies itself as page 0"},
+		{"bad page flags", func(tb testing.TB, path string) { SetFlags(tb, path, RootLeaf(tb, path), 0x20) }, "has type flags 0x20"},
+		{"element count 0x7fff", func(tb testing.TB, path string) { SetCount(tb, path, RootLeaf(tb, path), 0x7fff) }, "claims 32767 elements"},
+		{"random bit flips", func(tb testing.TB, path string) { FlipBits(tb, path, RootLeaf(tb, path), 1, 3) }, "page"},
+		{"truncated to half", func(tb testing.TB, path string) { TruncateHalf(tb, path) }, "the file is cut short"},
+	}
+}
+
+// Newest returns the meta page bbolt opens the file at.
+func Newest(tb testing.TB, path string) boltfile.Meta {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	metas, err := boltfile.ReadMetas(f, st.Size())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, ok := boltfile.Newest(metas)
+	if !ok {
+		tb.Fatalf("%s has no valid meta page", path)
+	}
+	return m
+}
+
+// RootLeaf returns the first leaf page of the root bucket, the page that
+// lists the top-level buckets, which every transaction reads.
+func RootLeaf(tb testing.TB, path string) uint64 {
+	tb.Helper()
+	return FirstLeaf(tb, path, Newest(tb, path).Root)
+}
+
+// FirstLeaf returns the first leaf page of the tree whose root is page id.
+func FirstLeaf(tb testing.TB, path string, id uint64) uint64 {
+	tb.Helper()
+	for {
+		p := ReadPage(tb, path, id)
+		switch flags := order.Uint16(p[8:]); flags {
+		case 0x02:
+			return id
+		case 0x01:
+			id = order.Uint64(p[16+8:]) // The first branch element's child.
+		default:
+			tb.Fatalf("page %d of %s has flags %#x", id, path, flags)
+		}
+	}
+}
+
+// ReadPage returns the first page-size bytes of page id.
+func ReadPage(tb testing.TB, path string, id uint64) []byte {
+	tb.Helper()
+	m := Newest(tb, path)
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	p := make([]byte, m.PageSize)
+	if _, err := f.ReadAt(p, int64(id)*int64(m.PageSize)); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// WritePage writes p at the start of page id.
+func WritePage(tb testing.TB, path string, id uint64, p []byte) {
+	tb.Helper()
+	m := Newest(tb, path)
+	writeAt(tb, path, p, int64(id)*int64(m.PageSize))
+}
+
+func writeAt(tb testing.TB, path string, p []byte, off int64) {
+	tb.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := f.WriteAt(p, off); err != nil {
+		tb.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// ZeroPage overwrites page id with zeros.
+func ZeroPage(tb testing.TB, path string, id uint64) {
+	tb.Helper()
+	WritePage(tb, path, id, make([]byte, len(ReadPage(tb, path, id))))
+}
+
+// SetFlags sets the type flags in the header of page id.
+func SetFlags(tb testing.TB, path string, id uint64, flags uint16) {
+	tb.Helper()
+	p := ReadPage(tb, path, id)
+	order.PutUint16(p[8:], flags)
+	WritePage(tb, path, id, p)
+}
+
+// SetCount sets the element count in the header of page id.
+func SetCount(tb testing.TB, path string, id uint64, count uint16) {
+	tb.Helper()
+	p := ReadPage(tb, path, id)
+	order.PutUint16(p[10:], count)
+	WritePage(tb, path, id, p)
+}
+
+// FlipBits flips n bits, chosen by seed, in the header and the element
+// array of page id: the bytes that say where everything on the page lies.
+func FlipBits(tb testing.TB, path string, id uint64, seed uint64, n int) {
+	tb.Helper()
+	p := ReadPage(tb, path, id)
+	span := 16 + 16*int(order.Uint16(p[10:]))
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for range n {
+		bit := rng.IntN(span * 8)
+		p[bit/8] ^= 1 << (bit % 8)
+	}
+	WritePage(tb, path, id, p)
+}
+
+// FlipAnywhere flips n bits, chosen by seed, anywhere in pages 2 and up of
+// the file.
+func FlipAnywhere(tb testing.TB, path string, seed uint64, n int) {
+	tb.Helper()
+	m := Newest(tb, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed))
+	start := 2 * m.PageSize
+	for range n {
+		bit := rng.IntN((len(b) - start) * 8)
+		off := start + bit/8
+		b[off] ^= 1 << (bit % 8)
+		writeAt(tb, path, b[off:off+1], int64(off))
+	}
+}
+
+// TruncateHalf cuts the file to half its size.
+func TruncateHalf(tb testing.TB, path string) {
+	tb.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()/2); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// FlipMeta flips one bit of meta page n in its flags field, which bbolt
+// does not use but its checksum covers: the page fails its checksum and
+// still says which transaction it recorded.
+func FlipMeta(tb testing.TB, path string, n int) {
+	tb.Helper()
+	m := Newest(tb, path)
+	off := int64(n)*int64(m.PageSize) + 16 + 12
+	b := make([]byte, 1)
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, err = f.ReadAt(b, off)
+	f.Close()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b[0] ^= 0x01
+	writeAt(tb, path, b, off)
+}
