@@ -34,14 +34,30 @@ func (t Tombstone) Request() Request {
 }
 
 // expired is the answer to a retry of the tombstone's key.
-func (t Tombstone) expired() error {
-	what := t.Answer.Status
+func (t Tombstone) expired() error { return &ExpiredError{Tombstone: t} }
+
+// ExpiredError refuses a retry of an operation key whose receipt expired
+// (CodeOperationExpired); Tombstone is what is left of the receipt. Its
+// message names the receipt's answer by its status; a front end that names
+// answers in its own words words the refusal with Describe.
+type ExpiredError struct{ Tombstone Tombstone }
+
+func (e *ExpiredError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap returns the refusal as the *Error that names the answer by its
+// status.
+func (e *ExpiredError) Unwrap() error { return e.Describe(e.Tombstone.Answer.Status) }
+
+// Describe returns the refusal as an *Error whose message calls the
+// receipt's answer answer.
+func (e *ExpiredError) Describe(answer string) *Error {
+	t := e.Tombstone
 	if t.Answer.ReservationID != "" {
-		what += ", reservation " + t.Answer.ReservationID
+		answer += ", reservation " + t.Answer.ReservationID
 	}
 	return Errorf(CodeOperationExpired,
 		"operation key %s expired: its receipt (%s, stored %s) was purged at %s after the retention period; nothing was done again",
-		t.OperationKey, what, t.CreatedAt.Format(time.RFC3339), t.PurgedAt.Format(time.RFC3339))
+		t.OperationKey, answer, t.CreatedAt.Format(time.RFC3339), t.PurgedAt.Format(time.RFC3339))
 }
 
 // TombstoneOf returns the tombstone that replaces rec when it is purged at

@@ -29,7 +29,7 @@ func (s *Server) armFault(w http.ResponseWriter, r *http.Request, _ engine.Princ
 	if err != nil {
 		return err
 	}
-	s.faults.Arm(f)
+	s.faultInjection.Arm(f)
 	infoOf(r).fault = f.Fault
 	s.log.Warn("fault armed", slog.String("fault", f.Fault), slog.Int("count", f.Count), slog.Int("delay_ms", f.DelayMS))
 	return writeJSON(w, http.StatusOK, f)

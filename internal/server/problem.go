@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/reserve/reserve/internal/api"
@@ -82,7 +84,13 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 	case engine.CodeStoreUnavailable:
 		w.Header().Set("Retry-After", storeRetryAfter)
 	}
-	writeProblem(w, status, code, engine.ErrorMessage(err))
+	detail := engine.ErrorMessage(err)
+	var expired *engine.ExpiredError
+	if errors.As(err, &expired) {
+		a := expired.Tombstone.Answer
+		detail = expired.Describe(fmt.Sprintf("%d %s", StatusOfAnswer(a), a.Status)).Message
+	}
+	writeProblem(w, status, code, detail)
 }
 
 // writeProblem writes an RFC 9457 problem detail with a stable code.

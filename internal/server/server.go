@@ -53,16 +53,16 @@ type Config struct {
 // Server serves API v1 on a Unix socket listener and any number of TCP
 // listeners.
 type Server struct {
-	eng           *engine.Engine
-	log           *slog.Logger
-	metrics       *Metrics
-	daemonUID     int
-	allowedHosts  map[string]bool
-	faults        Faults
-	backupFn      Backup
-	mux           http.Handler
-	headerTimeout time.Duration
-	loginBase     string
+	eng            *engine.Engine
+	log            *slog.Logger
+	metrics        *Metrics
+	daemonUID      int
+	allowedHosts   map[string]bool
+	faultInjection Faults
+	backupFn       Backup
+	mux            http.Handler
+	headerTimeout  time.Duration
+	loginBase      string
 
 	mu      sync.Mutex
 	tcpBase string // The base URL of the first TCP listener.
@@ -73,15 +73,15 @@ type Server struct {
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{
-		eng:           cfg.Engine,
-		log:           cfg.Logger,
-		metrics:       cfg.Metrics,
-		daemonUID:     cfg.DaemonUID,
-		allowedHosts:  map[string]bool{},
-		faults:        cfg.Faults,
-		backupFn:      cfg.Backup,
-		headerTimeout: cfg.ReadHeaderTimeout,
-		loginBase:     strings.TrimSuffix(cfg.LoginBaseURL, "/"),
+		eng:            cfg.Engine,
+		log:            cfg.Logger,
+		metrics:        cfg.Metrics,
+		daemonUID:      cfg.DaemonUID,
+		allowedHosts:   map[string]bool{},
+		faultInjection: cfg.Faults,
+		backupFn:       cfg.Backup,
+		headerTimeout:  cfg.ReadHeaderTimeout,
+		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
 	}
 	if s.headerTimeout <= 0 {
 		s.headerTimeout = ReadHeaderTimeout
@@ -96,8 +96,8 @@ func New(cfg Config) *Server {
 		s.allowedHosts[strings.ToLower(strings.TrimSuffix(h, "."))] = true
 	}
 	s.mux = s.newMux()
-	if s.faults != nil {
-		s.mux = s.faults.Answers(s.mux)
+	if s.faultInjection != nil {
+		s.mux = s.faultInjection.Answers(s.mux)
 	}
 	return s
 }
@@ -158,8 +158,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.stopped {
 		s.stopped = true
-		if s.faults != nil {
-			s.faults.Release()
+		if s.faultInjection != nil {
+			s.faultInjection.Release()
 		}
 	}
 	servers := s.servers
