@@ -308,11 +308,11 @@ func testUnavailable(t *testing.T, h *harness) {
 	out := h.mustReserve("bob", key, "go-basics", 2)
 	want := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
 	if out.Answer.Status != engine.StatusUnavailable || string(out.Answer.JSON()) != want || out.Replayed || out.Answer.ReservationID != "" {
-		t.Fatalf("answer = %+v body %s, want 409 %s", out, out.Answer.JSON(), want)
+		t.Fatalf("answer = %+v body %s, want already_cancelled or unavailable %s", out, out.Answer.JSON(), want)
 	}
 	again := h.mustReserve("bob", key, "go-basics", 2)
 	if !again.Replayed || again.Answer.Status != engine.StatusUnavailable || string(again.Answer.JSON()) != want {
-		t.Fatalf("repeat = %+v body %s, want replayed 409", again, again.Answer.JSON())
+		t.Fatalf("repeat = %+v body %s, want replayed unavailable", again, again.Answer.JSON())
 	}
 	// The last place is still there for a new intent of one place.
 	if out := h.mustReserve("bob", newKey(), "go-basics", 1); out.Answer.Status != engine.StatusReserved {
@@ -338,7 +338,7 @@ func testCapacityRaised(t *testing.T, h *harness) {
 	}
 	fresh := h.mustReserve("bob", newKey(), "go-basics", 1)
 	if fresh.Answer.Status != engine.StatusReserved || fresh.Replayed {
-		t.Fatalf("new intent after capacity raise = %+v, want 201", fresh)
+		t.Fatalf("new intent after capacity raise = %+v, want reserved", fresh)
 	}
 	h.wantReserved("go-basics", 2)
 	h.wantCounts(2, 3)
@@ -357,7 +357,7 @@ func testFailReceiptWrite(t *testing.T, h *harness) {
 	}
 	out := h.mustReserve("alice", key, "go-basics", 1)
 	if out.Answer.Status != engine.StatusReserved || out.Replayed {
-		t.Fatalf("retry after failed receipt write = %+v, want a first 201", out)
+		t.Fatalf("retry after failed receipt write = %+v, want a first reserved", out)
 	}
 	h.wantReserved("go-basics", 1)
 	h.wantCounts(1, 1)
@@ -726,7 +726,7 @@ func testCheckFindings(t *testing.T, h *harness) {
 		{"second reservation for one key", func(tx engine.Tx) error {
 			return addPlace(tx, fmt.Sprintf("%032x", 1<<41), res.OperationKey)
 		}, []string{engine.FindingOrphanReserve, engine.FindingMissingEvent}},
-		{"201 receipt without its reservation", func(tx engine.Tx) error {
+		{"reserved receipt without its reservation", func(tx engine.Tx) error {
 			r2 := rec
 			r2.OperationKey = newKey()
 			r2.ReservationID = fmt.Sprintf("%032x", 1<<42)

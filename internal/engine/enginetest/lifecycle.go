@@ -82,7 +82,7 @@ func testCancel(t *testing.T, h *harness) {
 	out := h.mustCancel(alice, key, res.Answer.ReservationID)
 	want := cancelledBody("cancelled", res.Answer.ReservationID, "go-basics", 2)
 	if out.Answer.Status != engine.StatusCancelled || out.Replayed || string(out.Answer.JSON()) != want || out.Answer.ReservationID != res.Answer.ReservationID {
-		t.Fatalf("cancel = %+v body %s, want 200 %s", out, out.Answer.JSON(), want)
+		t.Fatalf("cancel = %+v body %s, want cancelled %s", out, out.Answer.JSON(), want)
 	}
 	h.wantReserved("go-basics", 0)
 	r := h.reservation(res.Answer.ReservationID)
@@ -148,7 +148,7 @@ func testCancelAlreadyCancelled(t *testing.T, h *harness) {
 	out := h.mustCancel(alice, key, res.Answer.ReservationID)
 	want := cancelledBody("already_cancelled", res.Answer.ReservationID, "go-basics", 2)
 	if out.Answer.Status != engine.StatusAlreadyCancelled || out.Replayed || string(out.Answer.JSON()) != want {
-		t.Fatalf("second cancellation = %+v body %s, want 409 %s", out, out.Answer.JSON(), want)
+		t.Fatalf("second cancellation = %+v body %s, want already_cancelled or unavailable %s", out, out.Answer.JSON(), want)
 	}
 	again := h.mustCancel(alice, key, res.Answer.ReservationID)
 	if !again.Replayed || again.Answer.Status != engine.StatusAlreadyCancelled || !bytes.Equal(again.Answer.JSON(), out.Answer.JSON()) {
