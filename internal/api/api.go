@@ -8,7 +8,9 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/reserve/reserve/internal/engine"
 )
@@ -70,8 +72,35 @@ type WorkshopList struct {
 // stored operations, newest first, and the cursor of the next page ("" when
 // this is the last).
 type OperationPage struct {
-	Operations []engine.OperationRecord `json:"operations"`
-	NextCursor string                   `json:"next_cursor,omitempty"`
+	Operations []OperationRecord `json:"operations"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+// OperationRecord is one stored operation of an OperationPage: who used
+// which key for what kind of operation, the stored answer's outcome (its
+// status) and HTTP status. Expired is set for an operation whose receipt
+// was purged after the retention period (only its tombstone is left).
+type OperationRecord struct {
+	Actor         string              `json:"actor"`
+	Operation     engine.OperationKey `json:"operation"`
+	Kind          string              `json:"kind"`
+	Outcome       string              `json:"outcome"`
+	HTTPStatus    int                 `json:"http_status"`
+	Workshop      string              `json:"workshop"`
+	Quantity      int                 `json:"quantity"`
+	ReservationID string              `json:"reservation_id,omitempty"`
+	CreatedAt     time.Time           `json:"created_at"`
+	Expired       bool                `json:"expired,omitempty"`
+}
+
+// OperationView is the body of GET /api/v1/operations/{key}, the caller's
+// view of a receipt: the HTTP status and the body of the stored answer,
+// verbatim.
+type OperationView struct {
+	Operation  engine.OperationKey `json:"operation"`
+	HTTPStatus int                 `json:"http_status"`
+	Response   json.RawMessage     `json:"response"`
+	CreatedAt  time.Time           `json:"created_at"`
 }
 
 // TokenRequest is the body of POST /api/v1/tokens.

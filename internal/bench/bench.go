@@ -423,7 +423,7 @@ func (r *run) worker(ctx context.Context, id int) {
 			out.ReplayChanged++
 		}
 		r.count(&out, status, replayed)
-		if status == engine.StatusCodeReserved {
+		if status == http.StatusCreated {
 			reserved++
 		}
 		if len(pool) < poolSize {
@@ -445,7 +445,7 @@ func (r *run) count(out *Outcomes, status int, replayed bool) {
 	switch {
 	case replayed:
 		out.Replayed++
-	case status == engine.StatusCodeReserved:
+	case status == http.StatusCreated:
 		out.Created++
 		r.created.Add(1)
 	default:

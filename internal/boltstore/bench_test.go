@@ -81,8 +81,8 @@ func runClients(b *testing.B, clients int, op func(i int) error) {
 func reserveNew(eng *engine.Engine, ks []engine.OperationKey, workshop string) func(i int) error {
 	return func(i int) error {
 		out, err := eng.Reserve(context.Background(), "bench", ks[i], engine.Request{Workshop: workshop, Quantity: 1})
-		if err == nil && (out.HTTPStatus != 201 || out.Replayed) {
-			err = engine.Errorf(engine.CodeInternal, "unexpected outcome %d replayed=%v", out.HTTPStatus, out.Replayed)
+		if err == nil && (out.Answer.Status != engine.StatusReserved || out.Replayed) {
+			err = engine.Errorf(engine.CodeInternal, "unexpected outcome %q replayed=%v", out.Answer.Status, out.Replayed)
 		}
 		return err
 	}
@@ -149,10 +149,11 @@ func runSetup(clients, n int, op func(i int) error) error {
 // hot1M is the database of BenchmarkReserveHot1M, generated once per test
 // binary run because it takes a while.
 var hot1M struct {
-	once sync.Once
-	dir  string
-	eng  *engine.Engine
-	err  error
+	once  sync.Once
+	dir   string
+	store *boltstore.Store
+	eng   *engine.Engine
+	err   error
 }
 
 // BenchmarkReserveHot1M is BenchmarkReserveParallel64 on a workshop that
@@ -166,12 +167,11 @@ func BenchmarkReserveHot1M(b *testing.B) {
 		if hot1M.err != nil {
 			return
 		}
-		var s *boltstore.Store
-		s, hot1M.err = boltstore.Open(filepath.Join(hot1M.dir, "hot.db"), boltstore.Options{})
+		hot1M.store, hot1M.err = boltstore.Open(filepath.Join(hot1M.dir, "hot.db"), boltstore.Options{})
 		if hot1M.err != nil {
 			return
 		}
-		hot1M.eng = engine.New(s)
+		hot1M.eng = engine.New(hot1M.store)
 		start := time.Now()
 		hot1M.err = seed.Run(context.Background(), hot1M.eng, seed.Plan{Workshops: []string{"hot"}, PerWorkshop: 1_000_000})
 		b.Logf("generated 1M reservations in %v", time.Since(start).Round(time.Second))
@@ -183,8 +183,8 @@ func BenchmarkReserveHot1M(b *testing.B) {
 }
 
 func cleanupHot1M() {
-	if hot1M.eng != nil {
-		hot1M.eng.Store().Close()
+	if hot1M.store != nil {
+		hot1M.store.Close()
 	}
 	if hot1M.dir != "" {
 		os.RemoveAll(hot1M.dir)

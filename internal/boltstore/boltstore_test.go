@@ -16,7 +16,18 @@ import (
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/engine/enginetest"
+	"github.com/reserve/reserve/internal/server"
 )
+
+// payloadOf returns e's payload.
+func payloadOf(tb testing.TB, e engine.Event) []byte {
+	tb.Helper()
+	p, err := e.Payload()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
 
 // mustOpen opens a store on a fresh file in a temporary directory and closes
 // it when the test ends.
@@ -135,7 +146,7 @@ func TestSchemaUpgrade(t *testing.T) {
 	}
 	defer s.Close()
 	out, err := engine.New(s).Reserve(ctx, "alice", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "go-basics", Quantity: 2})
-	if err != nil || out.HTTPStatus != 201 {
+	if err != nil || out.Answer.Status != engine.StatusReserved {
 		t.Fatalf("reserve in the version 1 workshop: %+v %v", out, err)
 	}
 	if err := s.Close(); err != nil {
@@ -197,11 +208,11 @@ func TestSchema2Records(t *testing.T) {
 	ctx := context.Background()
 	eng := engine.New(s)
 	out, err := eng.Reserve(ctx, "alice", key, req)
-	if err != nil || !out.Replayed || out.HTTPStatus != 201 || string(out.Body) != body {
-		t.Fatalf("replay of a version 2 receipt = %+v (body %s), %v; want the stored answer %s", out, out.Body, err, body)
+	if err != nil || !out.Replayed || server.StatusOfAnswer(out.Answer) != 201 || string(out.Answer.JSON()) != body {
+		t.Fatalf("replay of a version 2 receipt = %+v (body %s), %v; want the stored answer %s", out, out.Answer.JSON(), err, body)
 	}
 	evs, err := eng.PendingEvents(ctx, 10)
-	if err != nil || len(evs) != 1 || string(evs[0].Payload) != payload {
+	if err != nil || len(evs) != 1 || string(payloadOf(t, evs[0])) != payload {
 		t.Fatalf("pending events = %+v, %v; want the version 2 payload %s", evs, err, payload)
 	}
 	if err := eng.MarkDelivered(ctx, eventID); err != nil {
@@ -209,8 +220,8 @@ func TestSchema2Records(t *testing.T) {
 	}
 	err = s.View(ctx, func(tx engine.Tx) error {
 		ev, ok, err := tx.Event(eventID)
-		if err != nil || !ok || !ev.Delivered() || string(ev.Payload) != payload {
-			t.Errorf("delivered event = %+v (payload %s), %v, %v", ev, ev.Payload, ok, err)
+		if err != nil || !ok || !ev.Delivered() || string(payloadOf(t, ev)) != payload {
+			t.Errorf("delivered event = %+v (payload %s), %v, %v", ev, payloadOf(t, ev), ok, err)
 		}
 		return nil
 	})
@@ -270,8 +281,8 @@ func TestReopenKeepsEverything(t *testing.T) {
 		t.Fatal("reopening a file says it created it")
 	}
 	again, err := engine.New(s).Reserve(ctx, "alice", key, engine.Request{Workshop: "go-basics", Quantity: 2})
-	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
-		t.Fatalf("replay after reopen = %+v %v, want %s", again, err, first.Body)
+	if err != nil || !again.Replayed || string(again.Answer.JSON()) != string(first.Answer.JSON()) {
+		t.Fatalf("replay after reopen = %+v %v, want %s", again, err, first.Answer.JSON())
 	}
 }
 

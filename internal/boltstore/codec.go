@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -29,34 +28,36 @@ const recordFormat1 = 1
 func isJSON(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
 // recordReceiptStatus is the format byte of a receipt stored with the
-// status of its answer instead of the answer: the engine builds the answer
-// from the status and the receipt's other members (engine.Receipt.BuildBody),
-// and keeping it as JSON stored most of them twice.
+// status of its answer instead of the answer: the answer is built from the
+// status and the receipt's other members (engine.Receipt.AnswerOf), and
+// keeping it as JSON stored most of them twice.
 const recordReceiptStatus = 2
 
-// encodeReceipt lays out a receipt whose body is what the engine builds
-// from its status as:
+// encodeReceipt lays out a receipt whose answer is the one built from its
+// status as:
 //
-//	format=2 | uvarint fp version | 32 bytes fingerprint | uvarint status |
+//	format=2 | uvarint fp version | 32 bytes fingerprint | uvarint code |
 //	varint created (Unix ns) | bytes workshop | uvarint quantity |
 //	bytes reservation id | bytes answer status
 //
-// and any other receipt, with its body kept as it is, in format 1: the same
-// with bytes body in place of the answer status.
+// and any other receipt, with its answer's encoding (the bytes it is
+// replayed as), in format 1: the same with bytes body in place of the
+// answer status. code is the answer's codeOf.
 func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	fp, err := hex.DecodeString(r.Fingerprint)
 	if err != nil || len(fp) != 32 {
 		return nil, fmt.Errorf("fingerprint %q is not 32 hex bytes", r.Fingerprint)
 	}
-	format, tail := byte(recordFormat1), r.Body
-	if status, ok := answerStatus(r); ok {
-		format, tail = recordReceiptStatus, []byte(status)
+	a := r.Answer
+	format, tail := byte(recordReceiptStatus), []byte(a.Status)
+	if a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 {
+		format, tail = recordFormat1, a.JSON()
 	}
 	b := make([]byte, 0, 64+len(r.Request.Workshop)+len(r.ReservationID)+len(tail))
 	b = append(b, format)
 	b = binary.AppendUvarint(b, uint64(r.FingerprintVersion))
 	b = append(b, fp...)
-	b = binary.AppendUvarint(b, uint64(r.HTTPStatus))
+	b = binary.AppendUvarint(b, codeOf(a.Kind, a.Status))
 	b = binary.AppendVarint(b, r.CreatedAt.UnixNano())
 	b = appendBytes(b, []byte(r.Request.Workshop))
 	b = binary.AppendUvarint(b, uint64(r.Request.Quantity))
@@ -64,20 +65,38 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	return appendBytes(b, tail), nil
 }
 
-// answerStatus returns the status of r's answer when r.Body is exactly what
-// the engine builds from that status.
-func answerStatus(r engine.Receipt) (string, bool) {
-	const prefix = `{"status":"`
-	rest, ok := bytes.CutPrefix(r.Body, []byte(prefix))
-	if !ok {
-		return "", false
+// answerCodes are the numbers that receipts and tombstones of every schema
+// version carry for the (kind, status) of their answer: the HTTP status the
+// answer had when they were written, which older versions of reserved read
+// back.
+var answerCodes = []struct {
+	kind, status string
+	code         uint64
+}{
+	{engine.OperationReserve, engine.StatusReserved, 201},
+	{engine.OperationReserve, engine.StatusUnavailable, 409},
+	{engine.OperationCancel, engine.StatusCancelled, 200},
+	{engine.OperationCancel, engine.StatusAlreadyCancelled, 409},
+}
+
+// codeOf returns the code of (kind, status), 0 for one without.
+func codeOf(kind, status string) uint64 {
+	for _, c := range answerCodes {
+		if c.kind == kind && c.status == status {
+			return c.code
+		}
 	}
-	end := bytes.IndexByte(rest, '"')
-	if end < 0 || r.Request.Quantity < 0 {
-		return "", false
+	return 0
+}
+
+// statusOf returns the status of kind whose code is code, "" for none.
+func statusOf(kind string, code uint64) string {
+	for _, c := range answerCodes {
+		if c.kind == kind && c.code == code {
+			return c.status
+		}
 	}
-	status := string(rest[:end])
-	return status, bytes.Equal(r.BuildBody(status), r.Body)
+	return ""
 }
 
 func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
@@ -90,19 +109,51 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	r := engine.Receipt{Actor: actor, OperationKey: opKey}
 	r.FingerprintVersion = int(d.uvarint())
 	r.Fingerprint = hex.EncodeToString(d.fixed(32))
-	r.HTTPStatus = int(d.uvarint())
+	code := d.uvarint()
 	r.CreatedAt = time.Unix(0, d.varint()).UTC()
 	r.Request.Workshop = string(d.bytes())
 	r.Request.Quantity = int(d.uvarint())
 	r.ReservationID = string(d.bytes())
-	r.Body = d.bytes()
+	tail := d.bytes()
 	if err := d.end(); err != nil {
 		return r, err
 	}
 	if format == recordReceiptStatus {
-		r.Body = r.BuildBody(string(r.Body))
+		r.Answer = r.AnswerOf(string(tail))
+	} else {
+		r.Answer = engine.StoredAnswer(r.Kind(), statusOf(r.Kind(), code), tail)
 	}
 	return r, nil
+}
+
+// tombstoneJSON is the layout of a tombstone, JSON in every schema
+// version.
+type tombstoneJSON struct {
+	Actor              string              `json:"actor"`
+	OperationKey       engine.OperationKey `json:"operation"`
+	FingerprintVersion int                 `json:"fingerprint_version"`
+	Fingerprint        string              `json:"fingerprint"`
+	Code               uint64              `json:"http_status"`
+	Status             string              `json:"status"`
+	ReservationID      string              `json:"reservation_id,omitempty"`
+	Workshop           string              `json:"workshop"`
+	Quantity           int                 `json:"quantity"`
+	CreatedAt          time.Time           `json:"created_at"`
+	PurgedAt           time.Time           `json:"purged_at"`
+}
+
+func encodeTombstone(t engine.Tombstone) tombstoneJSON {
+	a := t.Answer
+	return tombstoneJSON{Actor: t.Actor, OperationKey: t.OperationKey, FingerprintVersion: t.FingerprintVersion, Fingerprint: t.Fingerprint,
+		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, Workshop: a.Workshop, Quantity: a.Quantity,
+		CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
+}
+
+func (j tombstoneJSON) tombstone() engine.Tombstone {
+	t := engine.Tombstone{Actor: j.Actor, OperationKey: j.OperationKey, FingerprintVersion: j.FingerprintVersion, Fingerprint: j.Fingerprint,
+		CreatedAt: j.CreatedAt, PurgedAt: j.PurgedAt}
+	t.Answer = engine.Answer{Kind: t.Kind(), Status: j.Status, ReservationID: j.ReservationID, Workshop: j.Workshop, Quantity: j.Quantity}
+	return t
 }
 
 // recordCancelled is the format byte of a cancelled reservation: format 1
@@ -200,14 +251,14 @@ type workshopJSON struct {
 }
 
 // recordEventMembers is the format byte of an outbox event stored as the
-// members its payload is built from (engine.Event.BuildPayload), instead of
-// the payload itself: the payload repeated every member in JSON and made
-// outbox events half of a database's bytes. Receipts (above) and events of
-// format 2 are new in schema version 3.
+// members its payload is built from (engine.Event.Payload), instead of the
+// payload itself: the payload repeated every member in JSON and made outbox
+// events half of a database's bytes. Receipts (above) and events of format
+// 2 are new in schema version 3.
 const recordEventMembers = 2
 
-// encodeEvent lays out an event whose payload is what the engine builds
-// from its members as:
+// encodeEvent lays out an event whose payload is built from its members,
+// and built the same from the members it reads back, as:
 //
 //	format=2 | bytes type | bytes reservation id | bytes owner | bytes actor |
 //	bytes operation key | bytes workshop | uvarint quantity |
@@ -219,16 +270,10 @@ const recordEventMembers = 2
 //	format=1 | bytes type | bytes reservation id | bytes actor |
 //	bytes operation key | varint created (Unix ns) | uvarint delivered? |
 //	[varint delivered (Unix ns)] | bytes payload
-func encodeEvent(e engine.Event) []byte {
-	members := e.Owner != "" && e.Quantity >= 0
-	if members {
-		// Built as decodeEvent will build it: from the time it reads back.
-		stored := e
-		stored.CreatedAt = time.Unix(0, e.CreatedAt.UnixNano()).UTC()
-		built, err := stored.BuildPayload()
-		members = err == nil && bytes.Equal(built, e.Payload)
-	}
-	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.Owner)+len(e.Actor)+len(e.OperationKey)+len(e.Workshop)+len(e.Payload))
+func encodeEvent(e engine.Event) ([]byte, error) {
+	readBack := time.Unix(0, e.CreatedAt.UnixNano()).UTC()
+	members := !e.StoredPayload() && e.Owner != "" && e.Quantity >= 0 && readBack.Equal(e.CreatedAt) && e.CreatedAt.Location() == time.UTC
+	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.Owner)+len(e.Actor)+len(e.OperationKey)+len(e.Workshop))
 	if members {
 		b = append(b, recordEventMembers)
 		b = appendBytes(b, []byte(e.Type))
@@ -239,7 +284,11 @@ func encodeEvent(e engine.Event) []byte {
 		b = appendBytes(b, []byte(e.Workshop))
 		b = binary.AppendUvarint(b, uint64(e.Quantity))
 		b = binary.AppendVarint(b, e.CreatedAt.UnixNano())
-		return appendDelivered(b, e)
+		return appendDelivered(b, e), nil
+	}
+	payload, err := e.Payload()
+	if err != nil {
+		return nil, fmt.Errorf("event %s: %w", e.ID, err)
 	}
 	b = append(b, recordFormat1)
 	b = appendBytes(b, []byte(e.Type))
@@ -248,7 +297,7 @@ func encodeEvent(e engine.Event) []byte {
 	b = appendBytes(b, []byte(e.OperationKey))
 	b = binary.AppendVarint(b, e.CreatedAt.UnixNano())
 	b = appendDelivered(b, e)
-	return appendBytes(b, e.Payload)
+	return appendBytes(b, payload), nil
 }
 
 // appendDelivered appends whether e was delivered and when.
@@ -260,11 +309,26 @@ func appendDelivered(b []byte, e engine.Event) []byte {
 	return binary.AppendUvarint(b, 0)
 }
 
+// eventJSON is the layout of events in schema version 1.
+type eventJSON struct {
+	ID            string              `json:"id"`
+	Type          string              `json:"type"`
+	ReservationID string              `json:"reservation_id"`
+	Actor         string              `json:"actor"`
+	OperationKey  engine.OperationKey `json:"operation"`
+	Payload       []byte              `json:"payload"`
+	CreatedAt     time.Time           `json:"created_at"`
+	DeliveredAt   time.Time           `json:"delivered_at,omitzero"`
+}
+
 func decodeEvent(key, raw []byte) (engine.Event, error) {
 	var e engine.Event
 	if isJSON(raw) {
-		err := json.Unmarshal(raw, &e)
-		return e, err
+		var j eventJSON
+		err := json.Unmarshal(raw, &j)
+		e = engine.Event{ID: j.ID, Type: j.Type, ReservationID: j.ReservationID, Actor: j.Actor, OperationKey: j.OperationKey,
+			CreatedAt: j.CreatedAt, DeliveredAt: j.DeliveredAt}
+		return e.WithStoredPayload(j.Payload), err
 	}
 	d := decoder{b: raw}
 	members := d.formatOf(recordFormat1, recordEventMembers) == recordEventMembers
@@ -296,15 +360,9 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 		d.fail(errors.New("bad delivered flag"))
 	}
 	if !members {
-		e.Payload = d.bytes()
-		return e, d.end()
+		e = e.WithStoredPayload(d.bytes())
 	}
-	if err := d.end(); err != nil {
-		return e, err
-	}
-	var err error
-	e.Payload, err = e.BuildPayload()
-	return e, err
+	return e, d.end()
 }
 
 func appendBytes(b, v []byte) []byte {

@@ -2,49 +2,54 @@ package boltstore
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server"
 )
 
 func sampleReceipt() engine.Receipt {
 	req := engine.Request{Workshop: "go-basics", Quantity: 2}
-	return engine.Receipt{
+	r := engine.Receipt{
 		Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
 		FingerprintVersion: engine.FingerprintVersion, Fingerprint: engine.Fingerprint(req), Request: req,
-		HTTPStatus: 201, ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6d",
-		Body:      []byte(`{"status":"reserved","reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6d","workshop":"go-basics","quantity":2}`),
-		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC),
+		ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6d",
+		CreatedAt:     time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC),
 	}
+	r.Answer = r.AnswerOf(engine.StatusReserved)
+	return r
+}
+
+// withBody returns r answered with body, as a store reads a receipt whose
+// body an earlier version wrote.
+func withBody(r engine.Receipt, status, body string) engine.Receipt {
+	r.Answer = engine.StoredAnswer(r.Kind(), status, []byte(body))
+	return r
 }
 
 func TestReceiptRoundTrip(t *testing.T) {
-	// Receipts whose body is the answer the engine builds are stored with
-	// the answer's status only (format 2), any other body as it is (1).
+	// Receipts whose answer is the one built from their members are stored
+	// with the answer's status only (format 2), any other answer as its
+	// bytes (1).
+	unavailable := sampleReceipt()
+	unavailable.ReservationID = ""
+	unavailable.Answer = unavailable.AnswerOf(engine.StatusUnavailable)
+	unavailable.CreatedAt = time.Unix(0, 0).UTC()
 	for _, tc := range []struct {
 		r      engine.Receipt
 		format byte
 	}{
 		{sampleReceipt(), recordReceiptStatus},
-		{func() engine.Receipt {
-			r := sampleReceipt()
-			r.HTTPStatus, r.ReservationID = 409, ""
-			r.Body = []byte(`{"status":"unavailable","workshop":"go-basics","quantity":2}`)
-			r.CreatedAt = time.Unix(0, 0).UTC()
-			return r
-		}(), recordReceiptStatus},
-		{func() engine.Receipt {
-			r := sampleReceipt()
-			r.Body = []byte(`{"status":"reserved","reservation_id":"someone else's","workshop":"go-basics","quantity":2}`)
-			return r
-		}(), recordFormat1},
-		{func() engine.Receipt {
-			r := sampleReceipt()
-			r.Body = []byte(`{"workshop":"go-basics","status":"reserved"}`)
-			return r
-		}(), recordFormat1},
+		{unavailable, recordReceiptStatus},
+		{withBody(sampleReceipt(), engine.StatusReserved, `{"status":"reserved","reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6d","workshop":"go-basics","quantity":2}`), recordReceiptStatus},
+		{withBody(sampleReceipt(), engine.StatusReserved, `{"status":"reserved","reservation_id":"someone else's","workshop":"go-basics","quantity":2}`), recordFormat1},
+		{withBody(sampleReceipt(), engine.StatusReserved, `{"workshop":"go-basics","status":"reserved"}`), recordFormat1},
+		{withBody(sampleReceipt(), engine.StatusReserved, `{"status":"reserved", "reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6d","workshop":"go-basics","quantity":2}`), recordFormat1},
+		{withBody(sampleReceipt(), "", `not JSON`), recordFormat1},
 	} {
 		encode := func(r engine.Receipt) []byte {
 			raw, err := encodeReceipt(r)
@@ -54,7 +59,7 @@ func TestReceiptRoundTrip(t *testing.T) {
 			return raw
 		}
 		if raw := encode(tc.r); raw[0] != tc.format {
-			t.Errorf("receipt with body %s stored as format %d, want %d", tc.r.Body, raw[0], tc.format)
+			t.Errorf("receipt with answer %s stored as format %d, want %d", tc.r.Answer.JSON(), raw[0], tc.format)
 		}
 		checkRoundTrip(t, receiptKey(tc.r.Actor, tc.r.OperationKey), tc.r, encode, decodeReceipt)
 	}
@@ -65,6 +70,60 @@ func TestReceiptRoundTrip(t *testing.T) {
 	bad.Fingerprint = "xyz"
 	if _, err := encodeReceipt(bad); err == nil {
 		t.Fatal("receipt with a bad fingerprint encoded")
+	}
+}
+
+// TestEarlierReceiptRecords: receipts as every earlier version wrote them
+// (format 1 with the body, format 2 with the status, each with the HTTP
+// status it answered) read back as the answer that replays the same HTTP
+// status and the same bytes, and new receipts store the same HTTP status
+// numbers, so that an earlier version of the same schema reads them too.
+func TestEarlierReceiptRecords(t *testing.T) {
+	cancel := engine.Receipt{Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
+		FingerprintVersion: engine.CancelFingerprintVersion, Fingerprint: engine.CancelFingerprint("0192f0a1b2c3d4e5f60718293a4b5c6d"),
+		Request: engine.Request{Workshop: "go-basics", Quantity: 2}, ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6d",
+		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)}
+	const id = `"reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6d"`
+	for _, tc := range []struct {
+		r      engine.Receipt
+		code   int
+		status string
+		body   string
+	}{
+		{sampleReceipt(), 201, engine.StatusReserved, `{"status":"reserved",` + id + `,"workshop":"go-basics","quantity":2}`},
+		{func() engine.Receipt { r := sampleReceipt(); r.ReservationID = ""; return r }(), 409, engine.StatusUnavailable, `{"status":"unavailable","workshop":"go-basics","quantity":2}`},
+		{cancel, 200, engine.StatusCancelled, `{"status":"cancelled",` + id + `,"workshop":"go-basics","quantity":2}`},
+		{cancel, 409, engine.StatusAlreadyCancelled, `{"status":"already_cancelled",` + id + `,"workshop":"go-basics","quantity":2}`},
+		// Bodies no engine wrote still replay as they are, with their status.
+		{sampleReceipt(), 201, engine.StatusReserved, `{"workshop":"go-basics","status":"reserved"}`},
+		{sampleReceipt(), 409, engine.StatusUnavailable, `{"status":"reserved",` + id + `,"workshop":"go-basics","quantity":2}`},
+	} {
+		fp, _ := hex.DecodeString(tc.r.Fingerprint)
+		head := binary.AppendUvarint([]byte{0}, uint64(tc.r.FingerprintVersion))
+		head = binary.AppendUvarint(append(head, fp...), uint64(tc.code))
+		head = appendBytes(binary.AppendVarint(head, tc.r.CreatedAt.UnixNano()), []byte(tc.r.Request.Workshop))
+		head = appendBytes(binary.AppendUvarint(head, uint64(tc.r.Request.Quantity)), []byte(tc.r.ReservationID))
+		// A body that is the answer built from the receipt is stored
+		// again as format 2, any other as it is.
+		records := [][]byte{appendBytes(bytes.Clone(head), []byte(tc.body))}
+		records[0][0] = recordFormat1
+		want := records[0]
+		if string(tc.r.AnswerOf(tc.status).JSON()) == tc.body {
+			want = appendBytes(bytes.Clone(head), []byte(tc.status))
+			want[0] = recordReceiptStatus
+			records = append(records, want)
+		}
+		for _, raw := range records {
+			format := raw[0]
+			got, err := decodeReceipt(receiptKey(tc.r.Actor, tc.r.OperationKey), raw)
+			if err != nil || server.StatusOfAnswer(got.Answer) != tc.code || string(got.Answer.JSON()) != tc.body {
+				t.Fatalf("format %d receipt %d %s read back as %d %s, %v", format, tc.code, tc.body, server.StatusOfAnswer(got.Answer), got.Answer.JSON(), err)
+			}
+			again, err := encodeReceipt(got)
+			if err != nil || !bytes.Equal(again, want) {
+				t.Fatalf("format %d receipt %d %s stored again as %x, %v; want %x", format, tc.code, tc.body, again, err, want)
+			}
+		}
 	}
 }
 
@@ -82,8 +141,7 @@ func FuzzDecodeReceipt(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(raw) // Format 2: the answer's status.
-	own := sampleReceipt()
-	own.Body = []byte(`{"status":"reserved"}`)
+	own := withBody(sampleReceipt(), engine.StatusReserved, `{"status":"reserved"}`)
 	if raw, err = encodeReceipt(own); err != nil || raw[0] != recordFormat1 {
 		f.Fatalf("format %d, %v", raw[0], err)
 	}
@@ -143,13 +201,22 @@ func TestWorkshopRoundTrip(t *testing.T) {
 	}
 }
 
+// mustEncodeEvent is encodeEvent for events that encode.
+func mustEncodeEvent(e engine.Event) []byte {
+	raw, err := encodeEvent(e)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
 func TestEventRoundTrip(t *testing.T) {
 	e := engine.Event{ID: "0192f0a1b2c3d4e5f60718293a4b5c6d", Type: engine.EventReserved, ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6e",
-		Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479", Payload: []byte(`{"id":"x"}`),
-		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}
-	checkRoundTrip(t, []byte(e.ID), e, encodeEvent, decodeEvent)
+		Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
+		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}.WithStoredPayload([]byte(`{"id":"x"}`))
+	checkRoundTrip(t, []byte(e.ID), e, mustEncodeEvent, decodeEvent)
 	e.DeliveredAt = e.CreatedAt.Add(time.Second)
-	checkRoundTrip(t, []byte(e.ID), e, encodeEvent, decodeEvent)
+	checkRoundTrip(t, []byte(e.ID), e, mustEncodeEvent, decodeEvent)
 	// An event written as JSON before the binary layout still reads (the
 	// record as the earlier version wrote it, payload in base64).
 	old := []byte(`{"id":"0192f0a1b2c3d4e5f60718293a4b5c6d","type":"reservation.confirmed","reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6e",` +
@@ -161,6 +228,16 @@ func TestEventRoundTrip(t *testing.T) {
 	}
 }
 
+// payloadOf returns e's payload.
+func payloadOf(tb testing.TB, e engine.Event) []byte {
+	tb.Helper()
+	p, err := e.Payload()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
 // TestEventMembersRecord: an event as the engine makes it, whose payload is
 // built from its members, is stored as the members alone (format 2) and
 // read back with the same payload; an event whose payload is anything else
@@ -169,46 +246,35 @@ func TestEventMembersRecord(t *testing.T) {
 	e := engine.Event{ID: "0192f0a1b2c3d4e5f60718293a4b5c6d", Type: engine.EventCancelled, ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6e",
 		Owner: "unix-bob", Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479", Workshop: "go-basics", Quantity: 2,
 		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}
-	var err error
-	if e.Payload, err = e.BuildPayload(); err != nil {
-		t.Fatal(err)
-	}
 	for _, delivered := range []time.Time{{}, e.CreatedAt.Add(time.Second)} {
 		e.DeliveredAt = delivered
-		raw := encodeEvent(e)
+		raw := mustEncodeEvent(e)
 		if raw[0] != recordEventMembers || bytes.Contains(raw, []byte(`"owner"`)) {
 			t.Fatalf("engine-built event stored as format %d, %d bytes; want format 2 without the payload", raw[0], len(raw))
 		}
-		checkRoundTrip(t, []byte(e.ID), e, encodeEvent, decodeEvent)
+		checkRoundTrip(t, []byte(e.ID), e, mustEncodeEvent, decodeEvent)
 	}
-	tampered := e
-	tampered.Payload = append([]byte(nil), e.Payload...)
-	tampered.Payload[len(tampered.Payload)-2] = 'X' // Not what the members build.
+	tampered := payloadOf(t, e)
+	tampered[len(tampered)-2] = 'X' // Not what the members build.
 	// Payloads built from a time that does not read back as it is (another
 	// zone, the zero time beyond int64 nanoseconds) would change when built
 	// again from the stored time.
 	inCET, zero := e, e
 	inCET.CreatedAt = e.CreatedAt.In(time.FixedZone("CET", 3600))
 	zero.CreatedAt = time.Time{}
-	for name, other := range map[string]engine.Event{"tampered": tampered, "CET": inCET, "zero time": zero} {
-		if other.Payload == nil || name != "tampered" {
-			if other.Payload, err = other.BuildPayload(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		raw := encodeEvent(other)
-		if raw[0] != recordFormat1 || !bytes.Contains(raw, other.Payload) {
+	for name, other := range map[string]engine.Event{"tampered": e.WithStoredPayload(tampered), "CET": inCET, "zero time": zero} {
+		want := payloadOf(t, other)
+		raw := mustEncodeEvent(other)
+		if raw[0] != recordFormat1 || !bytes.Contains(raw, want) {
 			t.Fatalf("%s: event stored as format %d without its payload", name, raw[0])
 		}
 		got, err := decodeEvent([]byte(other.ID), raw)
-		if err != nil || !bytes.Equal(got.Payload, other.Payload) {
-			t.Fatalf("%s: payload read back as %s, %v; want %s", name, got.Payload, err, other.Payload)
+		if err != nil || !bytes.Equal(payloadOf(t, got), want) {
+			t.Fatalf("%s: payload read back as %s, %v; want %s", name, payloadOf(t, got), err, want)
 		}
 	}
 	// A members record that could not have been written is refused.
-	noOwner := e
-	noOwner.Owner = ""
-	raw := encodeEvent(e)
+	raw := mustEncodeEvent(e)
 	if _, err := decodeEvent([]byte(e.ID), bytes.Replace(raw, []byte("\x08unix-bob"), []byte("\x00"), 1)); err == nil {
 		t.Fatal("members record without an owner decoded")
 	}
@@ -222,20 +288,19 @@ func inNanos(t time.Time) bool { return time.Unix(0, t.UnixNano()).Equal(t) }
 func FuzzDecodeEvent(f *testing.F) {
 	e := engine.Event{ID: "e", Type: engine.EventReserved, ReservationID: "r", Owner: "o", Actor: "a", OperationKey: "k",
 		Workshop: "w", Quantity: 1, CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}
-	var err error
-	if e.Payload, err = e.BuildPayload(); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(encodeEvent(e)) // Format 2: the members.
-	e.Payload = []byte(`{"id":"e"}`)
-	f.Add(encodeEvent(e)) // Format 1: the payload as it is.
+	f.Add(mustEncodeEvent(e))                                         // Format 2: the members.
+	f.Add(mustEncodeEvent(e.WithStoredPayload([]byte(`{"id":"e"}`)))) // Format 1: the payload as it is.
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ev, err := decodeEvent([]byte("e"), raw)
 		if err != nil || !inNanos(ev.CreatedAt) || !inNanos(ev.DeliveredAt) && ev.Delivered() {
 			return // Binary records keep Unix nanoseconds; only an old JSON record can hold other times.
 		}
-		again, err := decodeEvent([]byte("e"), encodeEvent(ev))
-		if err != nil || !bytes.Equal(again.Payload, ev.Payload) || again.Type != ev.Type || again.ReservationID != ev.ReservationID ||
+		want, err := ev.Payload()
+		if err != nil {
+			return
+		}
+		again, err := decodeEvent([]byte("e"), mustEncodeEvent(ev))
+		if err != nil || !bytes.Equal(payloadOf(t, again), want) || again.Type != ev.Type || again.ReservationID != ev.ReservationID ||
 			again.Actor != ev.Actor || again.OperationKey != ev.OperationKey || !again.CreatedAt.Equal(ev.CreatedAt) || !again.DeliveredAt.Equal(ev.DeliveredAt) {
 			t.Fatalf("re-encoding changed the event: %+v vs %+v (%v)", ev, again, err)
 		}

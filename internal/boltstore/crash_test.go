@@ -76,8 +76,8 @@ func crashChild(path string) error {
 					errs <- err
 					return
 				}
-				if outc.HTTPStatus == 201 && !outc.Replayed {
-					report(fmt.Sprintf("%s %s %s", outc.ReservationID, actor, key))
+				if outc.Answer.Status == engine.StatusReserved && !outc.Replayed {
+					report(fmt.Sprintf("%s %s %s", outc.Answer.ReservationID, actor, key))
 				}
 			}
 		}()

@@ -72,7 +72,7 @@ func TestReplayDoesNotWaitForWriter(t *testing.T) {
 		again, err = eng.Reserve(ctx, "alice", key, req)
 	}()
 	within(t, done, "a replay")
-	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
+	if err != nil || !again.Replayed || string(again.Answer.JSON()) != string(first.Answer.JSON()) {
 		t.Fatalf("replay under a held writer = %+v, %v", again, err)
 	}
 }
@@ -118,7 +118,7 @@ func commitSizes(t *testing.T, opts boltstore.Options, n int) []int {
 			// Each reservation is queued once its lookup of the receipt has
 			// found none; the hook signals that moment.
 			out, err := engine.New(&signalOnUpdate{Store: s, once: queued.Done}).Reserve(ctx, "alice", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "go-basics", Quantity: 1})
-			if err != nil || out.HTTPStatus != 201 {
+			if err != nil || out.Answer.Status != engine.StatusReserved {
 				t.Errorf("reserve: %+v, %v", out, err)
 			}
 		})

@@ -209,17 +209,17 @@ func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
 }
 
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
-	var r engine.Tombstone
+	var r tombstoneJSON
 	ok, err := t.get(bucketTombstones, receiptKey(actor, key), &r)
-	return r, ok, err
+	return r.tombstone(), ok, err
 }
 
 func (t *tx) PutTombstone(r engine.Tombstone) error {
-	return t.put(bucketTombstones, receiptKey(r.Actor, r.OperationKey), r)
+	return t.put(bucketTombstones, receiptKey(r.Actor, r.OperationKey), encodeTombstone(r))
 }
 
 func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
-	return forEach(t, bucketTombstones, fn)
+	return forEach(t, bucketTombstones, func(r tombstoneJSON) error { return fn(r.tombstone()) })
 }
 
 // AddEvent stores the event and, while it is undelivered, its id in the
@@ -228,7 +228,11 @@ func (t *tx) AddEvent(e engine.Event) error {
 	if t.b.Bucket(bucketEvents).Get([]byte(e.ID)) != nil {
 		return fmt.Errorf("event %s exists", e.ID)
 	}
-	if err := t.putRaw(bucketEvents, []byte(e.ID), encodeEvent(e)); err != nil {
+	raw, err := encodeEvent(e)
+	if err != nil {
+		return err
+	}
+	if err := t.putRaw(bucketEvents, []byte(e.ID), raw); err != nil {
 		return err
 	}
 	if e.Delivered() {
@@ -246,7 +250,11 @@ func (t *tx) MarkEventDelivered(id string, at time.Time) error {
 		return fmt.Errorf("no event %s", id)
 	}
 	e.DeliveredAt = at
-	if err := t.putRaw(bucketEvents, []byte(id), encodeEvent(e)); err != nil {
+	raw, err := encodeEvent(e)
+	if err != nil {
+		return err
+	}
+	if err := t.putRaw(bucketEvents, []byte(id), raw); err != nil {
 		return err
 	}
 	if err := t.bucket(bucketPending).Delete([]byte(id)); err != nil {

@@ -124,7 +124,7 @@ func (d *daemon) reserved(t *testing.T, id string) int {
 
 // receipt returns the daemon's stored answer for an operation key of the
 // test's own actor.
-func (d *daemon) receipt(t *testing.T, key string) engine.OperationView {
+func (d *daemon) receipt(t *testing.T, key string) api.OperationView {
 	t.Helper()
 	v, err := d.socket.Operation(d.ctx(t), engine.OperationKey(key))
 	if err != nil {

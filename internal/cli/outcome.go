@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,8 +66,8 @@ func classify(key engine.OperationKey, req engine.Request, status int, body []by
 		o.kind, o.why = kindUnknown, describe(err, status, timeout)
 		return o
 	}
-	a, ok := decodeAnswer(body)
-	matches := ok && a.Workshop == req.Workshop && a.Quantity == req.Quantity
+	a, err := engine.DecodeAnswer(engine.OperationReserve, body)
+	matches := err == nil && a.Workshop == req.Workshop && a.Quantity == req.Quantity
 	switch {
 	case matches && status == http.StatusCreated && a.Status == engine.StatusReserved && engine.IsReservationID(a.ReservationID):
 		o.kind, o.answer = kindReserved, a
@@ -91,8 +90,8 @@ func classifyCancel(key engine.OperationKey, id string, status int, body []byte,
 	if err != nil {
 		return o
 	}
-	a, ok := decodeAnswer(body)
-	matches := ok && a.ReservationID == id && engine.ValidateWorkshopID(a.Workshop) == nil && a.Quantity > 0
+	a, derr := engine.DecodeAnswer(engine.OperationCancel, body)
+	matches := derr == nil && a.ReservationID == id && engine.ValidateWorkshopID(a.Workshop) == nil && a.Quantity > 0
 	o.kind, o.answer = kindUnknown, engine.Answer{}
 	switch {
 	case matches && status == http.StatusOK && a.Status == engine.StatusCancelled:
@@ -119,18 +118,6 @@ func classifyIntent(in *intent.Intent, status int, body []byte, replayed bool, e
 		return outcome{}, perr
 	}
 	return classify(in.Key, req, status, body, replayed, err, timeout), nil
-}
-
-// decodeAnswer decodes a reservation answer strictly: one JSON object of
-// engine.Answer's members and nothing else.
-func decodeAnswer(body []byte) (engine.Answer, bool) {
-	var a engine.Answer
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil || dec.More() {
-		return engine.Answer{}, false
-	}
-	return a, true
 }
 
 // describe says why err left an outcome unknown, in words for people.
@@ -319,7 +306,7 @@ func settledOutcome(in *intent.Intent) outcome {
 	switch rec.Status {
 	case intent.StatusReserved, intent.StatusUnavailable, intent.StatusCancelled, intent.StatusAlreadyCancelled:
 		o.kind = rec.Status
-		o.answer, _ = decodeAnswer(rec.Body)
+		o.answer, _ = engine.DecodeAnswer(in.Kind, rec.Body)
 	default:
 		o.kind = kindRejected
 		o.problem = problemOf(rec.Body)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 )
@@ -40,10 +41,10 @@ type statusJSON struct {
 	Intent    *intent.Intent `json:"intent"`
 	// Outcome is none (no intent), reserved, unavailable, rejected or
 	// unknown (open).
-	Outcome    string                `json:"outcome"`
-	Receipt    *engine.OperationView `json:"receipt,omitempty"`
-	Server     string                `json:"server_says,omitempty"`
-	SettledNow bool                  `json:"settled_now"`
+	Outcome    string             `json:"outcome"`
+	Receipt    *api.OperationView `json:"receipt,omitempty"`
+	Server     string             `json:"server_says,omitempty"`
+	SettledNow bool               `json:"settled_now"`
 }
 
 // status reports the intent and settles an open one from its receipt.
@@ -98,7 +99,7 @@ func (g *globals) status(ctx context.Context) error {
 // askReceipt asks reserved for the receipt of in and settles an open in from
 // it. It returns what the server said, in words, and the receipt if found.
 // Only a refused identity check of an open intent is returned as an error.
-func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *engine.OperationView, error) {
+func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, error) {
 	if in.Attempts == 0 {
 		return "nothing was sent yet: run 'reservectl reserve --retry' to send it", nil, nil
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/api"
-	"github.com/reserve/reserve/internal/engine"
 )
 
 // Backup streams the daemon's consistent snapshot (admin only) into w and
@@ -85,7 +84,7 @@ func (c *Client) Operations(ctx context.Context, q OperationsQuery) (api.Operati
 	var page api.OperationPage
 	_, err := c.call(ctx, http.MethodGet, path, nil, nil, &page, http.StatusOK)
 	if page.Operations == nil {
-		page.Operations = []engine.OperationRecord{}
+		page.Operations = []api.OperationRecord{}
 	}
 	return page, err
 }

@@ -338,8 +338,8 @@ func authoritative(resp *http.Response, data []byte, want ...int) (status int, b
 }
 
 // Operation returns the caller's receipt for key.
-func (c *Client) Operation(ctx context.Context, key engine.OperationKey) (engine.OperationView, error) {
-	var v engine.OperationView
+func (c *Client) Operation(ctx context.Context, key engine.OperationKey) (api.OperationView, error) {
+	var v api.OperationView
 	_, err := c.call(ctx, http.MethodGet, api.OperationPath(key), nil, nil, &v, http.StatusOK)
 	return v, err
 }

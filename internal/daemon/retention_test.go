@@ -128,10 +128,10 @@ func TestRetentionTombstonesEndToEnd(t *testing.T) {
 	if reservations != 2 {
 		t.Errorf("%d reservations stored, want 2 (no second effect of a late retry)", reservations)
 	}
-	if ts := tombstones[key]; ts.Actor != me.Actor || ts.Status != engine.StatusReserved || ts.ReservationID != kept || ts.Quantity != 2 || ts.PurgedAt.Before(ts.CreatedAt) {
+	if ts := tombstones[key]; ts.Actor != me.Actor || ts.Answer.Status != engine.StatusReserved || ts.Answer.ReservationID != kept || ts.Answer.Quantity != 2 || ts.PurgedAt.Before(ts.CreatedAt) {
 		t.Errorf("tombstone of the reservation key: %+v", ts)
 	}
-	if ts := tombstones[ckey]; ts.Status != engine.StatusCancelled || ts.ReservationID != other {
+	if ts := tombstones[ckey]; ts.Answer.Status != engine.StatusCancelled || ts.Answer.ReservationID != other {
 		t.Errorf("tombstone of the cancel key: %+v", ts)
 	}
 	if receipts != 0 || len(tombstones) != 3 {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/faults"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
 )
@@ -203,7 +204,13 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 			committerNice = nice
 		}
 	}
-	eng := engine.New(store)
+	var engStore engine.Store = store
+	var injector *faults.Injector
+	if o.faultInjection {
+		injector = faults.New(logger)
+		engStore = injector.Store(store)
+	}
+	eng := engine.New(engStore)
 	if store.Created() && !o.noDemo {
 		spec := engine.WorkshopSpec{Capacity: demoCapacity, MaxQuantity: demoMaxQuantity, Title: demoTitle}
 		if _, _, err := eng.PutWorkshop(ctx, DemoWorkshop, spec, nil); err != nil {
@@ -238,16 +245,24 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if tcpAddr != "" {
 		loginBase = server.BaseURL(tcpAddr)
 	}
-	srv := server.New(server.Config{
+	cfg := server.Config{
 		Engine:            eng,
 		Logger:            logger,
 		Metrics:           metrics,
 		DaemonUID:         os.Getuid(),
 		AllowedHosts:      o.allowedHosts,
-		FaultInjection:    o.faultInjection,
 		ReadHeaderTimeout: o.headerTimeout,
 		LoginBaseURL:      loginBase,
-	})
+	}
+	if injector != nil {
+		cfg.Faults = injector
+	}
+	if b, ok := store.(interface {
+		Backup(context.Context, func(int64), io.Writer) (int64, error)
+	}); ok {
+		cfg.Backup = b.Backup
+	}
+	srv := server.New(cfg)
 	stopLifecycle, err := o.lifecycle.start(ctx, eng, metrics, logger)
 	if err != nil {
 		return err

@@ -19,9 +19,9 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/daemon"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/faults"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/paths/pathstest"
-	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -81,7 +81,7 @@ func TestServeStopRestart(t *testing.T) {
 	}()
 	waitReceipt(t, p.tcpClient(token), heldKey)
 	servertest.Eventually(t, startTimeout, "answer held", func() bool {
-		return p.logs.Find(server.HoldingMessage, "operation", string(heldKey)) != nil
+		return p.logs.Find(faults.HoldingMessage, "operation", string(heldKey)) != nil
 	})
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)

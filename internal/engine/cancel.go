@@ -6,12 +6,6 @@ import (
 	"time"
 )
 
-// The HTTP status codes of the two authoritative answers to a cancellation.
-const (
-	StatusCodeCancelled        = 200
-	StatusCodeAlreadyCancelled = 409
-)
-
 // Cancel is the idempotent cancellation of reservation id by who (its owner
 // or an admin) under operation key: for (who.Actor, key) it either replays
 // the stored answer (same reservation), refuses with CodeOperationConflict
@@ -19,8 +13,8 @@ const (
 // or decides once, in one transaction: a reservation that is not visible to
 // who is CodeUnknownReservation and stores nothing; an active one is marked
 // cancelled, its places go back to the workshop's counter, a cancellation
-// event enters the outbox and the receipt 200 "cancelled" is stored; one
-// cancelled before is answered with a stored 409 "already_cancelled".
+// event enters the outbox and the answer "cancelled" is stored; one
+// cancelled before is answered with a stored "already_cancelled".
 func (e *Engine) Cancel(ctx context.Context, who Principal, key OperationKey, id string) (Outcome, error) {
 	if err := ValidateActor(who.Actor); err != nil {
 		return Outcome{}, Errorf(CodeUnauthenticated, "%v", err)
@@ -32,8 +26,8 @@ func (e *Engine) Cancel(ctx context.Context, who Principal, key OperationKey, id
 		return Outcome{}, unknownReservation(who, id)
 	}
 	p := payload{kind: OperationCancel, reservationID: id}
-	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error) {
-		return decideCancel(tx, who, key, p, now, e.newID(now), failReceipt)
+	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, now time.Time) (Outcome, error, error) {
+		return decideCancel(tx, who, key, p, now, e.newID(now))
 	})
 	if err != nil && Undecided(ErrorCode(err)) {
 		err = fmt.Errorf("cancel %s: %w", id, err)
@@ -47,7 +41,7 @@ func unknownReservation(who Principal, id string) error {
 
 // decideCancel is the one cancellation decision, run inside a write
 // transaction, with the same results as decide.
-func decideCancel(tx Tx, who Principal, key OperationKey, p payload, now time.Time, eventID string, failReceipt func() bool) (out Outcome, decision, err error) {
+func decideCancel(tx Tx, who Principal, key OperationKey, p payload, now time.Time, eventID string) (out Outcome, decision, err error) {
 	out, decision, found, err := lookUp(tx, who.Actor, key, p)
 	if err != nil || found {
 		return out, decision, err
@@ -67,7 +61,6 @@ func decideCancel(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 		CreatedAt: now, ReservationID: id,
 	}
 	status := StatusAlreadyCancelled
-	rec.HTTPStatus = StatusCodeAlreadyCancelled
 	if !res.Cancelled() {
 		w, ok, err := tx.Workshop(res.Workshop)
 		if err != nil {
@@ -87,8 +80,8 @@ func decideCancel(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 		if err := addEvent(tx, eventID, EventCancelled, res, who.Actor, key, now); err != nil {
 			return Outcome{}, nil, err
 		}
-		status, rec.HTTPStatus = StatusCancelled, StatusCodeCancelled
+		status = StatusCancelled
 	}
-	out, err = storeReceipt(tx, rec, status, failReceipt)
+	out, err = storeReceipt(tx, rec, status)
 	return out, nil, err
 }

@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
@@ -31,14 +29,11 @@ const (
 // answerRef is what Check needs of a receipt or of the tombstone that
 // replaced it.
 type answerRef struct {
-	what          string // "receipt" or "tombstone", for messages.
-	actor         string
-	key           OperationKey
-	kind          string
-	httpStatus    int
-	reservationID string
-	workshop      string
-	quantity      int
+	what   string // "receipt" or "tombstone", for messages.
+	actor  string
+	key    OperationKey
+	kind   string
+	answer Answer
 }
 
 // resInfo is what Check keeps of a reservation while it reads the rest.
@@ -52,8 +47,8 @@ type resInfo struct {
 
 // Check reads the whole store in one consistent snapshot and reports every
 // broken invariant: a workshop counter that differs from the sum of its
-// active (not cancelled) reservations, reserved above capacity, a stored 201
-// answer without its reservation (same actor, key, workshop and quantity), a
+// active (not cancelled) reservations, reserved above capacity, a stored
+// "reserved" answer without its reservation (same actor, key, workshop and quantity), a
 // reservation without exactly one answer that names it, a cancelled
 // reservation without exactly one cancellation answer (receipt or tombstone)
 // by the actor and key that cancelled it, a cancellation answer that does not
@@ -95,15 +90,13 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 		checkRef := func(a answerRef) { checkAnswerRef(a, reservations, add) }
 		if err := tx.ForEachReceipt(func(rec Receipt) error {
 			checkReceiptAnswer(rec, add)
-			checkRef(answerRef{what: "receipt", actor: rec.Actor, key: rec.OperationKey, kind: rec.Kind(), httpStatus: rec.HTTPStatus,
-				reservationID: rec.ReservationID, workshop: rec.Request.Workshop, quantity: rec.Request.Quantity})
+			checkRef(answerRef{what: "receipt", actor: rec.Actor, key: rec.OperationKey, kind: rec.Kind(), answer: rec.AnswerOf(rec.Answer.Status)})
 			return nil
 		}); err != nil {
 			return err
 		}
 		if err := tx.ForEachTombstone(func(t Tombstone) error {
-			checkRef(answerRef{what: "tombstone", actor: t.Actor, key: t.OperationKey, kind: t.Kind(), httpStatus: t.HTTPStatus,
-				reservationID: t.ReservationID, workshop: t.Workshop, quantity: t.Quantity})
+			checkRef(answerRef{what: "tombstone", actor: t.Actor, key: t.OperationKey, kind: t.Kind(), answer: t.Answer})
 			return nil
 		}); err != nil {
 			return err
@@ -152,29 +145,31 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 // checkAnswerRef matches a receipt or tombstone with the reservation it
 // names and counts it there.
 func checkAnswerRef(a answerRef, reservations map[string]*resInfo, add func(kind, format string, args ...any)) {
+	id := a.answer.ReservationID
 	switch {
-	case a.kind == OperationReserve && a.httpStatus == StatusCodeReserved:
-		r, ok := reservations[a.reservationID]
+	case a.kind == OperationReserve && a.answer.Status == StatusReserved:
+		r, ok := reservations[id]
 		if !ok {
-			add(FindingOrphanReceipt, "%s %s of %s answers 201 with reservation %s, which does not exist", a.what, a.key, a.actor, a.reservationID)
+			add(FindingOrphanReceipt, "%s %s of %s answers %s with reservation %s, which does not exist", a.what, a.key, a.actor, StatusReserved, id)
 			return
 		}
-		if r.Actor != a.actor || r.OperationKey != a.key || r.Workshop != a.workshop || r.Quantity != a.quantity {
+		if r.Actor != a.actor || r.OperationKey != a.key || r.Workshop != a.answer.Workshop || r.Quantity != a.answer.Quantity {
 			add(FindingOrphanReceipt, "%s %s of %s names reservation %s, which belongs to %s/%s (%s × %d), not to this %s (%s × %d)",
-				a.what, a.key, a.actor, a.reservationID, r.Actor, r.OperationKey, r.Workshop, r.Quantity, a.what, a.workshop, a.quantity)
+				a.what, a.key, a.actor, id, r.Actor, r.OperationKey, r.Workshop, r.Quantity, a.what, a.answer.Workshop, a.answer.Quantity)
 			return
 		}
 		r.receipts++
 	case a.kind == OperationCancel:
-		r, ok := reservations[a.reservationID]
+		r, ok := reservations[id]
+		cancelled := a.answer.Status == StatusCancelled
 		switch {
 		case !ok:
-			add(FindingOrphanReceipt, "%s %s of %s answers a cancellation of reservation %s, which does not exist", a.what, a.key, a.actor, a.reservationID)
+			add(FindingOrphanReceipt, "%s %s of %s answers a cancellation of reservation %s, which does not exist", a.what, a.key, a.actor, id)
 		case !r.Cancelled():
-			add(FindingOrphanReceipt, "%s %s of %s answers %d to a cancellation of reservation %s, which is not cancelled", a.what, a.key, a.actor, a.httpStatus, a.reservationID)
-		case a.httpStatus == StatusCodeCancelled && (r.CancelledBy != a.actor || r.CancelOperation != a.key):
-			add(FindingOrphanReceipt, "%s %s of %s says it cancelled reservation %s, which %s cancelled with key %s", a.what, a.key, a.actor, a.reservationID, r.CancelledBy, r.CancelOperation)
-		case a.httpStatus == StatusCodeCancelled:
+			add(FindingOrphanReceipt, "%s %s of %s answers %q to a cancellation of reservation %s, which is not cancelled", a.what, a.key, a.actor, a.answer.Status, id)
+		case cancelled && (r.CancelledBy != a.actor || r.CancelOperation != a.key):
+			add(FindingOrphanReceipt, "%s %s of %s says it cancelled reservation %s, which %s cancelled with key %s", a.what, a.key, a.actor, id, r.CancelledBy, r.CancelOperation)
+		case cancelled:
 			r.cancelReceipts++
 		}
 	}
@@ -199,41 +194,23 @@ func checkEvent(ev Event, reservations map[string]*resInfo, add func(kind, forma
 	}
 }
 
-// checkReceiptAnswer reports a receipt whose stored body is not the answer
-// the engine gives for its own request and status.
+// checkReceiptAnswer reports a receipt whose stored answer is not the
+// answer the engine gives for its own request and status.
 func checkReceiptAnswer(rec Receipt, add func(kind, format string, args ...any)) {
-	a, decoded := decodeStoredAnswer(rec.Body)
-	want := Answer{Workshop: rec.Request.Workshop, Quantity: rec.Request.Quantity, ReservationID: rec.ReservationID}
-	p := payload{kind: rec.Kind(), req: rec.Request, reservationID: rec.ReservationID}
-	okStatus := false
-	switch {
-	case p.kind == OperationReserve && rec.HTTPStatus == StatusCodeReserved:
-		want.Status, okStatus = StatusReserved, true
-	case p.kind == OperationReserve && rec.HTTPStatus == StatusCodeUnavailable:
-		want.Status, okStatus = StatusUnavailable, rec.ReservationID == ""
-	case p.kind == OperationCancel && rec.HTTPStatus == StatusCodeCancelled:
-		want.Status, okStatus = StatusCancelled, true
-	case p.kind == OperationCancel && rec.HTTPStatus == StatusCodeAlreadyCancelled:
-		want.Status, okStatus = StatusAlreadyCancelled, true
+	kind, status := rec.Kind(), rec.Answer.Status
+	want := rec.AnswerOf(status)
+	stored, err := rec.Answer, error(nil)
+	if stored.Verbatim() {
+		stored, err = DecodeAnswer(kind, []byte(stored.verbatim))
 	}
+	p := payload{kind: kind, req: rec.Request, reservationID: rec.ReservationID}
 	same, fpErr := p.matches(rec.FingerprintVersion, rec.Fingerprint)
 	switch {
-	case !okStatus:
-		add(FindingMalformedReceipt, "receipt %s of %s (%s) has status %d", rec.OperationKey, rec.Actor, p.kind, rec.HTTPStatus)
-	case !decoded || a != want:
-		add(FindingMalformedReceipt, "receipt %s of %s stores a body that does not match its request: %q", rec.OperationKey, rec.Actor, truncate(string(rec.Body), 200))
+	case checkStatus(kind, status) != nil || (status == StatusUnavailable && rec.ReservationID != ""):
+		add(FindingMalformedReceipt, "receipt %s of %s (%s) has status %q", rec.OperationKey, rec.Actor, kind, status)
+	case err != nil || stored != want:
+		add(FindingMalformedReceipt, "receipt %s of %s stores an answer that does not match its request: %q", rec.OperationKey, rec.Actor, truncate(string(rec.Answer.JSON()), 200))
 	case fpErr != nil || !same:
 		add(FindingMalformedReceipt, "receipt %s of %s has a fingerprint that does not match its request", rec.OperationKey, rec.Actor)
 	}
-}
-
-// decodeStoredAnswer decodes a stored answer body strictly.
-func decodeStoredAnswer(body []byte) (Answer, bool) {
-	var a Answer
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil || dec.More() {
-		return Answer{}, false
-	}
-	return a, true
 }

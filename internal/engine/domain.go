@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 )
@@ -78,68 +77,34 @@ type Reservation struct {
 // Cancelled reports whether the reservation has been cancelled.
 func (r Reservation) Cancelled() bool { return !r.CancelledAt.IsZero() }
 
-// Receipt is the stored, authoritative answer to one (actor, operation key):
-// the status and the exact body bytes the first request got, which every
-// repeat gets again. FingerprintVersion also says what kind of operation the
-// key was used for (see Receipt.Kind). ReservationID is set for a 201 and
-// for every cancellation receipt, whose Request holds the workshop and
-// quantity of the reservation it cancelled.
+// Receipt is the stored, authoritative answer to one (actor, operation key),
+// which every repeat gets again. FingerprintVersion also says what kind of
+// operation the key was used for (see Receipt.Kind). Request and
+// ReservationID are what the key was used for: the workshop and quantity of
+// a reservation request and, for a reservation made or a cancellation, the
+// reservation (a cancellation's Request holds the workshop and quantity of
+// the reservation it cancelled).
 type Receipt struct {
-	Actor              string       `json:"actor"`
-	OperationKey       OperationKey `json:"operation"`
-	FingerprintVersion int          `json:"fingerprint_version"`
-	Fingerprint        string       `json:"fingerprint"`
-	Request            Request      `json:"request"`
-	HTTPStatus         int          `json:"http_status"`
-	Body               []byte       `json:"body"`
-	ReservationID      string       `json:"reservation_id,omitempty"`
-	CreatedAt          time.Time    `json:"created_at"`
+	Actor              string
+	OperationKey       OperationKey
+	FingerprintVersion int
+	Fingerprint        string
+	Request            Request
+	ReservationID      string
+	Answer             Answer
+	CreatedAt          time.Time
 }
 
-// Outcome statuses stored in reservation and cancellation answers.
-const (
-	StatusReserved         = "reserved"
-	StatusUnavailable      = "unavailable"
-	StatusCancelled        = "cancelled"
-	StatusAlreadyCancelled = "already_cancelled"
-)
-
-// Answer is the JSON body of an authoritative reservation answer, exactly as
-// the engine stores it in the receipt:
-//
-//	201 {"status":"reserved","reservation_id":"…","workshop":"…","quantity":N}
-//	409 {"status":"unavailable","workshop":"…","quantity":N}
-//
-// and of a cancellation:
-//
-//	200 {"status":"cancelled","reservation_id":"…","workshop":"…","quantity":N}
-//	409 {"status":"already_cancelled","reservation_id":"…","workshop":"…","quantity":N}
-type Answer struct {
-	Status        string `json:"status"`
-	ReservationID string `json:"reservation_id,omitempty"`
-	Workshop      string `json:"workshop"`
-	Quantity      int    `json:"quantity"`
+// AnswerOf returns the answer of status to the receipt's operation, built
+// from the receipt's members: the answer the engine stores, which a store
+// that keeps only the status builds again.
+func (r Receipt) AnswerOf(status string) Answer {
+	return Answer{Kind: r.Kind(), Status: status, ReservationID: r.ReservationID, Workshop: r.Request.Workshop, Quantity: r.Request.Quantity}
 }
 
-// OperationView is the caller's view of a receipt, the body of
-// GET /api/v1/operations/{key}. Response holds the stored body verbatim.
-type OperationView struct {
-	Operation  OperationKey    `json:"operation"`
-	HTTPStatus int             `json:"http_status"`
-	Response   json.RawMessage `json:"response"`
-	CreatedAt  time.Time       `json:"created_at"`
-}
-
-// View returns the receipt as its owner sees it.
-func (r Receipt) View() OperationView {
-	return OperationView{Operation: r.OperationKey, HTTPStatus: r.HTTPStatus, Response: json.RawMessage(r.Body), CreatedAt: r.CreatedAt}
-}
-
-// Outcome is the result of Engine.Reserve: the HTTP status and body bytes of
-// the authoritative answer, and whether they were replayed from a receipt.
+// Outcome is the result of an idempotent operation: its authoritative
+// answer and whether it was replayed from a receipt.
 type Outcome struct {
-	HTTPStatus    int
-	Body          []byte
-	Replayed      bool
-	ReservationID string
+	Answer   Answer
+	Replayed bool
 }

@@ -6,20 +6,12 @@ import (
 	"time"
 )
 
-// The HTTP status codes of the two authoritative answers. The engine stores
-// them in receipts; it does not depend on net/http to name them.
-const (
-	StatusCodeReserved    = 201
-	StatusCodeUnavailable = 409
-)
-
 // Engine makes every decision of reserve against a Store. It is safe for
 // concurrent use.
 type Engine struct {
 	store  Store
 	now    func() time.Time
 	newID  func(time.Time) string
-	faults Faults
 	tokens tokenCache
 }
 
@@ -42,27 +34,21 @@ func New(store Store, opts ...Option) *Engine {
 	return e
 }
 
-// Store returns the store the engine decides against.
-func (e *Engine) Store() Store { return e.store }
-
-// Faults returns the engine's fault switches.
-func (e *Engine) Faults() *Faults { return &e.faults }
-
 // Reserve is the idempotent reservation operation: for (actor, key) it either
 // replays the stored answer (same payload), refuses with CodeOperationConflict
 // (different payload), or decides the intent once — unknown workshop and
 // quantity above the workshop's max_quantity are refused without storing
 // anything; otherwise the reservation (if capacity suffices), the workshop's
 // counter and the receipt are written in one transaction, and the answer is
-// 201 reserved or 409 unavailable. A repeat of a key whose receipt exists is
+// reserved or unavailable. A repeat of a key whose receipt exists is
 // answered from a read transaction without taking the writer.
 func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, req Request) (Outcome, error) {
 	if err := checkOperation(actor, key, req); err != nil {
 		return Outcome{}, err
 	}
 	fp := Fingerprint(req)
-	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error) {
-		return e.decide(tx, actor, key, req, fp, now, e.newID(now), e.newID(now), failReceipt)
+	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, now time.Time) (Outcome, error, error) {
+		return e.decide(tx, actor, key, req, fp, now, e.newID(now), e.newID(now))
 	})
 	if err != nil && Undecided(ErrorCode(err)) {
 		err = fmt.Errorf("reserve: %w", err)
@@ -74,9 +60,9 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 // exists it answers from a read transaction, without taking the writer;
 // otherwise it runs decide in a write transaction, which returns the
 // outcome, a refusal that stores nothing, or an error that rolls back. The
-// clock is read and the receipt-write fault is consumed once per operation,
-// however often the store runs the transaction.
-func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p payload, decide func(tx Tx, now time.Time, failReceipt func() bool) (Outcome, error, error)) (Outcome, error) {
+// clock is read once per operation, however often the store runs the
+// transaction.
+func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p payload, decide func(tx Tx, now time.Time) (Outcome, error, error)) (Outcome, error) {
 	var out Outcome
 	var decided error
 	found := false
@@ -92,16 +78,9 @@ func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p 
 		return out, decided
 	}
 	now := e.now().UTC()
-	faultDecided, fail := false, false
-	failReceipt := func() bool {
-		if !faultDecided {
-			fail, faultDecided = e.faults.takeReceiptWrite(), true
-		}
-		return fail
-	}
 	err = e.store.Update(ctx, func(tx Tx) error {
 		var err error
-		out, decided, err = decide(tx, now, failReceipt)
+		out, decided, err = decide(tx, now)
 		return err
 	})
 	if err != nil {
@@ -136,7 +115,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, items []Intent) (outs []Outco
 		outs, errs = make([]Outcome, len(items)), make([]error, len(items))
 		for i, it := range items {
 			var err error
-			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], eventIDs[i], func() bool { return false })
+			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], eventIDs[i])
 			if err != nil {
 				return err
 			}
@@ -163,8 +142,8 @@ func checkOperation(actor string, key OperationKey, req Request) error {
 // returns the outcome, or a refusal that stores nothing (decision), or an
 // error that must roll the transaction back (err). A reservation commits
 // with its confirmation event eventID in the outbox. It has no effects
-// outside tx except consulting failReceipt, which is stable across reruns.
-func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, now time.Time, id, eventID string, failReceipt func() bool) (out Outcome, decision, err error) {
+// outside tx.
+func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, now time.Time, id, eventID string) (out Outcome, decision, err error) {
 	out, decision, found, err := lookUp(tx, actor, key, payload{kind: OperationReserve, req: req})
 	if err != nil || found {
 		return out, decision, err
@@ -186,7 +165,6 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		Request: req, CreatedAt: now,
 	}
 	status := StatusUnavailable
-	rec.HTTPStatus = StatusCodeUnavailable
 	if w.Capacity-w.Reserved >= req.Quantity {
 		if _, taken, err := tx.Reservation(id); err != nil || taken {
 			return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", id, err)
@@ -202,29 +180,25 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		if err := addEvent(tx, eventID, EventReserved, res, actor, key, now); err != nil {
 			return Outcome{}, nil, err
 		}
-		status = StatusReserved
-		rec.HTTPStatus, rec.ReservationID = StatusCodeReserved, id
+		status, rec.ReservationID = StatusReserved, id
 	}
-	out, err = storeReceipt(tx, rec, status, failReceipt)
+	out, err = storeReceipt(tx, rec, status)
 	return out, nil, err
 }
 
-// storeReceipt stores rec with the answer of status as its body (built from
-// rec by BuildBody, so a store may keep only the status), unless failReceipt
-// says that an injected fault fails the write, and returns the first answer.
-func storeReceipt(tx Tx, rec Receipt, status string, failReceipt func() bool) (Outcome, error) {
-	rec.Body = rec.BuildBody(status)
-	if failReceipt() {
-		return Outcome{}, fmt.Errorf("store receipt: %w", ErrInjectedReceiptWrite)
-	}
+// storeReceipt stores rec with the answer of status (built from rec by
+// AnswerOf, so a store may keep only the status) and returns it as the
+// first answer.
+func storeReceipt(tx Tx, rec Receipt, status string) (Outcome, error) {
+	rec.Answer = rec.AnswerOf(status)
 	if err := tx.PutReceipt(rec); err != nil {
 		return Outcome{}, fmt.Errorf("store receipt: %w", err)
 	}
-	return Outcome{HTTPStatus: rec.HTTPStatus, Body: rec.Body, ReservationID: rec.ReservationID}, nil
+	return Outcome{Answer: rec.Answer}, nil
 }
 
-// replay answers an operation from its existing receipt: the stored status
-// and bytes when the payload matches, CodeOperationConflict when the key was
+// replay answers an operation from its existing receipt: the stored answer
+// when the payload matches, CodeOperationConflict when the key was
 // used for another payload or another kind of operation.
 func replay(rec Receipt, p payload) (Outcome, error) {
 	same, err := p.matches(rec.FingerprintVersion, rec.Fingerprint)
@@ -234,7 +208,7 @@ func replay(rec Receipt, p payload) (Outcome, error) {
 	if !same {
 		return Outcome{}, conflict(rec.OperationKey, rec.Kind(), rec.Request, rec.ReservationID)
 	}
-	return Outcome{HTTPStatus: rec.HTTPStatus, Body: rec.Body, Replayed: true, ReservationID: rec.ReservationID}, nil
+	return Outcome{Answer: rec.Answer, Replayed: true}, nil
 }
 
 // conflict is the refusal of a key already used for another payload: kind,
@@ -273,7 +247,7 @@ func lookUp(tx Tx, actor string, key OperationKey, p payload) (out Outcome, deci
 		return Outcome{}, nil, false, fmt.Errorf("tombstone %s of %s: %w", key, actor, err)
 	}
 	if !same {
-		return Outcome{}, conflict(key, ts.Kind(), ts.Request(), ts.ReservationID), true, nil
+		return Outcome{}, conflict(key, ts.Kind(), ts.Request(), ts.Answer.ReservationID), true, nil
 	}
 	return Outcome{}, ts.expired(), true, nil
 }

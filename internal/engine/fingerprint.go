@@ -36,12 +36,6 @@ func Fingerprint(r Request) string {
 // reserve can never match a cancellation (or the other way round).
 const CancelFingerprintVersion = 2
 
-// The kinds of operation a key can be used for.
-const (
-	OperationReserve = "reserve"
-	OperationCancel  = "cancel"
-)
-
 // fingerprintKinds maps every known fingerprint version to the kind of
 // operation it fingerprints.
 var fingerprintKinds = map[int]string{

@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// The two JSON documents the engine writes inside every reservation's write
-// transaction, the answer stored in the receipt and the outbox event's
-// payload, are appended by hand: encoding/json's reflection was a sixth of
-// the group committer's own work per reservation, and every reservation
-// waits for the committer. The output is byte for byte what json.Marshal
+// The two JSON documents of every reservation, its answer and its outbox
+// event's payload, are appended by hand: encoding/json's reflection was a
+// sixth of the group committer's own work per reservation when the engine
+// built them inside the write transaction, and a store that keeps them as
+// JSON still builds them there. The output is byte for byte what json.Marshal
 // writes for the same value (TestJSONEncodersMatchMarshal,
 // FuzzJSONEncoders).
 
@@ -29,20 +29,12 @@ func (a Answer) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// BuildBody returns the answer the engine stores as the Body of r when the
-// answer's status is status: its reservation id, workshop and quantity are
-// the receipt's. A store may keep the status and build the body again.
-func (r Receipt) BuildBody(status string) []byte {
-	return Answer{Status: status, ReservationID: r.ReservationID, Workshop: r.Request.Workshop, Quantity: r.Request.Quantity}.appendJSON(make([]byte, 0, 128))
-}
-
 // appendJSON appends p's JSON encoding, as json.Marshal(p) would write it.
 // It falls back to json.Marshal for a time json cannot encode as RFC 3339
 // (a year outside 0–9999, a zone offset of a day or more), to fail the same
 // way.
 func (p EventPayload) appendJSON(b []byte) ([]byte, error) {
-	_, offset := p.At.Zone()
-	if y := p.At.Year(); y < 0 || y > 9999 || offset <= -24*60*60 || offset >= 24*60*60 {
+	if !plainTime(p.At) {
 		raw, err := json.Marshal(p)
 		return append(b, raw...), err
 	}
@@ -65,6 +57,14 @@ func (p EventPayload) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `,"at":"`...)
 	b = p.At.AppendFormat(b, time.RFC3339Nano)
 	return append(b, `"}`...), nil
+}
+
+// plainTime reports whether json encodes t as RFC 3339 (a year from 0 to
+// 9999, a zone offset of less than a day).
+func plainTime(t time.Time) bool {
+	_, offset := t.Zone()
+	y := t.Year()
+	return y >= 0 && y <= 9999 && offset > -24*60*60 && offset < 24*60*60
 }
 
 // appendJSONString appends s as a JSON string. Printable ASCII that

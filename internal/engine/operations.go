@@ -22,20 +22,16 @@ const (
 var OperationOutcomes = []string{StatusReserved, StatusUnavailable, StatusCancelled, StatusAlreadyCancelled}
 
 // OperationRecord is one stored operation as an admin sees it: who used
-// which key for what, and the stored answer's outcome. Expired is set for an
+// which key, and the stored answer (its members: the kind of operation, the
+// outcome, the workshop, quantity and reservation). Expired is set for an
 // operation whose receipt was purged after the retention period (only its
 // tombstone is left).
 type OperationRecord struct {
-	Actor         string       `json:"actor"`
-	Operation     OperationKey `json:"operation"`
-	Kind          string       `json:"kind"`
-	Outcome       string       `json:"outcome"`
-	HTTPStatus    int          `json:"http_status"`
-	Workshop      string       `json:"workshop"`
-	Quantity      int          `json:"quantity"`
-	ReservationID string       `json:"reservation_id,omitempty"`
-	CreatedAt     time.Time    `json:"created_at"`
-	Expired       bool         `json:"expired,omitempty"`
+	Actor     string
+	Operation OperationKey
+	Answer    Answer
+	CreatedAt time.Time
+	Expired   bool
 }
 
 // OperationFilter selects operations for the operations view. Zero members
@@ -133,7 +129,7 @@ func (e *Engine) Operations(ctx context.Context, f OperationFilter) (ops []Opera
 	consider := func(rec OperationRecord) {
 		if (f.Actor != "" && rec.Actor != f.Actor) ||
 			(!f.Since.IsZero() && rec.CreatedAt.Before(f.Since)) ||
-			(f.Outcome != "" && rec.Outcome != f.Outcome) {
+			(f.Outcome != "" && rec.Answer.Status != f.Outcome) {
 			return
 		}
 		c := recordCursor(rec)
@@ -182,22 +178,12 @@ func recordCursor(r OperationRecord) cursor {
 
 // receiptRecord is the view of a receipt.
 func receiptRecord(r Receipt) OperationRecord {
-	rec := OperationRecord{
-		Actor: r.Actor, Operation: r.OperationKey, Kind: r.Kind(), HTTPStatus: r.HTTPStatus,
-		Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, ReservationID: r.ReservationID, CreatedAt: r.CreatedAt,
-	}
-	if a, ok := decodeStoredAnswer(r.Body); ok {
-		rec.Outcome = a.Status
-	}
-	return rec
+	return OperationRecord{Actor: r.Actor, Operation: r.OperationKey, Answer: r.AnswerOf(r.Answer.Status), CreatedAt: r.CreatedAt}
 }
 
 // tombstoneRecord is the view of a tombstone.
 func tombstoneRecord(t Tombstone) OperationRecord {
-	return OperationRecord{
-		Actor: t.Actor, Operation: t.OperationKey, Kind: t.Kind(), Outcome: t.Status, HTTPStatus: t.HTTPStatus,
-		Workshop: t.Workshop, Quantity: t.Quantity, ReservationID: t.ReservationID, CreatedAt: t.CreatedAt, Expired: true,
-	}
+	return OperationRecord{Actor: t.Actor, Operation: t.OperationKey, Answer: t.Answer, CreatedAt: t.CreatedAt, Expired: true}
 }
 
 // recordHeap keeps the newest records; its root is the one that comes last

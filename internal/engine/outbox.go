@@ -19,23 +19,23 @@ const (
 // as the reservation or cancellation it confirms, delivered by the daemon's
 // dispatcher afterwards (at least once, always under the same ID, so that a
 // receiver that deduplicates by ID sees it exactly once), and marked
-// delivered in a later transaction. Payload is the JSON body that is
-// delivered; the engine builds it from the event's members with
-// BuildPayload, so a store may keep the members and build it again
-// (Owner, Workshop and Quantity are there for that and are empty in events
-// read from stores that keep the payload).
+// delivered in a later transaction. What is delivered is its Payload, built
+// from its members. Owner, Workshop and Quantity are there for that; they
+// are empty in an event a store read with its payload as bytes (see
+// WithStoredPayload).
 type Event struct {
-	ID            string       `json:"id"`
-	Type          string       `json:"type"`
-	ReservationID string       `json:"reservation_id"`
-	Actor         string       `json:"actor"`
-	OperationKey  OperationKey `json:"operation"`
-	Payload       []byte       `json:"payload"`
-	CreatedAt     time.Time    `json:"created_at"`
-	DeliveredAt   time.Time    `json:"delivered_at,omitzero"`
-	Owner         string       `json:"owner,omitempty"`
-	Workshop      string       `json:"workshop,omitempty"`
-	Quantity      int          `json:"quantity,omitempty"`
+	ID            string
+	Type          string
+	ReservationID string
+	Actor         string
+	OperationKey  OperationKey
+	CreatedAt     time.Time
+	DeliveredAt   time.Time
+	Owner         string
+	Workshop      string
+	Quantity      int
+	// stored, if not nil, is the payload as a store kept it.
+	stored []byte
 }
 
 // Delivered reports whether the event was marked delivered.
@@ -54,23 +54,42 @@ type EventPayload struct {
 	At            time.Time    `json:"at"`
 }
 
-// BuildPayload returns the JSON body delivered for e, built from its
-// members: the bytes the engine stores as Payload when it adds an event.
-func (e Event) BuildPayload() ([]byte, error) {
+// Payload returns the JSON body delivered for e: the payload a store kept
+// as bytes, or else the one built from e's members.
+func (e Event) Payload() ([]byte, error) {
+	if e.stored != nil {
+		return e.stored, nil
+	}
 	return EventPayload{
 		ID: e.ID, Type: e.Type, ReservationID: e.ReservationID, Owner: e.Owner, Actor: e.Actor,
 		Operation: e.OperationKey, Workshop: e.Workshop, Quantity: e.Quantity, At: e.CreatedAt,
 	}.appendJSON(make([]byte, 0, 320))
 }
 
+// WithStoredPayload returns e delivering payload, the bytes a store kept
+// for it, as they are.
+func (e Event) WithStoredPayload(payload []byte) Event {
+	if payload == nil {
+		payload = []byte{}
+	}
+	e.stored = payload
+	return e
+}
+
+// StoredPayload reports whether e delivers bytes a store kept rather than
+// the payload built from its members.
+func (e Event) StoredPayload() bool { return e.stored != nil }
+
 // addEvent writes the confirmation event id of type typ for res, caused by
-// actor's operation key, into the outbox of tx.
+// actor's operation key, into the outbox of tx. Its payload must be
+// encodable, so that every store can deliver it.
 func addEvent(tx Tx, id, typ string, res Reservation, actor string, key OperationKey, now time.Time) error {
 	ev := Event{ID: id, Type: typ, ReservationID: res.ID, Actor: actor, OperationKey: key, CreatedAt: now,
 		Owner: res.Actor, Workshop: res.Workshop, Quantity: res.Quantity}
-	var err error
-	if ev.Payload, err = ev.BuildPayload(); err != nil {
-		return fmt.Errorf("encode event %s: %w", id, err)
+	if !plainTime(now) {
+		if _, err := ev.Payload(); err != nil {
+			return fmt.Errorf("encode event %s: %w", id, err)
+		}
 	}
 	if err := tx.AddEvent(ev); err != nil {
 		return fmt.Errorf("add %s event %s: %w", typ, id, err)

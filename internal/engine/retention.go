@@ -8,58 +8,65 @@ import (
 )
 
 // Tombstone is what is left of a receipt after the retention period: who
-// used which key for which payload (its fingerprint), a summary of the
-// answer, and when the receipt was purged. It is enough to refuse a late
-// retry of the key safely (CodeOperationExpired, never a second effect) and
-// to tell a different payload under the key (CodeOperationConflict), but not
-// to replay the answer's bytes.
+// used which key for which payload (its fingerprint), the answer's members
+// (never its bytes), and when the receipt was purged. It is enough to
+// refuse a late retry of the key safely (CodeOperationExpired, never a
+// second effect) and to tell a different payload under the key
+// (CodeOperationConflict), but not to replay the answer.
 type Tombstone struct {
-	Actor              string       `json:"actor"`
-	OperationKey       OperationKey `json:"operation"`
-	FingerprintVersion int          `json:"fingerprint_version"`
-	Fingerprint        string       `json:"fingerprint"`
-	HTTPStatus         int          `json:"http_status"`
-	// Status is the answer's status member (reserved, unavailable,
-	// cancelled, already_cancelled).
-	Status        string `json:"status"`
-	ReservationID string `json:"reservation_id,omitempty"`
-	Workshop      string `json:"workshop"`
-	Quantity      int    `json:"quantity"`
+	Actor              string
+	OperationKey       OperationKey
+	FingerprintVersion int
+	Fingerprint        string
+	Answer             Answer
 	// CreatedAt is when the receipt was stored, PurgedAt when it was
 	// turned into this tombstone.
-	CreatedAt time.Time `json:"created_at"`
-	PurgedAt  time.Time `json:"purged_at"`
+	CreatedAt time.Time
+	PurgedAt  time.Time
 }
 
 // Kind returns the kind of operation the tombstone's key was used for.
 func (t Tombstone) Kind() string { return fingerprintKinds[t.FingerprintVersion] }
 
 // Request returns the workshop and quantity the key was used for.
-func (t Tombstone) Request() Request { return Request{Workshop: t.Workshop, Quantity: t.Quantity} }
+func (t Tombstone) Request() Request {
+	return Request{Workshop: t.Answer.Workshop, Quantity: t.Answer.Quantity}
+}
 
 // expired is the answer to a retry of the tombstone's key.
-func (t Tombstone) expired() error {
-	what := fmt.Sprintf("%d %s", t.HTTPStatus, t.Status)
-	if t.ReservationID != "" {
-		what += ", reservation " + t.ReservationID
+func (t Tombstone) expired() error { return &ExpiredError{Tombstone: t} }
+
+// ExpiredError refuses a retry of an operation key whose receipt expired
+// (CodeOperationExpired); Tombstone is what is left of the receipt. Its
+// message names the receipt's answer by its status; a front end that names
+// answers in its own words words the refusal with Describe.
+type ExpiredError struct{ Tombstone Tombstone }
+
+func (e *ExpiredError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap returns the refusal as the *Error that names the answer by its
+// status.
+func (e *ExpiredError) Unwrap() error { return e.Describe(e.Tombstone.Answer.Status) }
+
+// Describe returns the refusal as an *Error whose message calls the
+// receipt's answer answer.
+func (e *ExpiredError) Describe(answer string) *Error {
+	t := e.Tombstone
+	if t.Answer.ReservationID != "" {
+		answer += ", reservation " + t.Answer.ReservationID
 	}
 	return Errorf(CodeOperationExpired,
 		"operation key %s expired: its receipt (%s, stored %s) was purged at %s after the retention period; nothing was done again",
-		t.OperationKey, what, t.CreatedAt.Format(time.RFC3339), t.PurgedAt.Format(time.RFC3339))
+		t.OperationKey, answer, t.CreatedAt.Format(time.RFC3339), t.PurgedAt.Format(time.RFC3339))
 }
 
 // TombstoneOf returns the tombstone that replaces rec when it is purged at
-// now.
+// now: the answer's status with the receipt's own members.
 func TombstoneOf(rec Receipt, now time.Time) Tombstone {
-	status := ""
-	if a, ok := decodeStoredAnswer(rec.Body); ok {
-		status = a.Status
-	}
 	return Tombstone{
 		Actor: rec.Actor, OperationKey: rec.OperationKey,
 		FingerprintVersion: rec.FingerprintVersion, Fingerprint: rec.Fingerprint,
-		HTTPStatus: rec.HTTPStatus, Status: status, ReservationID: rec.ReservationID,
-		Workshop: rec.Request.Workshop, Quantity: rec.Request.Quantity,
+		Answer:    rec.AnswerOf(rec.Answer.Status),
 		CreatedAt: rec.CreatedAt, PurgedAt: now,
 	}
 }

@@ -29,8 +29,7 @@ type intent struct {
 	actor  string
 	key    engine.OperationKey
 	req    engine.Request
-	status int
-	body   []byte
+	answer engine.Answer
 }
 
 // source builds a bbolt store with every kind of record: workshops,
@@ -57,7 +56,7 @@ func source(t *testing.T) (s *boltstore.Store, intents []intent, token string, e
 		if err != nil {
 			t.Fatal(err)
 		}
-		it.status, it.body = out.HTTPStatus, out.Body
+		it.answer = out.Answer
 		intents = append(intents, it)
 		return it
 	}
@@ -71,7 +70,7 @@ func source(t *testing.T) (s *boltstore.Store, intents []intent, token string, e
 	reserve("bob", "go-basics", 2) // Unavailable.
 	reserve("bob", "rust-basics", 2)
 	var ans engine.Answer
-	if err := json.Unmarshal(first.body, &ans); err != nil {
+	if err := json.Unmarshal(first.answer.JSON(), &ans); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := eng.Cancel(ctx, engine.Principal{Actor: "alice"}, engine.OperationKey(uuid.NewString()), ans.ReservationID); err != nil {
@@ -140,8 +139,8 @@ func testCopy(t *testing.T, to engine.Store) {
 	eng := engine.New(to)
 	for _, it := range intents {
 		out, err := eng.Reserve(ctx, it.actor, it.key, it.req)
-		if err != nil || !out.Replayed || out.HTTPStatus != it.status || !bytes.Equal(out.Body, it.body) {
-			t.Errorf("%s %s after the move: %d %s replayed=%v %v; want %d %s", it.actor, it.key, out.HTTPStatus, out.Body, out.Replayed, err, it.status, it.body)
+		if err != nil || !out.Replayed || out.Answer != it.answer || !bytes.Equal(out.Answer.JSON(), it.answer.JSON()) {
+			t.Errorf("%s %s after the move: %+v %s replayed=%v %v; want %+v %s", it.actor, it.key, out.Answer, out.Answer.JSON(), out.Replayed, err, it.answer, it.answer.JSON())
 		}
 	}
 	if _, err := eng.Reserve(ctx, expired.actor, expired.key, expired.req); engine.ErrorCode(err) != engine.CodeOperationExpired {

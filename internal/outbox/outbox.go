@@ -285,20 +285,24 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 
 // deliver hands ev to every configured target.
 func (d *Dispatcher) deliver(ctx context.Context, ev engine.Event) error {
+	payload, err := ev.Payload()
+	if err != nil {
+		return fmt.Errorf("event %s: %w", ev.ID, err)
+	}
 	if d.cfg.Dir != "" {
-		if err := atomicfile.WriteFile(filepath.Join(d.cfg.Dir, ev.ID+eventFileSuffix), ev.Payload); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(d.cfg.Dir, ev.ID+eventFileSuffix), payload); err != nil {
 			return err
 		}
 	}
 	if d.cfg.URL != "" {
-		return d.post(ctx, ev)
+		return d.post(ctx, ev, payload)
 	}
 	return nil
 }
 
-// post sends ev to the URL; any 2xx answer is a delivery.
-func (d *Dispatcher) post(ctx context.Context, ev engine.Event) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(ev.Payload))
+// post sends ev's payload to the URL; any 2xx answer is a delivery.
+func (d *Dispatcher) post(ctx context.Context, ev engine.Event, payload []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.cfg.URL, bytes.NewReader(payload))
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", d.cfg.URL, err)
 	}

@@ -83,7 +83,7 @@ func setup(t *testing.T) (*engine.Engine, *receiver, *httptest.Server) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, out.ReservationID)
+		ids = append(ids, out.Answer.ReservationID)
 	}
 	if _, err := eng.Cancel(ctx, engine.Principal{Actor: "alice"}, engine.OperationKey(uuid.NewString()), ids[0]); err != nil {
 		t.Fatal(err)

@@ -106,8 +106,8 @@ func TestReopenKeepsEverything(t *testing.T) {
 	s = mustOpenDSN(t, dsn, pgstore.Options{})
 	wantAllVersions(t, s)
 	again, err := engine.New(s).Reserve(ctx, "alice", key, req)
-	if err != nil || !again.Replayed || string(again.Body) != string(first.Body) {
-		t.Fatalf("replay after reopen = %+v %v, want %s", again, err, first.Body)
+	if err != nil || !again.Replayed || string(again.Answer.JSON()) != string(first.Answer.JSON()) {
+		t.Fatalf("replay after reopen = %+v %v, want %s", again, err, first.Answer.JSON())
 	}
 }
 

@@ -63,8 +63,9 @@ func TestUniqueViolationIsRetried(t *testing.T) {
 	rec := engine.Receipt{
 		Actor: "alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
 		FingerprintVersion: 1, Request: engine.Request{Workshop: "go", Quantity: 1},
-		HTTPStatus: 409, Body: []byte(`first`), CreatedAt: enginetest.Now,
+		CreatedAt: enginetest.Now,
 	}
+	rec.Answer = engine.StoredAnswer(engine.OperationReserve, engine.StatusUnavailable, []byte(`first`))
 	runs, found := 0, false
 	err := s.Update(ctx, func(tx engine.Tx) error {
 		runs++
@@ -80,7 +81,7 @@ func TestUniqueViolationIsRetried(t *testing.T) {
 			}
 		}
 		second := rec
-		second.Body = []byte(`second`)
+		second.Answer = engine.StoredAnswer(engine.OperationReserve, engine.StatusUnavailable, []byte(`second`))
 		return tx.PutReceipt(second)
 	})
 	if err != nil {
@@ -92,8 +93,8 @@ func TestUniqueViolationIsRetried(t *testing.T) {
 	r.want(t, "23505")
 	err = s.View(ctx, func(tx engine.Tx) error {
 		got, _, err := tx.Receipt(rec.Actor, rec.OperationKey)
-		if string(got.Body) != "first" {
-			t.Errorf("stored body %q, want the first writer's", got.Body)
+		if string(got.Answer.JSON()) != "first" {
+			t.Errorf("stored body %q, want the first writer's", got.Answer.JSON())
 		}
 		return err
 	})
@@ -291,7 +292,7 @@ func TestWorkshopsDoNotBlockEachOther(t *testing.T) {
 	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	out, err := eng.Reserve(bctx, "bob", "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3", engine.Request{Workshop: "ws-b", Quantity: 1})
-	if err != nil || out.HTTPStatus != 201 {
+	if err != nil || out.Answer.Status != engine.StatusReserved {
 		t.Fatalf("reservation of b while a is locked = %+v, %v; want 201 without waiting for a", out, err)
 	}
 	select {

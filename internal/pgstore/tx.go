@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -61,16 +62,16 @@ var reservations = table[engine.Reservation]{
 
 var tombstones = table[engine.Tombstone]{
 	name: "tombstones",
-	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "http_status", "status",
+	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "status",
 		"reservation_id", "workshop", "quantity", "created_at", "purged_at"},
 	keys: 2,
 	values: func(t engine.Tombstone) []any {
-		return []any{t.Actor, string(t.OperationKey), t.FingerprintVersion, t.Fingerprint, t.HTTPStatus, t.Status,
-			nullString(t.ReservationID), t.Workshop, t.Quantity, t.CreatedAt, t.PurgedAt}
+		return []any{t.Actor, string(t.OperationKey), t.FingerprintVersion, t.Fingerprint, t.Answer.Status,
+			nullString(t.Answer.ReservationID), t.Answer.Workshop, t.Answer.Quantity, t.CreatedAt, t.PurgedAt}
 	},
 	dests: func(t *engine.Tombstone) []any {
-		return []any{&t.Actor, &t.OperationKey, &t.FingerprintVersion, &t.Fingerprint, &t.HTTPStatus, &t.Status,
-			emptyIfNull{&t.ReservationID}, &t.Workshop, &t.Quantity, &t.CreatedAt, &t.PurgedAt}
+		return []any{&t.Actor, &t.OperationKey, &t.FingerprintVersion, &t.Fingerprint, kindOf{&t.Answer.Kind, &t.FingerprintVersion, &t.Answer.Status},
+			emptyIfNull{&t.Answer.ReservationID}, &t.Answer.Workshop, &t.Answer.Quantity, &t.CreatedAt, &t.PurgedAt}
 	},
 }
 
@@ -79,14 +80,11 @@ var events = table[engine.Event]{
 	columns: []string{"id", "type", "reservation_id", "actor", "operation_key", "payload", "created_at", "delivered_at"},
 	keys:    1,
 	values: func(e engine.Event) []any {
-		payload := e.Payload
-		if payload == nil {
-			payload = []byte{}
-		}
+		payload, _ := e.Payload() // The engine adds no event whose payload it cannot encode.
 		return []any{e.ID, e.Type, e.ReservationID, e.Actor, string(e.OperationKey), payload, e.CreatedAt, nullTime(e.DeliveredAt)}
 	},
 	dests: func(e *engine.Event) []any {
-		return []any{&e.ID, &e.Type, &e.ReservationID, &e.Actor, &e.OperationKey, &e.Payload, &e.CreatedAt, zeroIfNull{&e.DeliveredAt}}
+		return []any{&e.ID, &e.Type, &e.ReservationID, &e.Actor, &e.OperationKey, storedPayload{e}, &e.CreatedAt, zeroIfNull{&e.DeliveredAt}}
 	},
 }
 
@@ -119,23 +117,15 @@ func (e emptyKeyIfNull) ScanText(v pgtype.Text) error {
 var receipts = table[engine.Receipt]{
 	name: "receipts",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "workshop", "quantity",
-		"http_status", "body", "reservation_id", "created_at"},
+		"status", "body", "reservation_id", "created_at"},
 	keys: 2,
 	values: func(r engine.Receipt) []any {
-		body := r.Body
-		if body == nil {
-			body = []byte{} // The column is NOT NULL; pgx sends a nil slice as NULL.
-		}
-		var reservationID *string
-		if r.ReservationID != "" {
-			reservationID = &r.ReservationID
-		}
 		return []any{r.Actor, string(r.OperationKey), r.FingerprintVersion, r.Fingerprint, r.Request.Workshop, r.Request.Quantity,
-			r.HTTPStatus, body, reservationID, r.CreatedAt}
+			r.Answer.Status, r.Answer.JSON(), nullString(r.ReservationID), r.CreatedAt}
 	},
 	dests: func(r *engine.Receipt) []any {
 		return []any{&r.Actor, &r.OperationKey, &r.FingerprintVersion, &r.Fingerprint, &r.Request.Workshop, &r.Request.Quantity,
-			&r.HTTPStatus, &r.Body, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
+			&r.Answer.Status, storedAnswer{r}, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
 	},
 }
 
@@ -165,6 +155,40 @@ func (z zeroIfNull) ScanTimestamptz(v pgtype.Timestamptz) error {
 	if v.Valid {
 		*z.t = v.Time.UTC()
 	}
+	return nil
+}
+
+// storedAnswer scans a receipt's body, after its fingerprint version and
+// status, into its answer.
+type storedAnswer struct{ r *engine.Receipt }
+
+// ScanBytes implements pgtype.BytesScanner.
+func (s storedAnswer) ScanBytes(v []byte) error {
+	s.r.Answer = engine.StoredAnswer(s.r.Kind(), s.r.Answer.Status, v)
+	return nil
+}
+
+// storedPayload scans an event's payload.
+type storedPayload struct{ e *engine.Event }
+
+// ScanBytes implements pgtype.BytesScanner.
+func (s storedPayload) ScanBytes(v []byte) error {
+	*s.e = s.e.WithStoredPayload(bytes.Clone(v))
+	return nil
+}
+
+// kindOf scans a tombstone's status, after its fingerprint version, and
+// sets its answer's kind.
+type kindOf struct {
+	kind    *string
+	version *int
+	status  *string
+}
+
+// ScanText implements pgtype.TextScanner.
+func (k kindOf) ScanText(v pgtype.Text) error {
+	*k.status = v.String
+	*k.kind = engine.Tombstone{FingerprintVersion: *k.version}.Kind()
 	return nil
 }
 

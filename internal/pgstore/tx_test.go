@@ -22,11 +22,13 @@ func TestRecordsRoundTrip(t *testing.T) {
 	res := engine.Reservation{ID: fmt.Sprintf("%032x", 42), Actor: "alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479", Workshop: "go-basics", Quantity: 2, CreatedAt: at}
 	reserved := engine.Receipt{
 		Actor: "alice", OperationKey: res.OperationKey, FingerprintVersion: 1, Fingerprint: "abc",
-		Request: engine.Request{Workshop: "go-basics", Quantity: 2}, HTTPStatus: 201,
-		Body: []byte{'{', 0x00, 0xff, 0xfe, '\n', '}'}, ReservationID: res.ID, CreatedAt: at,
+		Request:       engine.Request{Workshop: "go-basics", Quantity: 2},
+		Answer:        engine.StoredAnswer(engine.OperationReserve, engine.StatusReserved, []byte{'{', 0x00, 0xff, 0xfe, '\n', '}'}),
+		ReservationID: res.ID, CreatedAt: at,
 	}
 	unavailable := reserved
-	unavailable.OperationKey, unavailable.HTTPStatus, unavailable.ReservationID = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3", 409, ""
+	unavailable.OperationKey, unavailable.ReservationID = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3", ""
+	unavailable.Answer = unavailable.AnswerOf(engine.StatusUnavailable)
 	tok := engine.TokenRecord{Hash: engine.HashToken("rsv_x"), Actor: "ops", Admin: true, CreatedAt: at}
 
 	err := s.Update(t.Context(), func(tx engine.Tx) error {

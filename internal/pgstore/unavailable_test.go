@@ -116,7 +116,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 
 	proxy.Restore()
 	out, err := eng.Reserve(t.Context(), "alice", key, req)
-	if err != nil || out.Replayed || out.HTTPStatus != engine.StatusCodeReserved {
+	if err != nil || out.Replayed || out.Answer.Status != engine.StatusReserved {
 		t.Fatalf("reserve after the outage = %+v, %v; want a first 201", out, err)
 	}
 }

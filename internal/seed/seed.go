@@ -66,8 +66,8 @@ func Run(ctx context.Context, eng *engine.Engine, plan Plan) error {
 			return fmt.Errorf("seed: %w", err)
 		}
 		for i := range outs {
-			if errs[i] != nil || outs[i].HTTPStatus != engine.StatusCodeReserved {
-				return fmt.Errorf("seed: intent of %s: status %d, %v", items[i].Actor, outs[i].HTTPStatus, errs[i])
+			if errs[i] != nil || outs[i].Answer.Status != engine.StatusReserved {
+				return fmt.Errorf("seed: intent of %s: status %q, %v", items[i].Actor, outs[i].Answer.Status, errs[i])
 			}
 		}
 		done += n

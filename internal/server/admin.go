@@ -13,21 +13,18 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// backuper is a store that can stream a consistent snapshot of itself while
-// it serves (boltstore), holding no transaction while w is slow to take it.
-// size is told the snapshot's length before the first byte; an error
+// Backup streams a consistent snapshot of the store to w while the daemon
+// serves, holding no transaction while w is slow to take it (boltstore);
+// size is told the snapshot's length before the first byte, and an error
 // before that means nothing was written.
-type backuper interface {
-	Backup(ctx context.Context, size func(int64), w io.Writer) (int64, error)
-}
+type Backup func(ctx context.Context, size func(int64), w io.Writer) (int64, error)
 
 // backup is GET /api/v1/admin/backup: the whole database as one consistent
 // snapshot, streamed while the daemon goes on serving. A store without an
 // online backup (PostgreSQL, which pg_dump backs up) answers 501
 // not_implemented.
 func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
-	b, ok := s.eng.Store().(backuper)
-	if !ok {
+	if s.backupFn == nil {
 		return engine.Errorf(engine.CodeNotImplemented, "this daemon's store has no online backup through the API; back up a PostgreSQL store with pg_dump")
 	}
 	// A large snapshot may take longer than the listener's write timeout,
@@ -37,7 +34,7 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ engine.Princip
 	rc := http.NewResponseController(w)
 	w = &progressWriter{w: w, extend: func() error { return rc.SetWriteDeadline(time.Now().Add(backupStallTimeout)) }}
 	started := false
-	_, err := b.Backup(r.Context(), func(size int64) {
+	_, err := s.backupFn(r.Context(), func(size int64) {
 		h := w.Header()
 		h.Set("Content-Type", api.MediaBackup)
 		h.Set("Content-Length", strconv.FormatInt(size, 10))
@@ -113,10 +110,14 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ engine
 	if err != nil {
 		return err
 	}
-	if ops == nil {
-		ops = []engine.OperationRecord{}
+	page := api.OperationPage{Operations: make([]api.OperationRecord, len(ops)), NextCursor: next}
+	for i, op := range ops {
+		page.Operations[i] = api.OperationRecord{
+			Actor: op.Actor, Operation: op.Operation, Kind: op.Answer.Kind, Outcome: op.Answer.Status, HTTPStatus: StatusOfAnswer(op.Answer),
+			Workshop: op.Answer.Workshop, Quantity: op.Answer.Quantity, ReservationID: op.Answer.ReservationID, CreatedAt: op.CreatedAt, Expired: op.Expired,
+		}
 	}
-	return writeJSON(w, http.StatusOK, api.OperationPage{Operations: ops, NextCursor: next})
+	return writeJSON(w, http.StatusOK, page)
 }
 
 // openAPI is GET /api/v1/openapi.yaml: the OpenAPI 3.1 description of this

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
@@ -33,7 +34,7 @@ func TestOperationsViewNewestFirstFilteredAndPaginated(t *testing.T) {
 		keys[key] = map[int]string{201: engine.StatusReserved, 409: engine.StatusUnavailable}[status]
 	}
 
-	var all []engine.OperationRecord
+	var all []api.OperationRecord
 	cursor := ""
 	for pages := 0; ; pages++ {
 		page, err := admin.Operations(ctx, client.OperationsQuery{Limit: 2, Cursor: cursor})
@@ -120,8 +121,8 @@ func TestBackupIsAConsistentDatabase(t *testing.T) {
 		t.Errorf("check of the backup = %v %v", findings, err)
 	}
 	out, err := engine.New(store).Reserve(ctx, "alice", key, req)
-	if err != nil || !out.Replayed || !bytes.Equal(out.Body, body) {
-		t.Errorf("the backup replays %s %v %v, want %s", out.Body, out.Replayed, err, body)
+	if err != nil || !out.Replayed || !bytes.Equal(out.Answer.JSON(), body) {
+		t.Errorf("the backup replays %s %v %v, want %s", out.Answer.JSON(), out.Replayed, err, body)
 	}
 }
 

@@ -20,14 +20,6 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, who engine.Princ
 	if err != nil {
 		return err
 	}
-	switch {
-	case out.Replayed:
-		info.outcome = "replayed"
-	case out.HTTPStatus == engine.StatusCodeCancelled:
-		info.outcome = "cancelled"
-	default:
-		info.outcome = "already_cancelled"
-	}
-	s.writeOutcome(w, r, out)
+	writeOutcome(w, info, out)
 	return nil
 }

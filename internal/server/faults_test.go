@@ -14,7 +14,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/faults"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -116,7 +116,7 @@ func TestFaultDelayResponse(t *testing.T) {
 	// The receipt is visible as soon as the commit is; wait until this
 	// request's answer is the one being held.
 	servertest.Eventually(t, 10*time.Second, "answer held", func() bool {
-		return h.Logs.Find(server.HoldingMessage, "operation", string(key)) != nil
+		return h.Logs.Find(faults.HoldingMessage, "operation", string(key)) != nil
 	})
 	select {
 	case a := <-held:
@@ -144,9 +144,9 @@ func TestFaultDelayResponse(t *testing.T) {
 }
 
 // pollOperation reads the receipt of key until it exists.
-func pollOperation(t *testing.T, c *client.Client, key engine.OperationKey) engine.OperationView {
+func pollOperation(t *testing.T, c *client.Client, key engine.OperationKey) api.OperationView {
 	t.Helper()
-	var op engine.OperationView
+	var op api.OperationView
 	servertest.Eventually(t, 10*time.Second, "receipt of "+string(key), func() bool {
 		var err error
 		op, err = c.Operation(context.Background(), key)

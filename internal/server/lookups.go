@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -17,7 +18,7 @@ func (s *Server) getOperation(w http.ResponseWriter, r *http.Request, who engine
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, rec.View())
+	return writeJSON(w, http.StatusOK, api.OperationView{Operation: rec.OperationKey, HTTPStatus: StatusOfAnswer(rec.Answer), Response: rec.Answer.JSON(), CreatedAt: rec.CreatedAt})
 }
 
 // getReservation is GET /api/v1/reservations/{id}, for its owner or an

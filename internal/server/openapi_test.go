@@ -13,6 +13,7 @@ import (
 
 	"github.com/reserve/reserve/docs"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/faults"
 )
 
 // openAPIDoc is the part of docs/openapi.yaml the consistency test reads.
@@ -62,7 +63,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 			}
 		}
 	}
-	s := New(Config{FaultInjection: true})
+	s := New(Config{Faults: faults.New(nil)})
 	registered := map[string]bool{}
 	for _, rt := range s.routes() {
 		registered[strings.Replace(rt.pattern, "{$}", "", 1)] = true

@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/reserve/reserve/internal/api"
@@ -30,6 +32,24 @@ var statusByCode = map[string]int{
 	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
 	engine.CodeInternal:              http.StatusInternalServerError,
+}
+
+// statusByAnswer is the one table from the (kind, status) of an
+// authoritative answer to its HTTP status.
+var statusByAnswer = map[[2]string]int{
+	{engine.OperationReserve, engine.StatusReserved}:        http.StatusCreated,
+	{engine.OperationReserve, engine.StatusUnavailable}:     http.StatusConflict,
+	{engine.OperationCancel, engine.StatusCancelled}:        http.StatusOK,
+	{engine.OperationCancel, engine.StatusAlreadyCancelled}: http.StatusConflict,
+}
+
+// StatusOfAnswer returns the HTTP status of an answer, and 500 for a
+// (kind, status) it does not know.
+func StatusOfAnswer(a engine.Answer) int {
+	if s, ok := statusByAnswer[[2]string{a.Kind, a.Status}]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
 }
 
 // storeRetryAfter is the Retry-After of a store_unavailable answer, in
@@ -64,7 +84,13 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 	case engine.CodeStoreUnavailable:
 		w.Header().Set("Retry-After", storeRetryAfter)
 	}
-	writeProblem(w, status, code, engine.ErrorMessage(err))
+	detail := engine.ErrorMessage(err)
+	var expired *engine.ExpiredError
+	if errors.As(err, &expired) {
+		a := expired.Tombstone.Answer
+		detail = expired.Describe(fmt.Sprintf("%d %s", StatusOfAnswer(a), a.Status)).Message
+	}
+	writeProblem(w, status, code, detail)
 }
 
 // writeProblem writes an RFC 9457 problem detail with a stable code.

@@ -25,34 +25,31 @@ func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Prin
 	if err != nil {
 		return err
 	}
-	switch {
-	case out.Replayed:
-		info.outcome = "replayed"
-	case out.HTTPStatus == engine.StatusCodeReserved:
-		info.outcome = "created"
-	default:
-		info.outcome = "unavailable"
+	if out.Answer.Status == engine.StatusReserved {
+		w.Header().Set("Location", api.ReservationPath(out.Answer.ReservationID))
 	}
-	if out.HTTPStatus == engine.StatusCodeReserved {
-		w.Header().Set("Location", api.ReservationPath(out.ReservationID))
-	}
-	s.writeOutcome(w, r, out)
+	writeOutcome(w, info, out)
 	return nil
 }
 
 // writeOutcome writes the committed answer of an idempotent operation with
-// its replay marker. Injected faults shape only the answer now.
-func (s *Server) writeOutcome(w http.ResponseWriter, r *http.Request, out engine.Outcome) {
-	if out.Replayed {
+// its replay marker and records its outcome for the request log: replayed,
+// created for a reservation made, or else the answer's status.
+func writeOutcome(w http.ResponseWriter, info *requestInfo, out engine.Outcome) {
+	switch {
+	case out.Replayed:
+		info.outcome = "replayed"
 		w.Header().Set(api.HeaderReplayed, "true")
+	case out.Answer.Status == engine.StatusReserved:
+		info.outcome = "created"
+	default:
+		info.outcome = out.Answer.Status
 	}
-	if !s.applyFaults(w, r, out) {
-		return
-	}
+	body := out.Answer.JSON()
 	w.Header().Set("Content-Type", api.MediaJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(len(out.Body)))
-	w.WriteHeader(out.HTTPStatus)
-	w.Write(out.Body)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(StatusOfAnswer(out.Answer))
+	w.Write(body)
 }
 
 // startOperation begins the answer of an idempotent operation: it marks it

@@ -47,7 +47,7 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/admin/operations", admin, s.listOperations},
 		{"GET /api/v1/openapi.yaml", anyone, s.openAPI},
 	}
-	if s.faultInjection {
+	if s.faultInjection != nil {
 		rs = append(rs, route{"POST /api/v1/debug/faults", admin, s.armFault})
 	}
 	rs = append(rs, s.webRoutes()...)

@@ -35,8 +35,13 @@ type Config struct {
 	DaemonUID int
 	// AllowedHosts adds Host names accepted on loopback TCP listeners.
 	AllowedHosts []string
-	// FaultInjection enables POST /api/v1/debug/faults.
-	FaultInjection bool
+	// Faults, if set, is the fault injection of a daemon started with
+	// --enable-fault-injection: POST /api/v1/debug/faults arms it, and its
+	// Answers middleware shapes every answer. Nil means none.
+	Faults Faults
+	// Backup, if set, streams a consistent snapshot of the store for GET
+	// /api/v1/admin/backup; nil answers that route not_implemented.
+	Backup Backup
 	// ReadHeaderTimeout bounds how long a client may take to send a
 	// request's header. Zero means the default ReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
@@ -53,17 +58,16 @@ type Server struct {
 	metrics        *Metrics
 	daemonUID      int
 	allowedHosts   map[string]bool
-	faultInjection bool
-	faults         faultState
+	faultInjection Faults
+	backupFn       Backup
 	mux            http.Handler
 	headerTimeout  time.Duration
 	loginBase      string
 
-	mu       sync.Mutex
-	tcpBase  string // The base URL of the first TCP listener.
-	servers  []*http.Server
-	stopping chan struct{} // Closed by Shutdown: releases held answers.
-	stopped  bool
+	mu      sync.Mutex
+	tcpBase string // The base URL of the first TCP listener.
+	servers []*http.Server
+	stopped bool
 }
 
 // New returns a Server for cfg.
@@ -74,8 +78,8 @@ func New(cfg Config) *Server {
 		metrics:        cfg.Metrics,
 		daemonUID:      cfg.DaemonUID,
 		allowedHosts:   map[string]bool{},
-		faultInjection: cfg.FaultInjection,
-		stopping:       make(chan struct{}),
+		faultInjection: cfg.Faults,
+		backupFn:       cfg.Backup,
 		headerTimeout:  cfg.ReadHeaderTimeout,
 		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
 	}
@@ -92,6 +96,9 @@ func New(cfg Config) *Server {
 		s.allowedHosts[strings.ToLower(strings.TrimSuffix(h, "."))] = true
 	}
 	s.mux = s.newMux()
+	if s.faultInjection != nil {
+		s.mux = s.faultInjection.Answers(s.mux)
+	}
 	return s
 }
 
@@ -151,7 +158,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.stopped {
 		s.stopped = true
-		close(s.stopping)
+		if s.faultInjection != nil {
+			s.faultInjection.Release()
+		}
 	}
 	servers := s.servers
 	s.mu.Unlock()

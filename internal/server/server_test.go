@@ -224,7 +224,7 @@ func TestReservations(t *testing.T) {
 		resp, body := send(t, h, call{via: h.Bob, method: http.MethodGet, path: api.PathOperations + "/" + key})
 		wantProblem(t, resp, body, http.StatusNotFound, engine.CodeUnknownOperation)
 		resp, body = send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.PathOperations + "/" + key})
-		var op engine.OperationView
+		var op api.OperationView
 		if err := json.Unmarshal(body, &op); err != nil || resp.StatusCode != http.StatusOK || op.HTTPStatus != 201 || !bytes.Equal(op.Response, firstBody) || string(op.Operation) != key {
 			t.Errorf("own operation = %d %s", resp.StatusCode, body)
 		}

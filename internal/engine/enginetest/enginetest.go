@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/faults"
 )
 
 // NewStore opens a fresh, empty store for one test and arranges for it to be
@@ -81,12 +84,19 @@ func Run(t *testing.T, newStore NewStore) {
 // harness is an engine over a fresh store with a fixed clock and
 // deterministic, unique reservation ids.
 type harness struct {
-	t     testing.TB
-	ctx   context.Context
-	store engine.Store
-	eng   *engine.Engine
-	fresh func() *harness // A harness on another new, empty store.
-	later atomic.Int64    // Nanoseconds the harness clock is ahead of Now.
+	t      testing.TB
+	ctx    context.Context
+	store  engine.Store
+	eng    *engine.Engine
+	faults *faults.Injector // Decorates store for the engine.
+	fresh  func() *harness  // A harness on another new, empty store.
+	later  atomic.Int64     // Nanoseconds the harness clock is ahead of Now.
+}
+
+// failReceiptWrites makes the next n write transactions that store a
+// receipt fail at that write.
+func (h *harness) failReceiptWrites(n int) {
+	h.faults.Arm(api.Fault{Fault: api.FaultFailReceiptWrite, Count: n})
 }
 
 // advance moves the harness clock forward by d.
@@ -94,8 +104,8 @@ func (h *harness) advance(d time.Duration) { h.later.Add(int64(d)) }
 
 func newHarness(t testing.TB, store engine.Store) *harness {
 	var n atomic.Uint64
-	h := &harness{t: t, ctx: context.Background(), store: store}
-	h.eng = engine.New(store,
+	h := &harness{t: t, ctx: context.Background(), store: store, faults: faults.New(slog.New(slog.DiscardHandler))}
+	h.eng = engine.New(h.faults.Store(store),
 		engine.WithClock(func() time.Time { return Now.Add(time.Duration(h.later.Load())) }),
 		engine.WithIDs(func(time.Time) string { return fmt.Sprintf("%032x", n.Add(1)) }),
 	)
@@ -184,17 +194,17 @@ func testFirstEffect(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	key := newKey()
 	out := h.mustReserve("alice", key, "go-basics", 2)
-	if out.HTTPStatus != 201 || out.Replayed {
-		t.Fatalf("first answer: status %d replayed %v, want 201 not replayed", out.HTTPStatus, out.Replayed)
+	if out.Answer.Status != engine.StatusReserved || out.Replayed {
+		t.Fatalf("first answer: status %q replayed %v, want reserved, not replayed", out.Answer.Status, out.Replayed)
 	}
-	if !reservedBody.Match(out.Body) {
-		t.Fatalf("body %s does not have the reserved shape", out.Body)
+	if !reservedBody.Match(out.Answer.JSON()) {
+		t.Fatalf("body %s does not have the reserved shape", out.Answer.JSON())
 	}
-	want := fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"go-basics","quantity":2}`, out.ReservationID)
-	if string(out.Body) != want {
-		t.Fatalf("body = %s, want %s", out.Body, want)
+	want := fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"go-basics","quantity":2}`, out.Answer.ReservationID)
+	if string(out.Answer.JSON()) != want {
+		t.Fatalf("body = %s, want %s", out.Answer.JSON(), want)
 	}
-	res, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.ReservationID)
+	res, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.Answer.ReservationID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +215,7 @@ func testFirstEffect(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.HTTPStatus != 201 || !bytes.Equal(rec.Body, out.Body) || rec.FingerprintVersion != engine.FingerprintVersion || rec.ReservationID != out.ReservationID {
+	if rec.Answer.Status != engine.StatusReserved || !bytes.Equal(rec.Answer.JSON(), out.Answer.JSON()) || rec.FingerprintVersion != engine.FingerprintVersion || rec.ReservationID != out.Answer.ReservationID {
 		t.Fatalf("stored receipt = %+v", rec)
 	}
 	h.wantReserved("go-basics", 2)
@@ -218,8 +228,8 @@ func testReplay(t *testing.T, h *harness) {
 	first := h.mustReserve("alice", key, "go-basics", 1)
 	for i := 0; i < 3; i++ {
 		again := h.mustReserve("alice", key, "go-basics", 1)
-		if !again.Replayed || again.HTTPStatus != first.HTTPStatus || !bytes.Equal(again.Body, first.Body) || again.ReservationID != first.ReservationID {
-			t.Fatalf("repeat %d = %+v (body %s), want a replay of %s", i, again, again.Body, first.Body)
+		if !again.Replayed || again.Answer != first.Answer || !bytes.Equal(again.Answer.JSON(), first.Answer.JSON()) || again.Answer.ReservationID != first.Answer.ReservationID {
+			t.Fatalf("repeat %d = %+v (body %s), want a replay of %s", i, again, again.Answer.JSON(), first.Answer.JSON())
 		}
 	}
 	h.wantReserved("go-basics", 1)
@@ -239,11 +249,11 @@ func testConflict(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(rec.Body, first.Body) || rec.Request.Quantity != 1 {
+	if !bytes.Equal(rec.Answer.JSON(), first.Answer.JSON()) || rec.Request.Quantity != 1 {
 		t.Fatalf("receipt changed by a conflicting request: %+v", rec)
 	}
 	again := h.mustReserve("alice", key, "go-basics", 1)
-	if !again.Replayed || !bytes.Equal(again.Body, first.Body) {
+	if !again.Replayed || !bytes.Equal(again.Answer.JSON(), first.Answer.JSON()) {
 		t.Fatalf("original no longer replays: %+v", again)
 	}
 	h.wantReserved("go-basics", 1)
@@ -270,7 +280,7 @@ func testMemberOrder(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatalf("reordered members were treated as a different payload: %v", err)
 	}
-	if !again.Replayed || !bytes.Equal(first.Body, again.Body) {
+	if !again.Replayed || !bytes.Equal(first.Answer.JSON(), again.Answer.JSON()) {
 		t.Fatalf("reordered members did not replay: %+v", again)
 	}
 	h.wantCounts(1, 1)
@@ -281,7 +291,7 @@ func testActorsIndependent(t *testing.T, h *harness) {
 	key := newKey()
 	a := h.mustReserve("alice", key, "go-basics", 1)
 	b := h.mustReserve("bob", key, "go-basics", 1)
-	if a.Replayed || b.Replayed || a.ReservationID == b.ReservationID || a.HTTPStatus != 201 || b.HTTPStatus != 201 {
+	if a.Replayed || b.Replayed || a.Answer.ReservationID == b.Answer.ReservationID || a.Answer.Status != engine.StatusReserved || b.Answer.Status != engine.StatusReserved {
 		t.Fatalf("same key under two actors: alice %+v, bob %+v; want two independent reservations", a, b)
 	}
 	// A different payload under bob's use of the key is bob's conflict only.
@@ -297,15 +307,15 @@ func testUnavailable(t *testing.T, h *harness) {
 	key := newKey()
 	out := h.mustReserve("bob", key, "go-basics", 2)
 	want := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
-	if out.HTTPStatus != 409 || string(out.Body) != want || out.Replayed || out.ReservationID != "" {
-		t.Fatalf("answer = %+v body %s, want 409 %s", out, out.Body, want)
+	if out.Answer.Status != engine.StatusUnavailable || string(out.Answer.JSON()) != want || out.Replayed || out.Answer.ReservationID != "" {
+		t.Fatalf("answer = %+v body %s, want already_cancelled or unavailable %s", out, out.Answer.JSON(), want)
 	}
 	again := h.mustReserve("bob", key, "go-basics", 2)
-	if !again.Replayed || again.HTTPStatus != 409 || string(again.Body) != want {
-		t.Fatalf("repeat = %+v body %s, want replayed 409", again, again.Body)
+	if !again.Replayed || again.Answer.Status != engine.StatusUnavailable || string(again.Answer.JSON()) != want {
+		t.Fatalf("repeat = %+v body %s, want replayed unavailable", again, again.Answer.JSON())
 	}
 	// The last place is still there for a new intent of one place.
-	if out := h.mustReserve("bob", newKey(), "go-basics", 1); out.HTTPStatus != 201 {
+	if out := h.mustReserve("bob", newKey(), "go-basics", 1); out.Answer.Status != engine.StatusReserved {
 		t.Fatalf("last place: %+v", out)
 	}
 	h.wantReserved("go-basics", 3)
@@ -316,19 +326,19 @@ func testCapacityRaised(t *testing.T, h *harness) {
 	h.workshop("go-basics", 1, 1)
 	h.mustReserve("alice", newKey(), "go-basics", 1)
 	old := newKey()
-	if out := h.mustReserve("bob", old, "go-basics", 1); out.HTTPStatus != 409 {
-		t.Fatalf("full workshop answered %d", out.HTTPStatus)
+	if out := h.mustReserve("bob", old, "go-basics", 1); out.Answer.Status != engine.StatusUnavailable {
+		t.Fatalf("full workshop answered %q", out.Answer.Status)
 	}
 	if _, _, err := h.eng.PutWorkshop(h.ctx, "go-basics", engine.WorkshopSpec{Capacity: 5}, nil); err != nil {
 		t.Fatal(err)
 	}
 	again := h.mustReserve("bob", old, "go-basics", 1)
-	if again.HTTPStatus != 409 || !again.Replayed {
+	if again.Answer.Status != engine.StatusUnavailable || !again.Replayed {
 		t.Fatalf("old intent after capacity raise = %+v; an unavailable intent must stay unavailable", again)
 	}
 	fresh := h.mustReserve("bob", newKey(), "go-basics", 1)
-	if fresh.HTTPStatus != 201 || fresh.Replayed {
-		t.Fatalf("new intent after capacity raise = %+v, want 201", fresh)
+	if fresh.Answer.Status != engine.StatusReserved || fresh.Replayed {
+		t.Fatalf("new intent after capacity raise = %+v, want reserved", fresh)
 	}
 	h.wantReserved("go-basics", 2)
 	h.wantCounts(2, 3)
@@ -336,7 +346,7 @@ func testCapacityRaised(t *testing.T, h *harness) {
 
 func testFailReceiptWrite(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
-	h.eng.Faults().FailReceiptWrites(1)
+	h.failReceiptWrites(1)
 	key := newKey()
 	_, err := h.reserve("alice", key, "go-basics", 1)
 	wantCode(t, err, engine.CodeInternal)
@@ -346,8 +356,8 @@ func testFailReceiptWrite(t *testing.T, h *harness) {
 		t.Fatalf("receipt after failed write: %v", err)
 	}
 	out := h.mustReserve("alice", key, "go-basics", 1)
-	if out.HTTPStatus != 201 || out.Replayed {
-		t.Fatalf("retry after failed receipt write = %+v, want a first 201", out)
+	if out.Answer.Status != engine.StatusReserved || out.Replayed {
+		t.Fatalf("retry after failed receipt write = %+v, want a first reserved", out)
 	}
 	h.wantReserved("go-basics", 1)
 	h.wantCounts(1, 1)
@@ -363,7 +373,7 @@ func testRefusalsStoreNothing(t *testing.T, h *harness) {
 	h.wantCounts(0, 0)
 	h.wantReserved("go-basics", 0)
 	// Refusals bind nothing: the key is still free for a valid payload.
-	if out := h.mustReserve("alice", key, "go-basics", 2); out.HTTPStatus != 201 || out.Replayed {
+	if out := h.mustReserve("alice", key, "go-basics", 2); out.Answer.Status != engine.StatusReserved || out.Replayed {
 		t.Fatalf("key after refusals = %+v", out)
 	}
 	h.wantCounts(1, 1)
@@ -400,9 +410,8 @@ func testOperationLookup(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := rec.View()
-	if v.Operation != key || v.HTTPStatus != 201 || string(v.Response) != string(out.Body) || !v.CreatedAt.Equal(Now) {
-		t.Fatalf("operation view = %+v", v)
+	if rec.OperationKey != key || rec.Answer != out.Answer || string(rec.Answer.JSON()) != string(out.Answer.JSON()) || !rec.CreatedAt.Equal(Now) {
+		t.Fatalf("operation = %+v", rec)
 	}
 	_, err = h.eng.Operation(h.ctx, "bob", key)
 	wantCode(t, err, engine.CodeUnknownOperation)
@@ -413,13 +422,13 @@ func testOperationLookup(t *testing.T, h *harness) {
 func testReservationVisibility(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	out := h.mustReserve("alice", newKey(), "go-basics", 1)
-	if _, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.ReservationID); err != nil {
+	if _, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.Answer.ReservationID); err != nil {
 		t.Fatalf("owner: %v", err)
 	}
-	if _, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "root", Admin: true}, out.ReservationID); err != nil {
+	if _, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "root", Admin: true}, out.Answer.ReservationID); err != nil {
 		t.Fatalf("admin: %v", err)
 	}
-	_, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "bob"}, out.ReservationID)
+	_, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "bob"}, out.Answer.ReservationID)
 	wantCode(t, err, engine.CodeUnknownReservation)
 	_, err = h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, fmt.Sprintf("%032x", 999999))
 	wantCode(t, err, engine.CodeUnknownReservation)
@@ -489,8 +498,8 @@ func testReserveBatch(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outs[0].HTTPStatus != 201 || !outs[1].Replayed || outs[1].ReservationID != outs[0].ReservationID ||
-		outs[2].HTTPStatus != 409 || engine.ErrorCode(errs[3]) != engine.CodeUnknownWorkshop || outs[4].HTTPStatus != 201 {
+	if outs[0].Answer.Status != engine.StatusReserved || !outs[1].Replayed || outs[1].Answer.ReservationID != outs[0].Answer.ReservationID ||
+		outs[2].Answer.Status != engine.StatusUnavailable || engine.ErrorCode(errs[3]) != engine.CodeUnknownWorkshop || outs[4].Answer.Status != engine.StatusReserved {
 		t.Fatalf("batch outcomes = %+v, errs = %v", outs, errs)
 	}
 	h.wantReserved("go-basics", 3)
@@ -526,8 +535,8 @@ func testConcurrentSameKey(t *testing.T, h *harness) {
 	outs := h.reserveConcurrently(t, 64, func(int) (string, engine.OperationKey, int) { return "alice", key, 1 })
 	firsts := 0
 	for i := range outs {
-		if !bytes.Equal(outs[i].Body, outs[0].Body) || outs[i].HTTPStatus != 201 {
-			t.Fatalf("goroutine %d got %d %s, goroutine 0 got %d %s", i, outs[i].HTTPStatus, outs[i].Body, outs[0].HTTPStatus, outs[0].Body)
+		if !bytes.Equal(outs[i].Answer.JSON(), outs[0].Answer.JSON()) || outs[i].Answer.Status != engine.StatusReserved {
+			t.Fatalf("goroutine %d got %q %s, goroutine 0 got %q %s", i, outs[i].Answer.Status, outs[i].Answer.JSON(), outs[0].Answer.Status, outs[0].Answer.JSON())
 		}
 		if !outs[i].Replayed {
 			firsts++
@@ -543,8 +552,8 @@ func testConcurrentSameKey(t *testing.T, h *harness) {
 func testConcurrentLastPlaces(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	outs := h.reserveConcurrently(t, 2, func(i int) (string, engine.OperationKey, int) { return fmt.Sprintf("user%d", i), newKey(), 2 })
-	if got := statusCounts(outs); got[201] != 1 || got[409] != 1 {
-		t.Fatalf("statuses = %v, want one 201 and one 409", got)
+	if got := statusCounts(outs); got[engine.StatusReserved] != 1 || got[engine.StatusUnavailable] != 1 {
+		t.Fatalf("statuses = %v, want one reserved and one unavailable", got)
 	}
 	h.wantReserved("go-basics", 2)
 	h.wantCounts(1, 2)
@@ -555,12 +564,12 @@ func testConcurrentDistinctKeys(t *testing.T, h *harness) {
 	outs := h.reserveConcurrently(t, 500, func(i int) (string, engine.OperationKey, int) { return fmt.Sprintf("user%d", i%7), newKey(), 1 })
 	ids := map[string]bool{}
 	for _, out := range outs {
-		if out.HTTPStatus == 201 {
-			ids[out.ReservationID] = true
+		if out.Answer.Status == engine.StatusReserved {
+			ids[out.Answer.ReservationID] = true
 		}
 	}
-	if got := statusCounts(outs); got[201] != 100 || got[409] != 400 || len(ids) != 100 {
-		t.Fatalf("statuses = %v with %d distinct ids, want 100×201 and 400×409", got, len(ids))
+	if got := statusCounts(outs); got[engine.StatusReserved] != 100 || got[engine.StatusUnavailable] != 400 || len(ids) != 100 {
+		t.Fatalf("statuses = %v with %d distinct ids, want 100 reserved and 400 unavailable", got, len(ids))
 	}
 	h.wantReserved("go-basics", 100)
 	h.wantCounts(100, 500)
@@ -583,10 +592,10 @@ func (h *harness) reserveConcurrently(t *testing.T, n int, intent func(i int) (a
 	return outs
 }
 
-func statusCounts(outs []engine.Outcome) map[int]int {
-	counts := map[int]int{}
+func statusCounts(outs []engine.Outcome) map[string]int {
+	counts := map[string]int{}
 	for _, out := range outs {
-		counts[out.HTTPStatus]++
+		counts[out.Answer.Status]++
 	}
 	return counts
 }
@@ -668,7 +677,7 @@ func testCheckFindings(t *testing.T, h *harness) {
 	key := newKey()
 	out := h.mustReserve("alice", key, "go-basics", 2)
 	h.mustCheckClean()
-	res, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.ReservationID)
+	res, err := h.eng.Reservation(h.ctx, engine.Principal{Actor: "alice"}, out.Answer.ReservationID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -717,11 +726,11 @@ func testCheckFindings(t *testing.T, h *harness) {
 		{"second reservation for one key", func(tx engine.Tx) error {
 			return addPlace(tx, fmt.Sprintf("%032x", 1<<41), res.OperationKey)
 		}, []string{engine.FindingOrphanReserve, engine.FindingMissingEvent}},
-		{"201 receipt without its reservation", func(tx engine.Tx) error {
+		{"reserved receipt without its reservation", func(tx engine.Tx) error {
 			r2 := rec
 			r2.OperationKey = newKey()
 			r2.ReservationID = fmt.Sprintf("%032x", 1<<42)
-			r2.Body = []byte(fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"go-basics","quantity":2}`, r2.ReservationID))
+			r2.Answer = engine.StoredAnswer(engine.OperationReserve, engine.StatusReserved, []byte(fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"go-basics","quantity":2}`, r2.ReservationID)))
 			return tx.PutReceipt(r2)
 		}, []string{engine.FindingOrphanReceipt}},
 		{"receipt names another key's reservation", func(tx engine.Tx) error {
@@ -735,7 +744,7 @@ func testCheckFindings(t *testing.T, h *harness) {
 			r2 := rec
 			r2.OperationKey, r2.ReservationID, r2.Request.Workshop = extra.OperationKey, extra.ID, "gone"
 			r2.Fingerprint = engine.Fingerprint(r2.Request)
-			r2.Body = []byte(fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"gone","quantity":2}`, extra.ID))
+			r2.Answer = engine.StoredAnswer(engine.OperationReserve, engine.StatusReserved, []byte(fmt.Sprintf(`{"status":"reserved","reservation_id":"%s","workshop":"gone","quantity":2}`, extra.ID)))
 			if err := tx.PutReceipt(r2); err != nil {
 				return err
 			}
@@ -743,7 +752,7 @@ func testCheckFindings(t *testing.T, h *harness) {
 		}, []string{engine.FindingUnknownWorkshop, engine.FindingMissingEvent}},
 		{"stored body differs from request", func(tx engine.Tx) error {
 			r2 := rec
-			r2.Body = []byte(`{"status":"reserved"}`)
+			r2.Answer = engine.StoredAnswer(engine.OperationReserve, engine.StatusReserved, []byte(`{"status":"reserved"}`))
 			return tx.PutReceipt(r2)
 		}, []string{engine.FindingMalformedReceipt}},
 		{"fingerprint differs from request", func(tx engine.Tx) error {
@@ -800,7 +809,7 @@ func (h *harness) wantFindings(name string, want []string) {
 // failing intents and still commit every other one exactly once.
 func testFaultsAmidConcurrentLoad(t *testing.T, h *harness) {
 	h.workshop("go-basics", 1000, 1)
-	h.eng.Faults().FailReceiptWrites(5)
+	h.failReceiptWrites(5)
 	ks := make([]engine.OperationKey, 64)
 	for i := range ks {
 		ks[i] = newKey()
@@ -814,7 +823,7 @@ func testFaultsAmidConcurrentLoad(t *testing.T, h *harness) {
 		case errs[i] != nil:
 			wantCode(t, errs[i], engine.CodeInternal)
 			failed++
-		case outs[i].HTTPStatus != 201 || outs[i].Replayed:
+		case outs[i].Answer.Status != engine.StatusReserved || outs[i].Replayed:
 			t.Fatalf("intent %d: %+v", i, outs[i])
 		}
 	}
@@ -828,7 +837,7 @@ func testFaultsAmidConcurrentLoad(t *testing.T, h *harness) {
 		if errs[i] == nil {
 			continue
 		}
-		if out := h.mustReserve("alice", ks[i], "go-basics", 1); out.HTTPStatus != 201 || out.Replayed {
+		if out := h.mustReserve("alice", ks[i], "go-basics", 1); out.Answer.Status != engine.StatusReserved || out.Replayed {
 			t.Fatalf("retry of failed intent %d: %+v", i, out)
 		}
 	}

@@ -74,31 +74,31 @@ func testCancel(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	res := h.mustReserve("alice", newKey(), "go-basics", 2)
 	full := newKey()
-	if out := h.mustReserve("bob", full, "go-basics", 2); out.HTTPStatus != 409 {
-		t.Fatalf("full workshop answered %d", out.HTTPStatus)
+	if out := h.mustReserve("bob", full, "go-basics", 2); out.Answer.Status != engine.StatusUnavailable {
+		t.Fatalf("full workshop answered %q", out.Answer.Status)
 	}
 	h.advance(time.Minute)
 	key := newKey()
-	out := h.mustCancel(alice, key, res.ReservationID)
-	want := cancelledBody("cancelled", res.ReservationID, "go-basics", 2)
-	if out.HTTPStatus != 200 || out.Replayed || string(out.Body) != want || out.ReservationID != res.ReservationID {
-		t.Fatalf("cancel = %+v body %s, want 200 %s", out, out.Body, want)
+	out := h.mustCancel(alice, key, res.Answer.ReservationID)
+	want := cancelledBody("cancelled", res.Answer.ReservationID, "go-basics", 2)
+	if out.Answer.Status != engine.StatusCancelled || out.Replayed || string(out.Answer.JSON()) != want || out.Answer.ReservationID != res.Answer.ReservationID {
+		t.Fatalf("cancel = %+v body %s, want cancelled %s", out, out.Answer.JSON(), want)
 	}
 	h.wantReserved("go-basics", 0)
-	r := h.reservation(res.ReservationID)
+	r := h.reservation(res.Answer.ReservationID)
 	if !r.Cancelled() || !r.CancelledAt.Equal(Now.Add(time.Minute)) || r.CancelledBy != "alice" || r.CancelOperation != key || r.Quantity != 2 {
 		t.Fatalf("cancelled reservation = %+v", r)
 	}
 	rec, err := h.eng.Operation(h.ctx, "alice", key)
-	if err != nil || rec.HTTPStatus != 200 || string(rec.Body) != want || rec.Kind() != engine.OperationCancel {
+	if err != nil || rec.Answer.Status != engine.StatusCancelled || string(rec.Answer.JSON()) != want || rec.Kind() != engine.OperationCancel {
 		t.Fatalf("cancel receipt = %+v, %v", rec, err)
 	}
 	// The freed places serve a new intent at once; the stored
 	// "unavailable" of the old one stays.
-	if again := h.mustReserve("bob", full, "go-basics", 2); again.HTTPStatus != 409 || !again.Replayed {
+	if again := h.mustReserve("bob", full, "go-basics", 2); again.Answer.Status != engine.StatusUnavailable || !again.Replayed {
 		t.Fatalf("old unavailable intent after a cancellation = %+v", again)
 	}
-	if fresh := h.mustReserve("bob", newKey(), "go-basics", 2); fresh.HTTPStatus != 201 {
+	if fresh := h.mustReserve("bob", newKey(), "go-basics", 2); fresh.Answer.Status != engine.StatusReserved {
 		t.Fatalf("new intent after a cancellation = %+v", fresh)
 	}
 	h.wantReserved("go-basics", 2)
@@ -111,29 +111,29 @@ func testCancelConflicts(t *testing.T, h *harness) {
 	a := h.mustReserve("alice", rkey, "go-basics", 1)
 	b := h.mustReserve("alice", newKey(), "go-basics", 1)
 	key := newKey()
-	first := h.mustCancel(alice, key, a.ReservationID)
+	first := h.mustCancel(alice, key, a.Answer.ReservationID)
 	for i := 0; i < 3; i++ {
-		again := h.mustCancel(alice, key, a.ReservationID)
-		if !again.Replayed || again.HTTPStatus != 200 || !bytes.Equal(again.Body, first.Body) {
-			t.Fatalf("repeat %d = %+v, want a replay of %s", i, again, first.Body)
+		again := h.mustCancel(alice, key, a.Answer.ReservationID)
+		if !again.Replayed || again.Answer.Status != engine.StatusCancelled || !bytes.Equal(again.Answer.JSON(), first.Answer.JSON()) {
+			t.Fatalf("repeat %d = %+v, want a replay of %s", i, again, first.Answer.JSON())
 		}
 	}
 	// The same key for another reservation conflicts and cancels nothing.
-	_, err := h.cancel(alice, key, b.ReservationID)
+	_, err := h.cancel(alice, key, b.Answer.ReservationID)
 	wantCode(t, err, engine.CodeOperationConflict)
-	if h.reservation(b.ReservationID).Cancelled() {
+	if h.reservation(b.Answer.ReservationID).Cancelled() {
 		t.Fatal("a conflicting cancel cancelled the other reservation")
 	}
 	// A cancel key cannot reserve, and a reservation key cannot cancel.
 	_, err = h.reserve("alice", key, "go-basics", 1)
 	wantCode(t, err, engine.CodeOperationConflict)
-	_, err = h.cancel(alice, rkey, a.ReservationID)
+	_, err = h.cancel(alice, rkey, a.Answer.ReservationID)
 	wantCode(t, err, engine.CodeOperationConflict)
-	_, err = h.cancel(alice, rkey, b.ReservationID)
+	_, err = h.cancel(alice, rkey, b.Answer.ReservationID)
 	wantCode(t, err, engine.CodeOperationConflict)
 	// A key that first cancels is bound to that cancellation.
 	fresh := newKey()
-	h.mustCancel(alice, fresh, b.ReservationID)
+	h.mustCancel(alice, fresh, b.Answer.ReservationID)
 	_, err = h.reserve("alice", fresh, "go-basics", 1)
 	wantCode(t, err, engine.CodeOperationConflict)
 	h.wantReserved("go-basics", 0)
@@ -143,19 +143,19 @@ func testCancelConflicts(t *testing.T, h *harness) {
 func testCancelAlreadyCancelled(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	res := h.mustReserve("alice", newKey(), "go-basics", 2)
-	h.mustCancel(alice, newKey(), res.ReservationID)
+	h.mustCancel(alice, newKey(), res.Answer.ReservationID)
 	key := newKey()
-	out := h.mustCancel(alice, key, res.ReservationID)
-	want := cancelledBody("already_cancelled", res.ReservationID, "go-basics", 2)
-	if out.HTTPStatus != 409 || out.Replayed || string(out.Body) != want {
-		t.Fatalf("second cancellation = %+v body %s, want 409 %s", out, out.Body, want)
+	out := h.mustCancel(alice, key, res.Answer.ReservationID)
+	want := cancelledBody("already_cancelled", res.Answer.ReservationID, "go-basics", 2)
+	if out.Answer.Status != engine.StatusAlreadyCancelled || out.Replayed || string(out.Answer.JSON()) != want {
+		t.Fatalf("second cancellation = %+v body %s, want already_cancelled or unavailable %s", out, out.Answer.JSON(), want)
 	}
-	again := h.mustCancel(alice, key, res.ReservationID)
-	if !again.Replayed || again.HTTPStatus != 409 || !bytes.Equal(again.Body, out.Body) {
+	again := h.mustCancel(alice, key, res.Answer.ReservationID)
+	if !again.Replayed || again.Answer.Status != engine.StatusAlreadyCancelled || !bytes.Equal(again.Answer.JSON(), out.Answer.JSON()) {
 		t.Fatalf("replay of already_cancelled = %+v", again)
 	}
 	// An admin's cancellation of it is answered the same way.
-	if out := h.mustCancel(ops, newKey(), res.ReservationID); out.HTTPStatus != 409 {
+	if out := h.mustCancel(ops, newKey(), res.Answer.ReservationID); out.Answer.Status != engine.StatusAlreadyCancelled {
 		t.Fatalf("admin's late cancel = %+v", out)
 	}
 	h.wantReserved("go-basics", 0)
@@ -169,23 +169,23 @@ func testCancelVisibility(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	res := h.mustReserve("alice", newKey(), "go-basics", 1)
 	key := newKey()
-	for _, id := range []string{res.ReservationID, fmt.Sprintf("%032x", 1<<50), "nope", ""} {
+	for _, id := range []string{res.Answer.ReservationID, fmt.Sprintf("%032x", 1<<50), "nope", ""} {
 		_, err := h.cancel(bob, key, id)
 		wantCode(t, err, engine.CodeUnknownReservation)
 	}
 	// Nothing was stored: bob's key is still free.
 	_, err := h.eng.Operation(h.ctx, "bob", key)
 	wantCode(t, err, engine.CodeUnknownOperation)
-	_, err = h.cancel(alice, "not-a-key", res.ReservationID)
+	_, err = h.cancel(alice, "not-a-key", res.Answer.ReservationID)
 	wantCode(t, err, engine.CodeInvalidIdempotencyKey)
-	_, err = h.cancel(engine.Principal{Actor: "Alice"}, newKey(), res.ReservationID)
+	_, err = h.cancel(engine.Principal{Actor: "Alice"}, newKey(), res.Answer.ReservationID)
 	wantCode(t, err, engine.CodeUnauthenticated)
 	h.wantCounts(1, 1)
 	// An admin may cancel anyone's reservation.
-	if out := h.mustCancel(ops, newKey(), res.ReservationID); out.HTTPStatus != 200 {
+	if out := h.mustCancel(ops, newKey(), res.Answer.ReservationID); out.Answer.Status != engine.StatusCancelled {
 		t.Fatalf("admin cancel = %+v", out)
 	}
-	if r := h.reservation(res.ReservationID); r.CancelledBy != "ops" {
+	if r := h.reservation(res.Answer.ReservationID); r.CancelledBy != "ops" {
 		t.Fatalf("cancelled by %q, want ops", r.CancelledBy)
 	}
 	h.wantReserved("go-basics", 0)
@@ -194,18 +194,18 @@ func testCancelVisibility(t *testing.T, h *harness) {
 func testCancelFailReceiptWrite(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	res := h.mustReserve("alice", newKey(), "go-basics", 2)
-	h.eng.Faults().FailReceiptWrites(1)
+	h.failReceiptWrites(1)
 	key := newKey()
-	_, err := h.cancel(alice, key, res.ReservationID)
+	_, err := h.cancel(alice, key, res.Answer.ReservationID)
 	wantCode(t, err, engine.CodeInternal)
 	h.wantReserved("go-basics", 2)
-	if h.reservation(res.ReservationID).Cancelled() {
+	if h.reservation(res.Answer.ReservationID).Cancelled() {
 		t.Fatal("a rolled-back cancellation left the reservation cancelled")
 	}
 	if n := h.eventTypes(); n[engine.EventCancelled] != 0 {
 		t.Fatalf("a rolled-back cancellation left an event: %v", n)
 	}
-	if out := h.mustCancel(alice, key, res.ReservationID); out.HTTPStatus != 200 || out.Replayed {
+	if out := h.mustCancel(alice, key, res.Answer.ReservationID); out.Answer.Status != engine.StatusCancelled || out.Replayed {
 		t.Fatalf("retry after a failed receipt write = %+v", out)
 	}
 	h.wantReserved("go-basics", 0)
@@ -222,21 +222,21 @@ func testConcurrentCancels(t *testing.T, h *harness) {
 		if i%2 == 1 {
 			key = newKey()
 		}
-		outs[i], errs[i] = h.cancel(alice, key, res.ReservationID)
+		outs[i], errs[i] = h.cancel(alice, key, res.Answer.ReservationID)
 	})
 	cancelled, firsts := 0, 0
 	for i := range outs {
 		if errs[i] != nil {
 			t.Fatalf("cancel %d: %v", i, errs[i])
 		}
-		if outs[i].HTTPStatus == 200 && !outs[i].Replayed {
+		if outs[i].Answer.Status == engine.StatusCancelled && !outs[i].Replayed {
 			cancelled++
 		}
 		if i%2 == 0 && !outs[i].Replayed {
 			firsts++
 		}
-		if i%2 == 0 && !bytes.Equal(outs[i].Body, outs[0].Body) {
-			t.Fatalf("same key, different answers: %s and %s", outs[i].Body, outs[0].Body)
+		if i%2 == 0 && !bytes.Equal(outs[i].Answer.JSON(), outs[0].Answer.JSON()) {
+			t.Fatalf("same key, different answers: %s and %s", outs[i].Answer.JSON(), outs[0].Answer.JSON())
 		}
 	}
 	if cancelled != 1 || firsts != 1 {
@@ -253,9 +253,9 @@ func testOutbox(t *testing.T, h *harness) {
 	a := h.mustReserve("alice", newKey(), "go-basics", 2)
 	h.mustReserve("bob", newKey(), "go-basics", 1) // Unavailable: no event.
 	ckey := newKey()
-	h.mustCancel(alice, ckey, a.ReservationID)
-	h.mustCancel(alice, ckey, a.ReservationID)     // Replay: no event.
-	h.mustCancel(alice, newKey(), a.ReservationID) // Already cancelled: no event.
+	h.mustCancel(alice, ckey, a.Answer.ReservationID)
+	h.mustCancel(alice, ckey, a.Answer.ReservationID)     // Replay: no event.
+	h.mustCancel(alice, newKey(), a.Answer.ReservationID) // Already cancelled: no event.
 	evs := h.events()
 	if len(evs) != 2 {
 		t.Fatalf("outbox = %+v, want 2 events", evs)
@@ -264,10 +264,14 @@ func testOutbox(t *testing.T, h *harness) {
 	for _, ev := range evs {
 		ids[ev.ID] = true
 		var p engine.EventPayload
-		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		payload, err := ev.Payload()
+		if err != nil {
 			t.Fatalf("payload of %s: %v", ev.ID, err)
 		}
-		if p.ID != ev.ID || p.Type != ev.Type || p.ReservationID != a.ReservationID || p.Owner != "alice" || p.Workshop != "go-basics" || p.Quantity != 2 || ev.Delivered() {
+		if err := json.Unmarshal(payload, &p); err != nil {
+			t.Fatalf("payload of %s: %v", ev.ID, err)
+		}
+		if p.ID != ev.ID || p.Type != ev.Type || p.ReservationID != a.Answer.ReservationID || p.Owner != "alice" || p.Workshop != "go-basics" || p.Quantity != 2 || ev.Delivered() {
 			t.Fatalf("event %+v payload %+v", ev, p)
 		}
 		if ev.Type == engine.EventCancelled && ev.OperationKey != ckey {
@@ -299,7 +303,7 @@ func testOutbox(t *testing.T, h *harness) {
 	}
 	// Rolled-back reservations leave no event.
 	h.workshop("big", 100, 1)
-	h.eng.Faults().FailReceiptWrites(1)
+	h.failReceiptWrites(1)
 	if _, err := h.reserve("alice", newKey(), "big", 1); engine.ErrorCode(err) != engine.CodeInternal {
 		t.Fatalf("armed fault: %v", err)
 	}
@@ -323,7 +327,7 @@ func testRetention(t *testing.T, h *harness) {
 	oldKey, cancelKey, unavailKey := newKey(), newKey(), newKey()
 	old := h.mustReserve("alice", oldKey, "go-basics", 2)
 	h.mustReserve("bob", unavailKey, "go-basics", 2)
-	h.mustCancel(alice, cancelKey, old.ReservationID)
+	h.mustCancel(alice, cancelKey, old.Answer.ReservationID)
 	h.advance(48 * time.Hour)
 	recent := newKey()
 	h.mustReserve("alice", recent, "go-basics", 1)
@@ -346,12 +350,12 @@ func testRetention(t *testing.T, h *harness) {
 	wantCode(t, err, engine.CodeOperationExpired)
 	_, err = h.reserve("bob", unavailKey, "go-basics", 2)
 	wantCode(t, err, engine.CodeOperationExpired)
-	_, err = h.cancel(alice, cancelKey, old.ReservationID)
+	_, err = h.cancel(alice, cancelKey, old.Answer.ReservationID)
 	wantCode(t, err, engine.CodeOperationExpired)
 	// A different payload under an expired key is still a conflict.
 	_, err = h.reserve("alice", oldKey, "go-basics", 1)
 	wantCode(t, err, engine.CodeOperationConflict)
-	_, err = h.cancel(alice, oldKey, old.ReservationID)
+	_, err = h.cancel(alice, oldKey, old.Answer.ReservationID)
 	wantCode(t, err, engine.CodeOperationConflict)
 	_, err = h.reserve("alice", cancelKey, "go-basics", 1)
 	wantCode(t, err, engine.CodeOperationConflict)
@@ -375,7 +379,7 @@ func testRetention(t *testing.T, h *harness) {
 		t.Fatalf("tombstones = %+v, %v", tombs, err)
 	}
 	for _, ts := range tombs {
-		if !ts.PurgedAt.Equal(Now.Add(48*time.Hour)) || !ts.CreatedAt.Equal(Now) || ts.Status == "" {
+		if !ts.PurgedAt.Equal(Now.Add(48*time.Hour)) || !ts.CreatedAt.Equal(Now) || ts.Answer.Status == "" {
 			t.Fatalf("tombstone %+v", ts)
 		}
 	}
@@ -386,7 +390,7 @@ func testRetention(t *testing.T, h *harness) {
 		})
 		return ts, ok, err
 	}()
-	if err != nil || !ok || ts.HTTPStatus != 201 || ts.Status != engine.StatusReserved || ts.ReservationID != old.ReservationID || ts.Workshop != "go-basics" || ts.Quantity != 2 {
+	if err != nil || !ok || ts.Answer.Kind != engine.OperationReserve || ts.Answer.Status != engine.StatusReserved || ts.Answer.ReservationID != old.Answer.ReservationID || ts.Answer.Workshop != "go-basics" || ts.Answer.Quantity != 2 {
 		t.Fatalf("tombstone of the reservation = %+v ok=%v err=%v", ts, ok, err)
 	}
 }
@@ -396,9 +400,9 @@ func testRetention(t *testing.T, h *harness) {
 func testCheckLifecycleFindings(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	res := h.mustReserve("alice", newKey(), "go-basics", 2)
-	h.mustCancel(alice, newKey(), res.ReservationID)
+	h.mustCancel(alice, newKey(), res.Answer.ReservationID)
 	h.mustCheckClean()
-	r := h.reservation(res.ReservationID)
+	r := h.reservation(res.Answer.ReservationID)
 	evs := h.events()
 	cases := []struct {
 		name   string

@@ -91,8 +91,9 @@ func newState() *state {
 	}
 }
 
-// clone copies the maps. Records are values whose byte slices are copied
-// on every write and read, so the copies share nothing mutable.
+// clone copies the maps. Records are values, and the bytes they hold (an
+// event's stored payload) are never changed once made, so the copies share
+// nothing mutable.
 func (s *state) clone() *state {
 	return &state{
 		workshops:    maps.Clone(s.workshops),
@@ -182,79 +183,67 @@ func (t *tx) write() error {
 }
 
 // get, put and forEach are the three primitives every record kind uses.
-func get[K comparable, R any](m map[K]R, k K, copyOf func(R) R) (R, bool, error) {
+func get[K comparable, R any](m map[K]R, k K) (R, bool, error) {
 	r, ok := m[k]
-	return copyOf(r), ok, nil
+	return r, ok, nil
 }
 
-func put[K comparable, R any](t *tx, m map[K]R, k K, r R, copyOf func(R) R) error {
+func put[K comparable, R any](t *tx, m map[K]R, k K, r R) error {
 	if err := t.write(); err != nil {
 		return err
 	}
-	m[k] = copyOf(r)
+	m[k] = r
 	return nil
 }
 
 // forEach visits m in key order. The keys are collected first, so fn may
 // write to the transaction it iterates, as it may in the other stores.
-func forEach[K comparable, R any](m map[K]R, compare func(a, b K) int, copyOf func(R) R, fn func(R) error) error {
+func forEach[K comparable, R any](m map[K]R, compare func(a, b K) int, fn func(R) error) error {
 	keys := slices.SortedFunc(maps.Keys(m), compare)
 	for _, k := range keys {
 		r, ok := m[k]
 		if !ok {
 			continue // Deleted by fn.
 		}
-		if err := fn(copyOf(r)); err != nil {
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func same[R any](r R) R { return r }
-
-func copyReceipt(r engine.Receipt) engine.Receipt {
-	r.Body = slices.Clone(r.Body)
-	return r
-}
-
-func copyEvent(e engine.Event) engine.Event {
-	e.Payload = slices.Clone(e.Payload)
-	return e
-}
-
 func (t *tx) Workshop(id string) (engine.Workshop, bool, error) {
-	return get(t.s.workshops, id, same)
+	return get(t.s.workshops, id)
 }
 
-func (t *tx) PutWorkshop(w engine.Workshop) error { return put(t, t.s.workshops, w.ID, w, same) }
+func (t *tx) PutWorkshop(w engine.Workshop) error { return put(t, t.s.workshops, w.ID, w) }
 
 func (t *tx) ForEachWorkshop(fn func(engine.Workshop) error) error {
-	return forEach(t.s.workshops, cmp.Compare[string], same, fn)
+	return forEach(t.s.workshops, cmp.Compare[string], fn)
 }
 
 func (t *tx) Reservation(id string) (engine.Reservation, bool, error) {
-	return get(t.s.reservations, id, same)
+	return get(t.s.reservations, id)
 }
 
 func (t *tx) PutReservation(r engine.Reservation) error {
-	return put(t, t.s.reservations, r.ID, r, same)
+	return put(t, t.s.reservations, r.ID, r)
 }
 
 func (t *tx) ForEachReservation(fn func(engine.Reservation) error) error {
-	return forEach(t.s.reservations, cmp.Compare[string], same, fn)
+	return forEach(t.s.reservations, cmp.Compare[string], fn)
 }
 
 func (t *tx) Receipt(actor string, key engine.OperationKey) (engine.Receipt, bool, error) {
-	return get(t.s.receipts, receiptKey{actor, key}, copyReceipt)
+	return get(t.s.receipts, receiptKey{actor, key})
 }
 
 func (t *tx) PutReceipt(r engine.Receipt) error {
-	return put(t, t.s.receipts, receiptKey{r.Actor, r.OperationKey}, r, copyReceipt)
+	return put(t, t.s.receipts, receiptKey{r.Actor, r.OperationKey}, r)
 }
 
 func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
-	return forEach(t.s.receipts, compareReceiptKeys, copyReceipt, fn)
+	return forEach(t.s.receipts, compareReceiptKeys, fn)
 }
 
 func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
@@ -266,10 +255,10 @@ func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
 }
 
 func (t *tx) Token(hash string) (engine.TokenRecord, bool, error) {
-	return get(t.s.tokens, hash, same)
+	return get(t.s.tokens, hash)
 }
 
-func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, t.s.tokens, r.Hash, r, same) }
+func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, t.s.tokens, r.Hash, r) }
 
 func (t *tx) DeleteToken(hash string) error {
 	if err := t.write(); err != nil {
@@ -280,19 +269,19 @@ func (t *tx) DeleteToken(hash string) error {
 }
 
 func (t *tx) ForEachToken(fn func(engine.TokenRecord) error) error {
-	return forEach(t.s.tokens, cmp.Compare[string], same, fn)
+	return forEach(t.s.tokens, cmp.Compare[string], fn)
 }
 
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
-	return get(t.s.tombstones, receiptKey{actor, key}, same)
+	return get(t.s.tombstones, receiptKey{actor, key})
 }
 
 func (t *tx) PutTombstone(r engine.Tombstone) error {
-	return put(t, t.s.tombstones, receiptKey{r.Actor, r.OperationKey}, r, same)
+	return put(t, t.s.tombstones, receiptKey{r.Actor, r.OperationKey}, r)
 }
 
 func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
-	return forEach(t.s.tombstones, compareReceiptKeys, same, fn)
+	return forEach(t.s.tombstones, compareReceiptKeys, fn)
 }
 
 // AddEvent inserts a new event; an existing id is an error, as in every
@@ -301,7 +290,7 @@ func (t *tx) AddEvent(e engine.Event) error {
 	if _, ok := t.s.events[e.ID]; ok {
 		return fmt.Errorf("event %s exists", e.ID)
 	}
-	return put(t, t.s.events, e.ID, e, copyEvent)
+	return put(t, t.s.events, e.ID, e)
 }
 
 func (t *tx) MarkEventDelivered(id string, at time.Time) error {
@@ -310,15 +299,15 @@ func (t *tx) MarkEventDelivered(id string, at time.Time) error {
 		return fmt.Errorf("no event %s", id)
 	}
 	e.DeliveredAt = at
-	return put(t, t.s.events, id, e, copyEvent)
+	return put(t, t.s.events, id, e)
 }
 
 func (t *tx) Event(id string) (engine.Event, bool, error) {
-	return get(t.s.events, id, copyEvent)
+	return get(t.s.events, id)
 }
 
 func (t *tx) ForEachEvent(fn func(engine.Event) error) error {
-	return forEach(t.s.events, cmp.Compare[string], copyEvent, fn)
+	return forEach(t.s.events, cmp.Compare[string], fn)
 }
 
 // ForEachPendingEvent visits the undelivered events in id order. It scans

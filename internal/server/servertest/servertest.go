@@ -24,6 +24,7 @@ import (
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/faults"
 	"github.com/reserve/reserve/internal/server"
 )
 
@@ -63,7 +64,22 @@ func Start(tb testing.TB, opts Options) *Harness {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	h := &Harness{Store: store, Engine: engine.New(store), Logs: &LogBuffer{}}
+	h := &Harness{Store: store, Logs: &LogBuffer{}}
+	logger := slog.New(slog.NewJSONHandler(h.Logs, nil))
+	cfg := server.Config{
+		Logger:       logger,
+		Metrics:      metrics,
+		DaemonUID:    os.Getuid(),
+		AllowedHosts: opts.AllowedHosts,
+		Backup:       store.Backup,
+	}
+	var engStore engine.Store = store
+	if opts.FaultInjection {
+		injector := faults.New(logger)
+		cfg.Faults, engStore = injector, injector.Store(store)
+	}
+	h.Engine = engine.New(engStore)
+	cfg.Engine = h.Engine
 	h.Socket = filepath.Join(ShortTempDir(tb), "s.sock")
 	if _, _, err := h.Engine.PutWorkshop(ctx, Workshop, engine.WorkshopSpec{Capacity: WorkshopCapacity, MaxQuantity: WorkshopMaxQuantity, Title: "Demo"}, nil); err != nil {
 		tb.Fatal(err)
@@ -77,14 +93,7 @@ func Start(tb testing.TB, opts Options) *Harness {
 			tb.Fatal(err)
 		}
 	}
-	h.Server = server.New(server.Config{
-		Engine:         h.Engine,
-		Logger:         slog.New(slog.NewJSONHandler(h.Logs, nil)),
-		Metrics:        metrics,
-		DaemonUID:      os.Getuid(),
-		AllowedHosts:   opts.AllowedHosts,
-		FaultInjection: opts.FaultInjection,
-	})
+	h.Server = server.New(cfg)
 	sock, err := net.Listen("unix", h.Socket)
 	if err != nil {
 		tb.Fatal(err)

@@ -1,0 +1,95 @@
+package pgstore_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
+	"github.com/reserve/reserve/internal/server"
+)
+
+// TestSchema3Records: a database as schema versions 1–3 made it (only
+// their migrations run) and their rows as they wrote them (each receipt
+// with its HTTP status and body, a tombstone with its HTTP status, an event
+// with its payload) is migrated on open; every receipt then replays the
+// HTTP status and the bytes it replayed before, also a body that no engine
+// wrote, the tombstone still refuses its key, and the event delivers its
+// payload byte for byte.
+func TestSchema3Records(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	pgtest.Exec(t, dsn, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`)
+	for v, name := range []string{"0001_init", "0002_token_kinds", "0003_lifecycle"} {
+		sql, err := os.ReadFile(filepath.Join("migrations", name+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pgtest.Exec(t, dsn, string(sql))
+		pgtest.Exec(t, dsn, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, v+1, name)
+	}
+	at := time.Date(2026, 11, 29, 12, 0, 0, 123456000, time.UTC)
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	const resID, cancelled = "0192f0a1b2c3d4e5f60718293a4b5c6d", "0192f0a1b2c3d4e5f60718293a4b5c6e"
+	type row struct {
+		key, reservationID string
+		version, status    int
+		body               string
+	}
+	rows := []row{
+		{"f47ac10b-58cc-4372-a567-0e02b2c3d470", resID, 1, 201, `{"status":"reserved","reservation_id":"` + resID + `","workshop":"go-basics","quantity":2}`},
+		{"f47ac10b-58cc-4372-a567-0e02b2c3d471", "", 1, 409, `{"status":"unavailable","workshop":"go-basics","quantity":2}`},
+		{"f47ac10b-58cc-4372-a567-0e02b2c3d472", cancelled, 2, 200, `{"status":"cancelled","reservation_id":"` + cancelled + `","workshop":"go-basics","quantity":2}`},
+		{"f47ac10b-58cc-4372-a567-0e02b2c3d473", cancelled, 2, 409, `{"status":"already_cancelled","reservation_id":"` + cancelled + `","workshop":"go-basics","quantity":2}`},
+		// A body that is not the answer's own encoding replays as it is.
+		{"f47ac10b-58cc-4372-a567-0e02b2c3d474", "", 1, 409, `{"workshop":"go-basics","quantity":2,"status":"unavailable"}`},
+	}
+	for _, r := range rows {
+		fp := engine.Fingerprint(req)
+		if r.version == engine.CancelFingerprintVersion {
+			fp = engine.CancelFingerprint(r.reservationID)
+		}
+		var id *string
+		if r.reservationID != "" {
+			id = &r.reservationID
+		}
+		pgtest.Exec(t, dsn, `INSERT INTO receipts (actor, operation_key, fingerprint_version, fingerprint, workshop, quantity, http_status, body, reservation_id, created_at)
+			VALUES ('alice', $1, $2, $3, 'go-basics', 2, $4, $5, $6, $7)`, r.key, r.version, fp, r.status, []byte(r.body), id, at)
+	}
+	const expiredKey = "f47ac10b-58cc-4372-a567-0e02b2c3d475"
+	pgtest.Exec(t, dsn, `INSERT INTO tombstones (actor, operation_key, fingerprint_version, fingerprint, http_status, status, reservation_id, workshop, quantity, created_at, purged_at)
+		VALUES ('alice', $1, 1, $2, 201, 'reserved', $3, 'go-basics', 2, $4, $4)`, expiredKey, engine.Fingerprint(req), resID, at)
+	payload := `{"id":"e1","type":"reservation.confirmed","at":"2026-11-29T12:00:00.123456789Z"}`
+	pgtest.Exec(t, dsn, `INSERT INTO events (id, type, reservation_id, actor, operation_key, payload, created_at) VALUES ('e1', 'reservation.confirmed', $1, 'alice', $2, $3, $4)`,
+		resID, rows[0].key, []byte(payload), at)
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	eng := engine.New(s)
+	for _, r := range rows {
+		var out engine.Outcome
+		var err error
+		if r.version == engine.CancelFingerprintVersion {
+			out, err = eng.Cancel(t.Context(), engine.Principal{Actor: "alice"}, engine.OperationKey(r.key), r.reservationID)
+		} else {
+			out, err = eng.Reserve(t.Context(), "alice", engine.OperationKey(r.key), req)
+		}
+		if err != nil || !out.Replayed || server.StatusOfAnswer(out.Answer) != r.status || string(out.Answer.JSON()) != r.body {
+			t.Errorf("replay of %d %s = %d %s (%+v), %v", r.status, r.body, server.StatusOfAnswer(out.Answer), out.Answer.JSON(), out, err)
+		}
+	}
+	_, err := eng.Reserve(t.Context(), "alice", expiredKey, req)
+	var expired *engine.ExpiredError
+	if !errors.As(err, &expired) || server.StatusOfAnswer(expired.Tombstone.Answer) != 201 {
+		t.Errorf("retry of the expired key = %v", err)
+	}
+	evs, err := eng.PendingEvents(t.Context(), 10)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("pending events = %+v, %v", evs, err)
+	}
+	if got, err := evs[0].Payload(); err != nil || string(got) != payload {
+		t.Errorf("payload = %s, %v; want %s", got, err, payload)
+	}
+}
