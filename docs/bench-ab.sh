@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# docs/bench-ab.sh compares the daemon's throughput of two builds in one
+# sitting: it builds reserved and reservectl at revisions A and B (any git
+# revision; "." is the work tree), then runs the same load against each in
+# turn, ROUNDS times alternating A, B, A, B, …, every run on a fresh
+# database with durable commits, and prints each run, the medians and the
+# ratio B ÷ A. Alternating in one sitting cancels most of the drift of a
+# noisy machine; compare only the ratios, never absolute figures of two
+# sittings.
+#
+#   docs/bench-ab.sh A B [OUT_DIR]    # ROUNDS=5 DURATION=10s CLIENTS=64 by default
+#   LOAD="--replay-ratio 1" docs/bench-ab.sh main .
+set -euo pipefail
+cd "$(dirname "$0")/.."
+A=${1:?usage: docs/bench-ab.sh A B [OUT_DIR]}
+B=${2:?usage: docs/bench-ab.sh A B [OUT_DIR]}
+OUT=${3:-$(mktemp -d /tmp/reserve-ab.XXXXXX)}
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-10s}
+CLIENTS=${CLIENTS:-64}
+PORT=${PORT:-18182}
+LOAD=${LOAD:-}
+
+# build NAME REV builds both programs of revision REV into $OUT/NAME.
+build() {
+  local name=$1 rev=$2 src
+  if [ "$rev" = . ]; then
+    src=$PWD
+  else
+    src="$OUT/src-$name"
+    rm -rf "$src"
+    git worktree add -q --detach "$src" "$rev"
+  fi
+  (cd "$src" && go build -o "$OUT/$name/reserved" ./cmd/reserved && go build -o "$OUT/$name/reservectl" ./cmd/reservectl)
+  if [ "$rev" != . ]; then
+    git worktree remove --force "$src"
+  fi
+  echo "$name = $rev ($(git rev-parse --short "$( [ "$rev" = . ] && echo HEAD || echo "$rev")")$( [ "$rev" = . ] && ! git diff --quiet && echo ', modified'))"
+}
+mkdir -p "$OUT"
+build A "$A"
+build B "$B"
+echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); load: ${LOAD:-new reservations}"
+
+PID=""
+stop_daemon() {
+  if [ -n "$PID" ]; then
+    kill -TERM "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
+    PID=""
+  fi
+}
+trap stop_daemon EXIT
+
+field() { grep -o "\"$2\":[0-9.e+-]*" <<<"$1" | head -n1 | cut -d: -f2; }
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# run NAME ROUND starts build NAME on a fresh database, runs the bench
+# once and appends requests/s and p99 to $OUT/NAME.rps and $OUT/NAME.p99.
+run() {
+  local name=$1 round=$2 bin="$OUT/$1" db="$OUT/$1-$2.db" sock="$OUT/$1.sock" token line
+  rm -f "$db"
+  "$bin/reserved" serve --db "$db" --socket "$sock" --listen "127.0.0.1:$PORT" --no-demo --log-format json 2>"$OUT/$name-$round.log" &
+  PID=$!
+  local deadline=$((SECONDS + 60))
+  until "$bin/reservectl" --socket "$sock" --timeout 1s whoami >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "reserved $name did not start; its log:" >&2
+      cat "$OUT/$name-$round.log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  token=$("$bin/reservectl" --socket "$sock" admin token create --actor bench-admin --admin)
+  # shellcheck disable=SC2086 # LOAD is a list of flags.
+  line=$("$bin/reservectl" --server "http://127.0.0.1:$PORT" --token "$token" --json bench --clients "$CLIENTS" --duration "$DURATION" $LOAD)
+  stop_daemon
+  rm -f "$db"
+  field "$line" requests_per_second >>"$OUT/$name.rps"
+  field "$line" p99 >>"$OUT/$name.p99"
+  printf '  round %d %s: %8.0f requests/s  p99 %6.2f ms  verified %s  (load %s)\n' "$round" "$name" \
+    "$(field "$line" requests_per_second)" "$(field "$line" p99)" "$(grep -o '"ok":[a-z]*' <<<"$line" | cut -d: -f2)" "$(cut -d' ' -f1 /proc/loadavg)"
+}
+
+rm -f "$OUT"/A.rps "$OUT"/B.rps "$OUT"/A.p99 "$OUT"/B.p99
+for round in $(seq "$ROUNDS"); do
+  run A "$round"
+  run B "$round"
+done
+a=$(median $(cat "$OUT/A.rps")) b=$(median $(cat "$OUT/B.rps"))
+ap=$(median $(cat "$OUT/A.p99")) bp=$(median $(cat "$OUT/B.p99"))
+awk -v a="$a" -v b="$b" -v ap="$ap" -v bp="$bp" -v n="$ROUNDS" 'BEGIN {
+  printf "medians of %d alternating runs: A %.0f/s (p99 %.1f ms), B %.0f/s (p99 %.1f ms); B ÷ A = %.3f\n", n, a, ap, b, bp, b / a
+}'
