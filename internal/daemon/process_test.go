@@ -90,11 +90,15 @@ func launch(t *testing.T, environ []string, args ...string) *proc {
 // directory and a random loopback port, and waits until it serves.
 func start(t *testing.T, dir, socket string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
-	p := launch(t, env(dir), args...)
+	p := launch(t, env(dir), serveArgs(dir, socket, extra...)...)
 	p.socket = socket
 	p.waitServing(t)
 	return p
+}
+
+// serveArgs are the arguments with which start runs reserved.
+func serveArgs(dir, socket string, extra ...string) []string {
+	return append([]string{"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
 }
 
 // waitServing reads the log until the daemon says where it serves.

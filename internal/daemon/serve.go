@@ -81,7 +81,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	o.lifecycle.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
-	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal")
+	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal, which it has from the moment it is created, e.g. --socket-mode 0660 to let its group in")
 	f.BoolVar(&o.noDemo, "no-demo", false, "do not create the demo workshop in a new database")
 	f.BoolVar(&o.faultInjection, "enable-fault-injection", false, "enable POST /api/v1/debug/faults (tests only)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
