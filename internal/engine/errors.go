@@ -21,6 +21,11 @@ const (
 	// client stalled or the connection broke); nothing was decided, so a
 	// client must treat it as no answer and retry.
 	CodeBodyIncomplete = "body_incomplete"
+	// CodeBadFraming means the request's length is framed ambiguously
+	// (Content-Length with Transfer-Encoding, say) or where it begins on
+	// its connection is uncertain; it was not read, nothing was decided,
+	// and the connection is closed.
+	CodeBadFraming = "bad_framing"
 	// CodeRequestContract means the body breaks the request contract.
 	CodeRequestContract = "request_contract"
 	// CodeOperationConflict means the operation key was already used by the
@@ -62,7 +67,7 @@ const (
 // Codes lists every stable error code, for documentation and tests.
 var Codes = []string{
 	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
-	CodeBodyTooLarge, CodeBodyIncomplete, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
+	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
 	CodeMethodNotAllowed, CodeNotImplemented, CodeInternal,

@@ -28,6 +28,7 @@ var statusByCode = map[string]int{
 	engine.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	engine.CodeNotImplemented:        http.StatusNotImplemented,
 	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
+	engine.CodeBadFraming:            http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
 

@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/framing"
 )
 
-// Limits of every listener.
+// Limits of every listener. MaxHeaderBytes bounds a request's header
+// block: its request line and header fields with their line ends.
 const (
 	ReadHeaderTimeout = 5 * time.Second
 	ReadTimeout       = 30 * time.Second
@@ -22,6 +24,10 @@ const (
 	IdleTimeout       = 2 * time.Minute
 	MaxHeaderBytes    = 16 << 10
 )
+
+// netHTTPHeaderSlack is what net/http adds to http.Server.MaxHeaderBytes
+// before it refuses a header block with 431 (its "bufio slop").
+const netHTTPHeaderSlack = 4096
 
 // Config configures a Server.
 type Config struct {
@@ -98,7 +104,7 @@ func New(cfg Config) *Server {
 // ServeUnix serves the API on a Unix socket listener, identifying callers by
 // their peer credentials. It returns nil after Shutdown.
 func (s *Server) ServeUnix(ln net.Listener) error {
-	return s.serve(ln, s.instrument(refuseOrigin(s.mux)), s.socketConnContext)
+	return s.serve(ln, refuseOrigin(s.mux), s.socketConnContext)
 }
 
 // ServeTCP serves the API and the browser form on a TCP listener,
@@ -116,20 +122,28 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 		s.tcpBase = BaseURL(ln.Addr().String())
 	}
 	s.mu.Unlock()
-	return s.serve(ln, s.instrument(browserHeaders(s.checkHost(crossOriginProtection(s.mux)))), tcpConnContext(loopback))
+	return s.serve(ln, browserHeaders(s.checkHost(crossOriginProtection(s.mux))), tcpConnContext(loopback))
 }
 
+// serve serves h on ln. Every request's framing is checked before h sees
+// it.
 func (s *Server) serve(ln net.Listener, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           s.instrument(checkFraming(h)),
 		ReadHeaderTimeout: s.headerTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
-		MaxHeaderBytes:    MaxHeaderBytes,
-		ConnContext:       connContext,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// net/http reads MaxHeaderBytes plus its slack; the followed
+		// framing holds every header block to MaxHeaderBytes exactly,
+		// also one that arrived pipelined behind another.
+		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlack,
+		ConnContext:    connContext,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Every request must reach checkFraming, "OPTIONS *" too.
+		DisableGeneralOptionsHandler: true,
 	}
+	ln = &framing.Listener{Listener: ln, MaxHeaderBytes: MaxHeaderBytes}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
