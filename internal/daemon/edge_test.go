@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/server/servertest"
 )
 
 // The listeners a raw exchange goes to.
@@ -184,4 +186,173 @@ func TestBadFramingRefused(t *testing.T) {
 		}
 	}
 	mustReserve(t, p, token)
+}
+
+// answerTimeout bounds the wait for an answer that a daemon serving well
+// gives in milliseconds.
+const answerTimeout = 10 * time.Second
+
+// healthz sends GET /healthz on c and reads the answer; afterwards the
+// daemon holds the connection idle.
+func (c *rawConn) healthz(t *testing.T) error {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\n"+c.auth+"\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /healthz = %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// closedByDaemon reports whether the daemon closed c, reading nothing
+// else from it.
+func (c *rawConn) closedByDaemon() bool {
+	_, err := c.br.ReadByte()
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// mustAnswer wants the daemon to answer a new TCP client and a socket
+// client (whoami and a reservation each) within answerTimeout.
+func mustAnswer(t *testing.T, p *proc, token string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+	defer cancel()
+	for name, c := range map[string]interface {
+		WhoAmI(context.Context) (engine.Principal, error)
+		Reserve(context.Context, engine.OperationKey, engine.Request) (int, []byte, bool, error)
+	}{"a new TCP client": p.tcpClient(token), "a socket client": p.socketClient()} {
+		if _, err := c.WhoAmI(ctx); err != nil {
+			t.Errorf("%s asking whoami: %v", name, err)
+		}
+		if status, body, _, err := c.Reserve(ctx, engine.OperationKey(uuid.NewString()), demo); err != nil || status != http.StatusCreated {
+			t.Errorf("%s reserving = %d %s %v", name, status, body, err)
+		}
+	}
+}
+
+// TestConnectionCap starts the daemon with a cap of four TCP connections:
+// at the cap a new connection is admitted by closing the one idle longest;
+// with none idle a new one is closed at once, while the socket, capped on
+// its own, still answers; once a connection ends, TCP admits again.
+func TestConnectionCap(t *testing.T) {
+	const cap = 4
+	// Connections that never send a header must not end by the header
+	// timeout while the test runs.
+	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap), "--read-header-timeout", "1m")
+	if r := p.logs.Find("reserved is serving"); r["max_tcp_connections"] != float64(cap) {
+		t.Errorf("start line = %v, want max_tcp_connections %d", r, cap)
+	}
+	var idle []*rawConn
+	for range cap {
+		c := dialRaw(t, p, viaTCP, token)
+		if err := c.healthz(t); err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	// Asked again, the first connection is no longer the one idle longest.
+	if err := idle[0].healthz(t); err != nil {
+		t.Fatal(err)
+	}
+	mustReserve(t, p, token) // On a new connection, which stays idle.
+	if !idle[1].closedByDaemon() {
+		t.Fatal("the connection idle longest was not closed to admit a new one")
+	}
+	if err := idle[0].healthz(t); err != nil {
+		t.Fatalf("a connection idle for less time was closed: %v", err)
+	}
+
+	// Connections that send nothing are not idle: each new one closes an
+	// idle one, longest idle first, until none is left. The third closes
+	// mustReserve's connection.
+	var silent []*rawConn
+	for _, c := range []*rawConn{idle[2], idle[3], nil, idle[0]} {
+		silent = append(silent, dialRaw(t, p, viaTCP, token))
+		if c != nil && !c.closedByDaemon() {
+			t.Fatal("an idle connection was not closed to admit a new one")
+		}
+	}
+	refused := dialRaw(t, p, viaTCP, token)
+	refused.SetDeadline(time.Now().Add(answerTimeout))
+	if !refused.closedByDaemon() {
+		t.Fatal("a connection beyond the cap, with none idle, was not closed at once")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+	defer cancel()
+	if _, err := p.socketClient().WhoAmI(ctx); err != nil {
+		t.Errorf("the socket with the TCP listener at its cap: %v", err)
+	}
+	_, metrics, err := p.socketClient().Do(ctx, http.MethodGet, api.PathMetrics, nil, nil)
+	for _, want := range []string{
+		`reserved_connections_at_cap_total{action="shed_idle",listener="tcp"} 5`,
+		`reserved_connections_at_cap_total{action="refused_new",listener="tcp"} 1`,
+	} {
+		if err != nil || !strings.Contains(string(metrics), want+"\n") {
+			t.Errorf("metrics (%v) lack %s", err, want)
+		}
+	}
+	if p.logs.Find("a listener at its connection cap closed idle connections to admit new ones", "listener", "tcp") == nil ||
+		p.logs.Find("a listener at its connection cap closed new connections at once: none of its connections was idle", "listener", "tcp") == nil {
+		t.Error("the log does not say that the TCP listener is at its cap")
+	}
+
+	silent[0].Close()
+	servertest.Eventually(t, abuseTimeout, "TCP admitting again after a connection ended", func() bool {
+		c := dialRaw(t, p, viaTCP, token)
+		defer c.Close()
+		return c.healthz(t) == nil
+	})
+}
+
+// TestConnectionFloodWithinOpenFileLimit starts the daemon with an open
+// file limit of 300 and opens twice that many idle keep-alive TCP
+// connections: the daemon fits its connection caps into the limit and keeps
+// room for its database, so every connection is answered, and a new TCP
+// client and a socket client still get answers.
+func TestConnectionFloodWithinOpenFileLimit(t *testing.T) {
+	const nofile, flood = 300, 600
+	dir := t.TempDir()
+	socket := filepath.Join(servertest.ShortTempDir(t), "f.sock")
+	// sh sets the soft and the hard limit, which the daemon cannot raise.
+	p := launchProgram(t, env(dir), "/bin/sh", append([]string{"-c", `ulimit -n ` + strconv.Itoa(nofile) + ` && exec "$0" "$@"`, reservedBin}, serveArgs(dir, socket)...)...)
+	p.socket = socket
+	p.waitServing(t)
+	serving := p.logs.Find("reserved is serving")
+	tcpCap, _ := serving["max_tcp_connections"].(float64)
+	socketCap, _ := serving["max_socket_connections"].(float64)
+	if serving["open_files"] != float64(nofile) || tcpCap < 1 || socketCap < 1 || tcpCap+socketCap > nofile-100 {
+		t.Errorf("start line = %v: want open_files %d and caps that leave room for other files", serving, nofile)
+	}
+	if p.logs.Find("the open file limit (RLIMIT_NOFILE) is too low for the default connection caps, so they are lowered to fit; raise the limit (ulimit -n, systemd LimitNOFILE=) or set --max-tcp-connections and --max-socket-connections", "level", "WARN") == nil {
+		t.Error("no warning that the connection caps were lowered")
+	}
+	token, err := p.socketClient().CreateToken(context.Background(), "alice", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for i := range flood {
+		c := dialRaw(t, p, viaTCP, token)
+		c.SetDeadline(time.Now().Add(answerTimeout))
+		if err := c.healthz(t); err != nil {
+			t.Errorf("idle connection %d of %d got no answer: %v", i+1, flood, err)
+			break
+		}
+	}
+	mustAnswer(t, p, token)
+	if n := openFiles(p.cmd.Process.Pid); n > nofile {
+		t.Errorf("the daemon holds %d files, more than its limit of %d", n, nofile)
+	}
+	if code := p.stop(t); code != 0 {
+		t.Errorf("exit code = %d", code)
+	}
 }

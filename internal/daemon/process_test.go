@@ -60,8 +60,14 @@ func env(dir string, extra ...string) []string {
 // launch starts reserved with args and env, without waiting for it.
 func launch(t *testing.T, environ []string, args ...string) *proc {
 	t.Helper()
+	return launchProgram(t, environ, reservedBin, args...)
+}
+
+// launchProgram starts program, which runs reserved, like launch.
+func launchProgram(t *testing.T, environ []string, program string, args ...string) *proc {
+	t.Helper()
 	p := &proc{logs: &servertest.LogBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(reservedBin, args...)
+	p.cmd = exec.Command(program, args...)
 	p.cmd.Env = environ
 	p.cmd.Stderr = p.logs
 	p.cmd.Stdout = p.logs
