@@ -188,6 +188,25 @@ func TestBadFramingRefused(t *testing.T) {
 	mustReserve(t, p, token)
 }
 
+// TestServerWideOptions sends "OPTIONS *" with a request pipelined behind
+// it, on TCP and on the socket: it is answered 200 with no body, as
+// net/http answers it, and the request behind it is served.
+func TestServerWideOptions(t *testing.T) {
+	p, token, _ := startAbused(t)
+	for _, via := range []string{viaTCP, viaSocket} {
+		c := dialRaw(t, p, via, token)
+		if _, err := io.WriteString(c, "OPTIONS * HTTP/1.1\r\n"+c.auth+"\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if resp, body := c.answer(t); resp.StatusCode != http.StatusOK || len(body) != 0 || resp.Close {
+			t.Errorf("%s: OPTIONS * = %d %q (close %v), want 200 with no body", via, resp.StatusCode, body, resp.Close)
+		}
+		if err := c.healthz(t); err != nil {
+			t.Errorf("%s: the request after OPTIONS *: %v", via, err)
+		}
+	}
+}
+
 // answerTimeout bounds the wait for an answer that a daemon serving well
 // gives in milliseconds.
 const answerTimeout = 10 * time.Second

@@ -57,6 +57,12 @@ func refusal(kind error, format string, args ...any) error {
 	return &Error{Kind: kind, Reason: fmt.Sprintf(format, args...)}
 }
 
+// malformedBody is the refusal of the requests after a malformed chunked
+// body, which net/http goes on reading after.
+func malformedBody(what string) error {
+	return refusal(ErrBadFraming, "the chunked body of an earlier request on this connection was malformed (%s), so where this request begins is uncertain: send it on a new connection", what)
+}
+
 // maxChunkLine bounds a chunk-size line like net/http's chunked reader and
 // its 4 KiB read buffer do.
 const maxChunkLine = 4096
@@ -202,9 +208,9 @@ func (p *parser) feed(b []byte) {
 			}
 			if b[0] != want {
 				if p.state == stTrailer {
-					p.stopAt(refusal(ErrBadFraming, "an earlier request on this connection sent a trailer section after its chunked body, after which where the next request begins is uncertain; send this one on a new connection"))
+					p.stopAt(refusal(ErrBadFraming, "an earlier request on this connection ended its chunked body with a trailer section, after which where this request begins is uncertain: send it on a new connection"))
 				} else {
-					p.stopAt(refusal(ErrBadFraming, "in the chunked body of an earlier request on this connection a chunk's data was not followed by CRLF, so where this request begins is uncertain"))
+					p.stopAt(malformedBody("a chunk's data was not followed by CRLF"))
 				}
 				return
 			}
@@ -313,11 +319,11 @@ func framingOf(line string, lengths, encodings []string, folded bool) (state, ui
 	http11 := major > 1 || major == 1 && minor >= 1
 	switch {
 	case folded:
-		return 0, 0, refusal(ErrBadFraming, "a Content-Length or Transfer-Encoding field is folded onto a second line")
+		return 0, 0, refusal(ErrBadFraming, "a Content-Length or Transfer-Encoding field is folded onto a second line: send it on one line")
 	case len(encodings) > 0 && len(lengths) > 0:
-		return 0, 0, refusal(ErrBadFraming, "the request has both Content-Length and Transfer-Encoding, so its length is ambiguous; send only one of them")
+		return 0, 0, refusal(ErrBadFraming, "the request has both Content-Length and Transfer-Encoding, so its length is ambiguous: send only one of them")
 	case len(encodings) > 0 && !http11:
-		return 0, 0, refusal(ErrBadFraming, "Transfer-Encoding is not defined in HTTP/1.0, so the request's length is ambiguous")
+		return 0, 0, refusal(ErrBadFraming, "Transfer-Encoding is not defined in HTTP/1.0, so the request's length is ambiguous: send Content-Length, or use HTTP/1.1")
 	case len(encodings) > 0:
 		// net/http accepts exactly one Transfer-Encoding, chunked, and
 		// answers 501 to anything else.
@@ -354,7 +360,7 @@ func (p *parser) feedChunkSize(b []byte) []byte {
 		chunk = b[:i+1]
 	}
 	if len(p.line)+len(chunk) > maxChunkLine {
-		p.stopAt(refusal(ErrBadFraming, "a chunk-size line of an earlier request on this connection was too long"))
+		p.stopAt(malformedBody("a chunk-size line was too long"))
 		return nil
 	}
 	p.line = append(p.line, chunk...)
@@ -364,14 +370,14 @@ func (p *parser) feedChunkSize(b []byte) []byte {
 	line := p.line
 	p.line = p.line[:0]
 	if len(line) < 2 || bytes.IndexByte(line, '\r') != len(line)-2 {
-		p.stopAt(refusal(ErrBadFraming, "a chunk-size line of an earlier request on this connection did not end in CRLF"))
+		p.stopAt(malformedBody("a chunk-size line did not end in CRLF"))
 		return nil
 	}
 	size := bytes.TrimRight(line[:len(line)-2], " \t")
 	size, _, _ = bytes.Cut(size, []byte{';'})
 	n, ok := parseHex(size)
 	if !ok {
-		p.stopAt(refusal(ErrBadFraming, "the chunk size %q of an earlier request on this connection is not a hexadecimal number", truncate(string(size))))
+		p.stopAt(malformedBody(fmt.Sprintf("the chunk size %q is not a hexadecimal number", truncate(string(size)))))
 		return nil
 	}
 	// net/http allows 16 bytes of chunk-size line per chunk plus twice the
@@ -379,7 +385,7 @@ func (p *parser) feedChunkSize(b []byte) []byte {
 	p.excess += int64(len(line)) - 16 - 2*int64(n) // With net/http's arithmetic, overflow and all.
 	p.excess = max(p.excess, 0)
 	if p.excess > 16<<10 {
-		p.stopAt(refusal(ErrBadFraming, "the chunked body of an earlier request on this connection had too much besides data"))
+		p.stopAt(malformedBody("it had too much besides data"))
 		return nil
 	}
 	if n == 0 {

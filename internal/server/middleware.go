@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -147,13 +148,30 @@ func checkFraming(next http.Handler) http.Handler {
 		var fe *framing.Error
 		switch {
 		case errors.As(err, &fe) && fe.Kind == framing.ErrBadFraming:
-			fail(w, r, engine.Errorf(engine.CodeBadFraming, "%s; nothing was decided", fe.Reason))
+			fail(w, r, engine.Errorf(engine.CodeBadFraming, "%s (nothing was decided)", fe.Reason))
 		case errors.Is(err, framing.ErrHeaderTooLarge):
 			// The answer net/http gives to a header block it refuses
 			// itself, so that every one gets the same.
 			http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
 		default:
 			fail(w, r, fmt.Errorf("follow the request framing: %w", err))
+		}
+	})
+}
+
+// serverOptions answers "OPTIONS *", a question about the server as a
+// whole rather than a resource, the way net/http does: 200 with no body.
+// The server passes the request on to its handler so that checkFraming
+// sees every request.
+func serverOptions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodOptions || r.RequestURI != "*" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", "0")
+		if r.ContentLength != 0 {
+			io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 4<<10))
 		}
 	})
 }

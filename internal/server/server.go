@@ -150,7 +150,7 @@ const (
 // before h sees it.
 func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
 	srv := &http.Server{
-		Handler:           s.instrument(checkFraming(h)),
+		Handler:           s.instrument(checkFraming(serverOptions(h))),
 		ReadHeaderTimeout: s.headerTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
@@ -161,7 +161,8 @@ func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handle
 		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlack,
 		ConnContext:    connContext,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		// Every request must reach checkFraming, "OPTIONS *" too.
+		// Every request must reach checkFraming, "OPTIONS *" too;
+		// serverOptions answers that one.
 		DisableGeneralOptionsHandler: true,
 	}
 	ln = &framing.Listener{Listener: ln, MaxHeaderBytes: MaxHeaderBytes}
