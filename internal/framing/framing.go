@@ -107,7 +107,7 @@ func (c *Conn) CloseWrite() error {
 
 // Take returns the verdict on the next request net/http parsed from the
 // connection, whose request line is method, target and proto: nil when its
-// framing is unambiguous, else an error wrapping ErrBadFraming,
+// framing is unambiguous, else an *Error of kind ErrBadFraming,
 // ErrHeaderTooLarge or ErrUntracked. Every request a handler sees must be
 // taken, in order.
 func (c *Conn) Take(method, target, proto string) error {
@@ -441,8 +441,9 @@ func (p *parser) take(method, target, proto string) error {
 		return h.err // The request line of a refused block may be cut short.
 	}
 	// net/http splits the request line at its first two spaces.
-	if len(h.line) != len(method)+len(target)+len(proto)+2 ||
-		h.line[:len(method)] != method || h.line[len(method)+1:len(method)+1+len(target)] != target || h.line[len(h.line)-len(proto):] != proto {
+	m, rest, _ := strings.Cut(h.line, " ")
+	t, pr, _ := strings.Cut(rest, " ")
+	if m != method || t != target || pr != proto {
 		return refusal(ErrUntracked, "net/http read request %q where %q was followed", truncate(method+" "+target+" "+proto), truncate(h.line))
 	}
 	return nil
