@@ -74,8 +74,9 @@ func refused(t *testing.T, path, want, wantEnd string, args ...string) string {
 	return out
 }
 
-// serveArgs are the arguments of a daemon that serves path on a socket only.
-func serveArgs(t *testing.T, path string, extra ...string) []string {
+// socketOnlyServeArgs are the arguments of a daemon that serves path on a
+// socket only.
+func socketOnlyServeArgs(t *testing.T, path string, extra ...string) []string {
 	return append([]string{"serve", "--db", path, "--socket", filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--listen", "", "--log-format", "json"}, extra...)
 }
 
@@ -113,10 +114,10 @@ func TestDamagedDatabaseIsRefused(t *testing.T) {
 				want += d.Want
 				refused(t, path, want, end, "check", "--db", path)
 				end += fmt.Sprintf(", or start with --accept-rollback to serve transaction %d and lose the newer one", newest.Txid-1)
-				refused(t, path, want, end, serveArgs(t, path)...)
+				refused(t, path, want, end, socketOnlyServeArgs(t, path)...)
 				return
 			}
-			for _, args := range [][]string{{"check", "--db", path}, serveArgs(t, path, "--accept-rollback")} {
+			for _, args := range [][]string{{"check", "--db", path}, socketOnlyServeArgs(t, path, "--accept-rollback")} {
 				if out := refused(t, path, want, end, args...); !strings.Contains(out, d.Want) {
 					t.Errorf("reserved %s: %q does not say %q", args[0], out, d.Want)
 				}
@@ -146,7 +147,7 @@ func TestNotADatabaseIsRefused(t *testing.T) {
 			}
 			want := "reserved: database " + path + " " + reason + ", not a reserved database (left untouched): "
 			refused(t, path, want, "restore it from a backup, or name a path that does not exist to start a new database", "check", "--db", path)
-			refused(t, path, want, "restore it from a backup, or name a path that does not exist to start a new database", serveArgs(t, path)...)
+			refused(t, path, want, "restore it from a backup, or name a path that does not exist to start a new database", socketOnlyServeArgs(t, path)...)
 		})
 	}
 }
@@ -159,7 +160,7 @@ func TestAcceptRollback(t *testing.T) {
 	path, _ := pristine(t)
 	newest := boltfiletest.Newest(t, path)
 	boltfiletest.FlipMeta(t, path, newest.Page)
-	p := launch(t, env(filepath.Dir(path)), serveArgs(t, path, "--accept-rollback")...)
+	p := launch(t, env(filepath.Dir(path)), socketOnlyServeArgs(t, path, "--accept-rollback")...)
 	p.waitServing(t)
 	r := p.logs.Find("serving a damaged database at its older meta page, as --accept-rollback allows: what the newer transaction committed is lost (reservations, receipts and changes); its clients' retries are decided anew", "level", "ERROR")
 	if r == nil || r["txid"] != float64(newest.Txid-1) || r["lost"] != fmt.Sprintf("transaction %d, the newest", newest.Txid) || r["meta_page"] != float64(newest.Page) {
@@ -168,7 +169,7 @@ func TestAcceptRollback(t *testing.T) {
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit status %d", code)
 	}
-	p = launch(t, env(filepath.Dir(path)), serveArgs(t, path)...)
+	p = launch(t, env(filepath.Dir(path)), socketOnlyServeArgs(t, path)...)
 	p.waitServing(t)
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit status of the next start without the flag: %d", code)
@@ -198,7 +199,7 @@ func TestDamageWhileServing(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path, _ := pristine(t)
-			args := serveArgs(t, path)
+			args := socketOnlyServeArgs(t, path)
 			p := launch(t, env(filepath.Dir(path)), args...)
 			p.socket = args[4]
 			p.waitServing(t)

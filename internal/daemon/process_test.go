@@ -60,8 +60,14 @@ func env(dir string, extra ...string) []string {
 // launch starts reserved with args and env, without waiting for it.
 func launch(t *testing.T, environ []string, args ...string) *proc {
 	t.Helper()
+	return launchProgram(t, environ, reservedBin, args...)
+}
+
+// launchProgram starts program, which runs reserved, like launch.
+func launchProgram(t *testing.T, environ []string, program string, args ...string) *proc {
+	t.Helper()
 	p := &proc{logs: &servertest.LogBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(reservedBin, args...)
+	p.cmd = exec.Command(program, args...)
 	p.cmd.Env = environ
 	p.cmd.Stderr = p.logs
 	p.cmd.Stdout = p.logs
@@ -90,11 +96,15 @@ func launch(t *testing.T, environ []string, args ...string) *proc {
 // directory and a random loopback port, and waits until it serves.
 func start(t *testing.T, dir, socket string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
-	p := launch(t, env(dir), args...)
+	p := launch(t, env(dir), serveArgs(dir, socket, extra...)...)
 	p.socket = socket
 	p.waitServing(t)
 	return p
+}
+
+// serveArgs are the arguments with which start runs reserved.
+func serveArgs(dir, socket string, extra ...string) []string {
+	return append([]string{"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "127.0.0.1:0", "--log-format", "json"}, extra...)
 }
 
 // waitServing reads the log until the daemon says where it serves.

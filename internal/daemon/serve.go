@@ -54,6 +54,11 @@ type serveOptions struct {
 	gcPercent       int
 	committerNice   int
 	acceptRollback  bool
+	maxTCPConns     int
+	maxSocketConns  int
+	// Whether the caps were given, rather than defaults that may be
+	// lowered to fit the open file limit.
+	maxTCPGiven, maxSocketGiven bool
 }
 
 // defaultGCPercent is the daemon's garbage collector target. Its live heap is
@@ -84,7 +89,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	o.lifecycle.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
-	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal")
+	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal, which it has from the moment it is created, e.g. --socket-mode 0660 to let its group in")
 	f.BoolVar(&o.noDemo, "no-demo", false, "do not create the demo workshop in a new database")
 	f.BoolVar(&o.faultInjection, "enable-fault-injection", false, "enable POST /api/v1/debug/faults (tests only)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -95,6 +100,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC; -1 turns collection off (a non-empty GOGC in the environment wins unless this flag is given)")
 	f.IntVar(&o.committerNice, "committer-nice", defaultCommitterNice, "nice value (-20 to 19, lower runs sooner) of the bolt store's group committer thread on Linux; negative values need CAP_SYS_NICE (root has it) or a matching RLIMIT_NICE, without which it keeps the daemon's priority; 0 leaves it alone")
 	f.BoolVar(&o.acceptRollback, "accept-rollback", false, "bolt: when one of the database's two meta pages is damaged, serve the older transaction the intact one records and lose the newest (its reservations, receipts and changes) instead of refusing to start; only when no backup can be restored, e.g. reserved serve --db reserved.db --accept-rollback")
+	f.IntVar(&o.maxTCPConns, "max-tcp-connections", defaultMaxTCPConns, fmt.Sprintf("most connections the TCP listener holds at once, e.g. --max-tcp-connections 512; at the cap the one idle longest is closed to admit a new one, or with none idle the new one; together with --max-socket-connections it must fit in the open file limit (RLIMIT_NOFILE) less %d files kept for the database and others, or the defaults are lowered to fit", fdReserve))
+	f.IntVar(&o.maxSocketConns, "max-socket-connections", defaultMaxSocketConns, "most connections the Unix socket holds at once, on top of TCP's, e.g. --max-socket-connections 64; at the cap as with --max-tcp-connections")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this TCP address, e.g. 127.0.0.1:6060 (for profiling only)")
 }
 
@@ -120,6 +127,7 @@ daemon with exit status 2 instead of serving from a damaged file.`,
   reserved serve --db /var/lib/reserved/reserved.db --listen :8080 --log-format json
   reserved serve --listen '' --socket /run/reserved/reserved.sock --socket-mode 0660
   reserved serve --db /var/lib/reserved/reserved.db --accept-rollback   # lose the newest transaction of a damaged meta page
+  reserved serve --max-tcp-connections 8192 --max-socket-connections 512   # needs an open file limit of 8832
   curl --unix-socket /tmp/reserved-$(id -u).sock http://local/api/v1/whoami`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -139,6 +147,13 @@ func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 	if o.committerNice < -20 || o.committerNice > 19 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--committer-nice must be between -20 and 19, not %d", o.committerNice)}
 	}
+	if o.maxTCPConns < 1 {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--max-tcp-connections must be at least 1, not %d", o.maxTCPConns)}
+	}
+	if o.maxSocketConns < 1 {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--max-socket-connections must be at least 1, not %d", o.maxSocketConns)}
+	}
+	o.maxTCPGiven, o.maxSocketGiven = cmd.Flags().Changed("max-tcp-connections"), cmd.Flags().Changed("max-socket-connections")
 	if os.Getenv("GOGC") == "" || cmd.Flags().Changed("gc-percent") {
 		debug.SetGCPercent(o.gcPercent)
 	}
@@ -165,6 +180,10 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	if o.socket == "" {
 		return &exitError{code: ExitUsage, err: errors.New("--socket must not be empty")}
+	}
+	caps, openFiles, limitWarning, err := o.connCaps()
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -253,6 +272,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		AllowedHosts:      o.allowedHosts,
 		ReadHeaderTimeout: o.headerTimeout,
 		LoginBaseURL:      loginBase,
+		MaxSocketConns:    caps.socket,
+		MaxTCPConns:       caps.tcp,
 	}
 	if injector != nil {
 		cfg.Faults = injector
@@ -279,8 +300,15 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if tcpAddr != "" {
 		logLoginLink(ctx, eng, logger, tcpAddr)
 	}
+	if limitWarning != nil {
+		logger.Warn("the open file limit (RLIMIT_NOFILE) stays as it is; the connection caps fit in it", "error", limitWarning, "open_files", openFiles)
+	}
+	if caps.lowered {
+		logger.Warn("the open file limit (RLIMIT_NOFILE) is too low for the default connection caps, so they are lowered to fit; raise the limit (ulimit -n, systemd LimitNOFILE=) or set --max-tcp-connections and --max-socket-connections", "open_files", openFiles, "kept_for_other_files", fdReserve, "max_tcp_connections", caps.tcp, "max_socket_connections", caps.socket)
+	}
 	// This line comes last: whoever waits for it finds every start line.
-	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit, "gc_percent", gcPercent(), "committer_nice", committerNice)
+	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit, "gc_percent", gcPercent(), "committer_nice", committerNice,
+		"open_files", openFiles, "max_socket_connections", caps.socket, "max_tcp_connections", caps.tcp)
 
 	var serveErr, damage error
 	select {
@@ -311,6 +339,19 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	logger.Info("reserved stopped")
 	return nil
+}
+
+// connCaps raises the open file limit to its hard limit and fits the
+// listeners' connection caps into it. A failure to raise the limit is no
+// error: the caps are then fitted into the limit as it is, and the failure
+// is returned as a warning for the log.
+func (o *serveOptions) connCaps() (caps connCaps, limit uint64, warning, err error) {
+	limit, warning = raiseOpenFileLimit()
+	if errors.Is(warning, errors.ErrUnsupported) {
+		return connCaps{tcp: o.maxTCPConns, socket: o.maxSocketConns}, 0, nil, nil
+	}
+	caps, err = fitConnCaps(limit, o.maxTCPConns, o.maxSocketConns, o.maxTCPGiven, o.maxSocketGiven, o.listen != "")
+	return caps, limit, warning, err
 }
 
 func newLogger(format string, w io.Writer) (*slog.Logger, error) {

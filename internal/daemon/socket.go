@@ -45,8 +45,9 @@ func probeSocket(path string) (stale bool, err error) {
 }
 
 // listenSocket listens on the socket path with the given permissions,
-// replacing a socket file that probeSocket found stale. Closing the listener
-// removes the file.
+// replacing a socket file that probeSocket found stale. The file has those
+// permissions from the moment it exists (see bindSocket). Closing the
+// listener removes the file.
 func listenSocket(path string, stale bool, mode os.FileMode) (*net.UnixListener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
@@ -56,16 +57,12 @@ func listenSocket(path string, stale bool, mode os.FileMode) (*net.UnixListener,
 			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
 		}
 	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	ln, err := bindSocket(path, mode)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("another reserved is already serving on socket %s", path)
 		}
 		return nil, fmt.Errorf("listen on socket %s: %w", path, err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("set permissions of socket %s: %w", path, err)
 	}
 	return ln, nil
 }

@@ -22,6 +22,11 @@ const (
 	// decided, so a client treats it as no answer and retries with the same
 	// key.
 	CodeBodyIncomplete = "body_incomplete"
+	// CodeBadFraming means the request's length is framed ambiguously
+	// (Content-Length with Transfer-Encoding, say) or where it begins on
+	// its connection is uncertain; it was not read, nothing was decided,
+	// and the connection is closed.
+	CodeBadFraming = "bad_framing"
 	// CodeRequestContract means the body breaks the request contract.
 	CodeRequestContract = "request_contract"
 	// CodeOperationConflict means the operation key was already used by the
@@ -87,7 +92,7 @@ func Undecided(code string) bool { return undecidedCodes[code] }
 // Codes lists every stable error code, for documentation and tests.
 var Codes = []string{
 	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
-	CodeBodyTooLarge, CodeBodyIncomplete, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
+	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
 	CodeMethodNotAllowed, CodeNotImplemented, CodeStoreUnavailable, CodeInternal,

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/framing"
 	"github.com/reserve/reserve/internal/peercred"
 )
 
@@ -21,6 +22,7 @@ type connInfo struct {
 	loopback bool             // Accepted by a TCP listener bound to a loopback address.
 	peer     engine.Principal // The socket peer, valid when peerErr is nil.
 	peerErr  error
+	framing  *framing.Conn // Follows the framing of the requests read; nil outside serve.
 }
 
 type connKey struct{}
@@ -37,6 +39,10 @@ func connOf(ctx context.Context) *connInfo {
 // SO_PEERCRED, when the connection is accepted.
 func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Context {
 	info := &connInfo{socket: true}
+	info.framing, _ = c.(*framing.Conn)
+	if info.framing != nil {
+		c = info.framing.NetConn()
+	}
 	uid, err := peercred.UID(c)
 	if err != nil {
 		info.peerErr = fmt.Errorf("read peer credentials: %w", err)
@@ -49,8 +55,9 @@ func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Cont
 // tcpConnContext marks a TCP connection, and whether its listener is on a
 // loopback address (then only loopback Host headers are accepted).
 func tcpConnContext(loopback bool) func(context.Context, net.Conn) context.Context {
-	return func(ctx context.Context, _ net.Conn) context.Context {
-		return context.WithValue(ctx, connKey{}, &connInfo{loopback: loopback})
+	return func(ctx context.Context, c net.Conn) context.Context {
+		fc, _ := c.(*framing.Conn)
+		return context.WithValue(ctx, connKey{}, &connInfo{loopback: loopback, framing: fc})
 	}
 }
 

@@ -16,11 +16,12 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	commits  prometheus.Histogram
+	connCap  *prometheus.CounterVec
 	ratios   *ratioWindow
 }
 
-// NewMetrics registers the request, latency and group-commit metrics, the
-// replay and conflict ratios of the last five minutes, plus the Go runtime
+// NewMetrics registers the request, latency, group-commit and connection
+// cap metrics, the replay and conflict ratios of the last five minutes, plus the Go runtime
 // and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
@@ -39,9 +40,13 @@ func NewMetrics() *Metrics {
 			Help:    "Store writes (mostly reservations) that shared one durable group commit.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
+		connCap: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reserved_connections_at_cap_total",
+			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; refused_new: a new one, because none was idle).",
+		}, []string{"listener", "action"}),
 	}
 	m.ratios = newRatioWindow(time.Now)
-	m.reg.MustRegister(m.requests, m.latency, m.commits,
+	m.reg.MustRegister(m.requests, m.latency, m.commits, m.connCap,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.ratios.collectors()...)
 	return m

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/framing"
 )
 
 // requestInfo collects what the request log line and the metrics need; the
@@ -119,6 +122,57 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			s.log.LogAttrs(r.Context(), level, "request", attrs...)
 		}()
 		next.ServeHTTP(sw, r)
+	})
+}
+
+// checkFraming refuses, before anything else sees it, a request whose
+// length is framed ambiguously (Content-Length with Transfer-Encoding,
+// Transfer-Encoding in HTTP/1.0, either folded onto a second line), one
+// after a malformed body on the same connection, and one whose header block
+// exceeds MaxHeaderBytes; net/http accepts all of them. A message framed
+// two ways can be read as two different requests, so the answer closes the
+// connection, as RFC 9112 section 6.1 requires, and nothing after it on the
+// connection is read as a request.
+func checkFraming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fc := connOf(r.Context()).framing
+		err := errors.New("the request did not come through a followed connection")
+		if fc != nil {
+			err = fc.Take(r.Method, r.RequestURI, r.Proto)
+		}
+		if err == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		var fe *framing.Error
+		switch {
+		case errors.As(err, &fe) && fe.Kind == framing.ErrBadFraming:
+			fail(w, r, engine.Errorf(engine.CodeBadFraming, "%s (nothing was decided)", fe.Reason))
+		case errors.Is(err, framing.ErrHeaderTooLarge):
+			// The answer net/http gives to a header block it refuses
+			// itself, so that every one gets the same.
+			http.Error(w, "431 Request Header Fields Too Large", http.StatusRequestHeaderFieldsTooLarge)
+		default:
+			fail(w, r, fmt.Errorf("follow the request framing: %w", err))
+		}
+	})
+}
+
+// serverOptions answers "OPTIONS *", a question about the server as a
+// whole rather than a resource, the way net/http does: 200 with no body.
+// The server passes the request on to its handler so that checkFraming
+// sees every request.
+func serverOptions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodOptions || r.RequestURI != "*" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", "0")
+		if r.ContentLength != 0 {
+			io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 4<<10))
+		}
 	})
 }
 

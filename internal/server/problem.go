@@ -31,6 +31,7 @@ var statusByCode = map[string]int{
 	engine.CodeNotImplemented:        http.StatusNotImplemented,
 	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
+	engine.CodeBadFraming:            http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
 

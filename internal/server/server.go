@@ -11,10 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reserve/reserve/internal/connlimit"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/framing"
 )
 
-// Limits of every listener.
+// Limits of every listener. MaxHeaderBytes bounds a request's header
+// block: its request line and header fields with their line ends.
 const (
 	ReadHeaderTimeout = 5 * time.Second
 	ReadTimeout       = 30 * time.Second
@@ -22,6 +25,10 @@ const (
 	IdleTimeout       = 2 * time.Minute
 	MaxHeaderBytes    = 16 << 10
 )
+
+// netHTTPHeaderSlack is what net/http adds to http.Server.MaxHeaderBytes
+// before it refuses a header block with 431 (its "bufio slop").
+const netHTTPHeaderSlack = 4096
 
 // Config configures a Server.
 type Config struct {
@@ -48,6 +55,11 @@ type Config struct {
 	// LoginBaseURL is the base of the browser login links, e.g.
 	// http://127.0.0.1:8080. Empty means the first TCP listener's address.
 	LoginBaseURL string
+	// MaxSocketConns and MaxTCPConns bound the connections each Unix
+	// socket listener and each TCP listener holds at a time; at the bound
+	// the longest idle connection is closed to admit a new one, and with
+	// none idle the new one is closed. Zero means no bound.
+	MaxSocketConns, MaxTCPConns int
 }
 
 // Server serves API v1 on a Unix socket listener and any number of TCP
@@ -63,6 +75,11 @@ type Server struct {
 	mux            http.Handler
 	headerTimeout  time.Duration
 	loginBase      string
+	maxSocketConns int
+	maxTCPConns    int
+
+	capMu  sync.Mutex
+	capLog map[string]capLogged // By listener kind and action.
 
 	mu      sync.Mutex
 	tcpBase string // The base URL of the first TCP listener.
@@ -80,8 +97,11 @@ func New(cfg Config) *Server {
 		allowedHosts:   map[string]bool{},
 		faultInjection: cfg.Faults,
 		backupFn:       cfg.Backup,
+		capLog:         map[string]capLogged{},
 		headerTimeout:  cfg.ReadHeaderTimeout,
 		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
+		maxSocketConns: cfg.MaxSocketConns,
+		maxTCPConns:    cfg.MaxTCPConns,
 	}
 	if s.headerTimeout <= 0 {
 		s.headerTimeout = ReadHeaderTimeout
@@ -105,7 +125,7 @@ func New(cfg Config) *Server {
 // ServeUnix serves the API on a Unix socket listener, identifying callers by
 // their peer credentials. It returns nil after Shutdown.
 func (s *Server) ServeUnix(ln net.Listener) error {
-	return s.serve(ln, s.instrument(refuseOrigin(s.mux)), s.socketConnContext)
+	return s.serve(ln, listenerSocket, s.maxSocketConns, refuseOrigin(s.mux), s.socketConnContext)
 }
 
 // ServeTCP serves the API and the browser form on a TCP listener,
@@ -123,19 +143,43 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 		s.tcpBase = BaseURL(ln.Addr().String())
 	}
 	s.mu.Unlock()
-	return s.serve(ln, s.instrument(browserHeaders(s.checkHost(crossOriginProtection(s.mux)))), tcpConnContext(loopback))
+	return s.serve(ln, listenerTCP, s.maxTCPConns, browserHeaders(s.checkHost(crossOriginProtection(s.mux))), tcpConnContext(loopback))
 }
 
-func (s *Server) serve(ln net.Listener, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
+// The names of the listener kinds in logs and metrics.
+const (
+	listenerSocket = "socket"
+	listenerTCP    = "tcp"
+)
+
+// serve serves h on ln, a listener of the given kind, holding at most
+// maxConns connections (zero: no bound). Every request's framing is checked
+// before h sees it.
+func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           s.instrument(checkFraming(serverOptions(h))),
 		ReadHeaderTimeout: s.headerTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
 		IdleTimeout:       IdleTimeout,
-		MaxHeaderBytes:    MaxHeaderBytes,
-		ConnContext:       connContext,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// net/http reads MaxHeaderBytes plus its slack; the followed
+		// framing holds every header block to MaxHeaderBytes exactly,
+		// also one that arrived pipelined behind another.
+		MaxHeaderBytes: MaxHeaderBytes - netHTTPHeaderSlack,
+		ConnContext:    connContext,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Every request must reach checkFraming, "OPTIONS *" too;
+		// serverOptions answers that one.
+		DisableGeneralOptionsHandler: true,
+	}
+	ln = &framing.Listener{Listener: ln, MaxHeaderBytes: MaxHeaderBytes}
+	if maxConns > 0 {
+		limited := connlimit.New(ln, maxConns, connlimit.Options{
+			OnShed:   func() { s.atConnCap(kind, maxConns, actionShed) },
+			OnRefuse: func() { s.atConnCap(kind, maxConns, actionRefused) },
+		})
+		srv.ConnState = limited.ConnState
+		ln = limited
 	}
 	s.mu.Lock()
 	if s.stopped {
@@ -149,6 +193,46 @@ func (s *Server) serve(ln net.Listener, h http.Handler, connContext func(context
 		return err
 	}
 	return nil
+}
+
+// What a listener at its connection cap did, in logs and metrics.
+const (
+	actionShed    = "shed_idle"   // Closed the longest idle connection to admit a new one.
+	actionRefused = "refused_new" // Closed a new connection because none was idle.
+)
+
+// capLogEvery is how often at most the log says, per listener kind and
+// action, that a listener is at its connection cap.
+const capLogEvery = time.Minute
+
+// capLogged is when the log last said so, and how often it happened since.
+type capLogged struct {
+	at     time.Time
+	closed int
+}
+
+// atConnCap counts what a listener at its cap of maxConns connections did,
+// and says so in the log, at most once a minute per listener kind and
+// action, with the number of connections closed since.
+func (s *Server) atConnCap(kind string, maxConns int, action string) {
+	s.metrics.connCap.WithLabelValues(kind, action).Inc()
+	key := kind + " " + action
+	s.capMu.Lock()
+	l := s.capLog[key]
+	l.closed++
+	now := time.Now()
+	if !l.at.IsZero() && now.Sub(l.at) < capLogEvery {
+		s.capLog[key] = l
+		s.capMu.Unlock()
+		return
+	}
+	s.capLog[key] = capLogged{at: now}
+	s.capMu.Unlock()
+	if action == actionShed {
+		s.log.Info("a listener at its connection cap closed idle connections to admit new ones", "listener", kind, "max_connections", maxConns, "closed", l.closed)
+		return
+	}
+	s.log.Warn("a listener at its connection cap closed new connections at once: none of its connections was idle", "listener", kind, "max_connections", maxConns, "closed", l.closed)
 }
 
 // Shutdown stops accepting connections, releases answers held by a
