@@ -27,6 +27,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeUnsupportedMediaType:  415,
 		engine.CodeBodyTooLarge:          413,
 		engine.CodeBodyIncomplete:        408,
+		engine.CodeBadFraming:            400,
 		engine.CodeRequestContract:       422,
 		engine.CodeOperationConflict:     409,
 		engine.CodeOperationExpired:      410,
