@@ -39,7 +39,8 @@ const EnvListen = "RESERVED_LISTEN"
 // `reserved`.
 type serveOptions struct {
 	store           storeFlags
-	lifecycle       lifecycleFlags
+	notify          notifyFlags
+	retention       retentionFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -81,7 +82,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	}
 	f := cmd.Flags()
 	o.store.register(f)
-	o.lifecycle.register(f)
+	o.notify.register(f)
+	o.retention.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
 	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal")
@@ -263,11 +265,16 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		cfg.Backup = b.Backup
 	}
 	srv := server.New(cfg)
-	stopLifecycle, err := o.lifecycle.start(ctx, eng, metrics, logger)
+	stopJanitor, err := o.retention.start(ctx, eng, logger)
 	if err != nil {
 		return err
 	}
-	defer stopLifecycle()
+	defer stopJanitor()
+	stopOutbox, err := o.notify.start(ctx, eng, metrics, logger)
+	if err != nil {
+		return err
+	}
+	defer stopOutbox()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeUnix(sockLn) }()
 	if tcpLn != nil {
@@ -299,7 +306,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Warn("requests were still in flight at the shutdown timeout", "error", err)
 	}
 	sockLn.Close() // Removes the socket file.
-	stopLifecycle()
+	stopOutbox()
+	stopJanitor()
 	if err := store.Close(); err != nil {
 		return err
 	}
