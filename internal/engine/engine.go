@@ -162,7 +162,7 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 
 	rec := Receipt{
 		Actor: actor, OperationKey: key,
-		FingerprintVersion: FingerprintVersion, Fingerprint: fp,
+		FingerprintVersion: ReserveFingerprintV1, Fingerprint: fp,
 		Request: req, CreatedAt: now,
 	}
 	status := StatusUnavailable
@@ -214,7 +214,7 @@ func replay(rec Receipt, p payload) (Outcome, error) {
 
 // conflict is the refusal of a key already used for another payload: kind,
 // req and reservationID describe that first use.
-func conflict(key OperationKey, kind string, req Request, reservationID string) error {
+func conflict(key OperationKey, kind OperationKind, req Request, reservationID string) error {
 	if kind == OperationCancel {
 		return Errorf(CodeOperationConflict,
 			"operation key %s was already used to cancel reservation %s; a different operation needs a new operation key", key, reservationID)

@@ -215,7 +215,7 @@ func testFirstEffect(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Answer.Status != engine.StatusReserved || !bytes.Equal(rec.Answer.JSON(), out.Answer.JSON()) || rec.FingerprintVersion != engine.FingerprintVersion || rec.ReservationID != out.Answer.ReservationID {
+	if rec.Answer.Status != engine.StatusReserved || !bytes.Equal(rec.Answer.JSON(), out.Answer.JSON()) || rec.FingerprintVersion != engine.ReserveFingerprintV1 || rec.ReservationID != out.Answer.ReservationID {
 		t.Fatalf("stored receipt = %+v", rec)
 	}
 	h.wantReserved("go-basics", 2)
