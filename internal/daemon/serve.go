@@ -57,22 +57,20 @@ type serveOptions struct {
 	acceptRollback  bool
 }
 
-// defaultGCPercent is the daemon's garbage collector target. Its live heap is
-// about 2 MiB, so Go's default of 100 (collect when the heap has doubled, but
-// not below 4 MiB) ran about fifty collections a second under load, 8 % of
-// the daemon's CPU; 400 lets the heap grow to some 16 MiB between
-// collections and measured about 20 % more reservations per second
-// (docs/benchmarks.md).
+// defaultGCPercent is the daemon's garbage collector target. Its live heap
+// is small and its garbage is short-lived, so under load Go's default of
+// 100 (collect when the heap has doubled) collects many times a second;
+// 400 lets it grow to five times the live heap between collections, which
+// costs a few MiB and gives the CPU back to requests (docs/benchmarks.md
+// has the measurements).
 const defaultGCPercent = 400
 
 // defaultCommitterNice is the nice value the bolt store's group committer
-// asks for. Every reservation waits for the committer, and it spends most of
-// each commit in fdatasync; at the daemon's own priority it then queued
-// behind request handlers and the load for a CPU whenever a sync completed.
-// Running it first measured about 5 % more reservations per second on two
-// CPUs, more in each of nine alternating runs of the two builds
-// (docs/benchmarks.md). It only ever wants a CPU briefly, so the handlers
-// lose little.
+// asks for. Every reservation waits for the committer, and it spends most
+// of each commit in fdatasync; at the daemon's own priority it would queue
+// behind request handlers for a CPU whenever a sync completed, so it runs
+// first (docs/benchmarks.md has the measurements). It only ever wants a
+// CPU briefly, so the handlers lose little.
 const defaultCommitterNice = -10
 
 func (o *serveOptions) register(cmd *cobra.Command) {
