@@ -172,7 +172,7 @@ func TestSchema2Records(t *testing.T) {
 		`"operation":"` + string(key) + `","workshop":"go-basics","quantity":2,"at":"2026-11-29T12:00:00.123456789Z"}`
 	bytesOf := func(b []byte, v string) []byte { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
 	fp, _ := hex.DecodeString(engine.Fingerprint(req))
-	receipt := binary.AppendUvarint([]byte{1}, engine.FingerprintVersion)
+	receipt := binary.AppendUvarint([]byte{1}, uint64(engine.ReserveFingerprintV1))
 	receipt = binary.AppendUvarint(append(receipt, fp...), 201)
 	receipt = bytesOf(binary.AppendVarint(receipt, created.UnixNano()), "go-basics")
 	receipt = bytesOf(bytesOf(binary.AppendUvarint(receipt, 2), resID), body)

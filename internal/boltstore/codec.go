@@ -70,8 +70,9 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 // answer had when they were written, which older versions of reserved read
 // back.
 var answerCodes = []struct {
-	kind, status string
-	code         uint64
+	kind   engine.OperationKind
+	status string
+	code   uint64
 }{
 	{engine.OperationReserve, engine.StatusReserved, 201},
 	{engine.OperationReserve, engine.StatusUnavailable, 409},
@@ -80,7 +81,7 @@ var answerCodes = []struct {
 }
 
 // codeOf returns the code of (kind, status), 0 for one without.
-func codeOf(kind, status string) uint64 {
+func codeOf(kind engine.OperationKind, status string) uint64 {
 	for _, c := range answerCodes {
 		if c.kind == kind && c.status == status {
 			return c.code
@@ -90,7 +91,7 @@ func codeOf(kind, status string) uint64 {
 }
 
 // statusOf returns the status of kind whose code is code, "" for none.
-func statusOf(kind string, code uint64) string {
+func statusOf(kind engine.OperationKind, code uint64) string {
 	for _, c := range answerCodes {
 		if c.kind == kind && c.code == code {
 			return c.status
@@ -107,7 +108,7 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	d := decoder{b: raw}
 	format := d.formatOf(recordFormat1, recordReceiptStatus)
 	r := engine.Receipt{Actor: actor, OperationKey: opKey}
-	r.FingerprintVersion = int(d.uvarint())
+	r.FingerprintVersion = engine.FingerprintVersion(d.uvarint())
 	r.Fingerprint = hex.EncodeToString(d.fixed(32))
 	code := d.uvarint()
 	r.CreatedAt = time.Unix(0, d.varint()).UTC()
@@ -129,17 +130,17 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 // tombstoneJSON is the layout of a tombstone, JSON in every schema
 // version.
 type tombstoneJSON struct {
-	Actor              string              `json:"actor"`
-	OperationKey       engine.OperationKey `json:"operation"`
-	FingerprintVersion int                 `json:"fingerprint_version"`
-	Fingerprint        string              `json:"fingerprint"`
-	Code               uint64              `json:"http_status"`
-	Status             string              `json:"status"`
-	ReservationID      string              `json:"reservation_id,omitempty"`
-	Workshop           string              `json:"workshop"`
-	Quantity           int                 `json:"quantity"`
-	CreatedAt          time.Time           `json:"created_at"`
-	PurgedAt           time.Time           `json:"purged_at"`
+	Actor              string                    `json:"actor"`
+	OperationKey       engine.OperationKey       `json:"operation"`
+	FingerprintVersion engine.FingerprintVersion `json:"fingerprint_version"`
+	Fingerprint        string                    `json:"fingerprint"`
+	Code               uint64                    `json:"http_status"`
+	Status             string                    `json:"status"`
+	ReservationID      string                    `json:"reservation_id,omitempty"`
+	Workshop           string                    `json:"workshop"`
+	Quantity           int                       `json:"quantity"`
+	CreatedAt          time.Time                 `json:"created_at"`
+	PurgedAt           time.Time                 `json:"purged_at"`
 }
 
 func encodeTombstone(t engine.Tombstone) tombstoneJSON {

@@ -16,7 +16,7 @@ func sampleReceipt() engine.Receipt {
 	req := engine.Request{Workshop: "go-basics", Quantity: 2}
 	r := engine.Receipt{
 		Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
-		FingerprintVersion: engine.FingerprintVersion, Fingerprint: engine.Fingerprint(req), Request: req,
+		FingerprintVersion: engine.ReserveFingerprintV1, Fingerprint: engine.Fingerprint(req), Request: req,
 		ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6d",
 		CreatedAt:     time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC),
 	}
@@ -80,7 +80,7 @@ func TestReceiptRoundTrip(t *testing.T) {
 // numbers, so that an earlier version of the same schema reads them too.
 func TestEarlierReceiptRecords(t *testing.T) {
 	cancel := engine.Receipt{Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
-		FingerprintVersion: engine.CancelFingerprintVersion, Fingerprint: engine.CancelFingerprint("0192f0a1b2c3d4e5f60718293a4b5c6d"),
+		FingerprintVersion: engine.CancelFingerprintV1, Fingerprint: engine.CancelFingerprint("0192f0a1b2c3d4e5f60718293a4b5c6d"),
 		Request: engine.Request{Workshop: "go-basics", Quantity: 2}, ReservationID: "0192f0a1b2c3d4e5f60718293a4b5c6d",
 		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)}
 	const id = `"reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6d"`

@@ -39,7 +39,8 @@ const EnvListen = "RESERVED_LISTEN"
 // `reserved`.
 type serveOptions struct {
 	store           storeFlags
-	lifecycle       lifecycleFlags
+	notify          notifyFlags
+	retention       retentionFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -61,22 +62,20 @@ type serveOptions struct {
 	maxTCPGiven, maxSocketGiven bool
 }
 
-// defaultGCPercent is the daemon's garbage collector target. Its live heap is
-// about 2 MiB, so Go's default of 100 (collect when the heap has doubled, but
-// not below 4 MiB) ran about fifty collections a second under load, 8 % of
-// the daemon's CPU; 400 lets the heap grow to some 16 MiB between
-// collections and measured about 20 % more reservations per second
-// (docs/benchmarks.md).
+// defaultGCPercent is the daemon's garbage collector target. Its live heap
+// is small and its garbage is short-lived, so under load Go's default of
+// 100 (collect when the heap has doubled) collects many times a second;
+// 400 lets it grow to five times the live heap between collections, which
+// costs a few MiB and gives the CPU back to requests (docs/benchmarks.md
+// has the measurements).
 const defaultGCPercent = 400
 
 // defaultCommitterNice is the nice value the bolt store's group committer
-// asks for. Every reservation waits for the committer, and it spends most of
-// each commit in fdatasync; at the daemon's own priority it then queued
-// behind request handlers and the load for a CPU whenever a sync completed.
-// Running it first measured about 5 % more reservations per second on two
-// CPUs, more in each of nine alternating runs of the two builds
-// (docs/benchmarks.md). It only ever wants a CPU briefly, so the handlers
-// lose little.
+// asks for. Every reservation waits for the committer, and it spends most
+// of each commit in fdatasync; at the daemon's own priority it would queue
+// behind request handlers for a CPU whenever a sync completed, so it runs
+// first (docs/benchmarks.md has the measurements). It only ever wants a
+// CPU briefly, so the handlers lose little.
 const defaultCommitterNice = -10
 
 func (o *serveOptions) register(cmd *cobra.Command) {
@@ -86,7 +85,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	}
 	f := cmd.Flags()
 	o.store.register(f)
-	o.lifecycle.register(f)
+	o.notify.register(f)
+	o.retention.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
 	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal, which it has from the moment it is created, e.g. --socket-mode 0660 to let its group in")
@@ -284,11 +284,16 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		cfg.Backup = b.Backup
 	}
 	srv := server.New(cfg)
-	stopLifecycle, err := o.lifecycle.start(ctx, eng, metrics, logger)
+	stopJanitor, err := o.retention.start(ctx, eng, logger)
 	if err != nil {
 		return err
 	}
-	defer stopLifecycle()
+	defer stopJanitor()
+	stopOutbox, err := o.notify.start(ctx, eng, metrics, logger)
+	if err != nil {
+		return err
+	}
+	defer stopOutbox()
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeUnix(sockLn) }()
 	if tcpLn != nil {
@@ -327,7 +332,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Warn("requests were still in flight at the shutdown timeout", "error", err)
 	}
 	sockLn.Close() // Removes the socket file.
-	stopLifecycle()
+	stopOutbox()
+	stopJanitor()
 	if err := store.Close(); err != nil {
 		return err
 	}

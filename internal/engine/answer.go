@@ -2,13 +2,6 @@ package engine
 
 import "bytes"
 
-// The kinds of operation a key can be used for. An operation's kind is
-// named by its fingerprint version (see Receipt.Kind).
-const (
-	OperationReserve = "reserve"
-	OperationCancel  = "cancel"
-)
-
 // The status words of authoritative answers.
 const (
 	StatusReserved         = "reserved"
@@ -20,7 +13,7 @@ const (
 // answerStatuses lists the status words each kind of operation answers
 // with. A new kind of operation adds its row here, and front ends map every
 // (kind, status) of this table to their own vocabulary.
-var answerStatuses = map[string][]string{
+var answerStatuses = map[OperationKind][]string{
 	OperationReserve: {StatusReserved, StatusUnavailable},
 	OperationCancel:  {StatusCancelled, StatusAlreadyCancelled},
 }
@@ -38,11 +31,11 @@ var answerStatuses = map[string][]string{
 // kind of operation adds (a hold's id and expiry, say) are omitted when
 // empty, so the encoding of every other answer stays the same.
 type Answer struct {
-	Kind          string `json:"-"`
-	Status        string `json:"status"`
-	ReservationID string `json:"reservation_id,omitempty"`
-	Workshop      string `json:"workshop"`
-	Quantity      int    `json:"quantity"`
+	Kind          OperationKind `json:"-"`
+	Status        string        `json:"status"`
+	ReservationID string        `json:"reservation_id,omitempty"`
+	Workshop      string        `json:"workshop"`
+	Quantity      int           `json:"quantity"`
 	// verbatim, if isVerbatim, is the body a store read for this answer
 	// that its encoding does not reproduce byte for byte (see
 	// StoredAnswer): the answer is replayed as those bytes.
@@ -70,7 +63,7 @@ func (a Answer) Verbatim() bool { return a.isVerbatim }
 // quantity, and reservation_id where the status has one) and nothing else,
 // and its status must be one that kind answers with. Errors are
 // CodeRequestContract.
-func DecodeAnswer(kind string, body []byte) (Answer, error) {
+func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 	a := Answer{Kind: kind}
 	err := DecodeStrict(body, []Member{
 		StringMember("status", true, func(s string) error { return checkStatus(kind, s) }, &a.Status),
@@ -85,7 +78,7 @@ func DecodeAnswer(kind string, body []byte) (Answer, error) {
 }
 
 // checkStatus reports a status that kind does not answer with.
-func checkStatus(kind, status string) error {
+func checkStatus(kind OperationKind, status string) error {
 	for _, s := range answerStatuses[kind] {
 		if s == status {
 			return nil
@@ -103,7 +96,7 @@ var errUnknownStatus = Errorf(CodeRequestContract, "is not a status of this kind
 // engine writes, or one of another status) it keeps kind and status, the
 // members body decodes to if any, and body itself, which it is replayed as,
 // so that a replay gives the bytes it always gave.
-func StoredAnswer(kind, status string, body []byte) Answer {
+func StoredAnswer(kind OperationKind, status string, body []byte) Answer {
 	a, err := DecodeAnswer(kind, body)
 	if err == nil && a.Status == status && bytes.Equal(a.appendJSON(make([]byte, 0, len(body))), body) {
 		return a

@@ -56,7 +56,7 @@ func decideCancel(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 	}
 	rec := Receipt{
 		Actor: who.Actor, OperationKey: key,
-		FingerprintVersion: CancelFingerprintVersion, Fingerprint: CancelFingerprint(id),
+		FingerprintVersion: CancelFingerprintV1, Fingerprint: CancelFingerprint(id),
 		Request:   Request{Workshop: res.Workshop, Quantity: res.Quantity},
 		CreatedAt: now, ReservationID: id,
 	}

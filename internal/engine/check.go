@@ -32,7 +32,7 @@ type answerRef struct {
 	what   string // "receipt" or "tombstone", for messages.
 	actor  string
 	key    OperationKey
-	kind   string
+	kind   OperationKind
 	answer Answer
 }
 

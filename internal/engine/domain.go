@@ -78,16 +78,16 @@ type Reservation struct {
 func (r Reservation) Cancelled() bool { return !r.CancelledAt.IsZero() }
 
 // Receipt is the stored, authoritative answer to one (actor, operation key),
-// which every repeat gets again. FingerprintVersion also says what kind of
-// operation the key was used for (see Receipt.Kind). Request and
-// ReservationID are what the key was used for: the workshop and quantity of
-// a reservation request and, for a reservation made or a cancellation, the
-// reservation (a cancellation's Request holds the workshop and quantity of
-// the reservation it cancelled).
+// which every repeat gets again. FingerprintVersion names the encoding that
+// Fingerprint hashes, and through it the kind of operation the key was used
+// for (see Receipt.Kind). Request and ReservationID are what the key was
+// used for: the workshop and quantity of a reservation request and, for a
+// reservation made or a cancellation, the reservation (a cancellation's
+// Request holds the workshop and quantity of the reservation it cancelled).
 type Receipt struct {
 	Actor              string
 	OperationKey       OperationKey
-	FingerprintVersion int
+	FingerprintVersion FingerprintVersion
 	Fingerprint        string
 	Request            Request
 	ReservationID      string

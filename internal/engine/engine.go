@@ -89,18 +89,19 @@ func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p 
 	return out, decided
 }
 
-// Intent is one reservation intent of a ReserveBatch.
-type Intent struct {
+// BatchItem is one reservation of a ReserveBatch: who reserves, under
+// which operation key, and what.
+type BatchItem struct {
 	Actor   string
 	Key     OperationKey
 	Request Request
 }
 
-// ReserveBatch decides many intents in a single transaction, each with
+// ReserveBatch decides many reservations in a single transaction, each with
 // exactly the rules of Reserve, and commits them all or none. It is meant for
 // bulk loading (database generators, tests); refusals that store nothing are
 // returned per item in errs.
-func (e *Engine) ReserveBatch(ctx context.Context, items []Intent) (outs []Outcome, errs []error, err error) {
+func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) (outs []Outcome, errs []error, err error) {
 	for _, it := range items {
 		if err := checkOperation(it.Actor, it.Key, it.Request); err != nil {
 			return nil, nil, err
@@ -161,7 +162,7 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 
 	rec := Receipt{
 		Actor: actor, OperationKey: key,
-		FingerprintVersion: FingerprintVersion, Fingerprint: fp,
+		FingerprintVersion: ReserveFingerprintV1, Fingerprint: fp,
 		Request: req, CreatedAt: now,
 	}
 	status := StatusUnavailable
@@ -213,7 +214,7 @@ func replay(rec Receipt, p payload) (Outcome, error) {
 
 // conflict is the refusal of a key already used for another payload: kind,
 // req and reservationID describe that first use.
-func conflict(key OperationKey, kind string, req Request, reservationID string) error {
+func conflict(key OperationKey, kind OperationKind, req Request, reservationID string) error {
 	if kind == OperationCancel {
 		return Errorf(CodeOperationConflict,
 			"operation key %s was already used to cancel reservation %s; a different operation needs a new operation key", key, reservationID)

@@ -7,10 +7,37 @@ import (
 	"strconv"
 )
 
-// FingerprintVersion is the version of the canonical payload encoding that
-// Fingerprint hashes. It is stored with every receipt; a future encoding gets
-// a new version and old receipts keep comparing under their own.
-const FingerprintVersion = 1
+// FingerprintVersion names one canonical encoding of an operation's
+// payload: the one a stored fingerprint hashes. Stores keep it with every
+// receipt and tombstone; a future encoding gets a new version, and stored
+// fingerprints keep comparing under their own.
+type FingerprintVersion int
+
+// The fingerprint versions, one per canonical encoding.
+const (
+	// ReserveFingerprintV1 is the encoding that Fingerprint hashes.
+	ReserveFingerprintV1 FingerprintVersion = 1
+	// CancelFingerprintV1 is the encoding that CancelFingerprint hashes.
+	CancelFingerprintV1 FingerprintVersion = 2
+)
+
+// fingerprintVersions is the one table of fingerprint versions: the kind of
+// operation whose payloads each version encodes, and its fingerprint of a
+// payload. Every version belongs to exactly one kind, so a stored version
+// also says which kind of operation its key was used for, and a key used to
+// reserve never matches a cancellation (or the other way round).
+var fingerprintVersions = map[FingerprintVersion]struct {
+	kind        OperationKind
+	fingerprint func(payload) string
+}{
+	ReserveFingerprintV1: {OperationReserve, func(p payload) string { return Fingerprint(p.req) }},
+	CancelFingerprintV1:  {OperationCancel, func(p payload) string { return CancelFingerprint(p.reservationID) }},
+}
+
+// Kind returns the kind of operation whose payloads v encodes:
+// OperationReserve or OperationCancel ("" for a version this engine does
+// not know).
+func (v FingerprintVersion) Kind() OperationKind { return fingerprintVersions[v].kind }
 
 // Fingerprint returns the hex SHA-256 of the version-1 canonical encoding of
 // exactly (workshop, quantity):
@@ -30,19 +57,6 @@ func Fingerprint(r Request) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CancelFingerprintVersion is the fingerprint version of cancellations. It
-// differs from every reservation version, so a receipt says by its version
-// alone which kind of operation its key was used for, and a key used to
-// reserve can never match a cancellation (or the other way round).
-const CancelFingerprintVersion = 2
-
-// fingerprintKinds maps every known fingerprint version to the kind of
-// operation it fingerprints.
-var fingerprintKinds = map[int]string{
-	FingerprintVersion:       OperationReserve,
-	CancelFingerprintVersion: OperationCancel,
-}
-
 // CancelFingerprint returns the hex SHA-256 of the canonical encoding of a
 // cancellation of reservation id:
 //
@@ -55,37 +69,25 @@ func CancelFingerprint(reservationID string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// payload is what an operation key is being used for now: a reservation
+// payload is what an operation key is being used for: a reservation
 // request or the cancellation of a reservation.
 type payload struct {
-	kind          string
+	kind          OperationKind
 	req           Request
 	reservationID string
 }
 
-// fingerprint returns the payload's fingerprint under version, which must be
-// a version of the payload's kind.
-func (p payload) fingerprint(version int) string {
-	switch version {
-	case FingerprintVersion:
-		return Fingerprint(p.req)
-	case CancelFingerprintVersion:
-		return CancelFingerprint(p.reservationID)
-	}
-	return ""
-}
-
 // matches reports whether a stored (version, fingerprint) is the fingerprint
 // of p: false for a version of another kind of operation, an error for a
-// version this code does not know.
-func (p payload) matches(version int, fp string) (bool, error) {
-	kind, ok := fingerprintKinds[version]
+// version this engine does not know.
+func (p payload) matches(version FingerprintVersion, fp string) (bool, error) {
+	v, ok := fingerprintVersions[version]
 	if !ok {
 		return false, fmt.Errorf("unknown fingerprint version %d", version)
 	}
-	return kind == p.kind && fp == p.fingerprint(version), nil
+	return v.kind == p.kind && fp == v.fingerprint(p), nil
 }
 
-// Kind returns the kind of operation the receipt answers: OperationReserve
-// or OperationCancel ("" for an unknown fingerprint version).
-func (r Receipt) Kind() string { return fingerprintKinds[r.FingerprintVersion] }
+// Kind returns the kind of operation the receipt answers: the kind of its
+// fingerprint version.
+func (r Receipt) Kind() OperationKind { return r.FingerprintVersion.Kind() }

@@ -16,7 +16,7 @@ import (
 type Tombstone struct {
 	Actor              string
 	OperationKey       OperationKey
-	FingerprintVersion int
+	FingerprintVersion FingerprintVersion
 	Fingerprint        string
 	Answer             Answer
 	// CreatedAt is when the receipt was stored, PurgedAt when it was
@@ -26,7 +26,7 @@ type Tombstone struct {
 }
 
 // Kind returns the kind of operation the tombstone's key was used for.
-func (t Tombstone) Kind() string { return fingerprintKinds[t.FingerprintVersion] }
+func (t Tombstone) Kind() OperationKind { return t.FingerprintVersion.Kind() }
 
 // Request returns the workshop and quantity the key was used for.
 func (t Tombstone) Request() Request {

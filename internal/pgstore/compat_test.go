@@ -49,7 +49,7 @@ func TestSchema3Records(t *testing.T) {
 	}
 	for _, r := range rows {
 		fp := engine.Fingerprint(req)
-		if r.version == engine.CancelFingerprintVersion {
+		if engine.FingerprintVersion(r.version) == engine.CancelFingerprintV1 {
 			fp = engine.CancelFingerprint(r.reservationID)
 		}
 		var id *string
@@ -71,7 +71,7 @@ func TestSchema3Records(t *testing.T) {
 	for _, r := range rows {
 		var out engine.Outcome
 		var err error
-		if r.version == engine.CancelFingerprintVersion {
+		if engine.FingerprintVersion(r.version) == engine.CancelFingerprintV1 {
 			out, err = eng.Cancel(t.Context(), engine.Principal{Actor: "alice"}, engine.OperationKey(r.key), r.reservationID)
 		} else {
 			out, err = eng.Reserve(t.Context(), "alice", engine.OperationKey(r.key), req)

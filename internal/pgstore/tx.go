@@ -180,15 +180,15 @@ func (s storedPayload) ScanBytes(v []byte) error {
 // kindOf scans a tombstone's status, after its fingerprint version, and
 // sets its answer's kind.
 type kindOf struct {
-	kind    *string
-	version *int
+	kind    *engine.OperationKind
+	version *engine.FingerprintVersion
 	status  *string
 }
 
 // ScanText implements pgtype.TextScanner.
 func (k kindOf) ScanText(v pgtype.Text) error {
 	*k.status = v.String
-	*k.kind = engine.Tombstone{FingerprintVersion: *k.version}.Kind()
+	*k.kind = k.version.Kind()
 	return nil
 }
 

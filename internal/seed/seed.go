@@ -53,9 +53,9 @@ func Run(ctx context.Context, eng *engine.Engine, plan Plan) error {
 	for done < total {
 		n := min(plan.Batch, total-done)
 		// Interleave workshops and actors so every batch touches all of them.
-		items := make([]engine.Intent, n)
+		items := make([]engine.BatchItem, n)
 		for i := range items {
-			items[i] = engine.Intent{
+			items[i] = engine.BatchItem{
 				Actor:   fmt.Sprintf("seed-%d", (done+i)%plan.Actors),
 				Key:     engine.OperationKey(uuid.NewString()),
 				Request: engine.Request{Workshop: plan.Workshops[(done+i)%len(plan.Workshops)], Quantity: 1},

@@ -215,7 +215,7 @@ func testFirstEffect(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Answer.Status != engine.StatusReserved || !bytes.Equal(rec.Answer.JSON(), out.Answer.JSON()) || rec.FingerprintVersion != engine.FingerprintVersion || rec.ReservationID != out.Answer.ReservationID {
+	if rec.Answer.Status != engine.StatusReserved || !bytes.Equal(rec.Answer.JSON(), out.Answer.JSON()) || rec.FingerprintVersion != engine.ReserveFingerprintV1 || rec.ReservationID != out.Answer.ReservationID {
 		t.Fatalf("stored receipt = %+v", rec)
 	}
 	h.wantReserved("go-basics", 2)
@@ -487,7 +487,7 @@ func testWorkshopAdmin(t *testing.T, h *harness) {
 func testReserveBatch(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
 	dup := newKey()
-	items := []engine.Intent{
+	items := []engine.BatchItem{
 		{Actor: "alice", Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
 		{Actor: "alice", Key: dup, Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
 		{Actor: "bob", Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 2}},
@@ -504,7 +504,7 @@ func testReserveBatch(t *testing.T, h *harness) {
 	}
 	h.wantReserved("go-basics", 3)
 	h.wantCounts(2, 3)
-	if _, _, err := h.eng.ReserveBatch(h.ctx, []engine.Intent{{Actor: "alice", Key: "nope", Request: items[0].Request}}); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
+	if _, _, err := h.eng.ReserveBatch(h.ctx, []engine.BatchItem{{Actor: "alice", Key: "nope", Request: items[0].Request}}); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
 		t.Fatalf("batch with a bad key: %v", err)
 	}
 	h.wantCounts(2, 3)

@@ -1,4 +1,4 @@
--- 0003_lifecycle adds the lifecycle of reservations (issue 7): cancellation
+-- 0003_lifecycle adds the lifecycle of reservations: cancellation
 -- columns, the tombstones that replace expired receipts, and the outbox of
 -- confirmation events.
 
