@@ -15,8 +15,8 @@ import (
 )
 
 // migrationFiles holds the schema, one file per version, named
-// NNNN_what.sql. A file is never changed once released; a change of schema
-// is a new file.
+// NNNN_what.sql. A file's statements are never changed once released (its
+// comments may be reworded); a change of schema is a new file.
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
