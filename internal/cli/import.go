@@ -15,7 +15,7 @@ import (
 
 	"github.com/reserve/reserve/internal/batch"
 	"github.com/reserve/reserve/internal/client"
-	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
 )
 
 // The plan is rewritten when this many outcomes are not yet on disk, or
@@ -245,10 +245,10 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 		wg.Go(func() {
 			for j := range jobs {
 				cctx, cancel := g.callContext(ctx)
-				req := j.row.Request()
-				status, body, replayed, err := c.Reserve(cctx, j.row.Key, req)
+				op := client.Reserving(j.row.Request())
+				res, err := c.Send(cctx, j.row.Key, op)
 				cancel()
-				results <- rowResult{index: j.index, o: classify(j.row.Key, req, status, body, replayed, err, g.timeout)}
+				results <- rowResult{index: j.index, o: outcomeOf(op, j.row.Key, res, err, g.timeout)}
 			}
 		})
 	}
@@ -296,16 +296,13 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 			sent++
 			r := &plan.Rows[res.index]
 			r.Attempts++
-			if s := settlementOf(res.o); s != nil {
+			if s := res.o.rowOutcome(); s != nil {
 				r.Outcome, r.LastError = s, ""
 			} else {
 				r.LastError = res.o.why
-				if res.o.kind == kindRejected {
-					r.LastError = res.o.problem.Error()
-				}
 				fmt.Fprintf(bar.out(), "line %d (%s): unclear: %s\n", r.Line, r.Row, r.LastError)
 			}
-			if r.Outcome != nil && r.Outcome.Status == batch.StatusRejected {
+			if r.Outcome != nil && r.Outcome.Status == intent.StatusRejected {
 				fmt.Fprintf(bar.out(), "line %d (%s): rejected: %s: %s\n", r.Line, r.Row, r.Outcome.Code, r.Outcome.Detail)
 			}
 			dirty++
@@ -319,23 +316,19 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 	}
 }
 
-// settlementOf returns the row outcome an authoritative answer settles, or
-// nil when the row stays unclear. A refusal of the caller's credentials
-// (unauthenticated, forbidden) says nothing about the row and settles
-// nothing.
-func settlementOf(o outcome) *batch.Outcome {
-	switch o.kind {
-	case kindReserved:
-		return &batch.Outcome{Status: batch.StatusReserved, HTTPStatus: o.status, ReservationID: o.answer.ReservationID, Response: o.body}
-	case kindUnavailable:
-		return &batch.Outcome{Status: batch.StatusUnavailable, HTTPStatus: o.status, Response: o.body}
-	case kindRejected:
-		if o.problem.Code == engine.CodeUnauthenticated || o.problem.Code == engine.CodeForbidden {
-			return nil
-		}
-		return &batch.Outcome{Status: batch.StatusRejected, HTTPStatus: o.status, Code: o.problem.Code, Detail: o.problem.Message}
+// rowOutcome is the authoritative o as an import plan records it, nil for
+// an open one.
+func (o outcome) rowOutcome() *batch.Outcome {
+	if !o.authoritative() {
+		return nil
 	}
-	return nil
+	b := &batch.Outcome{Status: o.status, HTTPStatus: o.res.Status, ReservationID: o.res.Answer.ReservationID}
+	if p := o.res.Problem; p != nil {
+		b.Code, b.Detail = p.Code, p.Message
+	} else {
+		b.Response = o.res.Body
+	}
+	return b
 }
 
 // progressBar draws the import's progress on one terminal line.

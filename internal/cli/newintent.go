@@ -64,17 +64,20 @@ func (g *globals) newIntentDone(format string, args ...any) error {
 	return err
 }
 
+// describeRequest says what in asks for, in a few words.
+func describeRequest(in *intent.Intent) string {
+	if c, err := in.CancelRequest(); err == nil {
+		return "cancel reservation " + c.ReservationID
+	}
+	req, _ := in.Request()
+	return fmt.Sprintf("%s in %s", places(req.Quantity), req.Workshop)
+}
+
 // describeIntent says what in asks for and where it stands, in a few words.
 func describeIntent(in *intent.Intent) string {
-	what := "a " + in.Kind + " intent"
-	if req, err := in.Request(); err == nil {
-		what = fmt.Sprintf("%s in %s", places(req.Quantity), req.Workshop)
-	}
-	if c, err := in.CancelRequest(); err == nil {
-		what = "cancel reservation " + c.ReservationID
-	}
+	what := describeRequest(in)
 	if in.Outcome != nil {
-		what += ", " + in.Outcome.Status
+		what += ", " + string(in.Outcome.Status)
 	}
 	return what
 }

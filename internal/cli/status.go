@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 )
@@ -49,11 +50,7 @@ type statusJSON struct {
 
 // status reports the intent and settles an open one from its receipt.
 func (g *globals) status(ctx context.Context) error {
-	server, err := g.serverID()
-	if err != nil {
-		return &usageError{err: err}
-	}
-	j, in, err := g.openIntent()
+	server, j, in, err := g.openSession()
 	if err != nil {
 		return err
 	}
@@ -77,13 +74,13 @@ func (g *globals) status(ctx context.Context) error {
 	var result error
 	switch {
 	case in.IsOpen() && err != nil:
-		rep.Outcome, result = kindUnknown, err // The identity check refused.
+		rep.Outcome, result = string(intent.StatusOpen), err // The identity check refused.
 	case in.IsOpen():
-		rep.Outcome = kindUnknown
-		result = (outcome{kind: kindUnknown, key: in.Key, why: note}).err()
+		rep.Outcome = string(intent.StatusOpen)
+		result = (outcome{status: intent.StatusOpen, op: in.Kind, key: in.Key, why: note}).err()
 	default:
 		o := settledOutcome(in)
-		rep.Outcome = o.kind
+		rep.Outcome = string(o.status)
 		result = o.err()
 	}
 	if g.json {
@@ -127,10 +124,8 @@ func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.
 	if err != nil {
 		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
 	}
-	o, err := classifyIntent(in, view.HTTPStatus, view.Response, true, nil, g.timeout)
-	if err != nil {
-		return "", nil, err
-	}
+	op := operation(in)
+	o := outcomeOf(op, in.Key, client.Classify(op, client.Reply{Status: view.HTTPStatus, ContentType: api.MediaJSON, Replayed: true, Body: view.Response}), nil, g.timeout)
 	if !o.authoritative() {
 		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, nil
 	}
@@ -145,14 +140,14 @@ func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.
 
 // receiptSummary says what a receipt holds.
 func receiptSummary(o outcome) string {
-	o.replayed = false
-	switch o.kind {
-	case kindReserved, kindCancelled, kindAlreadyCancelled:
+	o.res.Replayed = false
+	switch o.status {
+	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled:
 		return o.line()
-	case kindUnavailable:
-		return fmt.Sprintf("unavailable (%s in %s)", places(o.answer.Quantity), o.answer.Workshop)
+	case engine.StatusUnavailable:
+		return fmt.Sprintf("unavailable (%s in %s)", places(o.res.Answer.Quantity), o.res.Answer.Workshop)
 	}
-	return o.kind
+	return string(o.status)
 }
 
 // printIntent prints in and what the server said about it.
@@ -170,7 +165,7 @@ func (g *globals) printIntent(in *intent.Intent, note string) {
 	}
 	w := g.stdout
 	fmt.Fprintf(w, "intent:   %s\n", in.Key)
-	fmt.Fprintf(w, "request:  %s\n", describeIntent(&intent.Intent{Kind: in.Kind, Payload: in.Payload}))
+	fmt.Fprintf(w, "request:  %s\n", describeRequest(in))
 	fmt.Fprintf(w, "state:    %s\n", state)
 	fmt.Fprintf(w, "server:   %s\n", in.Server)
 	fmt.Fprintf(w, "actor:    %s\n", actor)
