@@ -31,7 +31,7 @@ const (
 const maxParallel = 64
 
 // newImportCmd returns "import FILE.csv".
-func newImportCmd(g *globals) *cobra.Command {
+func newImportCmd(env *commandEnv) *cobra.Command {
 	var (
 		parallel int
 		progress string
@@ -92,14 +92,14 @@ Exit status:
 			var show bool
 			switch progress {
 			case "auto":
-				show = isTerminal(g.stderr)
+				show = isTerminal(env.stderr)
 			case "always":
 				show = true
 			case "never":
 			default:
 				return usageErrorf("--progress %q: use auto, always or never", progress)
 			}
-			return g.importCSV(cmd.Context(), args[0], parallel, show)
+			return env.importCSV(cmd.Context(), args[0], parallel, show)
 		},
 	}
 	cmd.Flags().IntVar(&parallel, "parallel", 4, "how many rows are sent at once")
@@ -136,8 +136,8 @@ func (e *unclearError) Error() string {
 func (e *unclearError) ExitCode() int { return ExitUnknown }
 
 // importCSV runs or resumes the import of path.
-func (g *globals) importCSV(ctx context.Context, path string, parallel int, showProgress bool) error {
-	server, err := g.serverID()
+func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int, showProgress bool) error {
+	server, err := env.serverID()
 	if err != nil {
 		return &usageError{err: err}
 	}
@@ -162,7 +162,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 	if err != nil {
 		return &usageError{err: err}
 	}
-	c := g.client()
+	c := env.client()
 	if plan != nil {
 		if err := plan.Compare(path, pf.Path(), rows); err != nil {
 			return &usageError{err: err}
@@ -170,7 +170,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 		if plan.Server != server {
 			return usageErrorf("the plan %s was made for %s, but you are talking to %s; nothing was sent", pf.Path(), plan.Server, server)
 		}
-		fmt.Fprintf(g.stderr, "resuming %s: %d of %d rows settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, len(rows))
+		fmt.Fprintf(env.stderr, "resuming %s: %d of %d rows settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, len(rows))
 	}
 	var pending []int
 	if plan != nil {
@@ -181,7 +181,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 		}
 	}
 	if plan == nil || len(pending) > 0 {
-		who, err := g.whoami(ctx, c)
+		who, err := env.whoami(ctx, c)
 		if err != nil {
 			return fmt.Errorf("%w; nothing was sent", err)
 		}
@@ -193,7 +193,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 			if err := pf.Save(plan); err != nil {
 				return fmt.Errorf("%w; nothing was sent", err)
 			}
-			fmt.Fprintf(g.stderr, "plan %s: %d rows, one operation key each\n", pf.Path(), len(rows))
+			fmt.Fprintf(env.stderr, "plan %s: %d rows, one operation key each\n", pf.Path(), len(rows))
 			for i := range plan.Rows {
 				pending = append(pending, i)
 			}
@@ -201,18 +201,18 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 			return usageErrorf("the plan %s belongs to actor %q but you are %q; its keys are %s's, so nothing was sent", pf.Path(), plan.Actor, who.Actor, plan.Actor)
 		}
 	}
-	sent, err := g.sendRows(ctx, c, pf, plan, pending, parallel, showProgress)
+	sent, err := env.sendRows(ctx, c, pf, plan, pending, parallel, showProgress)
 	if err != nil {
 		return err
 	}
 	sum := importSummary{CSV: path, Plan: pf.Path(), Summary: plan.Summary(), Sent: sent, Skipped: len(plan.Rows) - len(pending)}
-	if g.json {
-		if err := g.printJSON(sum); err != nil {
+	if env.json {
+		if err := env.printJSON(sum); err != nil {
 			return err
 		}
 	} else {
 		s := sum.Summary
-		fmt.Fprintf(g.stdout, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
+		fmt.Fprintf(env.stdout, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
 			filepath.Base(path), s.Rows, s.Reserved, s.Unavailable, s.Rejected, s.Unclear)
 	}
 	if sum.Unclear > 0 {
@@ -230,7 +230,7 @@ type rowResult struct {
 // sendRows sends the pending rows of plan with at most parallel requests at
 // once, records their outcomes and rewrites the plan in batches. It returns
 // how many rows it sent.
-func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel int, showProgress bool) (int, error) {
+func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel int, showProgress bool) (int, error) {
 	if len(pending) == 0 {
 		return 0, nil
 	}
@@ -244,11 +244,11 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 	for range min(parallel, len(pending)) {
 		wg.Go(func() {
 			for j := range jobs {
-				cctx, cancel := g.callContext(ctx)
+				cctx, cancel := env.callContext(ctx)
 				op := client.Reserving(j.row.Request())
 				res, err := c.Send(cctx, j.row.Key, op)
 				cancel()
-				results <- rowResult{index: j.index, o: outcomeOf(op, j.row.Key, res, err, g.timeout)}
+				results <- rowResult{index: j.index, o: outcomeOf(op, j.row.Key, res, err, env.timeout)}
 			}
 		})
 	}
@@ -267,7 +267,7 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 		close(results)
 	}()
 
-	bar := newProgressBar(g.stderr, showProgress, plan)
+	bar := newProgressBar(env.stderr, showProgress, plan)
 	tick := time.NewTicker(planFlushEvery)
 	defer tick.Stop()
 	dirty, sent := 0, 0

@@ -224,13 +224,13 @@ func (e *outcomeError) Unwrap() error {
 
 // report prints the outcome of an intent (a line for a reservation, or the
 // JSON of any outcome) and returns the error the command ends with.
-func (g *globals) report(o outcome) error {
-	if g.json {
-		if err := g.printJSON(o.json()); err != nil {
+func (env *commandEnv) report(o outcome) error {
+	if env.json {
+		if err := env.printJSON(o.json()); err != nil {
 			return err
 		}
 	} else if o.succeeded() {
-		fmt.Fprintln(g.stdout, o.line())
+		fmt.Fprintln(env.stdout, o.line())
 	}
 	return o.err()
 }

@@ -18,7 +18,7 @@ import (
 const actorNotYetKnown = "not-yet-known"
 
 // newReserveCmd returns "reserve", with --retry.
-func newReserveCmd(g *globals) *cobra.Command {
+func newReserveCmd(env *commandEnv) *cobra.Command {
 	var (
 		workshop string
 		quantity int
@@ -59,7 +59,7 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") {
 					return usageErrorf("--retry resends the recorded payload: do not pass --workshop or --quantity")
 				}
-				return g.reserve(cmd.Context(), nil)
+				return env.reserve(cmd.Context(), nil)
 			}
 			if err := requireFlags(cmd, "workshop"); err != nil {
 				return err
@@ -68,7 +68,7 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 			if err := req.Validate(); err != nil {
 				return &usageError{err: fmt.Errorf("nothing sent: %w", err)}
 			}
-			return g.reserve(cmd.Context(), &req)
+			return env.reserve(cmd.Context(), &req)
 		},
 	}
 	f := cmd.Flags()
@@ -80,11 +80,11 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 
 // reserve starts a new intent for req, or retries the recorded one when req
 // is nil.
-func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
+func (env *commandEnv) reserve(ctx context.Context, req *engine.Request) error {
 	if req == nil {
-		return g.retryIntent(ctx, intent.KindReserve)
+		return env.retryIntent(ctx, intent.KindReserve)
 	}
-	return g.startIntent(ctx, func(server, actor string) (*intent.Intent, error) {
+	return env.startIntent(ctx, func(server, actor string) (*intent.Intent, error) {
 		return intent.NewReserve(*req, server, actor)
 	})
 }
@@ -92,12 +92,12 @@ func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
 // openSession returns the server the flags select and the state file,
 // opened and locked for the whole command, with its intent (nil for none).
 // The caller closes the journal.
-func (g *globals) openSession() (string, *intent.Journal, *intent.Intent, error) {
-	server, err := g.serverID()
+func (env *commandEnv) openSession() (string, *intent.Journal, *intent.Intent, error) {
+	server, err := env.serverID()
 	if err != nil {
 		return "", nil, nil, &usageError{err: err}
 	}
-	j, in, err := g.openIntent()
+	j, in, err := env.openIntent()
 	return server, j, in, err
 }
 
@@ -106,8 +106,8 @@ func (g *globals) openSession() (string, *intent.Journal, *intent.Intent, error)
 // the caller's actor, records it before anything is sent, and sends it.
 // An intent whose actor cannot be asked (the daemon does not answer) is
 // recorded unsent, for retryIntent.
-func (g *globals) startIntent(ctx context.Context, newIntent func(server, actor string) (*intent.Intent, error)) error {
-	server, j, in, err := g.openSession()
+func (env *commandEnv) startIntent(ctx context.Context, newIntent func(server, actor string) (*intent.Intent, error)) error {
+	server, j, in, err := env.openSession()
 	if err != nil {
 		return err
 	}
@@ -115,8 +115,8 @@ func (g *globals) startIntent(ctx context.Context, newIntent func(server, actor 
 	if in != nil {
 		return refuseNew(in)
 	}
-	c := g.client()
-	who, werr := g.whoami(ctx, c)
+	c := env.client()
+	who, werr := env.whoami(ctx, c)
 	actor := who.Actor
 	switch {
 	case isAnswer(werr):
@@ -133,17 +133,17 @@ func (g *globals) startIntent(ctx context.Context, newIntent func(server, actor 
 		if err := j.Save(in); err != nil {
 			return fmt.Errorf("record intent: %w", err)
 		}
-		return g.report(g.notSent(in, werr))
+		return env.report(env.notSent(in, werr))
 	}
-	return g.sendReport(ctx, c, j, in)
+	return env.sendReport(ctx, c, j, in)
 }
 
 // retryIntent is every later step of the recorded intent, which must be of
 // kind: a recorded rejection is reported and not sent again; any other
 // intent is sent again with its key and payload, as the actor and to the
 // server it was recorded with.
-func (g *globals) retryIntent(ctx context.Context, kind string) error {
-	server, j, in, err := g.openSession()
+func (env *commandEnv) retryIntent(ctx context.Context, kind string) error {
+	server, j, in, err := env.openSession()
 	if err != nil {
 		return err
 	}
@@ -164,30 +164,30 @@ func (g *globals) retryIntent(ctx context.Context, kind string) error {
 		// would contradict. Report the recorded rejection.
 		o := settledOutcome(in)
 		o.notResent = true
-		return g.report(o)
+		return env.report(o)
 	}
-	c := g.client()
-	who, err := g.whoami(ctx, c)
+	c := env.client()
+	who, err := env.whoami(ctx, c)
 	switch {
 	case isAnswer(err):
 		return fmt.Errorf("%w; nothing was sent, intent %s is kept", err, in.Key)
 	case err != nil:
-		return g.report(recorded(in, g.notSent(in, err)))
+		return env.report(recorded(in, env.notSent(in, err)))
 	}
 	bindUnsent(in, server, who.Actor)
 	if err := in.CheckRetry(server, who.Actor); err != nil {
 		return err
 	}
-	return g.sendReport(ctx, c, j, in)
+	return env.sendReport(ctx, c, j, in)
 }
 
 // sendReport sends in once and reports the outcome.
-func (g *globals) sendReport(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) error {
-	o, err := g.send(ctx, c, j, in)
+func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) error {
+	o, err := env.send(ctx, c, j, in)
 	if err != nil {
 		return err
 	}
-	return g.report(recorded(in, o))
+	return env.report(recorded(in, o))
 }
 
 // recorded returns o, unless o is unknown for an intent that was settled
@@ -231,27 +231,27 @@ func refuseNew(in *intent.Intent) error {
 
 // notSent is the outcome of an intent that could not be sent because the
 // daemon did not answer whoami: still unknown, the intent stays open.
-func (g *globals) notSent(in *intent.Intent, err error) outcome {
+func (env *commandEnv) notSent(in *intent.Intent, err error) outcome {
 	why := "nothing was sent"
 	if in.Attempts > 0 {
 		why = "not sent again"
 	}
-	o := outcomeOf(operation(in), in.Key, client.Result{}, err, g.timeout)
+	o := outcomeOf(operation(in), in.Key, client.Result{}, err, env.timeout)
 	o.why = why + ": " + o.why
 	return o
 }
 
 // send records one more attempt of in, sends it, and settles in when the
 // answer is authoritative.
-func (g *globals) send(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) (outcome, error) {
+func (env *commandEnv) send(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) (outcome, error) {
 	if err := j.RecordAttempt(in); err != nil {
 		return outcome{}, fmt.Errorf("nothing sent: %w", err)
 	}
 	op := operation(in)
-	cctx, cancel := g.callContext(ctx)
+	cctx, cancel := env.callContext(ctx)
 	res, err := c.Send(cctx, in.Key, op)
 	cancel()
-	o := outcomeOf(op, in.Key, res, err, g.timeout)
+	o := outcomeOf(op, in.Key, res, err, env.timeout)
 	if !o.authoritative() {
 		return o, nil
 	}

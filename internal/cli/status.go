@@ -15,7 +15,7 @@ import (
 )
 
 // newStatusCmd returns "status".
-func newStatusCmd(g *globals) *cobra.Command {
+func newStatusCmd(env *commandEnv) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show the local intent and the server's receipt for it",
@@ -31,7 +31,7 @@ The exit status follows the intent: 0 reserved (or no intent), 3 unavailable,
   reservectl --json status`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.status(cmd.Context())
+			return env.status(cmd.Context())
 		},
 	}
 }
@@ -49,23 +49,23 @@ type statusJSON struct {
 }
 
 // status reports the intent and settles an open one from its receipt.
-func (g *globals) status(ctx context.Context) error {
-	server, j, in, err := g.openSession()
+func (env *commandEnv) status(ctx context.Context) error {
+	server, j, in, err := env.openSession()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	rep := statusJSON{StateFile: j.Path(), Intent: in, Outcome: "none"}
 	if in == nil {
-		if g.json {
-			return g.printJSON(rep)
+		if env.json {
+			return env.printJSON(rep)
 		}
-		_, err := fmt.Fprintf(g.stdout, "no intent in %s: the next reserve starts a new one\n", j.Path())
+		_, err := fmt.Fprintf(env.stdout, "no intent in %s: the next reserve starts a new one\n", j.Path())
 		return err
 	}
 
 	wasOpen := in.IsOpen()
-	note, receipt, err := g.askReceipt(ctx, j, in, server)
+	note, receipt, err := env.askReceipt(ctx, j, in, server)
 	if err != nil && !errors.Is(err, intent.ErrMismatch) {
 		return err
 	}
@@ -83,32 +83,32 @@ func (g *globals) status(ctx context.Context) error {
 		rep.Outcome = string(o.status)
 		result = o.err()
 	}
-	if g.json {
-		if err := g.printJSON(rep); err != nil {
+	if env.json {
+		if err := env.printJSON(rep); err != nil {
 			return err
 		}
 		return result
 	}
-	g.printIntent(in, note)
+	env.printIntent(in, note)
 	return result
 }
 
 // askReceipt asks reserved for the receipt of in and settles an open in from
 // it. It returns what the server said, in words, and the receipt if found.
 // Only a refused identity check of an open intent is returned as an error.
-func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, error) {
+func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, error) {
 	if in.Attempts == 0 {
 		return "nothing was sent yet: run 'reservectl reserve --retry' to send it", nil, nil
 	}
-	c := g.client()
-	who, err := g.whoami(ctx, c)
+	c := env.client()
+	who, err := env.whoami(ctx, c)
 	if err != nil {
-		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
+		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, nil
 	}
 	if err := in.CheckRetry(server, who.Actor); err != nil {
 		return "not asked: " + err.Error(), nil, err
 	}
-	cctx, cancel := g.callContext(ctx)
+	cctx, cancel := env.callContext(ctx)
 	view, err := c.Operation(cctx, in.Key)
 	cancel()
 	switch engine.ErrorCode(err) {
@@ -122,10 +122,10 @@ func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.
 		return "reserved's receipt expired: " + engine.ErrorMessage(err), nil, nil
 	}
 	if err != nil {
-		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
+		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, nil
 	}
 	op := operation(in)
-	o := outcomeOf(op, in.Key, client.Classify(op, client.Reply{Status: view.HTTPStatus, ContentType: api.MediaJSON, Replayed: true, Body: view.Response}), nil, g.timeout)
+	o := outcomeOf(op, in.Key, client.Classify(op, client.Reply{Status: view.HTTPStatus, ContentType: api.MediaJSON, Replayed: true, Body: view.Response}), nil, env.timeout)
 	if !o.authoritative() {
 		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, nil
 	}
@@ -151,7 +151,7 @@ func receiptSummary(o outcome) string {
 }
 
 // printIntent prints in and what the server said about it.
-func (g *globals) printIntent(in *intent.Intent, note string) {
+func (env *commandEnv) printIntent(in *intent.Intent, note string) {
 	state := "open, outcome unknown"
 	if in.Outcome != nil {
 		state = "settled: " + receiptSummary(settledOutcome(in))
@@ -163,7 +163,7 @@ func (g *globals) printIntent(in *intent.Intent, note string) {
 	if in.Attempts == 0 && actor == actorNotYetKnown {
 		actor = "not yet known (nothing sent)"
 	}
-	w := g.stdout
+	w := env.stdout
 	fmt.Fprintf(w, "intent:   %s\n", in.Key)
 	fmt.Fprintf(w, "request:  %s\n", describeRequest(in))
 	fmt.Fprintf(w, "state:    %s\n", state)
