@@ -71,16 +71,6 @@ func StatusOfAnswer(kind, status string) int {
 	return statusByAnswer[[2]string{kind, status}]
 }
 
-// AnswersWith reports whether kind answers with HTTP status.
-func AnswersWith(kind string, status int) bool {
-	for ks, s := range statusByAnswer {
-		if ks[0] == kind && s == status {
-			return true
-		}
-	}
-	return false
-}
-
 // Problem is an RFC 9457 problem detail with reserve's stable code member.
 type Problem struct {
 	Type   string `json:"type"`

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"time"
 
@@ -38,8 +37,8 @@ type outcome struct {
 // outcomeOf is what the classified answer res to op under key means, or,
 // with err, what no answer at all means: an answer and a decided refusal
 // settle the intent, everything else (no answer, 5xx such as 503
-// store_unavailable, 408, 429, a body that is not the answer to op) leaves
-// it open.
+// store_unavailable, 408, 429, a body that is not the answer to op, which
+// describe calls unparseable) leaves it open.
 func outcomeOf(op client.Operation, key engine.OperationKey, res client.Result, err error, timeout time.Duration) outcome {
 	o := outcome{status: intent.StatusOpen, op: op.Kind, key: key, res: res}
 	switch {
@@ -49,18 +48,10 @@ func outcomeOf(op client.Operation, key engine.OperationKey, res client.Result, 
 		o.status = intent.Status(res.Answer.Status)
 	case res.Decided:
 		o.status = intent.StatusRejected
-	case res.Problem == nil && api.AnswersWith(op.Kind, res.Status) && json.Valid(res.Body) && isJSON(res.ContentType):
-		o.why = fmt.Sprintf("unparseable answer: %d %s whose body is not the answer to this intent (%d bytes)", res.Status, http.StatusText(res.Status), len(res.Body))
 	default:
 		o.why = describe(res.Err(), res.Status, timeout)
 	}
 	return o
-}
-
-// isJSON reports whether contentType is application/json.
-func isJSON(contentType string) bool {
-	mt, _, _ := mime.ParseMediaType(contentType)
-	return mt == api.MediaJSON
 }
 
 // operation returns the operation that in sends.
@@ -237,24 +228,13 @@ func (env *commandEnv) report(o outcome) error {
 
 // settledOutcome rebuilds the outcome recorded in a settled intent.
 func settledOutcome(in *intent.Intent) outcome {
-	rec := in.Outcome
-	res := client.Result{Reply: client.Reply{Status: rec.HTTPStatus, Body: rec.Body}, Decided: true}
+	rec, ct := in.Outcome, api.MediaJSON
 	if rec.Status == intent.StatusRejected {
-		res.Problem = problemOf(rec.Body)
-	} else {
-		res.Answer, _ = engine.DecodeAnswer(in.Kind, rec.Body)
+		ct = api.MediaProblem
+	}
+	res := client.Classify(operation(in), client.Reply{Status: rec.HTTPStatus, ContentType: ct, Body: rec.Body})
+	if res.Decided = true; rec.Status == intent.StatusRejected && res.Problem == nil {
+		res.Problem = &engine.Error{Code: "rejected", Message: string(rec.Body)}
 	}
 	return outcome{status: rec.Status, op: in.Kind, key: in.Key, res: res}
-}
-
-// problemOf decodes the code and detail of a stored problem body.
-func problemOf(body []byte) *engine.Error {
-	var p struct {
-		Code   string `json:"code"`
-		Detail string `json:"detail"`
-	}
-	if json.Unmarshal(body, &p) != nil || p.Code == "" {
-		return &engine.Error{Code: "rejected", Message: string(body)}
-	}
-	return &engine.Error{Code: p.Code, Message: p.Detail}
 }

@@ -156,7 +156,7 @@ func (env *commandEnv) printIntent(in *intent.Intent, note string) {
 	if in.Outcome != nil {
 		state = "settled: " + receiptSummary(settledOutcome(in))
 		if in.Outcome.Status == intent.StatusRejected {
-			state = "settled: rejected: " + problemOf(in.Outcome.Body).Error()
+			state = "settled: rejected: " + settledOutcome(in).res.Problem.Error()
 		}
 	}
 	actor := in.Actor

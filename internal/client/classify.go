@@ -10,15 +10,13 @@ import (
 )
 
 // Operation is what an answer is classified against: the kind of the
-// operation that was sent and what it asked for. An answer counts only if it
-// answers exactly that: a reservation of another workshop or quantity, or
-// the cancellation of another reservation, answers someone else's request.
+// operation sent (engine.OperationReserve or OperationCancel) and what it
+// asked for, the Request of a reserve or the ReservationID of a cancel. An
+// answer about another workshop, quantity or reservation answers someone
+// else's request.
 type Operation struct {
-	// Kind is engine.OperationReserve or engine.OperationCancel.
-	Kind string
-	// Request is the reservation asked for, for a reserve.
-	Request engine.Request
-	// ReservationID is the reservation to cancel, for a cancel.
+	Kind          string
+	Request       engine.Request
 	ReservationID string
 }
 
@@ -51,8 +49,7 @@ func (op Operation) answers(a engine.Answer, status int) bool {
 	return a.Workshop == op.Request.Workshop && a.Quantity == op.Request.Quantity
 }
 
-// Reply is one HTTP answer as it came: its status, its Content-Type, its
-// Idempotent-Replayed marker and its body.
+// Reply is one HTTP answer as it came.
 type Reply struct {
 	Status      int
 	ContentType string
@@ -67,15 +64,11 @@ type Reply struct {
 // proxy's page, the answer to another request; never Decided).
 type Result struct {
 	Reply
-	// Answer is the authoritative answer to the operation; its Status is
-	// empty when there is none.
-	Answer engine.Answer
-	// Problem is the problem detail the server answered with, if any.
+	Answer  engine.Answer // Its Status is empty without an answer.
 	Problem *engine.Error
-	// Decided reports whether the answer decides the operation, so that
-	// the caller records it and never sends the operation again; an
-	// undecided one leaves the outcome unknown, and the caller keeps the
-	// operation key and retries with the same key.
+	// Decided reports whether the answer decides the operation: the caller
+	// records it and never sends the operation again. An undecided one
+	// leaves the outcome unknown; the caller retries with the same key.
 	Decided bool
 }
 

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"strconv"
@@ -189,13 +188,7 @@ func (c *Client) sendError(method, path string, err error) error {
 // answerError turns a non-success answer into *engine.Error (a problem with
 // a code) or *UnexpectedResponseError.
 func answerError(resp *http.Response, body []byte) error {
-	ct := resp.Header.Get("Content-Type")
-	if mt, _, _ := mime.ParseMediaType(ct); mt == api.MediaProblem {
-		if p := problemOf(body); p != nil {
-			return p
-		}
-	}
-	return &UnexpectedResponseError{Status: resp.StatusCode, ContentType: ct, Body: body}
+	return Classify(Operation{}, replyOf(resp, body)).Err()
 }
 
 // call sends in (if non-nil) as JSON and decodes a JSON answer of one of the
@@ -290,12 +283,12 @@ func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation
 	if err != nil {
 		return Result{}, err
 	}
-	return Classify(op, Reply{
-		Status:      resp.StatusCode,
-		ContentType: resp.Header.Get("Content-Type"),
-		Replayed:    resp.Header.Get(api.HeaderReplayed) == "true",
-		Body:        data,
-	}), nil
+	return Classify(op, replyOf(resp, data)), nil
+}
+
+// replyOf is the Reply of resp with its whole body.
+func replyOf(resp *http.Response, body []byte) Reply {
+	return Reply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Replayed: resp.Header.Get(api.HeaderReplayed) == "true", Body: body}
 }
 
 // Reserve sends the reservation req under key (Send) and returns the
