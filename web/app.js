@@ -451,11 +451,30 @@
     render();
   }
 
+  // answerMembers lists the members of each answer's body, exactly: a body
+  // with any other member is not the documented answer.
+  const answerMembers = {
+    reserved: "quantity,reservation_id,status,workshop",
+    unavailable: "quantity,status,workshop",
+    cancelled: "quantity,reservation_id,status,workshop",
+    already_cancelled: "quantity,reservation_id,status,workshop",
+  };
+
+  // answerBody returns the body of r when it is an answer's, with exactly
+  // that answer's members, else null.
+  function answerBody(r) {
+    const b = r.body;
+    if (!b || typeof b !== "object" || Array.isArray(b)) return null;
+    if (answerMembers[b.status] !== Object.keys(b).sort().join(",")) return null;
+    if (typeof b.workshop !== "string" || b.workshop === "" || !Number.isInteger(b.quantity) || b.quantity < 1) return null;
+    return b;
+  }
+
   // authoritative returns the settled outcome of an answer, or null when the
   // answer does not say for sure what happened.
   function authoritative(r, payload) {
-    const b = r.body;
-    if (!b || typeof b !== "object") return null;
+    const b = answerBody(r);
+    if (!b) return null;
     if (r.status === 201 && b.status === "reserved" && b.workshop === payload.workshop &&
         b.quantity === payload.quantity && RESERVATION_ID.test(b.reservation_id)) {
       return { status: "reserved", reservation_id: b.reservation_id };
@@ -535,8 +554,8 @@
   // cancelAuthoritative returns the settled outcome of an answer to a
   // cancellation, or null when it does not say for sure what happened.
   function cancelAuthoritative(r, cancel) {
-    const b = r.body;
-    if (!b || typeof b !== "object" || b.reservation_id !== cancel.reservation_id) return null;
+    const b = answerBody(r);
+    if (!b || b.reservation_id !== cancel.reservation_id) return null;
     if (r.status === 200 && b.status === "cancelled") return { status: "cancelled" };
     if (r.status === 409 && b.status === "already_cancelled") return { status: "already_cancelled" };
     return null;

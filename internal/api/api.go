@@ -54,6 +54,23 @@ func CancelPath(id string) string { return ReservationPath(id) + "/cancel" }
 // OperationPath returns the path of the receipt of operation key.
 func OperationPath(key engine.OperationKey) string { return PathOperations + "/" + string(key) }
 
+// statusByAnswer is the one table from the (kind, status) of an
+// authoritative answer to the HTTP status it is sent with: 201 Created and
+// 409 Conflict for a reservation, 200 OK and 409 Conflict for a
+// cancellation.
+var statusByAnswer = map[[2]string]int{
+	{engine.OperationReserve, engine.StatusReserved}:        201,
+	{engine.OperationReserve, engine.StatusUnavailable}:     409,
+	{engine.OperationCancel, engine.StatusCancelled}:        200,
+	{engine.OperationCancel, engine.StatusAlreadyCancelled}: 409,
+}
+
+// StatusOfAnswer returns the HTTP status of an answer of kind with status,
+// and 0 for a (kind, status) that is not an answer.
+func StatusOfAnswer(kind, status string) int {
+	return statusByAnswer[[2]string{kind, status}]
+}
+
 // Problem is an RFC 9457 problem detail with reserve's stable code member.
 type Problem struct {
 	Type   string `json:"type"`

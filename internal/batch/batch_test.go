@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/batch"
+	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/safefile"
 )
 
@@ -116,7 +117,7 @@ func TestPlanRoundTripKeepsAnswersByteForByte(t *testing.T) {
 		t.Fatal("two rows share a key")
 	}
 	body := []byte(`{"status":"reserved","reservation_id":"01a229c31484d6ca5401612f538c1b19","workshop":"w-a","quantity":1}`)
-	p.Rows[0].Outcome = &batch.Outcome{Status: batch.StatusReserved, HTTPStatus: 201, ReservationID: "01a229c31484d6ca5401612f538c1b19", Response: body}
+	p.Rows[0].Outcome = &batch.Outcome{Status: engine.StatusReserved, HTTPStatus: 201, ReservationID: "01a229c31484d6ca5401612f538c1b19", Response: body}
 	f, err := batch.OpenPlan(csv)
 	if err != nil {
 		t.Fatal(err)

@@ -28,14 +28,6 @@ const PlanSuffix = ".plan"
 // maxPlanSize bounds the plan file that Load reads.
 const maxPlanSize = 256 << 20
 
-// The settled statuses of a row. A row without an outcome is unclear: never
-// sent, or sent without an authoritative answer.
-const (
-	StatusReserved    = "reserved"
-	StatusUnavailable = "unavailable"
-	StatusRejected    = "rejected"
-)
-
 // ErrBusy means another reservectl import holds the plan's lock.
 var ErrBusy = errors.New("another reservectl import is running on this plan")
 
@@ -67,9 +59,10 @@ func (r *PlanRow) Settled() bool { return r.Outcome != nil }
 // Outcome is the authoritative answer to one row: reserved (with the
 // reservation id), unavailable, or rejected (with the problem's code and
 // detail). Response holds the server's body of a reserved or unavailable
-// answer byte for byte.
+// answer byte for byte. A row without an outcome is unclear: never sent,
+// or sent without an authoritative answer.
 type Outcome struct {
-	Status        string          `json:"status"`
+	Status        intent.Status   `json:"status"`
 	HTTPStatus    int             `json:"http_status"`
 	ReservationID string          `json:"reservation_id,omitempty"`
 	Code          string          `json:"code,omitempty"`
@@ -107,9 +100,9 @@ func (p *Plan) Summary() Summary {
 		switch o := p.Rows[i].Outcome; {
 		case o == nil:
 			s.Unclear++
-		case o.Status == StatusReserved:
+		case o.Status == engine.StatusReserved:
 			s.Reserved++
-		case o.Status == StatusUnavailable:
+		case o.Status == engine.StatusUnavailable:
 			s.Unavailable++
 		default:
 			s.Rejected++
@@ -182,7 +175,7 @@ func (p *Plan) validate() error {
 		}
 		if o := r.Outcome; o != nil {
 			switch o.Status {
-			case StatusReserved, StatusUnavailable, StatusRejected:
+			case engine.StatusReserved, engine.StatusUnavailable, intent.StatusRejected:
 			default:
 				return fmt.Errorf("row %d (line %d): unknown outcome %q", i+1, r.Line, o.Status)
 			}

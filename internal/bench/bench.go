@@ -365,22 +365,22 @@ func (r *run) worker(ctx context.Context, id int) {
 		reserved int
 		intents  int64
 	)
-	send := func(key engine.OperationKey) (status int, body []byte, replayed bool, err error) {
+	send := func(key engine.OperationKey) (res client.Result, err error) {
 		for attempt := 1; ; attempt++ {
 			start := time.Now()
-			status, body, replayed, err = wc.reserve(ctx, key, r.cfg.Timeout)
+			res, err = wc.reserve(ctx, key, r.cfg.Timeout)
 			lat = append(lat, time.Since(start))
 			r.requests.Add(1)
 			if r.cfg.afterRequest != nil {
 				r.cfg.afterRequest()
 			}
-			if !client.Undecided(status, err) || attempt == maxAttempts || ctx.Err() != nil {
-				return status, body, replayed, err
+			if (err == nil && res.Decided) || attempt == maxAttempts || ctx.Err() != nil {
+				return res, err
 			}
 			out.Unclear++
 			r.unclear.Add(1)
 			if wc.retryAfter > 0 && r.cfg.wait(ctx, wc.retryAfter) != nil {
-				return status, body, replayed, err
+				return res, err
 			}
 		}
 	}
@@ -388,13 +388,13 @@ func (r *run) worker(ctx context.Context, id int) {
 		intents++
 		if len(pool) > 0 && rng.Float64() < r.cfg.ReplayRatio {
 			s := pool[rng.IntN(len(pool))]
-			status, body, replayed, err := send(s.key)
+			res, err := send(s.key)
 			switch {
-			case client.Undecided(status, err):
+			case err != nil || !res.Decided:
 				out.Unsettled++
-			case err != nil:
-				out.Rejected[engine.ErrorCode(err)]++
-			case !replayed || status != s.status || string(body) != string(s.body):
+			case res.Problem != nil:
+				out.Rejected[res.Problem.Code]++
+			case !res.Replayed || res.Status != s.status || string(res.Body) != string(s.body):
 				out.ReplayChanged++
 			default:
 				out.Replayed++
@@ -404,32 +404,32 @@ func (r *run) worker(ctx context.Context, id int) {
 		key := engine.OperationKey(uuid.NewString())
 		var first []byte
 		if rng.Float64() < r.cfg.LostAnswerRatio {
-			status, body, replayed, err := send(key) // The answer is "lost": only counted.
+			res, err := send(key) // The answer is "lost": only counted.
 			out.LostAnswers++
-			if err == nil {
-				r.count(&out, status, replayed)
-				first = body
+			if err == nil && res.Answer.Status != "" {
+				r.count(&out, res)
+				first = res.Body
 			}
 		}
-		status, body, replayed, err := send(key)
+		res, err := send(key)
 		switch {
-		case client.Undecided(status, err):
+		case err != nil || !res.Decided:
 			out.Unsettled++
 			continue
-		case err != nil:
-			out.Rejected[engine.ErrorCode(err)]++
+		case res.Problem != nil:
+			out.Rejected[res.Problem.Code]++
 			continue
-		case first != nil && (!replayed || string(body) != string(first)):
+		case first != nil && (!res.Replayed || string(res.Body) != string(first)):
 			out.ReplayChanged++
 		}
-		r.count(&out, status, replayed)
-		if status == http.StatusCreated {
+		r.count(&out, res)
+		if res.Answer.Status == engine.StatusReserved {
 			reserved++
 		}
 		if len(pool) < poolSize {
-			pool = append(pool, settled{key, status, body})
+			pool = append(pool, settled{key, res.Status, res.Body})
 		} else {
-			pool[rng.IntN(poolSize)] = settled{key, status, body}
+			pool[rng.IntN(poolSize)] = settled{key, res.Status, res.Body}
 		}
 	}
 	r.mu.Lock()
@@ -441,11 +441,11 @@ func (r *run) worker(ctx context.Context, id int) {
 }
 
 // count records a first answer (created or unavailable) or a replay.
-func (r *run) count(out *Outcomes, status int, replayed bool) {
+func (r *run) count(out *Outcomes, res client.Result) {
 	switch {
-	case replayed:
+	case res.Replayed:
 		out.Replayed++
-	case status == http.StatusCreated:
+	case res.Answer.Status == engine.StatusReserved:
 		out.Created++
 		r.created.Add(1)
 	default:

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -27,6 +27,7 @@ type wire struct {
 	dial   func(ctx context.Context) (net.Conn, error)
 	prefix []byte // Request line and the headers before Idempotency-Key.
 	body   []byte // The JSON payload, the same for every request.
+	op     client.Operation
 
 	conn net.Conn
 	br   *bufio.Reader
@@ -42,26 +43,26 @@ func newWire(dial func(ctx context.Context) (net.Conn, error), host, token strin
 		prefix += "Authorization: Bearer " + token + "\r\n"
 	}
 	prefix += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
-	return &wire{dial: dial, prefix: []byte(prefix), body: body}
+	return &wire{dial: dial, prefix: []byte(prefix), body: body, op: client.Reserving(req)}
 }
 
-// reserve sends the reservation for key and returns like client.Reserve: an
-// authoritative answer (201, 409 with a JSON body) with its status, body
-// and replay marker; a problem answer as *engine.Error; anything else
-// (transport failure, garbled answer) as another error.
-func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout time.Duration) (status int, body []byte, replayed bool, err error) {
+// reserve sends the reservation for key and returns like client.Send: the
+// classified answer, or the error of no answer at all (transport failure,
+// an answer it cannot read). After an answer that is neither the
+// operation's answer nor a problem the connection is closed.
+func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout time.Duration) (res client.Result, err error) {
 	w.retryAfter = 0
 	if w.conn == nil {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
 		w.conn, err = w.dial(dctx)
 		cancel()
 		if err != nil {
-			return 0, nil, false, fmt.Errorf("connect: %w", err)
+			return res, fmt.Errorf("connect: %w", err)
 		}
 		w.br = bufio.NewReader(w.conn)
 	}
 	defer func() {
-		if err != nil && !isProblem(err) && w.conn != nil {
+		if (err != nil || (res.Answer.Status == "" && res.Problem == nil)) && w.conn != nil {
 			w.conn.Close()
 			w.conn = nil
 		}
@@ -70,32 +71,16 @@ func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout tim
 	w.buf = append(append(append(append(w.buf[:0], w.prefix...), api.HeaderIdempotencyKey+": "...), key...), "\r\n\r\n"...)
 	w.buf = append(w.buf, w.body...)
 	if _, err := w.conn.Write(w.buf); err != nil {
-		return 0, nil, false, fmt.Errorf("send: %w", err)
+		return res, fmt.Errorf("send: %w", err)
 	}
 	a, err := readAnswer(w.br)
 	w.retryAfter = a.retryAfter
 	if err != nil {
-		return a.status, nil, false, fmt.Errorf("read answer: %w", err)
+		return res, fmt.Errorf("read answer: %w", err)
 	}
 	if a.close {
 		w.conn.Close()
 		w.conn = nil
 	}
-	switch {
-	case (a.status == http.StatusCreated || a.status == http.StatusConflict) && a.mediaType == api.MediaJSON && json.Valid(a.body):
-		return a.status, a.body, a.replayed, nil
-	case a.mediaType == api.MediaProblem:
-		var p api.Problem
-		if json.Unmarshal(a.body, &p) == nil && p.Code != "" {
-			return a.status, a.body, false, &engine.Error{Code: p.Code, Message: p.Detail}
-		}
-	}
-	return a.status, a.body, false, fmt.Errorf("unexpected answer %d %q", a.status, a.body)
-}
-
-// isProblem reports whether err is a problem answer, after which the
-// connection is still good.
-func isProblem(err error) bool {
-	_, ok := err.(*engine.Error)
-	return ok
+	return client.Classify(w.op, client.Reply{Status: a.status, ContentType: a.mediaType, Replayed: a.replayed, Body: a.body}), nil
 }

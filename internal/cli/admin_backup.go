@@ -13,7 +13,7 @@ import (
 )
 
 // newAdminBackupCmd returns "admin backup FILE".
-func newAdminBackupCmd(g *globals) *cobra.Command {
+func newAdminBackupCmd(env *commandEnv) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
 		Use:   "backup FILE",
@@ -47,19 +47,19 @@ FILE. A daemon on PostgreSQL answers 501: back it up with pg_dump.`,
 			var n int64
 			err := atomicfile.Write(path, func(w io.Writer) error {
 				var err error
-				n, err = g.client().Backup(cmd.Context(), w)
+				n, err = env.client().Backup(cmd.Context(), w)
 				return err
 			})
 			if err != nil {
 				return fmt.Errorf("backup (no file was written): %w", err)
 			}
-			if g.json {
-				return g.printJSON(struct {
+			if env.json {
+				return env.printJSON(struct {
 					File  string `json:"file"`
 					Bytes int64  `json:"bytes"`
 				}{path, n})
 			}
-			_, err = fmt.Fprintf(g.stdout, "wrote a consistent backup of reserved to %s (%d bytes); check it with: reserved check --db %s\n", path, n, path)
+			_, err = fmt.Fprintf(env.stdout, "wrote a consistent backup of reserved to %s (%d bytes); check it with: reserved check --db %s\n", path, n, path)
 			return err
 		},
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // newAdminOperationsCmd returns "admin operations".
-func newAdminOperationsCmd(g *globals) *cobra.Command {
+func newAdminOperationsCmd(env *commandEnv) *cobra.Command {
 	var (
 		q     client.OperationsQuery
 		since string
@@ -44,16 +44,16 @@ are more, the last line names the --cursor of the next page.`,
 				}
 				q.Since = t
 			}
-			ctx, cancel := g.callContext(cmd.Context())
+			ctx, cancel := env.callContext(cmd.Context())
 			defer cancel()
-			page, err := g.client().Operations(ctx, q)
+			page, err := env.client().Operations(ctx, q)
 			if err != nil {
 				return fmt.Errorf("list operations: %w", err)
 			}
-			if g.json {
-				return g.printJSON(page)
+			if env.json {
+				return env.printJSON(page)
 			}
-			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CREATED\tACTOR\tOPERATION\tKIND\tOUTCOME\tSTATUS\tWORKSHOP\tQTY\tRESERVATION")
 			for _, op := range page.Operations {
 				outcome := op.Outcome
@@ -67,7 +67,7 @@ are more, the last line names the --cursor of the next page.`,
 				return err
 			}
 			if page.NextCursor != "" {
-				_, err = fmt.Fprintf(g.stdout, "more: reservectl admin operations --cursor %s (with the same filters)\n", page.NextCursor)
+				_, err = fmt.Fprintf(env.stdout, "more: reservectl admin operations --cursor %s (with the same filters)\n", page.NextCursor)
 			}
 			return err
 		},

@@ -10,7 +10,7 @@ import (
 )
 
 // newAdminTokenCmd returns "admin token" with "create".
-func newAdminTokenCmd(g *globals) *cobra.Command {
+func newAdminTokenCmd(env *commandEnv) *cobra.Command {
 	token := groupCmd("token", "Create API tokens for clients that use --server", "",
 		"  reservectl admin token create --actor alice")
 	var (
@@ -34,16 +34,16 @@ SHA-256 hash: the token is shown this once.`,
 			if err := engine.ValidateActor(actor); err != nil {
 				return usageErrorf("--actor: %v", err)
 			}
-			ctx, cancel := g.callContext(cmd.Context())
+			ctx, cancel := env.callContext(cmd.Context())
 			defer cancel()
-			tok, err := g.client().CreateToken(ctx, actor, admin)
+			tok, err := env.client().CreateToken(ctx, actor, admin)
 			if err != nil {
 				return fmt.Errorf("create token for %s: %w", actor, err)
 			}
-			if g.json {
-				return g.printJSON(api.TokenResponse{Token: tok, Actor: actor, Admin: admin})
+			if env.json {
+				return env.printJSON(api.TokenResponse{Token: tok, Actor: actor, Admin: admin})
 			}
-			_, err = fmt.Fprintln(g.stdout, tok)
+			_, err = fmt.Fprintln(env.stdout, tok)
 			return err
 		},
 	}

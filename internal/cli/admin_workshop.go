@@ -9,7 +9,7 @@ import (
 )
 
 // newAdminWorkshopCmd returns "admin workshop" with "set".
-func newAdminWorkshopCmd(g *globals) *cobra.Command {
+func newAdminWorkshopCmd(env *commandEnv) *cobra.Command {
 	workshop := groupCmd("workshop", "Create or change workshops", "",
 		"  reservectl admin workshop set workshop-demo --capacity 20 --max-quantity 4")
 	var (
@@ -40,20 +40,20 @@ workshops").`,
 			if cmd.Flags().Changed("if-match") {
 				match = &ifMatch
 			}
-			ctx, cancel := g.callContext(cmd.Context())
+			ctx, cancel := env.callContext(cmd.Context())
 			defer cancel()
-			w, created, err := g.client().PutWorkshop(ctx, id, spec, match)
+			w, created, err := env.client().PutWorkshop(ctx, id, spec, match)
 			if err != nil {
 				return fmt.Errorf("set workshop %s: %w", id, err)
 			}
-			if g.json {
-				return g.printJSON(w)
+			if env.json {
+				return env.printJSON(w)
 			}
 			verb := "updated"
 			if created {
 				verb = "created"
 			}
-			_, err = fmt.Fprintf(g.stdout, "%s workshop %s: capacity %d, %d reserved, %d available, at most %d per reservation, version %d\n",
+			_, err = fmt.Fprintf(env.stdout, "%s workshop %s: capacity %d, %d reserved, %d available, at most %d per reservation, version %d\n",
 				verb, w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version)
 			return err
 		},

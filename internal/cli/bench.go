@@ -14,7 +14,7 @@ import (
 )
 
 // newBenchCmd returns "bench", the load generator of package bench.
-func newBenchCmd(g *globals) *cobra.Command {
+func newBenchCmd(env *commandEnv) *cobra.Command {
 	var cfg bench.Config
 	cmd := &cobra.Command{
 		Use:   "bench [--clients N] [--duration D | --count N] [--workshop ID] [--replay-ratio R] [--lost-answer-ratio R]",
@@ -51,16 +51,16 @@ authoritative answer, it says so and exits 1.`,
 			if cmd.Flags().Changed("duration") && cmd.Flags().Changed("count") {
 				return usageErrorf("--duration and --count exclude each other")
 			}
-			cfg.Socket, cfg.BaseURL, cfg.Token, cfg.Timeout = g.socket, g.server, g.token, g.timeout
-			if isTerminal(g.stdout) && !g.json {
+			cfg.Socket, cfg.BaseURL, cfg.Token, cfg.Timeout = env.socket, env.server, env.token, env.timeout
+			if isTerminal(env.stdout) && !env.json {
 				cfg.Progress = func(s bench.Snapshot) {
-					fmt.Fprintf(g.stdout, "\r%6.1fs  %d requests  %.0f/s  %d reserved  %d unclear ",
+					fmt.Fprintf(env.stdout, "\r%6.1fs  %d requests  %.0f/s  %d reserved  %d unclear ",
 						s.Elapsed.Seconds(), s.Requests, float64(s.Requests)/s.Elapsed.Seconds(), s.Created, s.Unclear)
 				}
 			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if cfg.Progress != nil {
-				fmt.Fprint(g.stdout, "\r\033[K") // Clears the progress line.
+				fmt.Fprint(env.stdout, "\r\033[K") // Clears the progress line.
 			}
 			switch {
 			case errors.Is(err, bench.ErrConfig):
@@ -68,12 +68,12 @@ authoritative answer, it says so and exits 1.`,
 			case err != nil && !errors.Is(err, bench.ErrVerification):
 				return fmt.Errorf("bench: %w", err)
 			}
-			if g.json {
-				if perr := g.printJSON(res); perr != nil {
+			if env.json {
+				if perr := env.printJSON(res); perr != nil {
 					return perr
 				}
 			} else {
-				printBench(g.stdout, res)
+				printBench(env.stdout, res)
 			}
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)

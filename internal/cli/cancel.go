@@ -10,7 +10,7 @@ import (
 )
 
 // newCancelCmd returns "cancel", with --retry.
-func newCancelCmd(g *globals) *cobra.Command {
+func newCancelCmd(env *commandEnv) *cobra.Command {
 	var retry bool
 	cmd := &cobra.Command{
 		Use:   "cancel (RESERVATION-ID | --retry)",
@@ -38,7 +38,7 @@ intent open for --retry.`,
 				if len(args) != 0 {
 					return usageErrorf("--retry resends the recorded intent: do not pass a reservation id")
 				}
-				return g.runIntent(cmd.Context(), intent.KindCancel, nil)
+				return env.retryIntent(cmd.Context(), intent.KindCancel)
 			}
 			if len(args) != 1 {
 				return usageErrorf("%s wants one reservation id or --retry, got %d arguments (see '%s --help')", cmd.CommandPath(), len(args), cmd.CommandPath())
@@ -47,7 +47,7 @@ intent open for --retry.`,
 			if !engine.IsReservationID(id) {
 				return usageErrorf("nothing sent: %q is not a reservation id (32 lowercase hex digits)", id)
 			}
-			return g.runIntent(cmd.Context(), intent.KindCancel, func(server, actor string) (*intent.Intent, error) {
+			return env.startIntent(cmd.Context(), func(server, actor string) (*intent.Intent, error) {
 				in, err := intent.NewCancel(id, server, actor)
 				if err != nil {
 					return nil, fmt.Errorf("cancel %s: %w", id, err)

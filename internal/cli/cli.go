@@ -62,9 +62,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitCode(err)
 }
 
-// globals holds the global flags and the output streams that every command
-// shares.
-type globals struct {
+// commandEnv is what every command runs with: the global flags (where
+// reserved is, as whom, the state file, the timeout, --json) and the output
+// streams.
+type commandEnv struct {
 	socket  string
 	server  string
 	token   string
@@ -78,7 +79,7 @@ type globals struct {
 
 // newRootCmd returns the whole command tree of reservectl.
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{stdout: stdout, stderr: stderr}
+	env := &commandEnv{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "reservectl",
 		Short: "reservectl reserves workshop places through reserved, exactly once",
@@ -107,7 +108,7 @@ Exit status:
 		Args:              noArgs,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		PersistentPreRunE: func(*cobra.Command, []string) error { return g.resolve() },
+		PersistentPreRunE: func(*cobra.Command, []string) error { return env.resolve() },
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
@@ -126,26 +127,26 @@ Exit status:
 		statePath = v
 	}
 	f := root.PersistentFlags()
-	f.StringVar(&g.socket, "socket", paths.Socket(), "Unix socket of the local reserved (env "+EnvSocket+")")
-	f.StringVar(&g.server, "server", "", "base URL of a reserved reached over TCP, e.g. http://127.0.0.1:8080 (env "+EnvServer+")")
-	f.StringVar(&g.token, "token", "", "bearer token for --server (env "+EnvToken+")")
-	f.StringVar(&g.state, "state", statePath, "state file of the pending intent (env "+EnvState+")")
-	f.DurationVar(&g.timeout, "timeout", defaultTimeout, "how long to wait for each answer from reserved")
-	f.BoolVar(&g.json, "json", false, "print results as JSON")
-	g.flags = f
+	f.StringVar(&env.socket, "socket", paths.Socket(), "Unix socket of the local reserved (env "+EnvSocket+")")
+	f.StringVar(&env.server, "server", "", "base URL of a reserved reached over TCP, e.g. http://127.0.0.1:8080 (env "+EnvServer+")")
+	f.StringVar(&env.token, "token", "", "bearer token for --server (env "+EnvToken+")")
+	f.StringVar(&env.state, "state", statePath, "state file of the pending intent (env "+EnvState+")")
+	f.DurationVar(&env.timeout, "timeout", defaultTimeout, "how long to wait for each answer from reserved")
+	f.BoolVar(&env.json, "json", false, "print results as JSON")
+	env.flags = f
 
 	admin := newAdminCmd()
-	admin.AddCommand(newAdminWorkshopCmd(g), newAdminTokenCmd(g), newAdminBackupCmd(g), newAdminOperationsCmd(g))
+	admin.AddCommand(newAdminWorkshopCmd(env), newAdminTokenCmd(env), newAdminBackupCmd(env), newAdminOperationsCmd(env))
 	root.AddCommand(
-		newReserveCmd(g),
-		newCancelCmd(g),
-		newNewIntentCmd(g),
-		newStatusCmd(g),
-		newWorkshopsCmd(g),
-		newWhoamiCmd(g),
-		newLoginLinkCmd(g),
-		newBenchCmd(g),
-		newImportCmd(g),
+		newReserveCmd(env),
+		newCancelCmd(env),
+		newNewIntentCmd(env),
+		newStatusCmd(env),
+		newWorkshopsCmd(env),
+		newWhoamiCmd(env),
+		newLoginLinkCmd(env),
+		newBenchCmd(env),
+		newImportCmd(env),
 		admin,
 	)
 	return root
@@ -153,26 +154,26 @@ Exit status:
 
 // resolve applies the environment to the global flags the command line did
 // not set, and checks them.
-func (g *globals) resolve() error {
-	if !g.flags.Changed("server") {
-		g.server = os.Getenv(EnvServer)
+func (env *commandEnv) resolve() error {
+	if !env.flags.Changed("server") {
+		env.server = os.Getenv(EnvServer)
 	}
-	tokenFlag := g.flags.Changed("token")
+	tokenFlag := env.flags.Changed("token")
 	if !tokenFlag {
-		g.token = os.Getenv(EnvToken)
+		env.token = os.Getenv(EnvToken)
 	}
 	switch {
-	case g.flags.Changed("socket") && g.flags.Changed("server"):
+	case env.flags.Changed("socket") && env.flags.Changed("server"):
 		return usageErrorf("--socket and --server exclude each other")
-	case tokenFlag && g.server == "":
+	case tokenFlag && env.server == "":
 		return usageErrorf("--token needs --server: on the Unix socket reserved knows you by your uid")
-	case g.timeout <= 0:
-		return usageErrorf("--timeout must be positive, not %s", g.timeout)
-	case g.server == "" && g.socket == "":
+	case env.timeout <= 0:
+		return usageErrorf("--timeout must be positive, not %s", env.timeout)
+	case env.server == "" && env.socket == "":
 		return usageErrorf("--socket must not be empty")
 	}
-	if g.server != "" {
-		if _, err := intent.URLServer(g.server); err != nil {
+	if env.server != "" {
+		if _, err := intent.URLServer(env.server); err != nil {
 			return &usageError{err: err}
 		}
 	}
@@ -181,29 +182,29 @@ func (g *globals) resolve() error {
 
 // serverID returns the normalised name of the daemon the flags select, as
 // recorded with an intent.
-func (g *globals) serverID() (string, error) {
-	if g.server != "" {
-		return intent.URLServer(g.server)
+func (env *commandEnv) serverID() (string, error) {
+	if env.server != "" {
+		return intent.URLServer(env.server)
 	}
-	return intent.SocketServer(g.socket)
+	return intent.SocketServer(env.socket)
 }
 
 // client returns the API client the flags select.
-func (g *globals) client() *client.Client {
-	if g.server != "" {
-		return &client.Client{BaseURL: g.server, Token: g.token}
+func (env *commandEnv) client() *client.Client {
+	if env.server != "" {
+		return &client.Client{BaseURL: env.server, Token: env.token}
 	}
-	return &client.Client{Socket: g.socket}
+	return &client.Client{Socket: env.socket}
 }
 
 // callContext bounds one request to reserved by --timeout.
-func (g *globals) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, g.timeout)
+func (env *commandEnv) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, env.timeout)
 }
 
 // whoami asks reserved who the caller is, within --timeout.
-func (g *globals) whoami(ctx context.Context, c *client.Client) (engine.Principal, error) {
-	ctx, cancel := g.callContext(ctx)
+func (env *commandEnv) whoami(ctx context.Context, c *client.Client) (engine.Principal, error) {
+	ctx, cancel := env.callContext(ctx)
 	defer cancel()
 	p, err := c.WhoAmI(ctx)
 	if err != nil {
@@ -214,11 +215,11 @@ func (g *globals) whoami(ctx context.Context, c *client.Client) (engine.Principa
 
 // openIntent opens and locks the state file for the whole command and loads
 // its intent (nil for none). The caller closes the journal.
-func (g *globals) openIntent() (*intent.Journal, *intent.Intent, error) {
-	if g.state == "" {
+func (env *commandEnv) openIntent() (*intent.Journal, *intent.Intent, error) {
+	if env.state == "" {
 		return nil, nil, usageErrorf("no state file: set --state or %s (no home directory for the default)", EnvState)
 	}
-	j, err := intent.Open(g.state)
+	j, err := intent.Open(env.state)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,8 +233,8 @@ func (g *globals) openIntent() (*intent.Journal, *intent.Intent, error) {
 
 // printJSON writes v to stdout as one line of JSON, so that the server's
 // bodies inside it stay byte for byte as the server sent them.
-func (g *globals) printJSON(v any) error {
-	enc := json.NewEncoder(g.stdout)
+func (env *commandEnv) printJSON(v any) error {
+	enc := json.NewEncoder(env.stdout)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("print JSON: %w", err)

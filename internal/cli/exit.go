@@ -70,12 +70,12 @@ func exitCode(err error) int {
 	case errors.As(err, &xc):
 		return xc.ExitCode()
 	case errors.As(err, &oe):
-		switch oe.o.kind {
-		case kindUnavailable:
+		switch oe.o.status {
+		case engine.StatusUnavailable:
 			return ExitUnavailable
-		case kindRejected:
+		case intent.StatusRejected:
 			return ExitRejected
-		case kindUnknown:
+		case intent.StatusOpen:
 			return ExitUnknown
 		}
 		return ExitFailure

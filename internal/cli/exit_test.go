@@ -36,9 +36,9 @@ func TestExitCode(t *testing.T) {
 		{"mismatch", &intent.MismatchError{Actor: "a", RecordedActor: "b"}, ExitUsage},
 		{"planted file", fmt.Errorf("refusing the state file: %w", &safefile.OwnerError{Path: "/tmp/x/intent.json", Owner: 65534}), ExitUsage},
 		{"lock file not regular", fmt.Errorf("open intent journal: %w", &safefile.NotRegularError{Path: "/x.lock", Mode: fs.ModeSymlink}), ExitUsage},
-		{"unavailable", (outcome{kind: kindUnavailable}).err(), ExitUnavailable},
-		{"rejected", (outcome{kind: kindRejected, problem: &engine.Error{Code: engine.CodeOperationConflict}}).err(), ExitRejected},
-		{"unknown outcome", (outcome{kind: kindUnknown}).err(), ExitUnknown},
+		{"unavailable", (outcome{status: engine.StatusUnavailable}).err(), ExitUnavailable},
+		{"rejected", (outcome{status: intent.StatusRejected, res: client.Result{Problem: &engine.Error{Code: engine.CodeOperationConflict}}}).err(), ExitRejected},
+		{"unknown outcome", (outcome{status: intent.StatusOpen}).err(), ExitUnknown},
 		{"connect", fmt.Errorf("whoami: %w", &client.ConnectError{Where: "/s"}), ExitUnknown},
 		{"timeout", fmt.Errorf("list: %w", context.DeadlineExceeded), ExitUnknown},
 		{"garbled", &client.UnexpectedResponseError{Status: 200}, ExitUnknown},
@@ -57,60 +57,80 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// classify is what the CLI makes of one answer to a reservation of testReq
+// under testKey: a reply with status, Content-Type and body, or no reply
+// but err.
+func classify(status int, contentType string, body []byte, replayed bool, err error, timeout time.Duration) outcome {
+	op := client.Reserving(testReq)
+	var res client.Result
+	if err == nil {
+		res = client.Classify(op, client.Reply{Status: status, ContentType: contentType, Replayed: replayed, Body: body})
+	}
+	return outcomeOf(op, testKey, res, err, timeout)
+}
+
+// problemBody is a problem detail with code.
+func problemBody(code string) []byte {
+	return []byte(`{"type":"about:blank","code":"` + code + `","detail":"m"}`)
+}
+
 func TestClassify(t *testing.T) {
+	const js, pj = "application/json", "application/problem+json"
 	reserved := []byte(`{"status":"reserved","reservation_id":"` + testID + `","workshop":"workshop-demo","quantity":1}`)
 	unavailable := []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":1}`)
 	for _, tc := range []struct {
 		name   string
 		status int
+		ct     string
 		body   []byte
 		err    error
-		want   string
+		want   intent.Status
 	}{
-		{"reserved", http.StatusCreated, reserved, nil, kindReserved},
-		{"unavailable", http.StatusConflict, unavailable, nil, kindUnavailable},
-		{"reserved body with 200", http.StatusOK, reserved, nil, kindUnknown},
-		{"unavailable body with 201", http.StatusCreated, unavailable, nil, kindUnknown},
-		{"other workshop", http.StatusCreated, []byte(`{"status":"reserved","reservation_id":"` + testID + `","workshop":"other","quantity":1}`), nil, kindUnknown},
-		{"other quantity", http.StatusConflict, []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":2}`), nil, kindUnknown},
-		{"short id", http.StatusCreated, []byte(`{"status":"reserved","reservation_id":"abc","workshop":"workshop-demo","quantity":1}`), nil, kindUnknown},
-		{"extra member", http.StatusCreated, []byte(`{"status":"reserved","reservation_id":"` + testID + `","workshop":"workshop-demo","quantity":1,"x":1}`), nil, kindUnknown},
-		{"trailing data", http.StatusCreated, append(reserved, "{}"...), nil, kindUnknown},
-		{"conflict", http.StatusConflict, nil, &engine.Error{Code: engine.CodeOperationConflict}, kindRejected},
-		{"contract", http.StatusUnprocessableEntity, nil, &engine.Error{Code: engine.CodeRequestContract}, kindRejected},
-		{"unauthenticated", http.StatusUnauthorized, nil, &engine.Error{Code: engine.CodeUnauthenticated}, kindRejected},
-		{"too many requests", http.StatusTooManyRequests, nil, &engine.Error{Code: "rate_limited"}, kindUnknown},
-		{"internal", http.StatusInternalServerError, nil, &engine.Error{Code: engine.CodeInternal}, kindUnknown},
-		{"store unavailable", http.StatusServiceUnavailable, nil, &engine.Error{Code: engine.CodeStoreUnavailable}, kindUnknown},
-		{"bad gateway problem", http.StatusBadGateway, nil, &engine.Error{Code: "upstream"}, kindUnknown},
-		{"garbled", http.StatusOK, []byte("{"), &client.UnexpectedResponseError{Status: 200}, kindUnknown},
-		{"timeout", 0, nil, context.DeadlineExceeded, kindUnknown},
-		{"connect", 0, nil, &client.ConnectError{Where: "/s"}, kindUnknown},
+		{"reserved", http.StatusCreated, js, reserved, nil, engine.StatusReserved},
+		{"unavailable", http.StatusConflict, js, unavailable, nil, engine.StatusUnavailable},
+		{"reserved body with 200", http.StatusOK, js, reserved, nil, intent.StatusOpen},
+		{"unavailable body with 201", http.StatusCreated, js, unavailable, nil, intent.StatusOpen},
+		{"other workshop", http.StatusCreated, js, []byte(`{"status":"reserved","reservation_id":"` + testID + `","workshop":"other","quantity":1}`), nil, intent.StatusOpen},
+		{"other quantity", http.StatusConflict, js, []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":2}`), nil, intent.StatusOpen},
+		{"short id", http.StatusCreated, js, []byte(`{"status":"reserved","reservation_id":"abc","workshop":"workshop-demo","quantity":1}`), nil, intent.StatusOpen},
+		{"extra member", http.StatusCreated, js, []byte(`{"status":"reserved","reservation_id":"` + testID + `","workshop":"workshop-demo","quantity":1,"x":1}`), nil, intent.StatusOpen},
+		{"trailing data", http.StatusCreated, js, append(reserved, "{}"...), nil, intent.StatusOpen},
+		{"conflict", http.StatusConflict, pj, problemBody(engine.CodeOperationConflict), nil, intent.StatusRejected},
+		{"contract", http.StatusUnprocessableEntity, pj, problemBody(engine.CodeRequestContract), nil, intent.StatusRejected},
+		{"unauthenticated", http.StatusUnauthorized, pj, problemBody(engine.CodeUnauthenticated), nil, intent.StatusRejected},
+		{"too many requests", http.StatusTooManyRequests, pj, problemBody("rate_limited"), nil, intent.StatusOpen},
+		{"internal", http.StatusInternalServerError, pj, problemBody(engine.CodeInternal), nil, intent.StatusOpen},
+		{"store unavailable", http.StatusServiceUnavailable, pj, problemBody(engine.CodeStoreUnavailable), nil, intent.StatusOpen},
+		{"body incomplete", http.StatusRequestTimeout, pj, problemBody(engine.CodeBodyIncomplete), nil, intent.StatusOpen},
+		{"bad gateway problem", http.StatusBadGateway, pj, problemBody("upstream"), nil, intent.StatusOpen},
+		{"garbled", http.StatusOK, js, []byte("{"), nil, intent.StatusOpen},
+		{"timeout", 0, "", nil, context.DeadlineExceeded, intent.StatusOpen},
+		{"connect", 0, "", nil, &client.ConnectError{Where: "/s"}, intent.StatusOpen},
 	} {
-		o := classify(testKey, testReq, tc.status, tc.body, false, tc.err, time.Second)
-		if o.kind != tc.want {
-			t.Errorf("%s: classify = %s (%s), want %s", tc.name, o.kind, o.why, tc.want)
+		o := classify(tc.status, tc.ct, tc.body, false, tc.err, time.Second)
+		if o.status != tc.want {
+			t.Errorf("%s: classify = %s (%s), want %s", tc.name, o.status, o.why, tc.want)
 		}
-		if o.authoritative() != (tc.want != kindUnknown) {
+		if o.authoritative() != (tc.want != intent.StatusOpen) {
 			t.Errorf("%s: authoritative = %v", tc.name, o.authoritative())
 		}
-		if (o.err() == nil) != (tc.want == kindReserved) {
+		if (o.err() == nil) != (tc.want == engine.StatusReserved) {
 			t.Errorf("%s: err = %v", tc.name, o.err())
 		}
 	}
 }
 
 func TestOutcomeLines(t *testing.T) {
-	reserved := classify(testKey, testReq, http.StatusCreated,
+	reserved := classify(http.StatusCreated, "application/json",
 		[]byte(`{"status":"reserved","reservation_id":"`+testID+`","workshop":"workshop-demo","quantity":1}`), true, nil, time.Second)
 	if got, want := reserved.line(), "replayed: reserved 1 place in workshop-demo (reservation "+testID+")"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
-	unknown := classify(testKey, testReq, 0, nil, false, context.DeadlineExceeded, 1500*time.Millisecond)
+	unknown := classify(0, "", nil, false, context.DeadlineExceeded, 1500*time.Millisecond)
 	if got, want := unknown.line(), "outcome unknown: no answer within 1.5s; your intent is kept — run: reservectl reserve --retry"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
-	down := classify(testKey, testReq, http.StatusServiceUnavailable, nil, false, &engine.Error{Code: engine.CodeStoreUnavailable, Message: "m"}, time.Second)
+	down := classify(http.StatusServiceUnavailable, "application/problem+json", problemBody(engine.CodeStoreUnavailable), false, nil, time.Second)
 	if got, want := down.line(), "outcome unknown: reserved's store is unavailable (unreachable or restarting): 503 Service Unavailable; your intent is kept — run: reservectl reserve --retry"; got != want {
 		t.Errorf("line = %q, want %q", got, want)
 	}
@@ -120,10 +140,9 @@ func TestOutcomeLines(t *testing.T) {
 // journal accepts, and that the settled intent reads back as that outcome.
 func TestSettlementRoundTrip(t *testing.T) {
 	for _, o := range []outcome{
-		classify(testKey, testReq, http.StatusCreated, []byte(`{"status":"reserved","reservation_id":"`+testID+`","workshop":"workshop-demo","quantity":1}`), false, nil, time.Second),
-		classify(testKey, testReq, http.StatusConflict, []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":1}`), false, nil, time.Second),
-		classify(testKey, testReq, http.StatusNotFound, []byte(`{"type":"about:blank","title":"Not Found","status":404,"code":"unknown_workshop","detail":"no such workshop"}`), false,
-			&engine.Error{Code: engine.CodeUnknownWorkshop, Message: "no such workshop"}, time.Second),
+		classify(http.StatusCreated, "application/json", []byte(`{"status":"reserved","reservation_id":"`+testID+`","workshop":"workshop-demo","quantity":1}`), false, nil, time.Second),
+		classify(http.StatusConflict, "application/json", []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":1}`), false, nil, time.Second),
+		classify(http.StatusNotFound, "application/problem+json", []byte(`{"type":"about:blank","title":"Not Found","status":404,"code":"unknown_workshop","detail":"no such workshop"}`), false, nil, time.Second),
 	} {
 		j, err := intent.Open(t.TempDir() + "/intent.json")
 		if err != nil {
@@ -137,11 +156,11 @@ func TestSettlementRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := j.Settle(in, o.settlement()); err != nil {
-			t.Fatalf("%s: Settle: %v", o.kind, err)
+			t.Fatalf("%s: Settle: %v", o.status, err)
 		}
 		back := settledOutcome(in)
-		if back.kind != o.kind || back.line() != (outcome{kind: o.kind, key: in.Key, status: o.status, answer: o.answer, problem: o.problem}).line() {
-			t.Errorf("%s: settled outcome reads back as %q", o.kind, back.line())
+		if back.status != o.status || back.line() != (outcome{status: o.status, key: in.Key, res: client.Result{Reply: client.Reply{Status: o.res.Status}, Answer: o.res.Answer, Problem: o.res.Problem}}).line() {
+			t.Errorf("%s: settled outcome reads back as %q", o.status, back.line())
 		}
 		j.Close()
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/reserve/reserve/internal/batch"
 	"github.com/reserve/reserve/internal/client"
-	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
 )
 
 // The plan is rewritten when this many outcomes are not yet on disk, or
@@ -31,7 +31,7 @@ const (
 const maxParallel = 64
 
 // newImportCmd returns "import FILE.csv".
-func newImportCmd(g *globals) *cobra.Command {
+func newImportCmd(env *commandEnv) *cobra.Command {
 	var (
 		parallel int
 		progress string
@@ -92,14 +92,14 @@ Exit status:
 			var show bool
 			switch progress {
 			case "auto":
-				show = isTerminal(g.stderr)
+				show = isTerminal(env.stderr)
 			case "always":
 				show = true
 			case "never":
 			default:
 				return usageErrorf("--progress %q: use auto, always or never", progress)
 			}
-			return g.importCSV(cmd.Context(), args[0], parallel, show)
+			return env.importCSV(cmd.Context(), args[0], parallel, show)
 		},
 	}
 	cmd.Flags().IntVar(&parallel, "parallel", 4, "how many rows are sent at once")
@@ -136,8 +136,8 @@ func (e *unclearError) Error() string {
 func (e *unclearError) ExitCode() int { return ExitUnknown }
 
 // importCSV runs or resumes the import of path.
-func (g *globals) importCSV(ctx context.Context, path string, parallel int, showProgress bool) error {
-	server, err := g.serverID()
+func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int, showProgress bool) error {
+	server, err := env.serverID()
 	if err != nil {
 		return &usageError{err: err}
 	}
@@ -162,7 +162,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 	if err != nil {
 		return &usageError{err: err}
 	}
-	c := g.client()
+	c := env.client()
 	if plan != nil {
 		if err := plan.Compare(path, pf.Path(), rows); err != nil {
 			return &usageError{err: err}
@@ -170,7 +170,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 		if plan.Server != server {
 			return usageErrorf("the plan %s was made for %s, but you are talking to %s; nothing was sent", pf.Path(), plan.Server, server)
 		}
-		fmt.Fprintf(g.stderr, "resuming %s: %d of %d rows settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, len(rows))
+		fmt.Fprintf(env.stderr, "resuming %s: %d of %d rows settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, len(rows))
 	}
 	var pending []int
 	if plan != nil {
@@ -181,7 +181,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 		}
 	}
 	if plan == nil || len(pending) > 0 {
-		who, err := g.whoami(ctx, c)
+		who, err := env.whoami(ctx, c)
 		if err != nil {
 			return fmt.Errorf("%w; nothing was sent", err)
 		}
@@ -193,7 +193,7 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 			if err := pf.Save(plan); err != nil {
 				return fmt.Errorf("%w; nothing was sent", err)
 			}
-			fmt.Fprintf(g.stderr, "plan %s: %d rows, one operation key each\n", pf.Path(), len(rows))
+			fmt.Fprintf(env.stderr, "plan %s: %d rows, one operation key each\n", pf.Path(), len(rows))
 			for i := range plan.Rows {
 				pending = append(pending, i)
 			}
@@ -201,18 +201,18 @@ func (g *globals) importCSV(ctx context.Context, path string, parallel int, show
 			return usageErrorf("the plan %s belongs to actor %q but you are %q; its keys are %s's, so nothing was sent", pf.Path(), plan.Actor, who.Actor, plan.Actor)
 		}
 	}
-	sent, err := g.sendRows(ctx, c, pf, plan, pending, parallel, showProgress)
+	sent, err := env.sendRows(ctx, c, pf, plan, pending, parallel, showProgress)
 	if err != nil {
 		return err
 	}
 	sum := importSummary{CSV: path, Plan: pf.Path(), Summary: plan.Summary(), Sent: sent, Skipped: len(plan.Rows) - len(pending)}
-	if g.json {
-		if err := g.printJSON(sum); err != nil {
+	if env.json {
+		if err := env.printJSON(sum); err != nil {
 			return err
 		}
 	} else {
 		s := sum.Summary
-		fmt.Fprintf(g.stdout, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
+		fmt.Fprintf(env.stdout, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
 			filepath.Base(path), s.Rows, s.Reserved, s.Unavailable, s.Rejected, s.Unclear)
 	}
 	if sum.Unclear > 0 {
@@ -230,7 +230,7 @@ type rowResult struct {
 // sendRows sends the pending rows of plan with at most parallel requests at
 // once, records their outcomes and rewrites the plan in batches. It returns
 // how many rows it sent.
-func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel int, showProgress bool) (int, error) {
+func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel int, showProgress bool) (int, error) {
 	if len(pending) == 0 {
 		return 0, nil
 	}
@@ -244,11 +244,11 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 	for range min(parallel, len(pending)) {
 		wg.Go(func() {
 			for j := range jobs {
-				cctx, cancel := g.callContext(ctx)
-				req := j.row.Request()
-				status, body, replayed, err := c.Reserve(cctx, j.row.Key, req)
+				cctx, cancel := env.callContext(ctx)
+				op := client.Reserving(j.row.Request())
+				res, err := c.Send(cctx, j.row.Key, op)
 				cancel()
-				results <- rowResult{index: j.index, o: classify(j.row.Key, req, status, body, replayed, err, g.timeout)}
+				results <- rowResult{index: j.index, o: outcomeOf(op, j.row.Key, res, err, env.timeout)}
 			}
 		})
 	}
@@ -267,7 +267,7 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 		close(results)
 	}()
 
-	bar := newProgressBar(g.stderr, showProgress, plan)
+	bar := newProgressBar(env.stderr, showProgress, plan)
 	tick := time.NewTicker(planFlushEvery)
 	defer tick.Stop()
 	dirty, sent := 0, 0
@@ -296,16 +296,13 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 			sent++
 			r := &plan.Rows[res.index]
 			r.Attempts++
-			if s := settlementOf(res.o); s != nil {
+			if s := res.o.rowOutcome(); s != nil {
 				r.Outcome, r.LastError = s, ""
 			} else {
 				r.LastError = res.o.why
-				if res.o.kind == kindRejected {
-					r.LastError = res.o.problem.Error()
-				}
 				fmt.Fprintf(bar.out(), "line %d (%s): unclear: %s\n", r.Line, r.Row, r.LastError)
 			}
-			if r.Outcome != nil && r.Outcome.Status == batch.StatusRejected {
+			if r.Outcome != nil && r.Outcome.Status == intent.StatusRejected {
 				fmt.Fprintf(bar.out(), "line %d (%s): rejected: %s: %s\n", r.Line, r.Row, r.Outcome.Code, r.Outcome.Detail)
 			}
 			dirty++
@@ -319,23 +316,19 @@ func (g *globals) sendRows(ctx context.Context, c *client.Client, pf *batch.Plan
 	}
 }
 
-// settlementOf returns the row outcome an authoritative answer settles, or
-// nil when the row stays unclear. A refusal of the caller's credentials
-// (unauthenticated, forbidden) says nothing about the row and settles
-// nothing.
-func settlementOf(o outcome) *batch.Outcome {
-	switch o.kind {
-	case kindReserved:
-		return &batch.Outcome{Status: batch.StatusReserved, HTTPStatus: o.status, ReservationID: o.answer.ReservationID, Response: o.body}
-	case kindUnavailable:
-		return &batch.Outcome{Status: batch.StatusUnavailable, HTTPStatus: o.status, Response: o.body}
-	case kindRejected:
-		if o.problem.Code == engine.CodeUnauthenticated || o.problem.Code == engine.CodeForbidden {
-			return nil
-		}
-		return &batch.Outcome{Status: batch.StatusRejected, HTTPStatus: o.status, Code: o.problem.Code, Detail: o.problem.Message}
+// rowOutcome is the authoritative o as an import plan records it, nil for
+// an open one.
+func (o outcome) rowOutcome() *batch.Outcome {
+	if !o.authoritative() {
+		return nil
 	}
-	return nil
+	b := &batch.Outcome{Status: o.status, HTTPStatus: o.res.Status, ReservationID: o.res.Answer.ReservationID}
+	if p := o.res.Problem; p != nil {
+		b.Code, b.Detail = p.Code, p.Message
+	} else {
+		b.Response = o.res.Body
+	}
+	return b
 }
 
 // progressBar draws the import's progress on one terminal line.

@@ -10,7 +10,7 @@ import (
 )
 
 // newLoginLinkCmd returns "login-link".
-func newLoginLinkCmd(g *globals) *cobra.Command {
+func newLoginLinkCmd(env *commandEnv) *cobra.Command {
 	var actor string
 	cmd := &cobra.Command{
 		Use:   "login-link [--actor NAME]",
@@ -25,7 +25,7 @@ link works once and only for 5 minutes. An admin may ask for a link of another a
   reservectl login-link --actor alice     # as an admin`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if g.server != "" {
+			if env.server != "" {
 				return usageErrorf("login-link asks reserved over its Unix socket, where it knows you by your uid; it does not work with --server")
 			}
 			if actor != "" {
@@ -33,17 +33,17 @@ link works once and only for 5 minutes. An admin may ask for a link of another a
 					return usageErrorf("--actor: %v", err)
 				}
 			}
-			ctx, cancel := g.callContext(cmd.Context())
+			ctx, cancel := env.callContext(cmd.Context())
 			defer cancel()
-			link, err := g.client().LoginLink(ctx, actor)
+			link, err := env.client().LoginLink(ctx, actor)
 			if err != nil {
 				return fmt.Errorf("login link: %w", err)
 			}
-			if g.json {
-				return g.printJSON(link)
+			if env.json {
+				return env.printJSON(link)
 			}
-			fmt.Fprintf(g.stderr, "Open this link in a browser to sign in as %s; it works once, until %s.\n", link.Actor, link.ExpiresAt.Local().Format(time.TimeOnly))
-			_, err = fmt.Fprintln(g.stdout, link.URL)
+			fmt.Fprintf(env.stderr, "Open this link in a browser to sign in as %s; it works once, until %s.\n", link.Actor, link.ExpiresAt.Local().Format(time.TimeOnly))
+			_, err = fmt.Fprintln(env.stdout, link.URL)
 			return err
 		},
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // newNewIntentCmd returns "new-intent".
-func newNewIntentCmd(g *globals) *cobra.Command {
+func newNewIntentCmd(env *commandEnv) *cobra.Command {
 	var discardOpen bool
 	cmd := &cobra.Command{
 		Use:   "new-intent [--discard-open]",
@@ -27,25 +27,25 @@ names its key; if the server did receive it, that reservation stands.`,
   reservectl new-intent --discard-open   # give up an intent whose outcome is unknown`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			j, in, err := g.openIntent()
+			j, in, err := env.openIntent()
 			if err != nil {
 				return err
 			}
 			defer j.Close()
 			if in == nil {
-				return g.newIntentDone("no intent in %s: the next reserve starts a new one", j.Path())
+				return env.newIntentDone("no intent in %s: the next reserve starts a new one", j.Path())
 			}
 			what := describeIntent(in)
 			if in.IsOpen() {
 				if !discardOpen {
 					return usageErrorf("intent %s (%s) is open, its outcome unknown: run 'reservectl reserve --retry' or 'reservectl status' to settle it, or 'reservectl new-intent --discard-open' to give it up", in.Key, what)
 				}
-				fmt.Fprintf(g.stderr, "warning: discarding open intent %s (%s, %d attempts): if reserved received it, that reservation stands and reservectl will not retry it\n", in.Key, what, in.Attempts)
+				fmt.Fprintf(env.stderr, "warning: discarding open intent %s (%s, %d attempts): if reserved received it, that reservation stands and reservectl will not retry it\n", in.Key, what, in.Attempts)
 			}
 			if err := j.Clear(); err != nil {
 				return err
 			}
-			return g.newIntentDone("cleared intent %s (%s); the next reserve starts a new intent", in.Key, what)
+			return env.newIntentDone("cleared intent %s (%s); the next reserve starts a new intent", in.Key, what)
 		},
 	}
 	cmd.Flags().BoolVar(&discardOpen, "discard-open", false, "also discard an intent whose outcome is unknown")
@@ -53,28 +53,31 @@ names its key; if the server did receive it, that reservation stands.`,
 }
 
 // newIntentDone reports what new-intent did.
-func (g *globals) newIntentDone(format string, args ...any) error {
+func (env *commandEnv) newIntentDone(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	if g.json {
-		return g.printJSON(struct {
+	if env.json {
+		return env.printJSON(struct {
 			Message string `json:"message"`
 		}{msg})
 	}
-	_, err := fmt.Fprintln(g.stdout, msg)
+	_, err := fmt.Fprintln(env.stdout, msg)
 	return err
+}
+
+// describeRequest says what in asks for, in a few words.
+func describeRequest(in *intent.Intent) string {
+	if c, err := in.CancelRequest(); err == nil {
+		return "cancel reservation " + c.ReservationID
+	}
+	req, _ := in.Request()
+	return fmt.Sprintf("%s in %s", places(req.Quantity), req.Workshop)
 }
 
 // describeIntent says what in asks for and where it stands, in a few words.
 func describeIntent(in *intent.Intent) string {
-	what := "a " + in.Kind + " intent"
-	if req, err := in.Request(); err == nil {
-		what = fmt.Sprintf("%s in %s", places(req.Quantity), req.Workshop)
-	}
-	if c, err := in.CancelRequest(); err == nil {
-		what = "cancel reservation " + c.ReservationID
-	}
+	what := describeRequest(in)
 	if in.Outcome != nil {
-		what += ", " + in.Outcome.Status
+		what += ", " + string(in.Outcome.Status)
 	}
 	return what
 }

@@ -8,38 +8,24 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 )
 
-// The kinds of an outcome, as --json prints them.
-const (
-	kindReserved         = "reserved"
-	kindUnavailable      = "unavailable"
-	kindCancelled        = "cancelled"
-	kindAlreadyCancelled = "already_cancelled"
-	kindRejected         = "rejected"
-	kindUnknown          = "unknown"
-)
-
-// outcome is what one attempt (or one receipt) says about an intent. Only
-// reserved, unavailable and rejected are authoritative; unknown leaves the
-// intent open.
+// outcome is what one attempt (or one receipt, or the state file) says
+// about an intent. Its status is the journal's: the status word of an
+// authoritative answer, intent.StatusRejected, or intent.StatusOpen, which
+// leaves the intent open.
 type outcome struct {
-	kind string
-	// op is the command that retries the intent: "reserve" or "cancel".
-	op       string
-	key      engine.OperationKey
-	replayed bool
-	// status and body are the server's answer, when there was one.
-	status int
-	body   []byte
-	// answer is the decoded body of a reserved or unavailable answer.
-	answer engine.Answer
-	// problem is the rejection of a rejected answer.
-	problem *engine.Error
-	// why says, for an unknown outcome, what went wrong.
+	status intent.Status
+	// op is the kind of the intent: intent.KindReserve or KindCancel.
+	op  string
+	key engine.OperationKey
+	// res is the server's answer; its Status is 0 without one.
+	res client.Result
+	// why says, for an open outcome, what went wrong.
 	why string
 	// unconfirmed is set for an outcome read from the state file because a
 	// retry of the settled intent got no answer; it says why.
@@ -48,76 +34,33 @@ type outcome struct {
 	notResent bool
 }
 
-// classify decides what the answer to one POST /reservations of req under
-// key means. It is the one place that knows which answers are
-// authoritative: a 201 whose body is the reservation of exactly req, a 409
-// "unavailable" for exactly req, and a problem that client.Undecided calls
-// a decided refusal. Everything else (no answer, 5xx such as 503
-// store_unavailable, 408, 429, a body that is not such an answer) leaves
-// the outcome unknown.
-func classify(key engine.OperationKey, req engine.Request, status int, body []byte, replayed bool, err error, timeout time.Duration) outcome {
-	o := outcome{key: key, replayed: replayed, status: status, body: body}
-	if err != nil {
-		var ee *engine.Error
-		if errors.As(err, &ee) && !client.Undecided(status, err) {
-			o.kind, o.problem = kindRejected, ee
-			return o
-		}
-		o.kind, o.why = kindUnknown, describe(err, status, timeout)
-		return o
-	}
-	a, err := engine.DecodeAnswer(engine.OperationReserve, body)
-	matches := err == nil && a.Workshop == req.Workshop && a.Quantity == req.Quantity
+// outcomeOf is what the classified answer res to op under key means, or,
+// with err, what no answer at all means: an answer and a decided refusal
+// settle the intent, everything else (no answer, 5xx such as 503
+// store_unavailable, 408, 429, a body that is not the answer to op, which
+// describe calls unparseable) leaves it open.
+func outcomeOf(op client.Operation, key engine.OperationKey, res client.Result, err error, timeout time.Duration) outcome {
+	o := outcome{status: intent.StatusOpen, op: op.Kind, key: key, res: res}
 	switch {
-	case matches && status == http.StatusCreated && a.Status == engine.StatusReserved && engine.IsReservationID(a.ReservationID):
-		o.kind, o.answer = kindReserved, a
-	case matches && status == http.StatusConflict && a.Status == engine.StatusUnavailable && a.ReservationID == "":
-		o.kind, o.answer = kindUnavailable, a
+	case err != nil:
+		o.why = describe(err, 0, timeout)
+	case res.Answer.Status != "":
+		o.status = intent.Status(res.Answer.Status)
+	case res.Decided:
+		o.status = intent.StatusRejected
 	default:
-		o.kind = kindUnknown
-		o.why = fmt.Sprintf("unparseable answer: %d %s whose body is not the answer to this intent (%d bytes)", status, http.StatusText(status), len(body))
+		o.why = describe(res.Err(), res.Status, timeout)
 	}
 	return o
 }
 
-// classifyCancel decides what the answer to one cancellation of reservation
-// id under key means, with the rules of classify: a 200 "cancelled" or a 409
-// "already_cancelled" of exactly that reservation, or a rejection, are
-// authoritative; everything else leaves the outcome unknown.
-func classifyCancel(key engine.OperationKey, id string, status int, body []byte, replayed bool, err error, timeout time.Duration) outcome {
-	o := classify(key, engine.Request{}, status, body, replayed, err, timeout)
-	o.op = intent.KindCancel
-	if err != nil {
-		return o
+// operation returns the operation that in sends.
+func operation(in *intent.Intent) client.Operation {
+	if c, err := in.CancelRequest(); err == nil {
+		return client.Cancelling(c.ReservationID)
 	}
-	a, derr := engine.DecodeAnswer(engine.OperationCancel, body)
-	matches := derr == nil && a.ReservationID == id && engine.ValidateWorkshopID(a.Workshop) == nil && a.Quantity > 0
-	o.kind, o.answer = kindUnknown, engine.Answer{}
-	switch {
-	case matches && status == http.StatusOK && a.Status == engine.StatusCancelled:
-		o.kind, o.answer, o.why = kindCancelled, a, ""
-	case matches && status == http.StatusConflict && a.Status == engine.StatusAlreadyCancelled:
-		o.kind, o.answer, o.why = kindAlreadyCancelled, a, ""
-	default:
-		o.why = fmt.Sprintf("unparseable answer: %d %s whose body is not the answer to this intent (%d bytes)", status, http.StatusText(status), len(body))
-	}
-	return o
-}
-
-// classifyIntent classifies an answer to in, reserve or cancel.
-func classifyIntent(in *intent.Intent, status int, body []byte, replayed bool, err error, timeout time.Duration) (outcome, error) {
-	if in.Kind == intent.KindCancel {
-		c, perr := in.CancelRequest()
-		if perr != nil {
-			return outcome{}, perr
-		}
-		return classifyCancel(in.Key, c.ReservationID, status, body, replayed, err, timeout), nil
-	}
-	req, perr := in.Request()
-	if perr != nil {
-		return outcome{}, perr
-	}
-	return classify(in.Key, req, status, body, replayed, err, timeout), nil
+	req, _ := in.Request()
+	return client.Reserving(req)
 }
 
 // describe says why err left an outcome unknown, in words for people.
@@ -149,26 +92,17 @@ func describe(err error, status int, timeout time.Duration) string {
 }
 
 // authoritative reports whether o settles its intent.
-func (o outcome) authoritative() bool { return o.kind != kindUnknown }
+func (o outcome) authoritative() bool { return o.status != intent.StatusOpen }
 
 // settlement is the authoritative o as the journal records it.
 func (o outcome) settlement() intent.Outcome {
-	s := intent.Outcome{HTTPStatus: o.status, Body: o.body}
-	switch o.kind {
-	case kindReserved, kindCancelled, kindAlreadyCancelled:
-		s.Status, s.ReservationID = o.kind, o.answer.ReservationID
-	case kindUnavailable:
-		s.Status = intent.StatusUnavailable
-	default:
-		s.Status = intent.StatusRejected
-	}
-	return s
+	return intent.Outcome{Status: o.status, HTTPStatus: o.res.Status, Body: o.res.Body, ReservationID: o.res.Answer.ReservationID}
 }
 
 // succeeded reports whether o ends its command with exit 0: a reservation,
 // a cancellation, or a reservation that was cancelled before.
 func (o outcome) succeeded() bool {
-	return o.kind == kindReserved || o.kind == kindCancelled || o.kind == kindAlreadyCancelled
+	return o.status == engine.StatusReserved || o.status == engine.StatusCancelled || o.status == engine.StatusAlreadyCancelled
 }
 
 // err returns nil for a successful outcome and an *outcomeError for every
@@ -188,37 +122,30 @@ func (o outcome) line() string {
 		prefix = "recorded (reserved did not confirm it now: " + o.unconfirmed + "): "
 	case o.notResent:
 		prefix = "recorded (a rejection is final; nothing was sent again): "
-	case o.replayed:
+	case o.res.Replayed:
 		prefix = "replayed: "
 	}
-	switch o.kind {
-	case kindReserved:
-		return fmt.Sprintf("%sreserved %s in %s (reservation %s)", prefix, places(o.answer.Quantity), o.answer.Workshop, o.answer.ReservationID)
-	case kindUnavailable:
+	a, p := o.res.Answer, o.res.Problem
+	switch o.status {
+	case engine.StatusReserved:
+		return fmt.Sprintf("%sreserved %s in %s (reservation %s)", prefix, places(a.Quantity), a.Workshop, a.ReservationID)
+	case engine.StatusUnavailable:
 		return fmt.Sprintf("%sunavailable: not enough free places in %s for %s; intent %s is settled, run 'reservectl new-intent' to try again",
-			prefix, o.answer.Workshop, places(o.answer.Quantity), o.key)
-	case kindCancelled:
-		return fmt.Sprintf("%scancelled reservation %s (%s in %s)", prefix, o.answer.ReservationID, places(o.answer.Quantity), o.answer.Workshop)
-	case kindAlreadyCancelled:
+			prefix, a.Workshop, places(a.Quantity), o.key)
+	case engine.StatusCancelled:
+		return fmt.Sprintf("%scancelled reservation %s (%s in %s)", prefix, a.ReservationID, places(a.Quantity), a.Workshop)
+	case engine.StatusAlreadyCancelled:
 		return fmt.Sprintf("%salready cancelled: reservation %s (%s in %s) was cancelled before; this intent changed nothing",
-			prefix, o.answer.ReservationID, places(o.answer.Quantity), o.answer.Workshop)
-	case kindRejected:
-		if o.problem != nil && o.problem.Code == engine.CodeOperationExpired {
+			prefix, a.ReservationID, places(a.Quantity), a.Workshop)
+	case intent.StatusRejected:
+		if p.Code == engine.CodeOperationExpired {
 			return fmt.Sprintf("%srejected: the operation key expired, so reserved refuses to repeat it and cannot replay its answer: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
-				prefix, o.problem.Message, o.status, o.key)
+				prefix, p.Message, o.res.Status, o.key)
 		}
 		return fmt.Sprintf("%srejected: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
-			prefix, o.problem, o.status, o.key)
+			prefix, p, o.res.Status, o.key)
 	}
-	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl %s --retry", o.why, o.retryCommand())
-}
-
-// retryCommand is the reservectl command that retries o's intent.
-func (o outcome) retryCommand() string {
-	if o.op == intent.KindCancel {
-		return intent.KindCancel
-	}
-	return intent.KindReserve
+	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl %s --retry", o.why, o.op)
 }
 
 // places says "1 place" or "n places".
@@ -253,20 +180,20 @@ type outcomeJSON struct {
 // json returns o as --json prints it.
 func (o outcome) json() outcomeJSON {
 	j := outcomeJSON{
-		Outcome:       o.kind,
+		Outcome:       string(o.status),
 		Operation:     o.key,
-		Replayed:      o.replayed,
-		HTTPStatus:    o.status,
-		ReservationID: o.answer.ReservationID,
+		Replayed:      o.res.Replayed,
+		HTTPStatus:    o.res.Status,
+		ReservationID: o.res.Answer.ReservationID,
 		Error:         o.why + o.unconfirmed,
 		Recorded:      o.unconfirmed != "" || o.notResent,
 	}
 	switch {
-	case len(o.body) == 0:
-	case json.Valid(o.body):
-		j.Response = json.RawMessage(o.body)
+	case len(o.res.Body) == 0:
+	case json.Valid(o.res.Body):
+		j.Response = json.RawMessage(o.res.Body)
 	default:
-		j.ResponseText = string(o.body)
+		j.ResponseText = string(o.res.Body)
 	}
 	return j
 }
@@ -280,48 +207,34 @@ func (e *outcomeError) Error() string { return e.o.line() }
 
 // Unwrap returns the server's rejection, if any.
 func (e *outcomeError) Unwrap() error {
-	if e.o.problem == nil {
+	if e.o.res.Problem == nil {
 		return nil
 	}
-	return e.o.problem
+	return e.o.res.Problem
 }
 
 // report prints the outcome of an intent (a line for a reservation, or the
 // JSON of any outcome) and returns the error the command ends with.
-func (g *globals) report(o outcome) error {
-	if g.json {
-		if err := g.printJSON(o.json()); err != nil {
+func (env *commandEnv) report(o outcome) error {
+	if env.json {
+		if err := env.printJSON(o.json()); err != nil {
 			return err
 		}
 	} else if o.succeeded() {
-		fmt.Fprintln(g.stdout, o.line())
+		fmt.Fprintln(env.stdout, o.line())
 	}
 	return o.err()
 }
 
 // settledOutcome rebuilds the outcome recorded in a settled intent.
 func settledOutcome(in *intent.Intent) outcome {
-	rec := in.Outcome
-	o := outcome{key: in.Key, op: in.Kind, status: rec.HTTPStatus, body: rec.Body}
-	switch rec.Status {
-	case intent.StatusReserved, intent.StatusUnavailable, intent.StatusCancelled, intent.StatusAlreadyCancelled:
-		o.kind = rec.Status
-		o.answer, _ = engine.DecodeAnswer(in.Kind, rec.Body)
-	default:
-		o.kind = kindRejected
-		o.problem = problemOf(rec.Body)
+	rec, ct := in.Outcome, api.MediaJSON
+	if rec.Status == intent.StatusRejected {
+		ct = api.MediaProblem
 	}
-	return o
-}
-
-// problemOf decodes the code and detail of a stored problem body.
-func problemOf(body []byte) *engine.Error {
-	var p struct {
-		Code   string `json:"code"`
-		Detail string `json:"detail"`
+	res := client.Classify(operation(in), client.Reply{Status: rec.HTTPStatus, ContentType: ct, Body: rec.Body})
+	if res.Decided = true; rec.Status == intent.StatusRejected && res.Problem == nil {
+		res.Problem = &engine.Error{Code: "rejected", Message: string(rec.Body)}
 	}
-	if json.Unmarshal(body, &p) != nil || p.Code == "" {
-		return &engine.Error{Code: "rejected", Message: string(body)}
-	}
-	return &engine.Error{Code: p.Code, Message: p.Detail}
+	return outcome{status: rec.Status, op: in.Kind, key: in.Key, res: res}
 }

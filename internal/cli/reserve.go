@@ -18,7 +18,7 @@ import (
 const actorNotYetKnown = "not-yet-known"
 
 // newReserveCmd returns "reserve", with --retry.
-func newReserveCmd(g *globals) *cobra.Command {
+func newReserveCmd(env *commandEnv) *cobra.Command {
 	var (
 		workshop string
 		quantity int
@@ -59,7 +59,7 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") {
 					return usageErrorf("--retry resends the recorded payload: do not pass --workshop or --quantity")
 				}
-				return g.reserve(cmd.Context(), nil)
+				return env.reserve(cmd.Context(), nil)
 			}
 			if err := requireFlags(cmd, "workshop"); err != nil {
 				return err
@@ -68,7 +68,7 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 			if err := req.Validate(); err != nil {
 				return &usageError{err: fmt.Errorf("nothing sent: %w", err)}
 			}
-			return g.reserve(cmd.Context(), &req)
+			return env.reserve(cmd.Context(), &req)
 		},
 	}
 	f := cmd.Flags()
@@ -78,94 +78,116 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 	return cmd
 }
 
-// reserve runs a new intent for req, or retries the recorded one when req is
-// nil, holding the state file's lock throughout.
-func (g *globals) reserve(ctx context.Context, req *engine.Request) error {
+// reserve starts a new intent for req, or retries the recorded one when req
+// is nil.
+func (env *commandEnv) reserve(ctx context.Context, req *engine.Request) error {
 	if req == nil {
-		return g.runIntent(ctx, intent.KindReserve, nil)
+		return env.retryIntent(ctx, intent.KindReserve)
 	}
-	return g.runIntent(ctx, intent.KindReserve, func(server, actor string) (*intent.Intent, error) {
+	return env.startIntent(ctx, func(server, actor string) (*intent.Intent, error) {
 		return intent.NewReserve(*req, server, actor)
 	})
 }
 
-// runIntent runs a new intent of kind made by newIntent, or retries the
-// recorded one (which must be of kind) when newIntent is nil, holding the
-// state file's lock throughout. It is the journal discipline of every
-// intent: recorded before the first send, settled only by an authoritative
-// answer.
-func (g *globals) runIntent(ctx context.Context, kind string, newIntent func(server, actor string) (*intent.Intent, error)) error {
-	server, err := g.serverID()
+// openSession returns the server the flags select and the state file,
+// opened and locked for the whole command, with its intent (nil for none).
+// The caller closes the journal.
+func (env *commandEnv) openSession() (string, *intent.Journal, *intent.Intent, error) {
+	server, err := env.serverID()
 	if err != nil {
-		return &usageError{err: err}
+		return "", nil, nil, &usageError{err: err}
 	}
-	c := g.client()
-	j, in, err := g.openIntent()
+	j, in, err := env.openIntent()
+	return server, j, in, err
+}
+
+// startIntent is the first step of an intent: it refuses while the state
+// file holds one, makes the new intent with newIntent for the server and
+// the caller's actor, records it before anything is sent, and sends it.
+// An intent whose actor cannot be asked (the daemon does not answer) is
+// recorded unsent, for retryIntent.
+func (env *commandEnv) startIntent(ctx context.Context, newIntent func(server, actor string) (*intent.Intent, error)) error {
+	server, j, in, err := env.openSession()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-
-	if newIntent != nil {
-		if in != nil {
-			return refuseNew(in)
-		}
-		who, werr := g.whoami(ctx, c)
-		actor := who.Actor
-		switch {
-		case isAnswer(werr):
-			return fmt.Errorf("%w; nothing was sent and no intent was recorded", werr)
-		case werr != nil:
-			actor = actorNotYetKnown
-		}
-		if in, err = newIntent(server, actor); err != nil {
-			return err
-		}
-		if werr != nil {
-			// The daemon cannot be asked who we are, but the intent must
-			// exist before any send could happen: keep it for --retry.
-			if err := j.Save(in); err != nil {
-				return fmt.Errorf("record intent: %w", err)
-			}
-			return g.report(g.notSent(in, werr))
-		}
-	} else {
-		if in == nil {
-			start := "reserve --workshop ID"
-			if kind == intent.KindCancel {
-				start = "cancel RESERVATION-ID"
-			}
-			return usageErrorf("no intent in %s to retry: start one with 'reservectl %s'", j.Path(), start)
-		}
-		if in.Kind != kind {
-			return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, in.Kind)
-		}
-		if !in.IsOpen() && in.Outcome.Status == intent.StatusRejected {
-			// The server stored nothing for a rejected intent. Sent again,
-			// it could take effect now (say, after an admin raised the
-			// workshop's limit): a second outcome of one intent, which the
-			// state file would contradict. Report the recorded rejection.
-			o := settledOutcome(in)
-			o.notResent = true
-			return g.report(o)
-		}
-		who, err := g.whoami(ctx, c)
-		switch {
-		case isAnswer(err):
-			return fmt.Errorf("%w; nothing was sent, intent %s is kept", err, in.Key)
-		case err != nil:
-			return g.report(recorded(in, g.notSent(in, err)))
-		}
-		bindUnsent(in, server, who.Actor)
-		if err := in.CheckRetry(server, who.Actor); err != nil {
-			return err
-		}
+	if in != nil {
+		return refuseNew(in)
 	}
-	o, err := g.send(ctx, c, j, in)
+	c := env.client()
+	who, werr := env.whoami(ctx, c)
+	actor := who.Actor
+	switch {
+	case isAnswer(werr):
+		return fmt.Errorf("%w; nothing was sent and no intent was recorded", werr)
+	case werr != nil:
+		actor = actorNotYetKnown
+	}
+	if in, err = newIntent(server, actor); err != nil {
+		return err
+	}
+	if werr != nil {
+		// The daemon cannot be asked who we are, but the intent must exist
+		// before any send could happen: keep it for --retry.
+		if err := j.Save(in); err != nil {
+			return fmt.Errorf("record intent: %w", err)
+		}
+		return env.report(env.notSent(in, werr))
+	}
+	return env.sendReport(ctx, c, j, in)
+}
+
+// retryIntent is every later step of the recorded intent, which must be of
+// kind: a recorded rejection is reported and not sent again; any other
+// intent is sent again with its key and payload, as the actor and to the
+// server it was recorded with.
+func (env *commandEnv) retryIntent(ctx context.Context, kind string) error {
+	server, j, in, err := env.openSession()
 	if err != nil {
 		return err
 	}
-	return g.report(recorded(in, o))
+	defer j.Close()
+	switch {
+	case in == nil:
+		start := "reserve --workshop ID"
+		if kind == intent.KindCancel {
+			start = "cancel RESERVATION-ID"
+		}
+		return usageErrorf("no intent in %s to retry: start one with 'reservectl %s'", j.Path(), start)
+	case in.Kind != kind:
+		return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, in.Kind)
+	case !in.IsOpen() && in.Outcome.Status == intent.StatusRejected:
+		// The server stored nothing for a rejected intent. Sent again, it
+		// could take effect now (say, after an admin raised the workshop's
+		// limit): a second outcome of one intent, which the state file
+		// would contradict. Report the recorded rejection.
+		o := settledOutcome(in)
+		o.notResent = true
+		return env.report(o)
+	}
+	c := env.client()
+	who, err := env.whoami(ctx, c)
+	switch {
+	case isAnswer(err):
+		return fmt.Errorf("%w; nothing was sent, intent %s is kept", err, in.Key)
+	case err != nil:
+		return env.report(recorded(in, env.notSent(in, err)))
+	}
+	bindUnsent(in, server, who.Actor)
+	if err := in.CheckRetry(server, who.Actor); err != nil {
+		return err
+	}
+	return env.sendReport(ctx, c, j, in)
+}
+
+// sendReport sends in once and reports the outcome.
+func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) error {
+	o, err := env.send(ctx, c, j, in)
+	if err != nil {
+		return err
+	}
+	return env.report(recorded(in, o))
 }
 
 // recorded returns o, unless o is unknown for an intent that was settled
@@ -209,58 +231,37 @@ func refuseNew(in *intent.Intent) error {
 
 // notSent is the outcome of an intent that could not be sent because the
 // daemon did not answer whoami: still unknown, the intent stays open.
-func (g *globals) notSent(in *intent.Intent, err error) outcome {
+func (env *commandEnv) notSent(in *intent.Intent, err error) outcome {
 	why := "nothing was sent"
 	if in.Attempts > 0 {
 		why = "not sent again"
 	}
-	o := classify(in.Key, engine.Request{}, 0, nil, false, err, g.timeout)
-	o.op = in.Kind
+	o := outcomeOf(operation(in), in.Key, client.Result{}, err, env.timeout)
 	o.why = why + ": " + o.why
 	return o
 }
 
 // send records one more attempt of in, sends it, and settles in when the
 // answer is authoritative.
-func (g *globals) send(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) (outcome, error) {
-	call := func(ctx context.Context) (int, []byte, bool, error) {
-		req, err := in.Request()
-		if err != nil {
-			return 0, nil, false, err
-		}
-		return c.Reserve(ctx, in.Key, req)
-	}
-	if in.Kind == intent.KindCancel {
-		call = func(ctx context.Context) (int, []byte, bool, error) {
-			cr, err := in.CancelRequest()
-			if err != nil {
-				return 0, nil, false, err
-			}
-			return c.Cancel(ctx, in.Key, cr.ReservationID)
-		}
-	}
-	if _, err := classifyIntent(in, 0, nil, false, nil, g.timeout); err != nil {
-		return outcome{}, err // The payload is unreadable: send nothing.
-	}
+func (env *commandEnv) send(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) (outcome, error) {
 	if err := j.RecordAttempt(in); err != nil {
 		return outcome{}, fmt.Errorf("nothing sent: %w", err)
 	}
-	cctx, cancel := g.callContext(ctx)
-	status, body, replayed, err := call(cctx)
+	op := operation(in)
+	cctx, cancel := env.callContext(ctx)
+	res, err := c.Send(cctx, in.Key, op)
 	cancel()
-	o, err := classifyIntent(in, status, body, replayed, err, g.timeout)
-	if err != nil {
-		return outcome{}, err
+	o := outcomeOf(op, in.Key, res, err, env.timeout)
+	if !o.authoritative() {
+		return o, nil
 	}
-	if o.authoritative() {
-		if in.Outcome != nil && o.problem != nil && o.problem.Code == engine.CodeOperationExpired {
-			// The intent settled before its receipt expired: the recorded
-			// answer stands, and the 410 only says it cannot be replayed.
-			return o, nil
-		}
-		if err := j.Settle(in, o.settlement()); err != nil {
-			return o, fmt.Errorf("reserved answered %d for intent %s: %w", o.status, in.Key, err)
-		}
+	if in.Outcome != nil && o.res.Problem != nil && o.res.Problem.Code == engine.CodeOperationExpired {
+		// The intent settled before its receipt expired: the recorded
+		// answer stands, and the 410 only says it cannot be replayed.
+		return o, nil
+	}
+	if err := j.Settle(in, o.settlement()); err != nil {
+		return o, fmt.Errorf("reserved answered %d for intent %s: %w", o.res.Status, in.Key, err)
 	}
 	return o, nil
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 )
 
 // newStatusCmd returns "status".
-func newStatusCmd(g *globals) *cobra.Command {
+func newStatusCmd(env *commandEnv) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Show the local intent and the server's receipt for it",
@@ -30,7 +31,7 @@ The exit status follows the intent: 0 reserved (or no intent), 3 unavailable,
   reservectl --json status`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return g.status(cmd.Context())
+			return env.status(cmd.Context())
 		},
 	}
 }
@@ -48,27 +49,23 @@ type statusJSON struct {
 }
 
 // status reports the intent and settles an open one from its receipt.
-func (g *globals) status(ctx context.Context) error {
-	server, err := g.serverID()
-	if err != nil {
-		return &usageError{err: err}
-	}
-	j, in, err := g.openIntent()
+func (env *commandEnv) status(ctx context.Context) error {
+	server, j, in, err := env.openSession()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	rep := statusJSON{StateFile: j.Path(), Intent: in, Outcome: "none"}
 	if in == nil {
-		if g.json {
-			return g.printJSON(rep)
+		if env.json {
+			return env.printJSON(rep)
 		}
-		_, err := fmt.Fprintf(g.stdout, "no intent in %s: the next reserve starts a new one\n", j.Path())
+		_, err := fmt.Fprintf(env.stdout, "no intent in %s: the next reserve starts a new one\n", j.Path())
 		return err
 	}
 
 	wasOpen := in.IsOpen()
-	note, receipt, err := g.askReceipt(ctx, j, in, server)
+	note, receipt, err := env.askReceipt(ctx, j, in, server)
 	if err != nil && !errors.Is(err, intent.ErrMismatch) {
 		return err
 	}
@@ -77,41 +74,41 @@ func (g *globals) status(ctx context.Context) error {
 	var result error
 	switch {
 	case in.IsOpen() && err != nil:
-		rep.Outcome, result = kindUnknown, err // The identity check refused.
+		rep.Outcome, result = string(intent.StatusOpen), err // The identity check refused.
 	case in.IsOpen():
-		rep.Outcome = kindUnknown
-		result = (outcome{kind: kindUnknown, key: in.Key, why: note}).err()
+		rep.Outcome = string(intent.StatusOpen)
+		result = (outcome{status: intent.StatusOpen, op: in.Kind, key: in.Key, why: note}).err()
 	default:
 		o := settledOutcome(in)
-		rep.Outcome = o.kind
+		rep.Outcome = string(o.status)
 		result = o.err()
 	}
-	if g.json {
-		if err := g.printJSON(rep); err != nil {
+	if env.json {
+		if err := env.printJSON(rep); err != nil {
 			return err
 		}
 		return result
 	}
-	g.printIntent(in, note)
+	env.printIntent(in, note)
 	return result
 }
 
 // askReceipt asks reserved for the receipt of in and settles an open in from
 // it. It returns what the server said, in words, and the receipt if found.
 // Only a refused identity check of an open intent is returned as an error.
-func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, error) {
+func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, error) {
 	if in.Attempts == 0 {
 		return "nothing was sent yet: run 'reservectl reserve --retry' to send it", nil, nil
 	}
-	c := g.client()
-	who, err := g.whoami(ctx, c)
+	c := env.client()
+	who, err := env.whoami(ctx, c)
 	if err != nil {
-		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
+		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, nil
 	}
 	if err := in.CheckRetry(server, who.Actor); err != nil {
 		return "not asked: " + err.Error(), nil, err
 	}
-	cctx, cancel := g.callContext(ctx)
+	cctx, cancel := env.callContext(ctx)
 	view, err := c.Operation(cctx, in.Key)
 	cancel()
 	switch engine.ErrorCode(err) {
@@ -125,12 +122,10 @@ func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.
 		return "reserved's receipt expired: " + engine.ErrorMessage(err), nil, nil
 	}
 	if err != nil {
-		return "cannot ask reserved: " + describe(err, 0, g.timeout), nil, nil
+		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, nil
 	}
-	o, err := classifyIntent(in, view.HTTPStatus, view.Response, true, nil, g.timeout)
-	if err != nil {
-		return "", nil, err
-	}
+	op := operation(in)
+	o := outcomeOf(op, in.Key, client.Classify(op, client.Reply{Status: view.HTTPStatus, ContentType: api.MediaJSON, Replayed: true, Body: view.Response}), nil, env.timeout)
 	if !o.authoritative() {
 		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, nil
 	}
@@ -145,32 +140,32 @@ func (g *globals) askReceipt(ctx context.Context, j *intent.Journal, in *intent.
 
 // receiptSummary says what a receipt holds.
 func receiptSummary(o outcome) string {
-	o.replayed = false
-	switch o.kind {
-	case kindReserved, kindCancelled, kindAlreadyCancelled:
+	o.res.Replayed = false
+	switch o.status {
+	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled:
 		return o.line()
-	case kindUnavailable:
-		return fmt.Sprintf("unavailable (%s in %s)", places(o.answer.Quantity), o.answer.Workshop)
+	case engine.StatusUnavailable:
+		return fmt.Sprintf("unavailable (%s in %s)", places(o.res.Answer.Quantity), o.res.Answer.Workshop)
 	}
-	return o.kind
+	return string(o.status)
 }
 
 // printIntent prints in and what the server said about it.
-func (g *globals) printIntent(in *intent.Intent, note string) {
+func (env *commandEnv) printIntent(in *intent.Intent, note string) {
 	state := "open, outcome unknown"
 	if in.Outcome != nil {
 		state = "settled: " + receiptSummary(settledOutcome(in))
 		if in.Outcome.Status == intent.StatusRejected {
-			state = "settled: rejected: " + problemOf(in.Outcome.Body).Error()
+			state = "settled: rejected: " + settledOutcome(in).res.Problem.Error()
 		}
 	}
 	actor := in.Actor
 	if in.Attempts == 0 && actor == actorNotYetKnown {
 		actor = "not yet known (nothing sent)"
 	}
-	w := g.stdout
+	w := env.stdout
 	fmt.Fprintf(w, "intent:   %s\n", in.Key)
-	fmt.Fprintf(w, "request:  %s\n", describeIntent(&intent.Intent{Kind: in.Kind, Payload: in.Payload}))
+	fmt.Fprintf(w, "request:  %s\n", describeRequest(in))
 	fmt.Fprintf(w, "state:    %s\n", state)
 	fmt.Fprintf(w, "server:   %s\n", in.Server)
 	fmt.Fprintf(w, "actor:    %s\n", actor)

@@ -7,7 +7,7 @@ import (
 )
 
 // newWhoamiCmd returns "whoami".
-func newWhoamiCmd(g *globals) *cobra.Command {
+func newWhoamiCmd(env *commandEnv) *cobra.Command {
 	return &cobra.Command{
 		Use:   "whoami",
 		Short: "Show the actor reserved knows you as",
@@ -18,18 +18,18 @@ bound to this actor.`,
   reservectl --server http://127.0.0.1:8080 --token "$TOKEN" --json whoami`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := g.whoami(cmd.Context(), g.client())
+			p, err := env.whoami(cmd.Context(), env.client())
 			if err != nil {
 				return err
 			}
-			if g.json {
-				return g.printJSON(p)
+			if env.json {
+				return env.printJSON(p)
 			}
 			role := ""
 			if p.Admin {
 				role = " (admin)"
 			}
-			_, err = fmt.Fprintf(g.stdout, "%s%s\n", p.Actor, role)
+			_, err = fmt.Fprintf(env.stdout, "%s%s\n", p.Actor, role)
 			return err
 		},
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // newWorkshopsCmd returns "workshops".
-func newWorkshopsCmd(g *globals) *cobra.Command {
+func newWorkshopsCmd(env *commandEnv) *cobra.Command {
 	return &cobra.Command{
 		Use:   "workshops",
 		Short: "List the workshops with their capacity and free places",
@@ -21,16 +21,16 @@ available, the most places one reservation may take, and its version (for
   reservectl --json workshops`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := g.callContext(cmd.Context())
+			ctx, cancel := env.callContext(cmd.Context())
 			defer cancel()
-			list, err := g.client().Workshops(ctx)
+			list, err := env.client().Workshops(ctx)
 			if err != nil {
 				return fmt.Errorf("list workshops: %w", err)
 			}
-			if g.json {
-				return g.printJSON(api.WorkshopList{Workshops: list})
+			if env.json {
+				return env.printJSON(api.WorkshopList{Workshops: list})
 			}
-			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tCAPACITY\tRESERVED\tAVAILABLE\tMAX\tVERSION\tTITLE")
 			for _, w := range list {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version, w.Title)

@@ -15,10 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,40 +185,10 @@ func (c *Client) sendError(method, path string, err error) error {
 	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
 }
 
-// Undecided reports whether a call that returned status and err left its
-// request undecided, so that the caller must keep the operation key and
-// retry with the same key rather than take the answer as a decision: there
-// was no answer at all (the daemon unreachable, the connection broken, a
-// timeout), or an answer that is not the documented one (garbled, a
-// proxy's error page), or a problem whose code is undecided
-// (engine.Undecided: body_incomplete, store_unavailable, internal), or one
-// whose status is not a refusal (a 5xx, 408 or 429, whatever its code).
-// status 0 means the caller does not know the status; the code alone
-// decides then. A nil err is an answer, and every other problem is a
-// decided refusal. It is the one classifier of every Go client.
-func Undecided(status int, err error) bool {
-	if err == nil {
-		return false
-	}
-	var ee *engine.Error
-	if !errors.As(err, &ee) || engine.Undecided(ee.Code) {
-		return true
-	}
-	return status != 0 && (status < 400 || status >= 500 ||
-		status == http.StatusRequestTimeout || status == http.StatusTooManyRequests)
-}
-
 // answerError turns a non-success answer into *engine.Error (a problem with
 // a code) or *UnexpectedResponseError.
 func answerError(resp *http.Response, body []byte) error {
-	ct := resp.Header.Get("Content-Type")
-	if mt, _, _ := mime.ParseMediaType(ct); mt == api.MediaProblem {
-		var p api.Problem
-		if json.Unmarshal(body, &p) == nil && p.Code != "" {
-			return &engine.Error{Code: p.Code, Message: p.Detail}
-		}
-	}
-	return &UnexpectedResponseError{Status: resp.StatusCode, ContentType: ct, Body: body}
+	return Classify(Operation{}, replyOf(resp, body)).Err()
 }
 
 // call sends in (if non-nil) as JSON and decodes a JSON answer of one of the
@@ -296,45 +264,54 @@ func (c *Client) PutWorkshop(ctx context.Context, id string, spec engine.Worksho
 	return w, status == http.StatusCreated, err
 }
 
-// Reserve sends the idempotent reservation for key. An authoritative answer
-// (201 reserved, 409 unavailable) returns its status, its exact body and
-// whether it was replayed from the receipt. A problem answer is an
-// *engine.Error; any other answer is an *UnexpectedResponseError, returned
-// together with its status and body, and leaves the outcome unknown.
+// Send sends op idempotently under key (POST /reservations for a reserve,
+// POST /reservations/{id}/cancel for a cancel) and classifies the answer
+// (Classify). The error is for no answer at all: the daemon unreachable
+// (*ConnectError), the connection broken, a timeout.
+func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation) (Result, error) {
+	path, payload := api.PathReservations, []byte(nil)
+	if op.Kind == engine.OperationCancel {
+		path = api.CancelPath(op.ReservationID)
+	} else {
+		var err error
+		if payload, err = json.Marshal(op.Request); err != nil {
+			return Result{}, fmt.Errorf("%s: encode: %w", op.Kind, err)
+		}
+	}
+	h := http.Header{api.HeaderIdempotencyKey: {string(key)}}
+	resp, data, err := c.Do(ctx, http.MethodPost, path, h, payload)
+	if err != nil {
+		return Result{}, err
+	}
+	return Classify(op, replyOf(resp, data)), nil
+}
+
+// replyOf is the Reply of resp with its whole body.
+func replyOf(resp *http.Response, body []byte) Reply {
+	return Reply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Replayed: resp.Header.Get(api.HeaderReplayed) == "true", Body: body}
+}
+
+// Reserve sends the reservation req under key (Send) and returns the
+// answer's status and exact body, whether it was replayed from the receipt,
+// and Result.Err: nil for the authoritative answer (201 reserved, 409
+// unavailable), an *engine.Error for a problem, an *UnexpectedResponseError
+// for any other answer; or the error of no answer at all.
 func (c *Client) Reserve(ctx context.Context, key engine.OperationKey, req engine.Request) (status int, body []byte, replayed bool, err error) {
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return 0, nil, false, fmt.Errorf("reserve: encode: %w", err)
-	}
-	h := http.Header{api.HeaderIdempotencyKey: {string(key)}}
-	resp, data, err := c.Do(ctx, http.MethodPost, api.PathReservations, h, payload)
-	if err != nil {
-		return 0, nil, false, err
-	}
-	return authoritative(resp, data, http.StatusCreated, http.StatusConflict)
+	return unpack(c.Send(ctx, key, Reserving(req)))
 }
 
-// Cancel sends the idempotent cancellation of reservation id for key. An
-// authoritative answer (200 cancelled, 409 already_cancelled) returns its
-// status, its exact body and whether it was replayed from the receipt; the
-// rest is as for Reserve.
+// Cancel sends the cancellation of reservation id under key and returns as
+// Reserve does; its authoritative answers are 200 cancelled and 409
+// already_cancelled.
 func (c *Client) Cancel(ctx context.Context, key engine.OperationKey, id string) (status int, body []byte, replayed bool, err error) {
-	h := http.Header{api.HeaderIdempotencyKey: {string(key)}}
-	resp, data, err := c.Do(ctx, http.MethodPost, api.CancelPath(id), h, nil)
+	return unpack(c.Send(ctx, key, Cancelling(id)))
+}
+
+func unpack(r Result, err error) (int, []byte, bool, error) {
 	if err != nil {
 		return 0, nil, false, err
 	}
-	return authoritative(resp, data, http.StatusOK, http.StatusConflict)
-}
-
-// authoritative returns an answer of one of the wanted statuses with a JSON
-// body as an authoritative outcome, and anything else as an error.
-func authoritative(resp *http.Response, data []byte, want ...int) (status int, body []byte, replayed bool, err error) {
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if !slices.Contains(want, resp.StatusCode) || mt != api.MediaJSON || !json.Valid(data) {
-		return resp.StatusCode, data, false, answerError(resp, data)
-	}
-	return resp.StatusCode, data, resp.Header.Get(api.HeaderReplayed) == "true", nil
+	return r.Status, r.Body, r.Replayed, r.Err()
 }
 
 // Operation returns the caller's receipt for key.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -20,21 +21,22 @@ const SchemaVersion = 1
 
 // KindReserve is the kind of an intent to reserve places; its payload is an
 // engine.Request.
-const KindReserve = "reserve"
+const KindReserve = engine.OperationReserve
 
 // KindCancel is the kind of an intent to cancel a reservation; its payload
 // is a CancelRequest.
-const KindCancel = "cancel"
+const KindCancel = engine.OperationCancel
 
-// kinds maps every known intent kind to the validator of its payload. A new
-// kind is added here together with its constructor.
-var kinds = map[string]func(payload []byte) error{
-	KindReserve: func(payload []byte) error {
-		_, err := engine.DecodeRequest(payload)
+// kinds maps every known intent kind to the decoder of its payload, which
+// keeps the decoded value in the intent. A new kind is added here together
+// with its constructor.
+var kinds = map[string]func(in *Intent) error{
+	KindReserve: func(in *Intent) (err error) {
+		in.request, err = engine.DecodeRequest(in.Payload)
 		return err
 	},
-	KindCancel: func(payload []byte) error {
-		_, err := DecodeCancelRequest(payload)
+	KindCancel: func(in *Intent) (err error) {
+		in.cancel, err = DecodeCancelRequest(in.Payload)
 		return err
 	},
 }
@@ -61,21 +63,19 @@ func validReservationID(id string) error {
 	return nil
 }
 
-// The statuses of an authoritative Outcome.
+// Status is where an operation of the journal stands: the status word of
+// its authoritative answer (engine.StatusReserved, engine.StatusUnavailable,
+// engine.StatusCancelled, engine.StatusAlreadyCancelled), StatusRejected,
+// or StatusOpen while it has none.
+type Status string
+
 const (
-	// StatusReserved is a 201: the reservation exists (first or replayed).
-	StatusReserved = engine.StatusReserved
-	// StatusUnavailable is a 409 "unavailable": not enough capacity.
-	StatusUnavailable = engine.StatusUnavailable
-	// StatusCancelled is a 200 to a cancel intent: it cancelled the
-	// reservation.
-	StatusCancelled = engine.StatusCancelled
-	// StatusAlreadyCancelled is a 409 "already_cancelled" to a cancel
-	// intent: the reservation had been cancelled before.
-	StatusAlreadyCancelled = engine.StatusAlreadyCancelled
-	// StatusRejected is any other authoritative 4xx (conflict, request
-	// contract, unknown workshop, authentication).
-	StatusRejected = "rejected"
+	// StatusRejected is an authoritative refusal: any decided 4xx problem
+	// (conflict, request contract, unknown workshop, authentication).
+	StatusRejected Status = "rejected"
+	// StatusOpen is an operation without an authoritative answer: never
+	// sent, or sent without one. It is never recorded as an outcome.
+	StatusOpen Status = "unknown"
 )
 
 // Intent is the record in the state file: one business intent of the CLI,
@@ -107,19 +107,23 @@ type Intent struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Outcome is the authoritative answer, nil while the intent is open.
 	Outcome *Outcome `json:"outcome,omitempty"`
+
+	// request and cancel are the decoded payload of a KindReserve and a
+	// KindCancel intent, set when the intent is made or read.
+	request engine.Request
+	cancel  CancelRequest
 }
 
 // Outcome is the authoritative answer to an intent.
 type Outcome struct {
-	// Status is StatusReserved, StatusUnavailable, StatusCancelled,
-	// StatusAlreadyCancelled or StatusRejected.
-	Status string `json:"status"`
-	// HTTPStatus is the answer's HTTP status: 201 for StatusReserved, 409 for
-	// StatusUnavailable, another 4xx for StatusRejected.
+	// Status is the status word of the answer or StatusRejected.
+	Status Status `json:"status"`
+	// HTTPStatus is the answer's HTTP status (api.StatusOfAnswer), or a 4xx
+	// for StatusRejected.
 	HTTPStatus int `json:"http_status"`
 	// Body is the server's response body, byte for byte.
 	Body []byte `json:"body"`
-	// ReservationID is the reservation's id for StatusReserved, else empty.
+	// ReservationID is the reservation's id for an answer that has one.
 	ReservationID string `json:"reservation_id,omitempty"`
 	// SettledAt is when the outcome was recorded.
 	SettledAt time.Time `json:"settled_at"`
@@ -185,11 +189,7 @@ func (in *Intent) CancelRequest() (CancelRequest, error) {
 	if in.Kind != KindCancel {
 		return CancelRequest{}, fmt.Errorf("intent %s is a %q intent, not a %q one", in.Key, in.Kind, KindCancel)
 	}
-	c, err := DecodeCancelRequest(in.Payload)
-	if err != nil {
-		return CancelRequest{}, fmt.Errorf("payload of intent %s: %w", in.Key, err)
-	}
-	return c, nil
+	return in.cancel, nil
 }
 
 // Request returns the payload of a KindReserve intent.
@@ -197,11 +197,7 @@ func (in *Intent) Request() (engine.Request, error) {
 	if in.Kind != KindReserve {
 		return engine.Request{}, fmt.Errorf("intent %s is a %q intent, not a %q one", in.Key, in.Kind, KindReserve)
 	}
-	req, err := engine.DecodeRequest(in.Payload)
-	if err != nil {
-		return engine.Request{}, fmt.Errorf("payload of intent %s: %w", in.Key, err)
-	}
-	return req, nil
+	return in.request, nil
 }
 
 // IsOpen reports whether in is an intent without an authoritative outcome.
@@ -250,7 +246,7 @@ func (in *Intent) validate(saved bool) error {
 	if in.Kind == "" {
 		return errors.New("member \"kind\" is missing")
 	}
-	validPayload, ok := kinds[in.Kind]
+	decodePayload, ok := kinds[in.Kind]
 	if !ok {
 		return fmt.Errorf("kind %q is unknown to this reservectl", in.Kind)
 	}
@@ -263,7 +259,7 @@ func (in *Intent) validate(saved bool) error {
 	if len(in.Payload) == 0 {
 		return errors.New("member \"payload\" is missing")
 	}
-	if err := validPayload(in.Payload); err != nil {
+	if err := decodePayload(in); err != nil {
 		return fmt.Errorf("payload: %w", err)
 	}
 	if err := validServer(in.Server); err != nil {
@@ -294,34 +290,33 @@ func (in *Intent) validate(saved bool) error {
 
 // validate checks that o is a consistent authoritative outcome.
 func (o *Outcome) validate() error {
-	switch o.Status {
-	case StatusReserved, StatusCancelled, StatusAlreadyCancelled:
-		want := map[string]int{StatusReserved: 201, StatusCancelled: 200, StatusAlreadyCancelled: 409}[o.Status]
-		if o.HTTPStatus != want {
-			return fmt.Errorf("status %q needs HTTP status %d, not %d", o.Status, want, o.HTTPStatus)
-		}
-		if !engine.IsReservationID(o.ReservationID) {
-			return fmt.Errorf("status %q needs a reservation id of 32 lowercase hex digits, not %q", o.Status, o.ReservationID)
-		}
-	case StatusUnavailable, StatusRejected:
-		if o.Status == StatusUnavailable && o.HTTPStatus != 409 {
-			return fmt.Errorf("status %q needs HTTP status 409, not %d", o.Status, o.HTTPStatus)
-		}
+	switch want := httpStatusOf(o.Status); {
+	case o.Status == "":
+		return errors.New("member \"status\" is missing")
+	case want == 0 && o.Status != StatusRejected:
+		return fmt.Errorf("status %q is not one of %q, %q, %q, %q, %q", o.Status, engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled, StatusRejected)
+	case want != 0 && o.HTTPStatus != want:
+		return fmt.Errorf("status %q needs HTTP status %d, not %d", o.Status, want, o.HTTPStatus)
+	case o.Status == engine.StatusUnavailable || o.Status == StatusRejected:
 		if o.HTTPStatus < 400 || o.HTTPStatus > 499 {
 			return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
 		}
 		if o.ReservationID != "" {
 			return fmt.Errorf("status %q has no reservation id, but %q is recorded", o.Status, o.ReservationID)
 		}
-	case "":
-		return errors.New("member \"status\" is missing")
-	default:
-		return fmt.Errorf("status %q is not one of %q, %q, %q, %q, %q", o.Status, StatusReserved, StatusUnavailable, StatusCancelled, StatusAlreadyCancelled, StatusRejected)
+	case !engine.IsReservationID(o.ReservationID):
+		return fmt.Errorf("status %q needs a reservation id of 32 lowercase hex digits, not %q", o.Status, o.ReservationID)
 	}
 	if o.SettledAt.IsZero() {
 		return errors.New("member \"settled_at\" is missing")
 	}
 	return nil
+}
+
+// httpStatusOf returns the HTTP status of an answer with status, of either
+// kind, and 0 for StatusRejected or a status that is not an answer's.
+func httpStatusOf(status Status) int {
+	return max(api.StatusOfAnswer(KindReserve, string(status)), api.StatusOfAnswer(KindCancel, string(status)))
 }
 
 // sameAnswer reports whether o and p record the same answer.

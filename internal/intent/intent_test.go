@@ -113,7 +113,7 @@ func dirNames(tb testing.TB, dir string) []string {
 
 func reservedOutcome() intent.Outcome {
 	return intent.Outcome{
-		Status:     intent.StatusReserved,
+		Status:     engine.StatusReserved,
 		HTTPStatus: 201,
 		// Not in Go's compact form, with characters json.Marshal escapes and
 		// a trailing newline: the body must come back byte for byte.
@@ -686,7 +686,7 @@ func TestSettle(t *testing.T) {
 		t.Error("a refused Settle changed the intent")
 	}
 
-	unavailable := intent.Outcome{Status: intent.StatusUnavailable, HTTPStatus: 409, Body: []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":2}`)}
+	unavailable := intent.Outcome{Status: engine.StatusUnavailable, HTTPStatus: 409, Body: []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":2}`)}
 	c.t = c.t.Add(time.Hour)
 	if err := j.Settle(in, unavailable); err != nil {
 		t.Fatal(err)
@@ -706,7 +706,7 @@ func TestSettle(t *testing.T) {
 	if !errors.Is(err, intent.ErrAlreadySettled) {
 		t.Errorf("settling with another answer = %v, want ErrAlreadySettled", err)
 	}
-	if in.Outcome.Status != intent.StatusUnavailable || !bytes.Equal(mustRead(t, path), settledBytes) {
+	if in.Outcome.Status != engine.StatusUnavailable || !bytes.Equal(mustRead(t, path), settledBytes) {
 		t.Error("a refused Settle changed the settled intent")
 	}
 

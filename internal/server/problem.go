@@ -35,19 +35,10 @@ var statusByCode = map[string]int{
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
 
-// statusByAnswer is the one table from the (kind, status) of an
-// authoritative answer to its HTTP status.
-var statusByAnswer = map[[2]string]int{
-	{engine.OperationReserve, engine.StatusReserved}:        http.StatusCreated,
-	{engine.OperationReserve, engine.StatusUnavailable}:     http.StatusConflict,
-	{engine.OperationCancel, engine.StatusCancelled}:        http.StatusOK,
-	{engine.OperationCancel, engine.StatusAlreadyCancelled}: http.StatusConflict,
-}
-
-// StatusOfAnswer returns the HTTP status of an answer, and 500 for a
-// (kind, status) it does not know.
+// StatusOfAnswer returns the HTTP status of an answer (api.StatusOfAnswer),
+// and 500 for a (kind, status) it does not know.
 func StatusOfAnswer(a engine.Answer) int {
-	if s, ok := statusByAnswer[[2]string{a.Kind, a.Status}]; ok {
+	if s := api.StatusOfAnswer(a.Kind, a.Status); s != 0 {
 		return s
 	}
 	return http.StatusInternalServerError

@@ -1,0 +1,141 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"mime"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// Operation is what an answer is classified against: the kind of the
+// operation sent (engine.OperationReserve or OperationCancel) and what it
+// asked for, the Request of a reserve or the ReservationID of a cancel. An
+// answer about another workshop, quantity or reservation answers someone
+// else's request.
+type Operation struct {
+	Kind          string
+	Request       engine.Request
+	ReservationID string
+}
+
+// Reserving returns the operation that reserves req.
+func Reserving(req engine.Request) Operation {
+	return Operation{Kind: engine.OperationReserve, Request: req}
+}
+
+// Cancelling returns the operation that cancels reservation id.
+func Cancelling(id string) Operation {
+	return Operation{Kind: engine.OperationCancel, ReservationID: id}
+}
+
+// answers reports whether a, sent with HTTP status, is the answer to op:
+// of op's kind, with the status that answer is sent with, about op's
+// request, and with a reservation id exactly where its status has one.
+func (op Operation) answers(a engine.Answer, status int) bool {
+	if api.StatusOfAnswer(op.Kind, a.Status) != status {
+		return false
+	}
+	if a.Status == engine.StatusUnavailable {
+		return a.ReservationID == "" && a.Workshop == op.Request.Workshop && a.Quantity == op.Request.Quantity
+	}
+	if !engine.IsReservationID(a.ReservationID) {
+		return false
+	}
+	if op.Kind == engine.OperationCancel {
+		return a.ReservationID == op.ReservationID && engine.ValidateWorkshopID(a.Workshop) == nil
+	}
+	return a.Workshop == op.Request.Workshop && a.Quantity == op.Request.Quantity
+}
+
+// Reply is one HTTP answer as it came.
+type Reply struct {
+	Status      int
+	ContentType string
+	Replayed    bool
+	Body        []byte
+}
+
+// Result is what one answer to an operation means. Exactly one of three
+// holds: Answer is set (the operation's authoritative answer, Decided), or
+// Problem is set (the server refused or failed; Decided says which), or
+// neither (an answer that is not the documented one: a garbled body, a
+// proxy's page, the answer to another request; never Decided).
+type Result struct {
+	Reply
+	Answer  engine.Answer // Its Status is empty without an answer.
+	Problem *engine.Error
+	// Decided reports whether the answer decides the operation: the caller
+	// records it and never sends the operation again. An undecided one
+	// leaves the outcome unknown; the caller retries with the same key.
+	Decided bool
+}
+
+// Classify is the one rule of every Go client for what an answer to op
+// means: a JSON answer of op's kind, with its HTTP status, about exactly
+// op's request, is authoritative; a problem with a code is a decided
+// refusal unless its code is undecided (engine.Undecided: body_incomplete,
+// store_unavailable, internal) or its status is not a refusal (not a 4xx,
+// or 408 or 429, whatever its code); anything else is undecided.
+// reply.Replayed is kept only on an answer.
+func Classify(op Operation, reply Reply) Result {
+	r := Result{Reply: reply}
+	r.Replayed = false
+	switch mt, _, _ := mime.ParseMediaType(reply.ContentType); mt {
+	case api.MediaJSON:
+		if a, err := engine.DecodeAnswer(op.Kind, reply.Body); err == nil && op.answers(a, reply.Status) {
+			r.Answer, r.Decided, r.Replayed = a, true, reply.Replayed
+		}
+	case api.MediaProblem:
+		if p := problemOf(reply.Body); p != nil {
+			r.Problem, r.Decided = p, decides(reply.Status, p.Code)
+		}
+	}
+	return r
+}
+
+// Err returns nil for an answer, the *engine.Error of a problem, and an
+// *UnexpectedResponseError for anything else.
+func (r Result) Err() error {
+	switch {
+	case r.Answer.Status != "":
+		return nil
+	case r.Problem != nil:
+		return r.Problem
+	}
+	return &UnexpectedResponseError{Status: r.Status, ContentType: r.ContentType, Body: r.Body}
+}
+
+// problemOf decodes a problem detail with a code, nil for anything else.
+func problemOf(body []byte) *engine.Error {
+	var p api.Problem
+	if json.Unmarshal(body, &p) != nil || p.Code == "" {
+		return nil
+	}
+	return &engine.Error{Code: p.Code, Message: p.Detail}
+}
+
+// decides reports whether a problem with code, answered with HTTP status,
+// decides its request; status 0 means the status is not known, and the
+// code alone decides then.
+func decides(status int, code string) bool {
+	if engine.Undecided(code) {
+		return false
+	}
+	return status == 0 || (status >= 400 && status < 500 && status != 408 && status != 429)
+}
+
+// Undecided applies the rule of Classify to a call that returned status and
+// err instead of a Result (WhoAmI, say): there was no answer at all (the
+// daemon unreachable, the connection broken, a timeout) or one that is not
+// the documented one, or a problem that Classify calls undecided. status 0
+// means the caller does not know the status. A nil err is an answer, and
+// every other problem is a decided refusal.
+func Undecided(status int, err error) bool {
+	if err == nil {
+		return false
+	}
+	var ee *engine.Error
+	return !errors.As(err, &ee) || !decides(status, ee.Code)
+}
