@@ -107,6 +107,14 @@ func (l *Listener) ConnState(c net.Conn, s http.ConnState) {
 	}
 }
 
+// Idle returns the number of admitted connections that wait for their next
+// request: those a new connection at the bound may close.
+func (l *Listener) Idle() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle.Len()
+}
+
 // Open returns the number of connections admitted and not yet closed.
 func (l *Listener) Open() int {
 	l.mu.Lock()

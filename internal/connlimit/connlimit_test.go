@@ -72,12 +72,21 @@ func (c *conn) closedByServer() bool {
 }
 
 // waitOpen waits until the listener holds n connections.
-func waitOpen(t *testing.T, l *connlimit.Listener, n int) {
+func waitOpen(t *testing.T, l *connlimit.Listener, n int) { waitCount(t, "connections", l.Open, n) }
+
+// waitIdle waits until the listener holds n idle connections. The server
+// marks a connection idle only after its answer has gone out, so a test
+// that depends on which connection is idle longest waits for it.
+func waitIdle(t *testing.T, l *connlimit.Listener, n int) {
+	waitCount(t, "idle connections", l.Idle, n)
+}
+
+func waitCount(t *testing.T, what string, count func() int, n int) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for l.Open() != n {
+	for count() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("the listener holds %d connections, want %d", l.Open(), n)
+			t.Fatalf("the listener holds %d %s, want %d", count(), what, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -88,17 +97,19 @@ func waitOpen(t *testing.T, l *connlimit.Listener, n int) {
 func TestShedsLongestIdle(t *testing.T) {
 	addr, l, shed, refused := serve(t, 3)
 	var idle []*conn
-	for range 3 {
+	for i := range 3 {
 		c := dial(t, addr)
 		if err := c.request(t); err != nil {
 			t.Fatal(err)
 		}
 		idle = append(idle, c)
+		waitIdle(t, l, i+1)
 	}
 	// The first connection becomes the newest idle one again.
 	if err := idle[0].request(t); err != nil {
 		t.Fatal(err)
 	}
+	waitIdle(t, l, 3)
 	fresh := dial(t, addr)
 	if err := fresh.request(t); err != nil {
 		t.Fatalf("the new connection at the cap: %v", err)

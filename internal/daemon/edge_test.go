@@ -258,6 +258,19 @@ func mustAnswer(t *testing.T, p *proc, token string) {
 	}
 }
 
+// waitIdleTCP waits until the daemon's TCP listener holds n idle
+// connections, as its metrics say.
+func waitIdleTCP(t *testing.T, p *proc, n int) {
+	t.Helper()
+	want := fmt.Sprintf(`reserved_connections{listener="tcp",state="idle"} %d`+"\n", n)
+	servertest.Eventually(t, abuseTimeout, "the daemon to hold "+want, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
+		defer cancel()
+		_, metrics, err := p.socketClient().Do(ctx, http.MethodGet, api.PathMetrics, nil, nil)
+		return err == nil && strings.Contains(string(metrics), want)
+	})
+}
+
 // TestConnectionCap starts the daemon with a cap of four TCP connections:
 // at the cap a new connection is admitted by closing the one idle longest;
 // with none idle a new one is closed at once, while the socket, capped on
@@ -270,25 +283,31 @@ func TestConnectionCap(t *testing.T) {
 	if r := p.logs.Find("reserved is serving"); r["max_tcp_connections"] != float64(cap) {
 		t.Errorf("start line = %v, want max_tcp_connections %d", r, cap)
 	}
+	// The daemon marks a connection idle only after its answer has gone
+	// out, so the test waits for each mark before it relies on the order.
 	var idle []*rawConn
-	for range cap {
+	for i := range cap {
 		c := dialRaw(t, p, viaTCP, token)
 		if err := c.healthz(t); err != nil {
 			t.Fatal(err)
 		}
 		idle = append(idle, c)
+		waitIdleTCP(t, p, i+1)
 	}
 	// Asked again, the first connection is no longer the one idle longest.
 	if err := idle[0].healthz(t); err != nil {
 		t.Fatal(err)
 	}
+	waitIdleTCP(t, p, cap)
 	mustReserve(t, p, token) // On a new connection, which stays idle.
 	if !idle[1].closedByDaemon() {
 		t.Fatal("the connection idle longest was not closed to admit a new one")
 	}
+	waitIdleTCP(t, p, cap)
 	if err := idle[0].healthz(t); err != nil {
 		t.Fatalf("a connection idle for less time was closed: %v", err)
 	}
+	waitIdleTCP(t, p, cap)
 
 	// Connections that send nothing are not idle: each new one closes an
 	// idle one, longest idle first, until none is left. The third closes

@@ -62,6 +62,19 @@ func (m *Metrics) Register(cs ...prometheus.Collector) error {
 	return nil
 }
 
+// trackConnections reports how many connections a capped listener of kind
+// (socket, tcp) holds and how many of them are idle, the ones it closes
+// first at its cap. A second listener of one kind is not reported.
+func (m *Metrics) trackConnections(kind string, open, idle func() int) {
+	for state, count := range map[string]func() int{"open": open, "idle": idle} {
+		m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "reserved_connections",
+			Help:        "Connections a listener holds, by listener (socket, tcp) and state (open: all of them; idle: those waiting for their next request, which a listener at its cap closes first).",
+			ConstLabels: prometheus.Labels{"listener": kind, "state": state},
+		}, func() float64 { return float64(count()) }))
+	}
+}
+
 // ObserveCommit records the size of one group commit. It has the signature
 // of boltstore.Options.OnCommit.
 func (m *Metrics) ObserveCommit(calls int) { m.commits.Observe(float64(calls)) }

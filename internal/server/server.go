@@ -179,6 +179,7 @@ func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handle
 			OnRefuse: func() { s.atConnCap(kind, maxConns, actionRefused) },
 		})
 		srv.ConnState = limited.ConnState
+		s.metrics.trackConnections(kind, limited.Open, limited.Idle)
 		ln = limited
 	}
 	s.mu.Lock()
