@@ -58,17 +58,22 @@ func OperationPath(key engine.OperationKey) string { return PathOperations + "/"
 // authoritative answer to the HTTP status it is sent with: 201 Created and
 // 409 Conflict for a reservation, 200 OK and 409 Conflict for a
 // cancellation.
-var statusByAnswer = map[[2]string]int{
+var statusByAnswer = map[answerKey]int{
 	{engine.OperationReserve, engine.StatusReserved}:        201,
 	{engine.OperationReserve, engine.StatusUnavailable}:     409,
 	{engine.OperationCancel, engine.StatusCancelled}:        200,
 	{engine.OperationCancel, engine.StatusAlreadyCancelled}: 409,
 }
 
+type answerKey struct {
+	kind   engine.OperationKind
+	status string
+}
+
 // StatusOfAnswer returns the HTTP status of an answer of kind with status,
 // and 0 for a (kind, status) that is not an answer.
-func StatusOfAnswer(kind, status string) int {
-	return statusByAnswer[[2]string{kind, status}]
+func StatusOfAnswer(kind engine.OperationKind, status string) int {
+	return statusByAnswer[answerKey{kind, status}]
 }
 
 // Problem is an RFC 9457 problem detail with reserve's stable code member.
@@ -98,16 +103,16 @@ type OperationPage struct {
 // status) and HTTP status. Expired is set for an operation whose receipt
 // was purged after the retention period (only its tombstone is left).
 type OperationRecord struct {
-	Actor         string              `json:"actor"`
-	Operation     engine.OperationKey `json:"operation"`
-	Kind          string              `json:"kind"`
-	Outcome       string              `json:"outcome"`
-	HTTPStatus    int                 `json:"http_status"`
-	Workshop      string              `json:"workshop"`
-	Quantity      int                 `json:"quantity"`
-	ReservationID string              `json:"reservation_id,omitempty"`
-	CreatedAt     time.Time           `json:"created_at"`
-	Expired       bool                `json:"expired,omitempty"`
+	Actor         string               `json:"actor"`
+	Operation     engine.OperationKey  `json:"operation"`
+	Kind          engine.OperationKind `json:"kind"`
+	Outcome       string               `json:"outcome"`
+	HTTPStatus    int                  `json:"http_status"`
+	Workshop      string               `json:"workshop"`
+	Quantity      int                  `json:"quantity"`
+	ReservationID string               `json:"reservation_id,omitempty"`
+	CreatedAt     time.Time            `json:"created_at"`
+	Expired       bool                 `json:"expired,omitempty"`
 }
 
 // OperationView is the body of GET /api/v1/operations/{key}, the caller's

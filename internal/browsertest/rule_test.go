@@ -71,12 +71,12 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 		bodies = append(bodies, `{"type":"about:blank","status":409,"code":"`+code+`","detail":"d"}`)
 	}
 	type check struct {
-		Kind   string `json:"kind"`
-		Status int    `json:"status"`
-		Body   string `json:"body"`
+		Kind   engine.OperationKind `json:"kind"`
+		Status int                  `json:"status"`
+		Body   string               `json:"body"`
 	}
 	var checks []check
-	for _, kind := range []string{engine.OperationReserve, engine.OperationCancel} {
+	for _, kind := range []engine.OperationKind{engine.OperationReserve, engine.OperationCancel} {
 		for _, status := range []int{200, 201, 400, 401, 404, 408, 409, 410, 422, 429, 500, 503} {
 			for _, b := range bodies {
 				checks = append(checks, check{kind, status, b})

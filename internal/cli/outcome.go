@@ -21,7 +21,7 @@ import (
 type outcome struct {
 	status intent.Status
 	// op is the kind of the intent: intent.KindReserve or KindCancel.
-	op  string
+	op  engine.OperationKind
 	key engine.OperationKey
 	// res is the server's answer; its Status is 0 without one.
 	res client.Result

@@ -142,7 +142,7 @@ func (env *commandEnv) startIntent(ctx context.Context, newIntent func(server, a
 // kind: a recorded rejection is reported and not sent again; any other
 // intent is sent again with its key and payload, as the actor and to the
 // server it was recorded with.
-func (env *commandEnv) retryIntent(ctx context.Context, kind string) error {
+func (env *commandEnv) retryIntent(ctx context.Context, kind engine.OperationKind) error {
 	server, j, in, err := env.openSession()
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // answer about another workshop, quantity or reservation answers someone
 // else's request.
 type Operation struct {
-	Kind          string
+	Kind          engine.OperationKind
 	Request       engine.Request
 	ReservationID string
 }

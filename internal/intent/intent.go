@@ -30,7 +30,7 @@ const KindCancel = engine.OperationCancel
 // kinds maps every known intent kind to the decoder of its payload, which
 // keeps the decoded value in the intent. A new kind is added here together
 // with its constructor.
-var kinds = map[string]func(in *Intent) error{
+var kinds = map[engine.OperationKind]func(in *Intent) error{
 	KindReserve: func(in *Intent) (err error) {
 		in.request, err = engine.DecodeRequest(in.Payload)
 		return err
@@ -87,7 +87,7 @@ type Intent struct {
 	// Schema is SchemaVersion when the intent was written.
 	Schema int `json:"schema"`
 	// Kind says what the payload is, for example KindReserve.
-	Kind string `json:"kind"`
+	Kind engine.OperationKind `json:"kind"`
 	// Key is the operation key (a lowercase canonical UUIDv4) sent as
 	// Idempotency-Key with every attempt.
 	Key engine.OperationKey `json:"operation"`
@@ -142,7 +142,7 @@ func NewKey() (engine.OperationKey, error) {
 // It checks the kind, the payload, the server (see SocketServer and
 // URLServer) and the actor, but does not write anything: Save or
 // RecordAttempt it before the first send.
-func New(kind string, payload json.RawMessage, server, actor string) (*Intent, error) {
+func New(kind engine.OperationKind, payload json.RawMessage, server, actor string) (*Intent, error) {
 	key, err := NewKey()
 	if err != nil {
 		return nil, err
