@@ -32,6 +32,12 @@ const (
 	demoMaxQuantity = 2
 )
 
+// clearTextWarning is logged at start when the TCP listener is on an
+// address that is not loopback: it serves plain HTTP, and browsers treat
+// only https and loopback origins as secure contexts, the only ones in
+// which they run the form and send the Fetch metadata its sign-in needs.
+const clearTextWarning = "the TCP listener is not on a loopback address: bearer tokens, login links and browser sessions cross the network there in clear text, and browsers run the form and its sign-in only in a secure context (https or loopback); put a TLS proxy in front of it"
+
 // EnvListen overrides the default TCP address; set but empty disables TCP.
 const EnvListen = "RESERVED_LISTEN"
 
@@ -304,6 +310,9 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	if tcpAddr != "" {
 		logLoginLink(ctx, eng, logger, tcpAddr)
+		if a, ok := tcpLn.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			logger.Warn(clearTextWarning, "tcp", tcpAddr)
+		}
 	}
 	if limitWarning != nil {
 		logger.Warn("the open file limit (RLIMIT_NOFILE) stays as it is; the connection caps fit in it", "error", limitWarning, "open_files", openFiles)

@@ -309,3 +309,21 @@ func TestTuning(t *testing.T) {
 		}
 	}
 }
+
+// TestClearTextWarning: a TCP listener on an address that is not loopback
+// serves plain HTTP to the network, where tokens and sessions travel in
+// clear text and browsers do not run the form's sign-in, so the daemon
+// warns at start; on loopback it does not.
+func TestClearTextWarning(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		warn   bool
+	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
+		p := start(t, t.TempDir(), filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--listen", tc.listen)
+		w := p.logs.Find(daemon.ClearTextWarning, "level", "WARN")
+		if (w != nil) != tc.warn || (w != nil && w["tcp"] != p.logs.Find("reserved is serving")["tcp"]) {
+			t.Errorf("--listen %s: warning %v, want one naming the listener: %v", tc.listen, w, tc.warn)
+		}
+		p.stop(t)
+	}
+}

@@ -50,15 +50,27 @@ func sessionOf(r *http.Request) string {
 // are ignored, so there is no way around the check by navigation. The
 // redeem route itself refuses requests from other origins (see
 // crossOriginProtection), and what it answers them could only land in
-// that other origin, never in the form's storage. Browsers without Fetch
-// metadata send no Sec-Fetch-Site and pass, as they do the form's other
-// protections that rely on it.
+// that other origin, never in the form's storage.
+//
+// A navigation without Sec-Fetch-Site is refused the same way: it cannot
+// be told from one that another page caused. Browsers send Fetch metadata
+// only to potentially trustworthy origins (https, localhost, loopback
+// addresses), so a listener reached over plain HTTP on another address
+// never sees the header. The form needs such a secure context anyway (it
+// makes its operation keys with crypto.randomUUID, which browsers offer
+// only there), and every browser that runs it there sends the header.
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
 	if err := tcpOnly(r); err != nil {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "none" && site != "same-origin" {
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "none", "same-origin":
+	case "":
+		infoOf(r).outcome = "no_fetch_metadata"
+		infoOf(r).code = engine.CodeForbidden
+		return writePage(w, http.StatusForbidden, loginNoMetadataPage)
+	default:
 		infoOf(r).outcome = "cross_origin"
 		infoOf(r).code = engine.CodeForbidden
 		return writePage(w, http.StatusForbidden, loginCrossSitePage)
@@ -124,6 +136,13 @@ var loginCrossSitePage = page{
 	Text:    "This login link was opened from another web page, which could sign your browser in to someone else's session, so it was not used. Copy the link that 'reservectl login-link' printed into the address bar.",
 	TitleDE: "Öffnen Sie den Anmeldelink selbst",
 	TextDE:  "Dieser Anmeldelink wurde von einer anderen Webseite aus geöffnet, die Ihren Browser so in die Sitzung eines anderen anmelden könnte; er wurde deshalb nicht benutzt. Kopieren Sie den Link, den 'reservectl login-link' ausgegeben hat, in die Adresszeile.",
+}
+
+var loginNoMetadataPage = page{
+	Title:   "Sign in from a secure page",
+	Text:    "Your browser did not say how this login link was opened (it sends no Fetch metadata to a page served over plain HTTP from another machine), so another web page could have opened it to sign you in to someone else's session; it was not used. Open the link in a current browser on the machine reserved runs on, or ask whoever runs reserved to serve the form over HTTPS or on a loopback address.",
+	TitleDE: "Anmelden auf einer sicheren Seite",
+	TextDE:  "Ihr Browser hat nicht angegeben, wie dieser Anmeldelink geöffnet wurde (einer Seite, die über unverschlüsseltes HTTP von einem anderen Rechner kommt, sendet er keine Fetch-Metadaten); eine andere Webseite könnte ihn also geöffnet haben, um Sie in die Sitzung eines anderen anzumelden. Er wurde deshalb nicht benutzt. Öffnen Sie den Link in einem aktuellen Browser auf dem Rechner, auf dem reserved läuft, oder bitten Sie den Betreiber, das Formular über HTTPS oder auf einer Loopback-Adresse anzubieten.",
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
