@@ -25,7 +25,7 @@ import (
 // is open). The temporary file takes as much disk space as the snapshot
 // until Backup returns; where the system tells the free space (Linux),
 // Backup refuses to start when that would leave the database's file system
-// less than backupReserve free. On Unix the file
+// less than backupReserve free (CodeInsufficientStorage). On Unix the file
 // loses its name as soon as it is created, so only this Backup can read it
 // and nothing is left of it once it is closed, whatever ends the process.
 //
@@ -55,15 +55,24 @@ func (s *Store) Backup(ctx context.Context, size func(int64), w io.Writer) (int6
 	return sent, nil
 }
 
-// backupReserve is the free space a backup leaves on the database's file
-// system for the database to grow into while the backup's temporary file
-// holds its snapshot: four of the 16 MiB steps in which bbolt grows a
-// large file.
-const backupReserve = 64 << 20
+// maxBackupReserve is the most free space a backup leaves on the
+// database's file system for the database to grow into while the backup's
+// temporary file holds its snapshot: four of the 16 MiB steps in which
+// bbolt grows a large file.
+const maxBackupReserve = 64 << 20
+
+// backupReserve is the free space a backup leaves beside its snapshot on a
+// file system of size bytes: maxBackupReserve, but at most an eighth of the
+// file system, so that a small one (a tmpfs of a few MiB holding a small
+// database) can hold a backup too; a database on it grows in steps that
+// small.
+func backupReserve(size int64) int64 {
+	return min(maxBackupReserve, size/8)
+}
 
 // freeSpace returns how many bytes may still be written to the file system
-// of dir, or an error wrapping errors.ErrUnsupported where the system does
-// not tell.
+// of dir and how large it is, or an error wrapping errors.ErrUnsupported
+// where the system does not tell.
 var freeSpace = statFreeSpace
 
 // snapshot copies a consistent snapshot of the database from one read
@@ -108,18 +117,21 @@ func (s *Store) snapshot(ctx context.Context) (f *os.File, n int64, release func
 }
 
 // checkBackupSpace refuses a snapshot of need bytes that would leave the
-// file system of dir less than backupReserve free.
+// file system of dir less than backupReserve free. That is a condition of
+// the machine, not a fault of the daemon: it is answered with
+// CodeInsufficientStorage, and the same backup succeeds once space is
+// freed.
 func checkBackupSpace(dir string, need int64) error {
-	free, err := freeSpace(dir)
+	free, size, err := freeSpace(dir)
 	if errors.Is(err, errors.ErrUnsupported) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("measure the free space in %s: %w", dir, err)
 	}
-	if free-need < backupReserve {
-		return engine.Errorf(engine.CodeInternal, "the backup needs %d MiB free in %s for its snapshot and %d MiB left for the database to grow, but only %d MiB are free: free some space there",
-			mib(need), dir, mib(backupReserve), mib(free))
+	if reserve := backupReserve(size); free-need < reserve {
+		return engine.Errorf(engine.CodeInsufficientStorage, "the backup needs %d MiB free in %s for its snapshot and %d MiB left for the database to grow, but only %d MiB are free: free some space there",
+			mib(need), dir, mib(reserve), mib(free))
 	}
 	return nil
 }

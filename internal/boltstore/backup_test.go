@@ -188,24 +188,26 @@ func TestBackupLeavesNoFile(t *testing.T) {
 	// The free space is measured in the snapshot's transaction, just
 	// before the copy.
 	during, cancel := context.WithCancel(ctx)
-	boltstore.SetFreeSpace(t, func(string) (int64, error) { cancel(); return 1 << 40, nil })
+	boltstore.SetFreeSpace(t, func(string) (int64, int64, error) { cancel(); return 1 << 40, 1 << 41, nil })
 	if _, err := s.Backup(during, func(int64) { t.Error("a backup given up during its snapshot announced a size") }, io.Discard); !errors.Is(err, context.Canceled) {
 		t.Errorf("backup given up during its snapshot = %v", err)
 	}
 	noTrace("a backup given up during its snapshot")
 
-	boltstore.SetFreeSpace(t, func(string) (int64, error) { return boltstore.BackupReserve, nil })
+	boltstore.SetFreeSpace(t, func(string) (int64, int64, error) { return boltstore.MaxBackupReserve, 1 << 40, nil })
 	var out bytes.Buffer
 	_, err = s.Backup(ctx, func(int64) { t.Error("a refused backup announced a size") }, &out)
-	if engine.ErrorCode(err) != engine.CodeInternal || !strings.Contains(engine.ErrorMessage(err), "MiB are free") || out.Len() != 0 {
+	if engine.ErrorCode(err) != engine.CodeInsufficientStorage || !strings.Contains(engine.ErrorMessage(err), "MiB are free") || out.Len() != 0 {
 		t.Errorf("backup without free space = %v (%q), %d bytes, want a refusal that says how much is free", err, engine.ErrorMessage(err), out.Len())
 	}
 	noTrace("a refused backup")
 }
 
 // TestBackupNeedsItsSnapshotAndTheReserveFree refuses a backup whose
-// snapshot would leave less than the reserve free, and takes it when that
-// much is left.
+// snapshot would leave less than the reserve free, with the code of a
+// machine's condition (insufficient_storage), and takes it when that much
+// is left. The reserve is 64 MiB, but at most an eighth of the file
+// system: a small database on a 40 MiB file system can be backed up.
 func TestBackupNeedsItsSnapshotAndTheReserveFree(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpen(t, boltstore.Options{})
@@ -213,22 +215,32 @@ func TestBackupNeedsItsSnapshotAndTheReserveFree(t *testing.T) {
 	if _, err := s.Backup(ctx, func(n int64) { size = n }, io.Discard); err != nil {
 		t.Fatal(err)
 	}
+	const small = 40 << 20
+	if got := boltstore.BackupReserve(small); got != small/8 {
+		t.Errorf("reserve on a %d MiB file system = %d, want an eighth of it", small>>20, got)
+	}
+	if got := boltstore.BackupReserve(1 << 40); got != 64<<20 {
+		t.Errorf("reserve on a 1 TiB file system = %d, want 64 MiB", got)
+	}
 	for _, tc := range []struct {
-		free int64
-		ok   bool
+		free, fs int64
+		ok       bool
 	}{
-		{size + boltstore.BackupReserve - 1, false},
-		{size + boltstore.BackupReserve, true},
+		{size + 64<<20 - 1, 1 << 40, false},
+		{size + 64<<20, 1 << 40, true},
+		{size + small/8 - 1, small, false},
+		{size + small/8, small, true},
+		{small, small, true},
 	} {
-		boltstore.SetFreeSpace(t, func(dir string) (int64, error) {
+		boltstore.SetFreeSpace(t, func(dir string) (int64, int64, error) {
 			if dir != filepath.Dir(s.Path()) {
 				t.Errorf("free space asked of %s, not of the database's directory", dir)
 			}
-			return tc.free, nil
+			return tc.free, tc.fs, nil
 		})
 		_, err := s.Backup(ctx, nil, io.Discard)
-		if (err == nil) != tc.ok {
-			t.Errorf("backup of %d bytes with %d free = %v, want ok=%v", size, tc.free, err, tc.ok)
+		if (err == nil) != tc.ok || (err != nil && engine.ErrorCode(err) != engine.CodeInsufficientStorage) {
+			t.Errorf("backup of %d bytes with %d of %d bytes free = %v, want ok=%v or else %s", size, tc.free, tc.fs, err, tc.ok, engine.CodeInsufficientStorage)
 		}
 	}
 }

@@ -5,13 +5,17 @@ import "testing"
 // QueuedUpdates reports how many Updates wait for the group committer.
 func QueuedUpdates(s *Store) int { return len(s.calls) }
 
-// SetFreeSpace makes backups see free as the free space of the database's
-// file system until the test ends.
-func SetFreeSpace(tb testing.TB, free func(dir string) (int64, error)) {
+// SetFreeSpace makes backups see what free returns as the free space and
+// the size of the database's file system until the test ends.
+func SetFreeSpace(tb testing.TB, free func(dir string) (free, size int64, err error)) {
 	old := freeSpace
 	freeSpace = free
 	tb.Cleanup(func() { freeSpace = old })
 }
 
-// BackupReserve is the free space a backup leaves beside its snapshot.
-const BackupReserve = backupReserve
+// BackupReserve is the free space a backup leaves beside its snapshot on a
+// file system of size bytes.
+func BackupReserve(size int64) int64 { return backupReserve(size) }
+
+// MaxBackupReserve is the most free space a backup leaves.
+const MaxBackupReserve = maxBackupReserve

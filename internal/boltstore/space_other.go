@@ -9,6 +9,6 @@ import (
 )
 
 // statFreeSpace does not know the free space on this system.
-func statFreeSpace(string) (int64, error) {
-	return 0, fmt.Errorf("free space on %s: %w", runtime.GOOS, errors.ErrUnsupported)
+func statFreeSpace(string) (free, size int64, err error) {
+	return 0, 0, fmt.Errorf("free space on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }

@@ -60,6 +60,12 @@ const (
 	// CodeNotImplemented means the store behind this daemon cannot do what
 	// was asked (an online backup of a PostgreSQL store).
 	CodeNotImplemented = "not_implemented"
+	// CodeInsufficientStorage means the machine lacks the disk space the
+	// request needs (a backup's snapshot beside the database). Nothing was
+	// done, and the same request is refused again until someone frees
+	// space, so it is a decided refusal, not an undecided answer: the
+	// client knows that it took no effect.
+	CodeInsufficientStorage = "insufficient_storage"
 	// CodeStoreUnavailable means the store could not serve the request now:
 	// its database is unreachable, restarting, refusing connections, failing
 	// over or too slow to answer, or the daemon is closing it. It is
@@ -95,7 +101,7 @@ var Codes = []string{
 	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
-	CodeMethodNotAllowed, CodeNotImplemented, CodeStoreUnavailable, CodeInternal,
+	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeInternal,
 }
 
 // Error is the one error type of reserve: a stable machine-readable code and a

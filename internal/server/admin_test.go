@@ -3,6 +3,8 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -143,5 +145,37 @@ func TestBackupOfAStoreWithoutOneIsNotImplemented(t *testing.T) {
 	_, err = (&client.Client{Socket: socket}).Backup(context.Background(), &bytes.Buffer{})
 	if engine.ErrorCode(err) != engine.CodeNotImplemented || server.StatusOf(engine.CodeNotImplemented) != http.StatusNotImplemented {
 		t.Errorf("backup of a store without one: %v, want 501 not_implemented", err)
+	}
+}
+
+// TestBackupWithoutDiskSpaceIs507: a store that refuses a backup because
+// its file system lacks the space for the snapshot is answered 507
+// insufficient_storage with its reason, not 500 internal, which is kept for
+// the daemon's own faults.
+func TestBackupWithoutDiskSpaceIs507(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	full := func(context.Context, func(int64), io.Writer) (int64, error) {
+		return 0, fmt.Errorf("back up reserved.db: %w", engine.Errorf(engine.CodeInsufficientStorage, "only 5 MiB are free: free some space there"))
+	}
+	srv := server.New(server.Config{Engine: h.Engine, DaemonUID: os.Getuid(), Backup: full})
+	socket := filepath.Join(servertest.ShortTempDir(t), "s.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.ServeUnix(ln)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+	}}}
+	resp, err := hc.Get("http://local" + api.PathBackup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantProblem(t, resp, body, http.StatusInsufficientStorage, engine.CodeInsufficientStorage)
+	if !bytes.Contains(body, []byte("only 5 MiB are free")) {
+		t.Errorf("the 507 problem %s does not say why", body)
 	}
 }

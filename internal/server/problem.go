@@ -29,6 +29,7 @@ var statusByCode = map[string]int{
 	engine.CodeNotFound:              http.StatusNotFound,
 	engine.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
 	engine.CodeNotImplemented:        http.StatusNotImplemented,
+	engine.CodeInsufficientStorage:   http.StatusInsufficientStorage,
 	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
 	engine.CodeBadFraming:            http.StatusBadRequest,

@@ -41,6 +41,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeNotFound:              404,
 		engine.CodeMethodNotAllowed:      405,
 		engine.CodeNotImplemented:        501,
+		engine.CodeInsufficientStorage:   507,
 		engine.CodeStoreUnavailable:      503,
 		engine.CodeInternal:              500,
 	}
