@@ -132,9 +132,11 @@ func TestBackupIsAConsistentDatabase(t *testing.T) {
 // store.
 type storeWithoutBackup struct{ engine.Store }
 
-func TestBackupOfAStoreWithoutOneIsNotImplemented(t *testing.T) {
-	h := servertest.Start(t, servertest.Options{})
-	srv := server.New(server.Config{Engine: engine.New(storeWithoutBackup{h.Store}), DaemonUID: os.Getuid()})
+// serveSocket serves a server of cfg on a Unix socket until the test ends
+// and returns the socket's path.
+func serveSocket(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	srv := server.New(cfg)
 	socket := filepath.Join(servertest.ShortTempDir(t), "s.sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {
@@ -142,7 +144,13 @@ func TestBackupOfAStoreWithoutOneIsNotImplemented(t *testing.T) {
 	}
 	go srv.ServeUnix(ln)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	_, err = (&client.Client{Socket: socket}).Backup(context.Background(), &bytes.Buffer{})
+	return socket
+}
+
+func TestBackupOfAStoreWithoutOneIsNotImplemented(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	socket := serveSocket(t, server.Config{Engine: engine.New(storeWithoutBackup{h.Store}), DaemonUID: os.Getuid()})
+	_, err := (&client.Client{Socket: socket}).Backup(context.Background(), &bytes.Buffer{})
 	if engine.ErrorCode(err) != engine.CodeNotImplemented || server.StatusOf(engine.CodeNotImplemented) != http.StatusNotImplemented {
 		t.Errorf("backup of a store without one: %v, want 501 not_implemented", err)
 	}
@@ -157,14 +165,7 @@ func TestBackupWithoutDiskSpaceIs507(t *testing.T) {
 	full := func(context.Context, func(int64), io.Writer) (int64, error) {
 		return 0, fmt.Errorf("back up reserved.db: %w", engine.Errorf(engine.CodeInsufficientStorage, "only 5 MiB are free: free some space there"))
 	}
-	srv := server.New(server.Config{Engine: h.Engine, DaemonUID: os.Getuid(), Backup: full})
-	socket := filepath.Join(servertest.ShortTempDir(t), "s.sock")
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.ServeUnix(ln)
-	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	socket := serveSocket(t, server.Config{Engine: h.Engine, DaemonUID: os.Getuid(), Backup: full})
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 	}}}
