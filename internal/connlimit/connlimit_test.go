@@ -54,6 +54,7 @@ func serve(t *testing.T, max int) *server {
 				return
 			}
 			t.Cleanup(func() { c.Close() })
+			s.holding <- struct{}{}
 		}
 	}), ConnState: s.l.ConnState}
 	go srv.Serve(s.l)
@@ -268,6 +269,11 @@ func TestHijackedLeaves(t *testing.T) {
 	hijacked := dial(t, s.addr)
 	if _, err := io.WriteString(hijacked, "GET /hijack HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-s.holding:
+	case <-time.After(timeout):
+		t.Fatal("the GET /hijack request did not take its connection")
 	}
 	waitOpen(t, s.l, 0)
 	if err := dial(t, s.addr).request(t); err != nil {
