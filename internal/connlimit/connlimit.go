@@ -2,8 +2,14 @@
 // listener, so that no client can make it run out of file descriptors. At
 // the bound a new connection is admitted by closing the connection that has
 // been idle longest (one that finished a request and waits for the next);
-// with none idle, the new connection is closed at once, so the accept loop
-// never stalls.
+// with none idle, by closing the one that has waited longest for its first
+// request header; only when every connection is busy with a request is the
+// new connection closed at once, so the accept loop never stalls.
+//
+// A client that connects to send a request sends its header at once, so it
+// is the youngest waiting connection and the last one closed: to keep it
+// out, connections that hold their slots without finishing a header must
+// be opened faster than it sends its header, not merely held.
 package connlimit
 
 import (
@@ -15,24 +21,37 @@ import (
 
 // Listener admits at most Max connections at a time. Its ConnState method
 // must be the http.Server's ConnState hook: that is how it learns which
-// connections are idle and which are gone.
+// connections are idle, which are busy and which are gone.
 type Listener struct {
 	net.Listener
-	max      int
-	onShed   func()
-	onRefuse func()
+	max           int
+	onShed        func()
+	onShedWaiting func()
+	onRefuse      func()
 
 	mu    sync.Mutex
-	conns map[net.Conn]*list.Element // Every admitted connection; the element is in idle while it is idle.
-	idle  list.List                  // Of net.Conn, the longest idle first.
+	conns map[net.Conn]held // Every admitted connection.
+	// Of net.Conn, the connections that may be closed at the bound, the
+	// longest held in the queue first: idle ones, and those that have
+	// not yet finished their first request header.
+	idle, waiting list.List
+}
+
+// held is where an admitted connection is queued: in idle or waiting, or
+// nowhere (queue nil) while it is busy with a request.
+type held struct {
+	queue *list.List
+	e     *list.Element
 }
 
 // Options tune a Listener.
 type Options struct {
 	// OnShed is called after an idle connection was closed to admit a new
-	// one, OnRefuse after a new connection was closed because none was
-	// idle. Either may be nil.
-	OnShed, OnRefuse func()
+	// one, OnShedWaiting after a connection that had not finished its
+	// first request header was, and OnRefuse after a new connection was
+	// closed because every connection was busy with a request. Any may be
+	// nil.
+	OnShed, OnShedWaiting, OnRefuse func()
 }
 
 // New bounds the connections accepted from ln to max, which must be at
@@ -41,7 +60,7 @@ func New(ln net.Listener, max int, opts Options) *Listener {
 	if max < 1 {
 		panic("connlimit: max must be at least 1")
 	}
-	return &Listener{Listener: ln, max: max, onShed: opts.OnShed, onRefuse: opts.OnRefuse, conns: map[net.Conn]*list.Element{}}
+	return &Listener{Listener: ln, max: max, onShed: opts.OnShed, onShedWaiting: opts.OnShedWaiting, onRefuse: opts.OnRefuse, conns: map[net.Conn]held{}}
 }
 
 // Accept waits for the next connection it can admit. Connections it cannot
@@ -52,67 +71,87 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		admitted, shed := l.admit(c)
+		admitted, shed, onShed := l.admit(c)
 		if shed != nil {
 			shed.Close()
-			if l.onShed != nil {
-				l.onShed()
-			}
+			call(onShed)
 		}
 		if admitted {
 			return c, nil
 		}
 		c.Close()
-		if l.onRefuse != nil {
-			l.onRefuse()
-		}
+		call(l.onRefuse)
+	}
+}
+
+func call(f func()) {
+	if f != nil {
+		f()
 	}
 }
 
 // admit counts c in if there is room, making room by giving up the longest
-// idle connection, which the caller must close.
-func (l *Listener) admit(c net.Conn) (admitted bool, shed net.Conn) {
+// idle connection or else the one waiting longest for its first header,
+// which the caller must close and then call onShed. Admitted, c waits for
+// its first header.
+func (l *Listener) admit(c net.Conn) (admitted bool, shed net.Conn, onShed func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.conns) >= l.max {
-		oldest := l.idle.Front()
-		if oldest == nil {
-			return false, nil
+		switch {
+		case l.idle.Len() > 0:
+			shed, onShed = l.idle.Remove(l.idle.Front()).(net.Conn), l.onShed
+		case l.waiting.Len() > 0:
+			shed, onShed = l.waiting.Remove(l.waiting.Front()).(net.Conn), l.onShedWaiting
+		default:
+			return false, nil, nil
 		}
-		shed = l.idle.Remove(oldest).(net.Conn)
 		delete(l.conns, shed)
 	}
-	l.conns[c] = nil
-	return true, shed
+	l.conns[c] = held{queue: &l.waiting, e: l.waiting.PushBack(c)}
+	return true, shed, onShed
 }
 
 // ConnState follows the state of the server's connections; set it as the
-// http.Server's ConnState.
+// http.Server's ConnState. A connection waits from its acceptance until
+// the server has read its first request header (StateNew); once busy with
+// a request (StateActive) it is queued again only when idle.
 func (l *Listener) ConnState(c net.Conn, s http.ConnState) {
+	if s == http.StateNew {
+		return // Queued as waiting when admitted.
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e, ok := l.conns[c]
+	h, ok := l.conns[c]
 	if !ok {
 		return // Shed already, or never admitted.
 	}
-	if e != nil {
-		l.idle.Remove(e)
-		l.conns[c] = nil
+	if h.queue != nil {
+		h.queue.Remove(h.e)
 	}
 	switch s {
 	case http.StateIdle:
-		l.conns[c] = l.idle.PushBack(c)
+		l.conns[c] = held{queue: &l.idle, e: l.idle.PushBack(c)}
 	case http.StateClosed, http.StateHijacked:
 		delete(l.conns, c)
+	default:
+		l.conns[c] = held{}
 	}
 }
 
 // Idle returns the number of admitted connections that wait for their next
-// request: those a new connection at the bound may close.
-func (l *Listener) Idle() int {
+// request: those a new connection at the bound closes first.
+func (l *Listener) Idle() int { return l.count(&l.idle) }
+
+// Waiting returns the number of admitted connections that have not yet
+// finished their first request header: those a new connection at the bound
+// closes when none is idle.
+func (l *Listener) Waiting() int { return l.count(&l.waiting) }
+
+func (l *Listener) count(q *list.List) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.idle.Len()
+	return q.Len()
 }
 
 // Open returns the number of connections admitted and not yet closed.

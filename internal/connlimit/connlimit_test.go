@@ -17,20 +17,73 @@ import (
 // timeout bounds every wait; it only ends a hung test clearly.
 const timeout = 10 * time.Second
 
-// serve runs an HTTP server on a loopback listener bounded to max
-// connections and returns its address and the listener.
-func serve(t *testing.T, max int) (string, *connlimit.Listener, *atomic.Int64, *atomic.Int64) {
+// server is an HTTP server on a loopback listener bounded to a number of
+// connections. Its handler answers at once, except GET /hold, which
+// answers once release is closed, and GET /hijack, which takes the
+// connection over and keeps it open.
+type server struct {
+	addr              string
+	l                 *connlimit.Listener
+	shed, shedWaiting atomic.Int64
+	refused           atomic.Int64
+	holding           chan struct{} // Receives when a GET /hold request reaches the handler.
+	release           chan struct{}
+}
+
+func serve(t *testing.T, max int) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var shed, refused atomic.Int64
-	l := connlimit.New(ln, max, connlimit.Options{OnShed: func() { shed.Add(1) }, OnRefuse: func() { refused.Add(1) }})
-	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ConnState: l.ConnState}
-	go srv.Serve(l)
+	s := &server{addr: ln.Addr().String(), holding: make(chan struct{}, max), release: make(chan struct{})}
+	s.l = connlimit.New(ln, max, connlimit.Options{
+		OnShed:        func() { s.shed.Add(1) },
+		OnShedWaiting: func() { s.shedWaiting.Add(1) },
+		OnRefuse:      func() { s.refused.Add(1) },
+	})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/hold":
+			s.holding <- struct{}{}
+			<-s.release
+		case "/hijack":
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Errorf("hijack: %v", err)
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			s.holding <- struct{}{}
+		}
+	}), ConnState: s.l.ConnState}
+	go srv.Serve(s.l)
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), l, &shed, &refused
+	return s
+}
+
+// hold sends GET /hold on c and waits until its handler runs: from then
+// on until release is closed, the server is busy with c's request.
+func (s *server) hold(t *testing.T, c *conn) {
+	t.Helper()
+	if _, err := io.WriteString(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.holding:
+	case <-time.After(timeout):
+		t.Fatal("the GET /hold request did not reach the handler")
+	}
+}
+
+// answered reads the answer to a request sent before.
+func (c *conn) answered() error {
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
 }
 
 // conn is a raw client connection.
@@ -57,12 +110,7 @@ func (c *conn) request(t *testing.T) error {
 	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
 		return err
 	}
-	resp, err := http.ReadResponse(c.br, nil)
-	if err != nil {
-		return err
-	}
-	io.Copy(io.Discard, resp.Body)
-	return resp.Body.Close()
+	return c.answered()
 }
 
 // closedByServer reports whether the server closed the connection.
@@ -81,6 +129,12 @@ func waitIdle(t *testing.T, l *connlimit.Listener, n int) {
 	waitCount(t, "idle connections", l.Idle, n)
 }
 
+// waitWaiting waits until the listener holds n connections that have not
+// finished their first request header.
+func waitWaiting(t *testing.T, l *connlimit.Listener, n int) {
+	waitCount(t, "waiting connections", l.Waiting, n)
+}
+
 func waitCount(t *testing.T, what string, count func() int, n int) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -95,7 +149,8 @@ func waitCount(t *testing.T, what string, count func() int, n int) {
 // TestShedsLongestIdle fills the listener with idle connections: a new one
 // is admitted by closing the one idle longest, and the others stay.
 func TestShedsLongestIdle(t *testing.T) {
-	addr, l, shed, refused := serve(t, 3)
+	s := serve(t, 3)
+	addr, l := s.addr, s.l
 	var idle []*conn
 	for i := range 3 {
 		c := dial(t, addr)
@@ -122,31 +177,107 @@ func TestShedsLongestIdle(t *testing.T) {
 			t.Errorf("a connection idle for less time was closed: %v", err)
 		}
 	}
-	if shed.Load() != 1 || refused.Load() != 0 {
-		t.Errorf("shed %d, refused %d; want 1, 0", shed.Load(), refused.Load())
-	}
+	s.wantCounts(t, 1, 0, 0)
 	waitOpen(t, l, 3)
 }
 
-// TestRefusesWithNoneIdle fills the listener with connections that have
-// not finished a request: a new one is closed at once, and one is admitted
-// again as soon as a connection ends.
-func TestRefusesWithNoneIdle(t *testing.T) {
-	addr, l, shed, refused := serve(t, 2)
-	busy := []*conn{dial(t, addr), dial(t, addr)}
-	waitOpen(t, l, 2)
-	if c := dial(t, addr); !c.closedByServer() {
+// wantCounts wants the listener to have shed so many idle and waiting
+// connections and refused so many new ones.
+func (s *server) wantCounts(t *testing.T, shed, shedWaiting, refused int64) {
+	t.Helper()
+	if s.shed.Load() != shed || s.shedWaiting.Load() != shedWaiting || s.refused.Load() != refused {
+		t.Errorf("shed idle %d, shed waiting %d, refused %d; want %d, %d, %d",
+			s.shed.Load(), s.shedWaiting.Load(), s.refused.Load(), shed, shedWaiting, refused)
+	}
+}
+
+// TestShedsLongestWaiting fills the listener with a connection busy with a
+// request and connections that sent only part of a header, none idle: a
+// new client is answered, the connection waiting longest for its header is
+// closed to admit it, and the busy one and the other waiting one are not.
+func TestShedsLongestWaiting(t *testing.T) {
+	s := serve(t, 3)
+	busy := dial(t, s.addr)
+	s.hold(t, busy)
+	var waiting []*conn
+	for i := range 2 {
+		c := dial(t, s.addr)
+		if _, err := io.WriteString(c, "G"); err != nil {
+			t.Fatal(err)
+		}
+		waiting = append(waiting, c)
+		waitWaiting(t, s.l, i+1)
+	}
+	waitOpen(t, s.l, 3)
+	if err := dial(t, s.addr).request(t); err != nil {
+		t.Fatalf("a new client at the cap with none idle: %v", err)
+	}
+	if !waiting[0].closedByServer() {
+		t.Error("the connection waiting longest for its header was not closed")
+	}
+	if _, err := io.WriteString(waiting[1], "ET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waiting[1].answered(); err != nil {
+		t.Errorf("a connection waiting for less time was closed: %v", err)
+	}
+	close(s.release)
+	if err := busy.answered(); err != nil {
+		t.Errorf("the connection busy with a request was closed: %v", err)
+	}
+	s.wantCounts(t, 0, 1, 0)
+}
+
+// TestRefusesWithAllBusy fills the listener with connections busy with a
+// request, one of them with its second: a new one is closed at once, the
+// busy ones get their answers, and one is admitted again as soon as a
+// connection ends.
+func TestRefusesWithAllBusy(t *testing.T) {
+	s := serve(t, 2)
+	again := dial(t, s.addr)
+	if err := again.request(t); err != nil {
+		t.Fatal(err)
+	}
+	waitIdle(t, s.l, 1)
+	busy := []*conn{again, dial(t, s.addr)}
+	for _, c := range busy {
+		s.hold(t, c)
+	}
+	waitIdle(t, s.l, 0)
+	waitWaiting(t, s.l, 0)
+	if c := dial(t, s.addr); !c.closedByServer() {
 		t.Error("a connection beyond the cap was not closed")
 	}
-	if shed.Load() != 0 || refused.Load() != 1 {
-		t.Errorf("shed %d, refused %d; want 0, 1", shed.Load(), refused.Load())
+	s.wantCounts(t, 0, 0, 1)
+	close(s.release)
+	for _, c := range busy {
+		if err := c.answered(); err != nil {
+			t.Errorf("a connection busy with a request was closed: %v", err)
+		}
 	}
 	busy[0].Close()
-	waitOpen(t, l, 1)
-	if err := dial(t, addr).request(t); err != nil {
+	waitOpen(t, s.l, 1)
+	if err := dial(t, s.addr).request(t); err != nil {
 		t.Errorf("a connection after one ended: %v", err)
 	}
-	if err := busy[1].request(t); err != nil {
-		t.Errorf("the connection that was busy: %v", err)
+}
+
+// TestHijackedLeaves hands a connection over to its handler: the listener
+// no longer counts it, so it admits another at a cap of one.
+func TestHijackedLeaves(t *testing.T) {
+	s := serve(t, 1)
+	hijacked := dial(t, s.addr)
+	if _, err := io.WriteString(hijacked, "GET /hijack HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
 	}
+	select {
+	case <-s.holding:
+	case <-time.After(timeout):
+		t.Fatal("the GET /hijack request did not take its connection")
+	}
+	waitOpen(t, s.l, 0)
+	if err := dial(t, s.addr).request(t); err != nil {
+		t.Errorf("a connection after one was hijacked: %v", err)
+	}
+	s.wantCounts(t, 0, 0, 0)
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -258,11 +259,11 @@ func mustAnswer(t *testing.T, p *proc, token string) {
 	}
 }
 
-// waitIdleTCP waits until the daemon's TCP listener holds n idle
-// connections, as its metrics say.
-func waitIdleTCP(t *testing.T, p *proc, n int) {
+// waitTCPConns waits until the daemon's TCP listener holds n connections
+// in state (open, idle, waiting), as its metrics say.
+func waitTCPConns(t *testing.T, p *proc, state string, n int) {
 	t.Helper()
-	want := fmt.Sprintf(`reserved_connections{listener="tcp",state="idle"} %d`+"\n", n)
+	want := fmt.Sprintf(`reserved_connections{listener="tcp",state="%s"} %d`+"\n", state, n)
 	servertest.Eventually(t, abuseTimeout, "the daemon to hold "+want, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
 		defer cancel()
@@ -271,10 +272,22 @@ func waitIdleTCP(t *testing.T, p *proc, n int) {
 	})
 }
 
+// busy sends a reservation whose body never arrives in full, so that the
+// daemon stays busy with that request, reading its body.
+func (c *rawConn) busy(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(c, "POST "+api.PathReservations+" HTTP/1.1\r\n"+c.auth+
+		api.HeaderIdempotencyKey+": "+uuid.NewString()+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestConnectionCap starts the daemon with a cap of four TCP connections:
 // at the cap a new connection is admitted by closing the one idle longest;
-// with none idle a new one is closed at once, while the socket, capped on
-// its own, still answers; once a connection ends, TCP admits again.
+// with none idle, the one waiting longest for its first request header;
+// with every one busy with a request a new one is closed at once, while
+// the socket, capped on its own, still answers; once a connection ends,
+// TCP admits again.
 func TestConnectionCap(t *testing.T) {
 	const cap = 4
 	// Connections that never send a header must not end by the header
@@ -292,22 +305,22 @@ func TestConnectionCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		idle = append(idle, c)
-		waitIdleTCP(t, p, i+1)
+		waitTCPConns(t, p, "idle", i+1)
 	}
 	// Asked again, the first connection is no longer the one idle longest.
 	if err := idle[0].healthz(t); err != nil {
 		t.Fatal(err)
 	}
-	waitIdleTCP(t, p, cap)
+	waitTCPConns(t, p, "idle", cap)
 	mustReserve(t, p, token) // On a new connection, which stays idle.
 	if !idle[1].closedByDaemon() {
 		t.Fatal("the connection idle longest was not closed to admit a new one")
 	}
-	waitIdleTCP(t, p, cap)
+	waitTCPConns(t, p, "idle", cap)
 	if err := idle[0].healthz(t); err != nil {
 		t.Fatalf("a connection idle for less time was closed: %v", err)
 	}
-	waitIdleTCP(t, p, cap)
+	waitTCPConns(t, p, "idle", cap)
 
 	// Connections that send nothing are not idle: each new one closes an
 	// idle one, longest idle first, until none is left. The third closes
@@ -319,11 +332,30 @@ func TestConnectionCap(t *testing.T) {
 			t.Fatal("an idle connection was not closed to admit a new one")
 		}
 	}
+	waitTCPConns(t, p, "waiting", cap)
+	// With none idle, a new client is answered: the connection that has
+	// waited longest for its first header makes room.
+	fresh := dialRaw(t, p, viaTCP, token)
+	if err := fresh.healthz(t); err != nil {
+		t.Fatalf("a new client at the cap with none idle: %v", err)
+	}
+	if !silent[0].closedByDaemon() {
+		t.Fatal("the connection waiting longest for its header was not closed to admit a new one")
+	}
+	// Connections busy with a request are never closed: with every one
+	// busy, a new connection is closed at once.
+	busy := append(silent[1:], fresh)
+	for _, c := range busy {
+		c.busy(t)
+	}
+	waitTCPConns(t, p, "idle", 0)
+	waitTCPConns(t, p, "waiting", 0)
 	refused := dialRaw(t, p, viaTCP, token)
 	refused.SetDeadline(time.Now().Add(answerTimeout))
 	if !refused.closedByDaemon() {
-		t.Fatal("a connection beyond the cap, with none idle, was not closed at once")
+		t.Fatal("a connection beyond the cap, with every one busy, was not closed at once")
 	}
+	waitTCPConns(t, p, "open", cap)
 	ctx, cancel := context.WithTimeout(context.Background(), answerTimeout)
 	defer cancel()
 	if _, err := p.socketClient().WhoAmI(ctx); err != nil {
@@ -332,23 +364,85 @@ func TestConnectionCap(t *testing.T) {
 	_, metrics, err := p.socketClient().Do(ctx, http.MethodGet, api.PathMetrics, nil, nil)
 	for _, want := range []string{
 		`reserved_connections_at_cap_total{action="shed_idle",listener="tcp"} 5`,
+		`reserved_connections_at_cap_total{action="shed_waiting",listener="tcp"} 1`,
 		`reserved_connections_at_cap_total{action="refused_new",listener="tcp"} 1`,
 	} {
 		if err != nil || !strings.Contains(string(metrics), want+"\n") {
 			t.Errorf("metrics (%v) lack %s", err, want)
 		}
 	}
-	if p.logs.Find("a listener at its connection cap closed idle connections to admit new ones", "listener", "tcp") == nil ||
-		p.logs.Find("a listener at its connection cap closed new connections at once: none of its connections was idle", "listener", "tcp") == nil {
-		t.Error("the log does not say that the TCP listener is at its cap")
+	for _, msg := range []string{
+		"a listener at its connection cap closed idle connections to admit new ones",
+		"a listener at its connection cap closed connections that had not sent a whole request header to admit new ones: none of its connections was idle",
+		"a listener at its connection cap closed new connections at once: every one of its connections was busy with a request",
+	} {
+		if p.logs.Find(msg, "listener", "tcp") == nil {
+			t.Errorf("the log lacks %q", msg)
+		}
 	}
 
-	silent[0].Close()
+	busy[0].Close()
 	servertest.Eventually(t, abuseTimeout, "TCP admitting again after a connection ended", func() bool {
 		c := dialRaw(t, p, viaTCP, token)
 		defer c.Close()
 		return c.healthz(t) == nil
 	})
+}
+
+// TestConnectionCapHeldByPartialHeaders holds more TCP connections than the
+// cap, each of which has sent one byte of a request header and is opened
+// again as soon as the daemon closes it, as a client trying to lock others
+// out would: new clients still get their answers, and so does the socket.
+func TestConnectionCapHeldByPartialHeaders(t *testing.T) {
+	// Each holder reopens its connection at once when the daemon closes
+	// it, so there is always a connection beyond the cap and the daemon
+	// closes one waiting connection per connection it accepts. A new
+	// client is closed only if cap connections are accepted between its
+	// connect and its header being read; 64, the cap the attack was shown
+	// with, makes that window far wider than a client's header takes,
+	// while a cap of 8 can be outrun by the holders, which share this
+	// process and its CPUs with the clients.
+	const cap, holders, clients = 64, 66, 20
+	// The holders' connections must not end by the header timeout.
+	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap), "--read-header-timeout", "1m")
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	addr := strings.TrimPrefix(p.url, "http://")
+	for range holders {
+		wg.Go(func() {
+			var d net.Dialer
+			for ctx.Err() == nil {
+				c, err := d.DialContext(ctx, "tcp", addr)
+				if err != nil {
+					continue
+				}
+				unblock := context.AfterFunc(ctx, func() { c.Close() })
+				if _, err := c.Write([]byte("G")); err == nil {
+					c.Read(make([]byte, 1)) // Returns once the daemon closes it.
+				}
+				unblock()
+				c.Close()
+			}
+		})
+	}
+	waitTCPConns(t, p, "waiting", cap)
+
+	deadline := time.Now().Add(abuseTimeout)
+	for i := range clients {
+		c := dialRaw(t, p, viaTCP, token)
+		c.SetDeadline(deadline)
+		if err := c.healthz(t); err != nil {
+			t.Fatalf("new client %d of %d with the cap held by partial headers: %v", i+1, clients, err)
+		}
+		c.Close()
+	}
+	ctx2, cancel := context.WithTimeout(context.Background(), answerTimeout)
+	defer cancel()
+	if _, err := p.socketClient().WhoAmI(ctx2); err != nil {
+		t.Errorf("the socket with the TCP listener held by partial headers: %v", err)
+	}
 }
 
 // TestConnectionFloodWithinOpenFileLimit starts the daemon with an open

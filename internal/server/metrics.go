@@ -42,7 +42,7 @@ func NewMetrics() *Metrics {
 		}),
 		connCap: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_connections_at_cap_total",
-			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; refused_new: a new one, because none was idle).",
+			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; shed_waiting: with none idle, the one waiting longest for its first request header; refused_new: a new one, because every one was busy with a request).",
 		}, []string{"listener", "action"}),
 	}
 	m.ratios = newRatioWindow(time.Now)
@@ -63,13 +63,14 @@ func (m *Metrics) Register(cs ...prometheus.Collector) error {
 }
 
 // trackConnections reports how many connections a capped listener of kind
-// (socket, tcp) holds and how many of them are idle, the ones it closes
-// first at its cap. A second listener of one kind is not reported.
-func (m *Metrics) trackConnections(kind string, open, idle func() int) {
-	for state, count := range map[string]func() int{"open": open, "idle": idle} {
+// (socket, tcp) holds, how many of them are idle, the ones it closes first
+// at its cap, and how many wait for their first request header, the ones
+// it closes next. A second listener of one kind is not reported.
+func (m *Metrics) trackConnections(kind string, open, idle, waiting func() int) {
+	for state, count := range map[string]func() int{"open": open, "idle": idle, "waiting": waiting} {
 		m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "reserved_connections",
-			Help:        "Connections a listener holds, by listener (socket, tcp) and state (open: all of them; idle: those waiting for their next request, which a listener at its cap closes first).",
+			Help:        "Connections a listener holds, by listener (socket, tcp) and state (open: all of them; idle: those waiting for their next request, which a listener at its cap closes first; waiting: those that have not finished their first request header, which it closes next).",
 			ConstLabels: prometheus.Labels{"listener": kind, "state": state},
 		}, func() float64 { return float64(count()) }))
 	}

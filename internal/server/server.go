@@ -175,11 +175,12 @@ func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handle
 	ln = &framing.Listener{Listener: ln, MaxHeaderBytes: MaxHeaderBytes}
 	if maxConns > 0 {
 		limited := connlimit.New(ln, maxConns, connlimit.Options{
-			OnShed:   func() { s.atConnCap(kind, maxConns, actionShed) },
-			OnRefuse: func() { s.atConnCap(kind, maxConns, actionRefused) },
+			OnShed:        func() { s.atConnCap(kind, maxConns, actionShed) },
+			OnShedWaiting: func() { s.atConnCap(kind, maxConns, actionShedWaiting) },
+			OnRefuse:      func() { s.atConnCap(kind, maxConns, actionRefused) },
 		})
 		srv.ConnState = limited.ConnState
-		s.metrics.trackConnections(kind, limited.Open, limited.Idle)
+		s.metrics.trackConnections(kind, limited.Open, limited.Idle, limited.Waiting)
 		ln = limited
 	}
 	s.mu.Lock()
@@ -198,8 +199,9 @@ func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handle
 
 // What a listener at its connection cap did, in logs and metrics.
 const (
-	actionShed    = "shed_idle"   // Closed the longest idle connection to admit a new one.
-	actionRefused = "refused_new" // Closed a new connection because none was idle.
+	actionShed        = "shed_idle"    // Closed the longest idle connection to admit a new one.
+	actionShedWaiting = "shed_waiting" // With none idle, closed the one waiting longest for its first request header.
+	actionRefused     = "refused_new"  // Closed a new connection because every one was busy with a request.
 )
 
 // capLogEvery is how often at most the log says, per listener kind and
@@ -229,11 +231,14 @@ func (s *Server) atConnCap(kind string, maxConns int, action string) {
 	}
 	s.capLog[key] = capLogged{at: now}
 	s.capMu.Unlock()
-	if action == actionShed {
+	switch action {
+	case actionShed:
 		s.log.Info("a listener at its connection cap closed idle connections to admit new ones", "listener", kind, "max_connections", maxConns, "closed", l.closed)
-		return
+	case actionShedWaiting:
+		s.log.Warn("a listener at its connection cap closed connections that had not sent a whole request header to admit new ones: none of its connections was idle", "listener", kind, "max_connections", maxConns, "closed", l.closed)
+	default:
+		s.log.Warn("a listener at its connection cap closed new connections at once: every one of its connections was busy with a request", "listener", kind, "max_connections", maxConns, "closed", l.closed)
 	}
-	s.log.Warn("a listener at its connection cap closed new connections at once: none of its connections was idle", "listener", kind, "max_connections", maxConns, "closed", l.closed)
 }
 
 // Shutdown stops accepting connections, releases answers held by a
