@@ -35,7 +35,6 @@ func open(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-
 // walk only looks at the last element of path: this system knows no file
 // owners the way Unix does, and the judge it returns accepts everything.
 func walk(path string, rule Rule, _ bool) (walked, error) {

@@ -13,7 +13,6 @@ import (
 // ELOOP does.
 const maxLinks = 40
 
-
 // walk resolves path from the root one element at a time, as the kernel
 // does, and applies rule to every directory on the way and every symbolic
 // link it follows (for the caller's uid), but not to the last element. A
