@@ -204,6 +204,10 @@ func OpenPlan(csvPath string) (*PlanFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan of %s: %w", csvPath, err)
 	}
+	// No lock file is created for a plan that would be refused.
+	if err := safefile.Check(abs); err != nil {
+		return nil, fmt.Errorf("refusing the plan: %w", err)
+	}
 	lock, err := filelock.TryLock(abs + ".lock")
 	if err != nil {
 		if errors.Is(err, filelock.ErrLocked) {

@@ -51,22 +51,17 @@ func assertOwnerRefused(t *testing.T, err error, path, prefix string) {
 
 // TestStateFileOfAnotherUserIsRefused: a state file that belongs to neither
 // the caller nor root, in a directory anyone can write to, may have been
-// planted to have the caller send its key and payload. It is not used, not
-// rewritten and not removed.
+// planted to have the caller send its key and payload. Open refuses it
+// before creating anything; it is not used, not rewritten and not removed.
 func TestStateFileOfAnotherUserIsRefused(t *testing.T) {
 	path := filepath.Join(publicDir(t), "intent.json")
 	planted := savedRecord(t)
 	pathstest.ForeignFile(t, path, planted)
 
-	j := mustOpen(t, path)
-	_, err := j.Load()
-	assertOwnerRefused(t, err, path, "refusing the state file: ")
-	in := mustNewReserve(t)
-	if err := j.RecordAttempt(in); !errors.Is(err, safefile.ErrRefused) {
-		t.Errorf("RecordAttempt over a planted state file = %v, want it refused", err)
-	}
-	if err := j.Clear(); !errors.Is(err, safefile.ErrRefused) {
-		t.Errorf("Clear of a planted state file = %v, want it refused", err)
+	_, err := intent.Open(path)
+	assertOwnerRefused(t, err, path, "open intent journal: refusing the state file: ")
+	if _, err := os.Lstat(path + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock file was created next to the planted state file: %v", err)
 	}
 	if got := mustRead(t, path); !bytes.Equal(got, planted) {
 		t.Error("the planted state file was changed")
@@ -110,8 +105,8 @@ func TestSymlinkedLockFileIsRefused(t *testing.T) {
 }
 
 // TestSymlinkedStateFileIsRefused: a symbolic link as the state file is not
-// followed; it is reported like an unreadable state file and left as it is,
-// and so is the file it points to.
+// followed; Open refuses it before creating anything, and it is left as it
+// is, and so is the file it points to.
 func TestSymlinkedStateFileIsRefused(t *testing.T) {
 	path := statePath(t)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -125,12 +120,7 @@ func TestSymlinkedStateFileIsRefused(t *testing.T) {
 	if err := os.Symlink(target, path); err != nil {
 		t.Fatal(err)
 	}
-	j := mustOpen(t, path)
-	_, err := j.Load()
-	assertCorrupt(t, err, path, "is a symbolic link, not a regular file")
-	if err := j.Clear(); !errors.Is(err, intent.ErrCorrupt) {
-		t.Errorf("Clear = %v, want ErrCorrupt", err)
-	}
+	assertRefusedAtOpen(t, path, "is a symbolic link, not a regular file")
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 		t.Errorf("the symbolic link was touched: %v", err)
 	}
@@ -140,7 +130,7 @@ func TestSymlinkedStateFileIsRefused(t *testing.T) {
 }
 
 // TestNamedPipeStateFileIsRefusedAtOnce: a named pipe as the state file
-// would block a plain open until someone writes to it; Load refuses it at
+// would block a plain open until someone writes to it; Open refuses it at
 // once instead. (safefile's tests bound the wait; a regression hangs here.)
 func TestNamedPipeStateFileIsRefusedAtOnce(t *testing.T) {
 	path := statePath(t)
@@ -150,10 +140,26 @@ func TestNamedPipeStateFileIsRefusedAtOnce(t *testing.T) {
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	j := mustOpen(t, path)
-	_, err := j.Load()
-	assertCorrupt(t, err, path, "is a named pipe (FIFO), not a regular file")
+	assertRefusedAtOpen(t, path, "is a named pipe (FIFO), not a regular file")
 	if fi, err := os.Lstat(path); err != nil || fi.Mode()&fs.ModeNamedPipe == 0 {
 		t.Errorf("the named pipe was touched: %v", err)
+	}
+}
+
+// assertRefusedAtOpen fails t unless Open refuses the state file at path,
+// which is not a regular file, with a message saying why, before creating
+// its lock file.
+func assertRefusedAtOpen(t *testing.T, path, why string) {
+	t.Helper()
+	j, err := intent.Open(path)
+	if err == nil {
+		j.Close()
+		t.Fatalf("Open(%s) succeeded, want a refusal", path)
+	}
+	if want := "open intent journal: refusing the state file: " + path + " " + why; !errors.Is(err, safefile.ErrRefused) || err.Error() != want {
+		t.Errorf("Open = %v, want %q", err, want)
+	}
+	if _, err := os.Lstat(path + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock file was created next to the refused state file: %v", err)
 	}
 }

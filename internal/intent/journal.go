@@ -71,9 +71,10 @@ type Journal struct {
 // exclusive lock on <path>.lock without waiting, and removes temporary files
 // that an earlier, killed save left behind. It returns an error matching
 // ErrBusy when another process or Journal holds the lock, and one matching
-// safefile.ErrRefused when the lock file is a symbolic link, not a regular
-// file, or another user's file in a directory anyone can write to. The
-// state file itself is not read until Load.
+// safefile.ErrRefused, before anything is created, when the state file is
+// not a regular file or its path is not the caller's (safefile.Check), and
+// when the lock file is refused likewise. The state file itself is not read
+// until Load.
 func Open(path string, opts ...Option) (*Journal, error) {
 	if path == "" {
 		return nil, errors.New("open intent journal: the state file path is empty")
@@ -81,6 +82,10 @@ func Open(path string, opts ...Option) (*Journal, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open intent journal %s: %w", path, err)
+	}
+	// Nothing is created for a state file that would be refused.
+	if err := safefile.Check(abs); err != nil {
+		return nil, fmt.Errorf("open intent journal: refusing the state file: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open intent journal: create the state directory: %w", err)

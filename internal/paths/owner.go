@@ -1,20 +1,34 @@
 package paths
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
 	"github.com/reserve/reserve/internal/safefile"
 )
 
-// SocketOwnerError refuses a socket that lies in a directory anyone may
-// write to (such as /tmp, where the default socket lives when
-// XDG_RUNTIME_DIR is unset) and belongs to neither the caller nor root:
-// another user may have put it there to receive the caller's requests, or
-// to keep the caller's daemon from starting.
+// SocketOwnerError refuses a socket whose path another user controls
+// (safefile.SocketRule): the socket, or the directory holding it, belongs
+// to neither the caller nor root and lies in a directory anyone may write
+// to (such as /tmp, where the default socket lives when XDG_RUNTIME_DIR is
+// unset), or a directory on the way is writable by others and not sticky,
+// or a symbolic link on the way belongs to another user. Another user may
+// have put the socket there to receive the caller's requests, or to keep
+// the caller's daemon from starting.
 type SocketOwnerError struct {
-	Path  string
+	// Path is the socket.
+	Path string
+	// Elem is the refused element of the path; "" or Path for the socket
+	// itself.
+	Elem string
+	// Owner is the uid that owns Elem.
 	Owner uint32
+	// Why says what is wrong with Elem.
+	Why safefile.Why
+	// Other is the uid that controls the path above Elem, for
+	// safefile.WhySecondOwner.
+	Other uint32
 	// Peer is set when the owner is the process that answered on the
 	// socket (its kernel credentials), not the socket file.
 	Peer bool
@@ -26,32 +40,49 @@ func (e *SocketOwnerError) Error() string {
 
 // Reason is the error without the socket's path.
 func (e *SocketOwnerError) Reason() string {
+	const other = "use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR"
+	oe := safefile.OwnerError{Path: e.Path, Elem: e.Elem, Owner: e.Owner, Why: e.Why, Other: e.Other}
+	if !oe.Self() {
+		return fmt.Sprintf("%s: refusing to use it (%s)", oe.Below(), other)
+	}
 	who := "belongs to"
 	if e.Peer {
 		who = "is served by"
 	}
-	return fmt.Sprintf("%s uid %d, not to you or root, and lies in %s, where anyone can create files: refusing to use it (ask uid %d or root to remove it, or use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR)",
-		who, e.Owner, filepath.Dir(e.Path), e.Owner)
+	return fmt.Sprintf("%s uid %d, not to you or root, and lies in %s, where anyone can create files: refusing to use it (ask uid %d or root to remove it, or %s)",
+		who, e.Owner, filepath.Dir(e.Path), e.Owner, other)
 }
 
-// CheckSocketPeer applies the ownership rule (safefile.Trusted) to uid, the
-// kernel's record of the process that accepted a connection to path, and
-// returns a *SocketOwnerError if it is not trusted. Unlike the file check it
+// CheckSocketOwner returns a *SocketOwnerError when safefile.SocketRule
+// refuses the socket file at path. A missing path passes (connecting then
+// fails on its own). Clients check the file before connecting, for a clear
+// message, and the peer after connecting (CheckSocketPeer), which a file
+// swapped in between cannot fool; the daemon checks the file before it
+// probes or replaces it.
+func CheckSocketOwner(path string) error {
+	return socketError(path, safefile.CheckSocket(path), false)
+}
+
+// CheckSocketPeer applies safefile.SocketRule to uid, the kernel's record of
+// the process that accepted a connection to path, as the socket's owner,
+// and returns a *SocketOwnerError if it refuses it. Unlike the file check it
 // cannot be raced by replacing the file between the check and the connect.
 func CheckSocketPeer(path string, uid uint32) error {
-	return checkSocketUID(path, uid, true)
+	return socketError(path, safefile.CheckSocketPeer(path, uid), true)
 }
 
-// checkSocketUID applies the ownership rule that state and lock files obey
-// too (safefile.Trusted) to uid, the owner of the socket at path (its
-// file's, or with peer its accepting process's).
-func checkSocketUID(path string, uid uint32, peer bool) error {
-	ok, err := safefile.OwnerTrusted(path, uid)
-	if err != nil {
-		return fmt.Errorf("directory of socket %s: %w", path, err)
-	}
-	if ok {
+// socketError turns a refusal of the socket at path into a
+// *SocketOwnerError, and wraps any other error with the path.
+func socketError(path string, err error, peer bool) error {
+	var oe *safefile.OwnerError
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &oe):
+		e := &SocketOwnerError{Path: path, Elem: oe.Elem, Owner: oe.Owner, Why: oe.Why, Other: oe.Other}
+		// Only the socket itself can be the peer's.
+		e.Peer = peer && oe.Self()
+		return e
 	}
-	return &SocketOwnerError{Path: path, Owner: uid, Peer: peer}
+	return fmt.Errorf("socket %s: %w", path, err)
 }

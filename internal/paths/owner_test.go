@@ -2,6 +2,7 @@ package paths_test
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +59,47 @@ func TestCheckSocketPeer(t *testing.T) {
 	}
 	if err := paths.CheckSocketPeer(filepath.Join(t.TempDir(), "r.sock"), 4242); err != nil {
 		t.Errorf("a peer of another user in a private directory: %v", err)
+	}
+}
+
+// TestSocketDirectoryOfAnotherUser: a shared daemon's directory (mode 0755,
+// owned by the daemon's user, like /run/reserved) holding the daemon's
+// socket is used; the same directory made by another user inside a sticky
+// directory anyone can write to (like /tmp) is refused, naming it.
+func TestSocketDirectoryOfAnotherUser(t *testing.T) {
+	pathstest.NeedRoot(t)
+	for _, tc := range []struct {
+		parent os.FileMode
+		refuse bool
+	}{{0o755, false}, {0o777 | os.ModeSticky, true}} {
+		dir := filepath.Join(pathstest.Dir(t, tc.parent), "reserved")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "reserved.sock")
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		for _, p := range []string{dir, path} {
+			if err := os.Chown(p, pathstest.ForeignUID, pathstest.ForeignUID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errFile, errPeer := paths.CheckSocketOwner(path), paths.CheckSocketPeer(path, pathstest.ForeignUID)
+		if !tc.refuse {
+			if errFile != nil || errPeer != nil {
+				t.Errorf("the daemon's socket in its own directory: %v, %v", errFile, errPeer)
+			}
+			continue
+		}
+		want := "socket " + path + " lies below " + dir + ", which belongs to uid 65534, not to you or root: refusing to use it (use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR)"
+		for _, err := range []error{errFile, errPeer} {
+			var owner *paths.SocketOwnerError
+			if !errors.As(err, &owner) || owner.Elem != dir || err.Error() != want {
+				t.Errorf("another user's directory in a sticky directory: %v, want %q", err, want)
+			}
+		}
 	}
 }

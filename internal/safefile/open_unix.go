@@ -4,7 +4,6 @@ package safefile
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"syscall"
@@ -16,9 +15,13 @@ const oNoFollow = syscall.O_NOFOLLOW
 
 // open opens path with flag (O_RDONLY or O_RDWR), refusing a symbolic link
 // (O_NOFOLLOW) and, without blocking (O_NONBLOCK: a named pipe without a
-// writer would block the open itself), a file that is not regular or that
-// Trusted refuses. The returned file is in blocking mode again.
+// writer would block the open itself), a file that is not regular, and a
+// path that FileRule refuses. The returned file is in blocking mode again.
 func open(path string, flag int) (*os.File, error) {
+	w, err := walk(path, FileRule, false)
+	if err != nil {
+		return nil, err
+	}
 	var fd int
 	for {
 		var err error
@@ -39,7 +42,7 @@ func open(path string, flag int) (*os.File, error) {
 		}
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	if err := check(path, fd); err != nil {
+	if err := check(path, fd, w); err != nil {
 		syscall.Close(fd)
 		return nil, err
 	}
@@ -47,10 +50,10 @@ func open(path string, flag int) (*os.File, error) {
 }
 
 // check refuses the open descriptor fd of path unless it is a regular file
-// that Trusted accepts, and then puts it back into blocking mode. It looks
-// at the descriptor, not the path, so a file swapped in after the open
-// cannot fool it.
-func check(path string, fd int) error {
+// that FileRule accepts in the directory w found, and then puts it back
+// into blocking mode. It looks at the descriptor, not the path, so a file
+// swapped in after the open cannot fool it.
+func check(path string, fd int, w walked) error {
 	var st syscall.Stat_t
 	if err := fstat(fd, &st); err != nil {
 		return &fs.PathError{Op: "fstat", Path: path, Err: err}
@@ -59,12 +62,9 @@ func check(path string, fd int) error {
 	if mode := uint32(st.Mode); mode&syscall.S_IFMT != syscall.S_IFREG {
 		return &NotRegularError{Path: path, Mode: fileType(mode)}
 	}
-	ok, err := OwnerTrusted(path, st.Uid)
-	if err != nil {
-		return fmt.Errorf("directory of %s: %w", path, err)
-	}
-	if !ok {
-		return &OwnerError{Path: path, Owner: st.Uid}
+	file := Element{Owner: st.Uid, Mode: fs.FileMode(st.Mode & 0o777)}
+	if err := w.judge.final(w.dir, file); err != nil {
+		return err
 	}
 	if err := syscall.SetNonblock(fd, false); err != nil {
 		return &fs.PathError{Op: "fcntl", Path: path, Err: err}

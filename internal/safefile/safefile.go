@@ -1,13 +1,32 @@
 // Package safefile opens the files a program keeps for itself (a state
-// file, a lock file) in a way that another user who can write to their
-// directory cannot turn against it. It refuses, at once and with a clear
-// error, a path that is a symbolic link (the program would read, create or
-// lock the file it points to), a path that is not a regular file (a named
-// pipe would block the opener forever, a device would be read or written),
-// and a file that lies in a directory anyone can write to but belongs to
-// neither the caller nor root (Trusted: another user may have planted it).
-// Trusted is also the rule the Unix socket check of the daemon and its
-// clients applies, so files and sockets are judged alike.
+// file, a lock file, their temporary files) in a way that no other user can
+// turn against it. It refuses, at once and with a clear error, a path that
+// is a symbolic link (the program would read, create or lock the file it
+// points to), a path that is not a regular file (a named pipe would block
+// the opener forever, a device would be read or written), and a path that
+// another user controls (an *OwnerError).
+//
+// Who controls a path is decided over the whole resolved path, walked from
+// the root one element at a time (symbolic links included), by one of two
+// rules (FileRule, SocketRule; the pure form is CheckChain):
+//
+//   - Files: every directory on the path belongs to the caller or root and
+//     is writable by nobody else, unless it is sticky (like /tmp, where
+//     only an entry's owner can rename or remove it); every symbolic link
+//     followed belongs to the caller or root; the file itself belongs to
+//     the caller or root. A directory's owner can replace anything below
+//     it, so anything less would let another user plant the file or point
+//     the path elsewhere.
+//   - Sockets: the same, except that a directory or the socket may belong
+//     to one other user when the directory holding it is writable only by
+//     its owner: that user is the daemon whose socket it is (a shared
+//     daemon's /run/reserved, mode 0755). What the socket rule guards
+//     against is a directory anyone can write to.
+//
+// The walk uses Lstat, then opens the file itself without following a
+// symbolic link and judges the open descriptor. That is free of races:
+// every directory it accepts can be changed only by the caller, root, or
+// (for a socket) the daemon's own user.
 //
 // It must not import any other package of reserve.
 package safefile
@@ -17,7 +36,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 )
 
 // ErrRefused is matched (errors.Is) by every refusal of this package: a
@@ -60,49 +78,9 @@ func describe(m fs.FileMode) string {
 	return "not a plain file"
 }
 
-// OwnerError refuses a file that Trusted does not trust: it lies in a
-// directory anyone can write to and belongs to neither the caller nor root.
-type OwnerError struct {
-	// Path is the refused file.
-	Path string
-	// Owner is the uid that owns it.
-	Owner uint32
-}
-
-// Error names the file, its owner and the directory, and says who can
-// remove it.
-func (e *OwnerError) Error() string {
-	return fmt.Sprintf("%s belongs to uid %d, not to you or root, and lies in %s, where anyone can create files (ask uid %d or root to remove it, or use another path)",
-		e.Path, e.Owner, filepath.Dir(e.Path), e.Owner)
-}
-
-// Unwrap returns ErrRefused.
-func (e *OwnerError) Unwrap() error { return ErrRefused }
-
-// Trusted is the ownership rule: a file (or socket) owned by uid is trusted
-// by caller when the directory holding it, whose permissions are dirPerm,
-// is not writable by everybody, or when uid is the caller's or root's. In a
-// directory anyone can write to (/tmp, sticky or not) anyone may have
-// created the file; in any other directory only those its owner let in
-// could, so a group-writable directory is trusted: its group chose to share
-// it. Only the file's own directory counts, not the directories above it.
-func Trusted(uid, caller uint32, dirPerm fs.FileMode) bool {
-	return dirPerm&0o002 == 0 || uid == caller || uid == 0
-}
-
-// OwnerTrusted applies Trusted to a file at path owned by uid, for the
-// calling process's uid and the permissions of path's directory.
-func OwnerTrusted(path string, uid uint32) (bool, error) {
-	di, err := os.Stat(filepath.Dir(path))
-	if err != nil {
-		return false, err
-	}
-	return Trusted(uid, uint32(os.Getuid()), di.Mode().Perm()), nil
-}
-
 // Open opens the existing file at path for reading. A missing file gives an
 // error matching fs.ErrNotExist; a symbolic link or a file that is not
-// regular gives a *NotRegularError, a file that Trusted refuses an
+// regular gives a *NotRegularError, a path that FileRule refuses an
 // *OwnerError, both without blocking and without reading from it.
 func Open(path string) (*os.File, error) {
 	return open(path, os.O_RDONLY)
@@ -134,6 +112,33 @@ func OpenOrCreate(path string, perm fs.FileMode) (*os.File, error) {
 // (before the umask). It fails, matching fs.ErrExist, if anything exists at
 // path, a symbolic link included: it never creates or opens a file
 // elsewhere.
+// The directories on the way to path must pass FileRule (an *OwnerError
+// otherwise).
 func Create(path string, perm fs.FileMode) (*os.File, error) {
+	if _, err := walk(path, FileRule, false); err != nil {
+		return nil, err
+	}
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|oNoFollow, perm)
+}
+
+// Check applies this package's rules to path without opening or creating
+// anything: path must be a regular file or not exist, and FileRule must
+// accept every element of it that exists. Check it before creating anything
+// on behalf of path (a lock file next to it, its directory), so that a path
+// that would be refused leaves no trace.
+func Check(path string) error {
+	w, err := walk(path, FileRule, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !w.exists {
+		return nil
+	}
+	if !w.last.Mode.IsRegular() {
+		return &NotRegularError{Path: path, Mode: w.last.Mode.Type()}
+	}
+	return w.judge.final(w.dir, w.last)
 }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,26 +22,6 @@ const deadline = 10 * time.Second
 
 // TestTrusted is the rule for a caller that is not root (the other tests
 // run as root, who owns everything it creates).
-func TestTrusted(t *testing.T) {
-	const caller, other = 1000, 1001
-	for _, tc := range []struct {
-		uid     uint32
-		dirPerm os.FileMode
-		want    bool
-	}{
-		{caller, 0o777, true},
-		{0, 0o777, true},
-		{other, 0o777, false},
-		{other, 0o1777 & os.ModePerm, false}, // /tmp: the sticky bit is not a permission bit.
-		{other, 0o775, true},                 // A group's shared directory.
-		{other, 0o755, true},
-		{other, 0o700, true},
-	} {
-		if got := safefile.Trusted(tc.uid, caller, tc.dirPerm); got != tc.want {
-			t.Errorf("Trusted(uid %d, caller %d, dir %v) = %v, want %v", tc.uid, caller, tc.dirPerm, got, tc.want)
-		}
-	}
-}
 
 // opener is Open or OpenOrCreate.
 type opener struct {
@@ -215,24 +194,22 @@ func TestCreate(t *testing.T) {
 	}
 }
 
-// TestForeignFileRefused gives files to another user: in a directory anyone
-// can write to they are refused, in the caller's own directory they are
-// used.
+// TestForeignFileRefused gives files to another user: they are refused
+// wherever they lie, and the caller's own file is used unless its directory
+// is writable by others and not sticky.
 func TestForeignFileRefused(t *testing.T) {
 	for _, o := range openers {
 		t.Run(o.name, func(t *testing.T) {
-			for _, mode := range []os.FileMode{0o777 | os.ModeSticky, 0o777} {
+			for _, mode := range []os.FileMode{0o777 | os.ModeSticky, 0o755, 0o700} {
 				path := filepath.Join(pathstest.Dir(t, mode), "f")
 				pathstest.ForeignFile(t, path, []byte("planted"))
 				_, err := o.open(path)
 				var owner *safefile.OwnerError
-				if !errors.As(err, &owner) || owner.Owner != pathstest.ForeignUID || owner.Path != path || !errors.Is(err, safefile.ErrRefused) {
+				if !errors.As(err, &owner) || owner.Owner != pathstest.ForeignUID || owner.Path != path || !owner.Self() || !errors.Is(err, safefile.ErrRefused) {
 					t.Fatalf("another user's file in a directory of mode %v: %v, want an OwnerError naming uid %d", mode, err, pathstest.ForeignUID)
 				}
-				for _, s := range []string{path, "belongs to uid 65534, not to you or root", "lies in " + filepath.Dir(path), "ask uid 65534 or root to remove it"} {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("message %q does not say %q", err, s)
-					}
+				if want := path + " belongs to uid 65534, not to you or root (ask uid 65534 or root to remove it, or use another path)"; err.Error() != want {
+					t.Errorf("message %q, want %q", err, want)
 				}
 				// The caller's own file there is used.
 				if err := os.Chown(path, os.Getuid(), os.Getgid()); err != nil {
@@ -245,15 +222,17 @@ func TestForeignFileRefused(t *testing.T) {
 					f.Close()
 				}
 			}
-			// In a directory only its owner can write to, the directory
-			// decides and another user's file is used.
-			path := filepath.Join(pathstest.Dir(t, 0o755), "f")
-			pathstest.ForeignFile(t, path, []byte("given"))
-			f, err := o.open(path)
-			if err != nil {
-				t.Fatalf("another user's file in a private directory was refused: %v", err)
+			// In a directory anyone can write to that is not sticky, anyone
+			// can replace even the caller's own file.
+			dir := pathstest.Dir(t, 0o777)
+			path := filepath.Join(dir, "f")
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
 			}
-			f.Close()
+			_, err := o.open(path)
+			if want := path + " lies below " + dir + ", which anyone can write to (owner uid 0) and is not sticky (use another path)"; !errors.Is(err, safefile.ErrRefused) || err == nil || err.Error() != want {
+				t.Errorf("a file in a world-writable directory: %v, want %q", err, want)
+			}
 		})
 	}
 }
