@@ -296,8 +296,10 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 			sent++
 			r := &plan.Rows[res.index]
 			r.Attempts++
-			if s := res.o.rowOutcome(); s != nil {
-				r.Outcome, r.LastError = s, ""
+			if res.o.authoritative() {
+				// A pending row is open, so settling it cannot fail.
+				r.Settle(res.o.rowOutcome())
+				r.LastError = ""
 			} else {
 				r.LastError = res.o.why
 				fmt.Fprintf(bar.out(), "line %d (%s): unclear: %s\n", r.Line, r.Row, r.LastError)
@@ -316,13 +318,9 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 	}
 }
 
-// rowOutcome is the authoritative o as an import plan records it, nil for
-// an open one.
-func (o outcome) rowOutcome() *batch.Outcome {
-	if !o.authoritative() {
-		return nil
-	}
-	b := &batch.Outcome{Status: o.status, HTTPStatus: o.res.Status, ReservationID: o.res.Answer.ReservationID}
+// rowOutcome is the authoritative o as an import plan records it.
+func (o outcome) rowOutcome() batch.Outcome {
+	b := batch.Outcome{Status: o.status, HTTPStatus: o.res.Status, ReservationID: o.res.Answer.ReservationID}
 	if p := o.res.Problem; p != nil {
 		b.Code, b.Detail = p.Code, p.Message
 	} else {

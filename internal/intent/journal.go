@@ -269,20 +269,14 @@ func (j *Journal) RecordAttempt(in *Intent) error {
 	return nil
 }
 
-// Settle records the authoritative outcome o of in and saves it; a zero
-// o.SettledAt is set to now. Settling an intent again with the same answer
-// does nothing; with a different answer it fails with ErrAlreadySettled,
-// because an authoritative outcome is final.
+// Settle settles in on its authoritative outcome o (Record.Settle) and
+// saves it; a zero o.SettledAt is set to now.
 func (j *Journal) Settle(in *Intent, o Outcome) error {
 	if in == nil {
 		return errors.New("settle: no intent given")
 	}
-	if in.Outcome != nil {
-		if in.Outcome.sameAnswer(&o) {
-			return nil
-		}
-		return fmt.Errorf("settle intent %s as %s %d: it is already %s %d: %w",
-			in.Key, o.Status, o.HTTPStatus, in.Outcome.Status, in.Outcome.HTTPStatus, ErrAlreadySettled)
+	if in.Settled() {
+		return in.Record.Settle(o)
 	}
 	if o.SettledAt.IsZero() {
 		o.SettledAt = j.now().UTC().Round(0)
@@ -291,7 +285,7 @@ func (j *Journal) Settle(in *Intent, o Outcome) error {
 	if err := o.validate(); err != nil {
 		return fmt.Errorf("settle intent %s: %w", in.Key, err)
 	}
-	in.Outcome = &o
+	in.Record.Settle(o) // Cannot fail: in was open.
 	if err := j.Save(in); err != nil {
 		in.Outcome = nil
 		return fmt.Errorf("settle: %w", err)
