@@ -206,14 +206,12 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 		return err
 	}
 	sum := importSummary{CSV: path, Plan: pf.Path(), Summary: plan.Summary(), Sent: sent, Skipped: len(plan.Rows) - len(pending)}
-	if env.json {
-		if err := env.printJSON(sum); err != nil {
-			return err
-		}
-	} else {
-		s := sum.Summary
-		fmt.Fprintf(env.stdout, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
-			filepath.Base(path), s.Rows, s.Reserved, s.Unavailable, s.Rejected, s.Unclear)
+	if err := env.print(sum, func(w io.Writer) error {
+		fmt.Fprintf(w, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
+			filepath.Base(path), sum.Rows, sum.Reserved, sum.Unavailable, sum.Rejected, sum.Unclear)
+		return nil
+	}); err != nil {
+		return err
 	}
 	if sum.Unclear > 0 {
 		return &unclearError{n: sum.Unclear, plan: pf.Path()}
