@@ -234,13 +234,8 @@ func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *inte
 	res, err := c.Send(cctx, in.Key, op)
 	cancel()
 	o := outcomeOf(op, in.Key, res, err, env.timeout)
-	// An intent that settled before its receipt expired keeps the recorded
-	// answer: the 410 only says that it cannot be replayed.
-	expired := o.res.Problem != nil && o.res.Problem.Code == engine.CodeOperationExpired
-	if o.authoritative() && !(in.Settled() && expired) {
-		if err := j.Settle(in, o.settlement()); err != nil {
-			return fmt.Errorf("reserved answered %d for intent %s: %w", o.res.Status, in.Key, err)
-		}
+	if err := settle(j, in, o); err != nil {
+		return fmt.Errorf("reserved answered %d for intent %s: %w", o.res.Status, in.Key, err)
 	}
 	return env.report(recorded(in, o))
 }

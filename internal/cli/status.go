@@ -132,7 +132,7 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 	if !in.IsOpen() {
 		return "reserved has the receipt: " + receiptSummary(o), &view, nil
 	}
-	if err := j.Settle(in, o.settlement()); err != nil {
+	if err := settle(j, in, o); err != nil {
 		return "", &view, fmt.Errorf("settle intent %s from its receipt: %w", in.Key, err)
 	}
 	return "reserved has the receipt: " + receiptSummary(o) + "; intent settled now", &view, nil
