@@ -217,23 +217,14 @@ func New(kind engine.OperationKind, payload json.RawMessage, server, actor strin
 
 // NewReserve returns a fresh open intent to reserve req, as New does.
 func NewReserve(req engine.Request, server, actor string) (*Intent, error) {
-	if err := req.Validate(); err != nil {
-		return nil, fmt.Errorf("new %s intent: %w", KindReserve, err)
-	}
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("new %s intent: %w", KindReserve, err)
-	}
+	payload, _ := json.Marshal(req) // A string and an int always encode.
 	return New(KindReserve, payload, server, actor)
 }
 
 // NewCancel returns a fresh open intent to cancel reservation id, as New
 // does.
 func NewCancel(id, server, actor string) (*Intent, error) {
-	payload, err := json.Marshal(CancelRequest{ReservationID: id})
-	if err != nil {
-		return nil, fmt.Errorf("new %s intent: %w", KindCancel, err)
-	}
+	payload, _ := json.Marshal(CancelRequest{ReservationID: id}) // A string always encodes.
 	return New(KindCancel, payload, server, actor)
 }
 
