@@ -262,10 +262,11 @@ func (f *PlanFile) Load() (*Plan, error) {
 	dec := json.NewDecoder(&buf)
 	dec.DisallowUnknownFields()
 	var p Plan
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("plan %s is corrupt: %v (left untouched; move it away to import the CSV as new intents)", f.path, err)
+	err = dec.Decode(&p)
+	if err == nil {
+		err = p.validate()
 	}
-	if err := p.validate(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("plan %s is corrupt: %v (left untouched; move it away to import the CSV as new intents)", f.path, err)
 	}
 	return &p, nil

@@ -146,6 +146,8 @@ func receiptSummary(o outcome) string {
 		return o.line()
 	case engine.StatusUnavailable:
 		return fmt.Sprintf("unavailable (%s in %s)", places(o.res.Answer.Quantity), o.res.Answer.Workshop)
+	case intent.StatusRejected:
+		return "rejected: " + o.res.Problem.Error()
 	}
 	return string(o.status)
 }
@@ -155,9 +157,6 @@ func (env *commandEnv) printIntent(in *intent.Intent, note string) {
 	state := "open, outcome unknown"
 	if in.Outcome != nil {
 		state = "settled: " + receiptSummary(settledOutcome(in))
-		if in.Outcome.Status == intent.StatusRejected {
-			state = "settled: rejected: " + settledOutcome(in).res.Problem.Error()
-		}
 	}
 	actor := in.Actor
 	if in.Attempts == 0 && actor == actorNotYetKnown {

@@ -231,26 +231,19 @@ func (j *Journal) Save(in *Intent) error {
 		in.CreatedAt = now
 	}
 	in.UpdatedAt = now
-	if err := j.write(in); err != nil {
+	var data []byte
+	err := in.validate(true)
+	if err == nil {
+		data, err = json.MarshalIndent(in, "", "  ")
+	}
+	if err == nil {
+		err = atomicfile.WriteFile(j.path, append(data, '\n'))
+	}
+	if err != nil {
 		in.CreatedAt, in.UpdatedAt = prevCreated, prevUpdated
-		return err
+		return fmt.Errorf("save intent %s: %w", in.Key, err)
 	}
 	j.current = in.Key
-	return nil
-}
-
-// write validates, encodes and atomically writes in.
-func (j *Journal) write(in *Intent) error {
-	if err := in.validate(true); err != nil {
-		return fmt.Errorf("save intent %s: %w", in.Key, err)
-	}
-	data, err := json.MarshalIndent(in, "", "  ")
-	if err != nil {
-		return fmt.Errorf("save intent %s: %w", in.Key, err)
-	}
-	if err := atomicfile.WriteFile(j.path, append(data, '\n')); err != nil {
-		return fmt.Errorf("save intent %s: %w", in.Key, err)
-	}
 	return nil
 }
 
