@@ -163,6 +163,7 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 		return &usageError{err: err}
 	}
 	c := env.client()
+	var pending []int
 	if plan != nil {
 		if err := plan.Compare(path, pf.Path(), rows); err != nil {
 			return &usageError{err: err}
@@ -171,9 +172,6 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 			return usageErrorf("the plan %s was made for %s, but you are talking to %s; nothing was sent", pf.Path(), plan.Server, server)
 		}
 		fmt.Fprintf(env.stderr, "resuming %s: %d of %d rows settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, len(rows))
-	}
-	var pending []int
-	if plan != nil {
 		for i := range plan.Rows {
 			if !plan.Rows[i].Settled() {
 				pending = append(pending, i)
@@ -232,37 +230,30 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 	if len(pending) == 0 {
 		return 0, nil
 	}
-	type job struct {
-		index int
-		row   batch.PlanRow
-	}
-	jobs := make(chan job)
+	// At most parallel rows are in flight: each takes a slot of sem before
+	// its goroutine starts. A cancelled ctx stops the sending of new rows.
 	results := make(chan rowResult)
-	var wg sync.WaitGroup
-	for range min(parallel, len(pending)) {
-		wg.Go(func() {
-			for j := range jobs {
-				cctx, cancel := env.callContext(ctx)
-				op := client.Reserving(j.row.Request())
-				res, err := c.Send(cctx, j.row.Key, op)
-				cancel()
-				results <- rowResult{index: j.index, o: outcomeOf(op, j.row.Key, res, err, env.timeout)}
-			}
-		})
-	}
 	go func() {
-		defer close(jobs)
+		defer close(results)
+		sem := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		defer wg.Wait()
 		for _, i := range pending {
 			select {
-			case jobs <- job{index: i, row: plan.Rows[i]}:
+			case sem <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
+			row := plan.Rows[i]
+			wg.Go(func() {
+				defer func() { <-sem }()
+				cctx, cancel := env.callContext(ctx)
+				op := client.Reserving(row.Request())
+				res, err := c.Send(cctx, row.Key, op)
+				cancel()
+				results <- rowResult{index: i, o: outcomeOf(op, row.Key, res, err, env.timeout)}
+			})
 		}
-	}()
-	go func() {
-		wg.Wait()
-		close(results)
 	}()
 
 	bar := newProgressBar(env.stderr, showProgress, plan)
