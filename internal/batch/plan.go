@@ -42,19 +42,15 @@ type Plan struct {
 	Rows      []PlanRow `json:"rows"`
 }
 
-// PlanRow is one row of the CSV with its own operation key, how often it
-// was sent, and its authoritative outcome once there is one.
+// PlanRow is one row of the CSV with the Record of its own operation: its
+// key, how often it was sent, and its authoritative outcome once there is
+// one.
 type PlanRow struct {
 	Row
-	Key      engine.OperationKey `json:"operation"`
-	Attempts int                 `json:"attempts"`
-	Outcome  *Outcome            `json:"outcome,omitempty"`
+	intent.Record[Outcome]
 	// LastError says why the last attempt left the row unclear.
 	LastError string `json:"last_error,omitempty"`
 }
-
-// Settled reports whether the row has an authoritative outcome.
-func (r *PlanRow) Settled() bool { return r.Outcome != nil }
 
 // Outcome is the authoritative answer to one row: reserved (with the
 // reservation id), unavailable, or rejected (with the problem's code and
@@ -70,6 +66,12 @@ type Outcome struct {
 	Response      json.RawMessage `json:"response,omitempty"`
 }
 
+// SameAnswer reports whether o and p record the same answer.
+func (o Outcome) SameAnswer(p Outcome) bool {
+	return o.Status == p.Status && o.HTTPStatus == p.HTTPStatus && o.ReservationID == p.ReservationID &&
+		o.Code == p.Code && o.Detail == p.Detail && bytes.Equal(o.Response, p.Response)
+}
+
 // NewPlan gives every row a new random operation key.
 func NewPlan(csvName string, rows []Row, server, actor string, now time.Time) (*Plan, error) {
 	p := &Plan{Version: PlanVersion, CSV: csvName, Server: server, Actor: actor, CreatedAt: now.UTC(), Rows: make([]PlanRow, len(rows))}
@@ -78,7 +80,7 @@ func NewPlan(csvName string, rows []Row, server, actor string, now time.Time) (*
 		if err != nil {
 			return nil, fmt.Errorf("new plan: %w", err)
 		}
-		p.Rows[i] = PlanRow{Row: r, Key: key}
+		p.Rows[i] = PlanRow{Row: r, Record: intent.Record[Outcome]{Key: key}}
 	}
 	return p, nil
 }
@@ -264,10 +266,11 @@ func (f *PlanFile) Load() (*Plan, error) {
 	dec := json.NewDecoder(&buf)
 	dec.DisallowUnknownFields()
 	var p Plan
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("plan %s is corrupt: %v (left untouched; move it away to import the CSV as new intents)", f.path, err)
+	err = dec.Decode(&p)
+	if err == nil {
+		err = p.validate()
 	}
-	if err := p.validate(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("plan %s is corrupt: %v (left untouched; move it away to import the CSV as new intents)", f.path, err)
 	}
 	return &p, nil

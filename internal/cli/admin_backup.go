@@ -53,14 +53,13 @@ FILE. A daemon on PostgreSQL answers 501: back it up with pg_dump.`,
 			if err != nil {
 				return fmt.Errorf("backup (no file was written): %w", err)
 			}
-			if env.json {
-				return env.printJSON(struct {
-					File  string `json:"file"`
-					Bytes int64  `json:"bytes"`
-				}{path, n})
-			}
-			_, err = fmt.Fprintf(env.stdout, "wrote a consistent backup of reserved to %s (%d bytes); check it with: reserved check --db %s\n", path, n, path)
-			return err
+			return env.print(struct {
+				File  string `json:"file"`
+				Bytes int64  `json:"bytes"`
+			}{path, n}, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "wrote a consistent backup of reserved to %s (%d bytes); check it with: reserved check --db %s\n", path, n, path)
+				return err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "replace an existing FILE")

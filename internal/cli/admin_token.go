@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -40,11 +41,10 @@ SHA-256 hash: the token is shown this once.`,
 			if err != nil {
 				return fmt.Errorf("create token for %s: %w", actor, err)
 			}
-			if env.json {
-				return env.printJSON(api.TokenResponse{Token: tok, Actor: actor, Admin: admin})
-			}
-			_, err = fmt.Fprintln(env.stdout, tok)
-			return err
+			return env.print(api.TokenResponse{Token: tok, Actor: actor, Admin: admin}, func(w io.Writer) error {
+				_, err := fmt.Fprintln(w, tok)
+				return err
+			})
 		},
 	}
 	create.Flags().StringVar(&actor, "actor", "", "the actor the token authenticates")

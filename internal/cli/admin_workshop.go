@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -46,16 +47,15 @@ workshops").`,
 			if err != nil {
 				return fmt.Errorf("set workshop %s: %w", id, err)
 			}
-			if env.json {
-				return env.printJSON(w)
-			}
-			verb := "updated"
-			if created {
-				verb = "created"
-			}
-			_, err = fmt.Fprintf(env.stdout, "%s workshop %s: capacity %d, %d reserved, %d available, at most %d per reservation, version %d\n",
-				verb, w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version)
-			return err
+			return env.print(w, func(out io.Writer) error {
+				verb := "updated"
+				if created {
+					verb = "created"
+				}
+				_, err := fmt.Fprintf(out, "%s workshop %s: capacity %d, %d reserved, %d available, at most %d per reservation, version %d\n",
+					verb, w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version)
+				return err
+			})
 		},
 	}
 	f := set.Flags()

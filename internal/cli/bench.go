@@ -68,12 +68,8 @@ authoritative answer, it says so and exits 1.`,
 			case err != nil && !errors.Is(err, bench.ErrVerification):
 				return fmt.Errorf("bench: %w", err)
 			}
-			if env.json {
-				if perr := env.printJSON(res); perr != nil {
-					return perr
-				}
-			} else {
-				printBench(env.stdout, res)
+			if perr := env.print(res, func(w io.Writer) error { printBench(w, res); return nil }); perr != nil {
+				return perr
 			}
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)

@@ -242,6 +242,14 @@ func (env *commandEnv) printJSON(v any) error {
 	return nil
 }
 
+// print writes v with --json, else what text writes for people.
+func (env *commandEnv) print(v any, text func(w io.Writer) error) error {
+	if env.json {
+		return env.printJSON(v)
+	}
+	return text(env.stdout)
+}
+
 // noArgs refuses positional arguments as a usage error, suggesting a
 // command for a misspelt one.
 func noArgs(cmd *cobra.Command, args []string) error {

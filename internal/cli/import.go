@@ -163,6 +163,7 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 		return &usageError{err: err}
 	}
 	c := env.client()
+	var pending []int
 	if plan != nil {
 		if err := plan.Compare(path, pf.Path(), rows); err != nil {
 			return &usageError{err: err}
@@ -171,9 +172,6 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 			return usageErrorf("the plan %s was made for %s, but you are talking to %s; nothing was sent", pf.Path(), plan.Server, server)
 		}
 		fmt.Fprintf(env.stderr, "resuming %s: %d of %d rows settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, len(rows))
-	}
-	var pending []int
-	if plan != nil {
 		for i := range plan.Rows {
 			if !plan.Rows[i].Settled() {
 				pending = append(pending, i)
@@ -206,14 +204,12 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 		return err
 	}
 	sum := importSummary{CSV: path, Plan: pf.Path(), Summary: plan.Summary(), Sent: sent, Skipped: len(plan.Rows) - len(pending)}
-	if env.json {
-		if err := env.printJSON(sum); err != nil {
-			return err
-		}
-	} else {
-		s := sum.Summary
-		fmt.Fprintf(env.stdout, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
-			filepath.Base(path), s.Rows, s.Reserved, s.Unavailable, s.Rejected, s.Unclear)
+	if err := env.print(sum, func(w io.Writer) error {
+		fmt.Fprintf(w, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
+			filepath.Base(path), sum.Rows, sum.Reserved, sum.Unavailable, sum.Rejected, sum.Unclear)
+		return nil
+	}); err != nil {
+		return err
 	}
 	if sum.Unclear > 0 {
 		return &unclearError{n: sum.Unclear, plan: pf.Path()}
@@ -234,37 +230,30 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 	if len(pending) == 0 {
 		return 0, nil
 	}
-	type job struct {
-		index int
-		row   batch.PlanRow
-	}
-	jobs := make(chan job)
+	// At most parallel rows are in flight: each takes a slot of sem before
+	// its goroutine starts. A cancelled ctx stops the sending of new rows.
 	results := make(chan rowResult)
-	var wg sync.WaitGroup
-	for range min(parallel, len(pending)) {
-		wg.Go(func() {
-			for j := range jobs {
-				cctx, cancel := env.callContext(ctx)
-				op := client.Reserving(j.row.Request())
-				res, err := c.Send(cctx, j.row.Key, op)
-				cancel()
-				results <- rowResult{index: j.index, o: outcomeOf(op, j.row.Key, res, err, env.timeout)}
-			}
-		})
-	}
 	go func() {
-		defer close(jobs)
+		defer close(results)
+		sem := make(chan struct{}, parallel)
+		var wg sync.WaitGroup
+		defer wg.Wait()
 		for _, i := range pending {
 			select {
-			case jobs <- job{index: i, row: plan.Rows[i]}:
+			case sem <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
+			row := plan.Rows[i]
+			wg.Go(func() {
+				defer func() { <-sem }()
+				cctx, cancel := env.callContext(ctx)
+				op := client.Reserving(row.Request())
+				res, err := c.Send(cctx, row.Key, op)
+				cancel()
+				results <- rowResult{index: i, o: outcomeOf(op, row.Key, res, err, env.timeout)}
+			})
 		}
-	}()
-	go func() {
-		wg.Wait()
-		close(results)
 	}()
 
 	bar := newProgressBar(env.stderr, showProgress, plan)
@@ -296,8 +285,10 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 			sent++
 			r := &plan.Rows[res.index]
 			r.Attempts++
-			if s := res.o.rowOutcome(); s != nil {
-				r.Outcome, r.LastError = s, ""
+			if res.o.authoritative() {
+				// A pending row is open, so settling it cannot fail.
+				r.Settle(res.o.rowOutcome())
+				r.LastError = ""
 			} else {
 				r.LastError = res.o.why
 				fmt.Fprintf(bar.out(), "line %d (%s): unclear: %s\n", r.Line, r.Row, r.LastError)
@@ -316,13 +307,9 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 	}
 }
 
-// rowOutcome is the authoritative o as an import plan records it, nil for
-// an open one.
-func (o outcome) rowOutcome() *batch.Outcome {
-	if !o.authoritative() {
-		return nil
-	}
-	b := &batch.Outcome{Status: o.status, HTTPStatus: o.res.Status, ReservationID: o.res.Answer.ReservationID}
+// rowOutcome is the authoritative o as an import plan records it.
+func (o outcome) rowOutcome() batch.Outcome {
+	b := batch.Outcome{Status: o.status, HTTPStatus: o.res.Status, ReservationID: o.res.Answer.ReservationID}
 	if p := o.res.Problem; p != nil {
 		b.Code, b.Detail = p.Code, p.Message
 	} else {

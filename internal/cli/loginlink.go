@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,12 +40,11 @@ link works once and only for 5 minutes. An admin may ask for a link of another a
 			if err != nil {
 				return fmt.Errorf("login link: %w", err)
 			}
-			if env.json {
-				return env.printJSON(link)
-			}
-			fmt.Fprintf(env.stderr, "Open this link in a browser to sign in as %s; it works once, until %s.\n", link.Actor, link.ExpiresAt.Local().Format(time.TimeOnly))
-			_, err = fmt.Fprintln(env.stdout, link.URL)
-			return err
+			return env.print(link, func(w io.Writer) error {
+				fmt.Fprintf(env.stderr, "Open this link in a browser to sign in as %s; it works once, until %s.\n", link.Actor, link.ExpiresAt.Local().Format(time.TimeOnly))
+				_, err := fmt.Fprintln(w, link.URL)
+				return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&actor, "actor", "", "sign in as this actor instead of yourself (admins only)")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -55,22 +56,21 @@ names its key; if the server did receive it, that reservation stands.`,
 // newIntentDone reports what new-intent did.
 func (env *commandEnv) newIntentDone(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	if env.json {
-		return env.printJSON(struct {
-			Message string `json:"message"`
-		}{msg})
-	}
-	_, err := fmt.Fprintln(env.stdout, msg)
-	return err
+	return env.print(struct {
+		Message string `json:"message"`
+	}{msg}, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, msg)
+		return err
+	})
 }
 
 // describeRequest says what in asks for, in a few words.
 func describeRequest(in *intent.Intent) string {
-	if c, err := in.CancelRequest(); err == nil {
-		return "cancel reservation " + c.ReservationID
+	op := operation(in)
+	if op.Kind == intent.KindCancel {
+		return "cancel reservation " + op.ReservationID
 	}
-	req, _ := in.Request()
-	return fmt.Sprintf("%s in %s", places(req.Quantity), req.Workshop)
+	return fmt.Sprintf("%s in %s", places(op.Request.Quantity), op.Request.Workshop)
 }
 
 // describeIntent says what in asks for and where it stands, in a few words.

@@ -94,6 +94,19 @@ func describe(err error, status int, timeout time.Duration) string {
 // authoritative reports whether o settles its intent.
 func (o outcome) authoritative() bool { return o.status != intent.StatusOpen }
 
+// settle is the one step that settles the intent in on an authoritative
+// outcome o and records it in the state file; an outcome that is not
+// authoritative leaves in as it is. So does an operation_expired refusal of
+// an intent that settled before its receipt expired: the recorded answer
+// stands, and the 410 only says that it cannot be replayed.
+func settle(j *intent.Journal, in *intent.Intent, o outcome) error {
+	expired := o.res.Problem != nil && o.res.Problem.Code == engine.CodeOperationExpired
+	if !o.authoritative() || (in.Settled() && expired) {
+		return nil
+	}
+	return j.Settle(in, o.settlement())
+}
+
 // settlement is the authoritative o as the journal records it.
 func (o outcome) settlement() intent.Outcome {
 	return intent.Outcome{Status: o.status, HTTPStatus: o.res.Status, Body: o.res.Body, ReservationID: o.res.Answer.ReservationID}

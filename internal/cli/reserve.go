@@ -59,7 +59,7 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") {
 					return usageErrorf("--retry resends the recorded payload: do not pass --workshop or --quantity")
 				}
-				return env.reserve(cmd.Context(), nil)
+				return env.retryIntent(cmd.Context(), intent.KindReserve)
 			}
 			if err := requireFlags(cmd, "workshop"); err != nil {
 				return err
@@ -68,7 +68,9 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 			if err := req.Validate(); err != nil {
 				return &usageError{err: fmt.Errorf("nothing sent: %w", err)}
 			}
-			return env.reserve(cmd.Context(), &req)
+			return env.startIntent(cmd.Context(), func(server, actor string) (*intent.Intent, error) {
+				return intent.NewReserve(req, server, actor)
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -76,17 +78,6 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 	f.IntVar(&quantity, "quantity", 1, "number of places")
 	f.BoolVar(&retry, "retry", false, "resend the intent in the state file (same key, same payload)")
 	return cmd
-}
-
-// reserve starts a new intent for req, or retries the recorded one when req
-// is nil.
-func (env *commandEnv) reserve(ctx context.Context, req *engine.Request) error {
-	if req == nil {
-		return env.retryIntent(ctx, intent.KindReserve)
-	}
-	return env.startIntent(ctx, func(server, actor string) (*intent.Intent, error) {
-		return intent.NewReserve(*req, server, actor)
-	})
 }
 
 // openSession returns the server the flags select and the state file,
@@ -181,15 +172,6 @@ func (env *commandEnv) retryIntent(ctx context.Context, kind engine.OperationKin
 	return env.sendReport(ctx, c, j, in)
 }
 
-// sendReport sends in once and reports the outcome.
-func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) error {
-	o, err := env.send(ctx, c, j, in)
-	if err != nil {
-		return err
-	}
-	return env.report(recorded(in, o))
-}
-
 // recorded returns o, unless o is unknown for an intent that was settled
 // before: then the outcome is known after all, and recorded returns the
 // settled outcome, noting that reserved could not confirm it this time.
@@ -241,27 +223,19 @@ func (env *commandEnv) notSent(in *intent.Intent, err error) outcome {
 	return o
 }
 
-// send records one more attempt of in, sends it, and settles in when the
-// answer is authoritative.
-func (env *commandEnv) send(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) (outcome, error) {
+// sendReport records one more attempt of in, sends it, settles in when the
+// answer is authoritative, and reports the outcome.
+func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *intent.Journal, in *intent.Intent) error {
 	if err := j.RecordAttempt(in); err != nil {
-		return outcome{}, fmt.Errorf("nothing sent: %w", err)
+		return fmt.Errorf("nothing sent: %w", err)
 	}
 	op := operation(in)
 	cctx, cancel := env.callContext(ctx)
 	res, err := c.Send(cctx, in.Key, op)
 	cancel()
 	o := outcomeOf(op, in.Key, res, err, env.timeout)
-	if !o.authoritative() {
-		return o, nil
+	if err := settle(j, in, o); err != nil {
+		return fmt.Errorf("reserved answered %d for intent %s: %w", o.res.Status, in.Key, err)
 	}
-	if in.Outcome != nil && o.res.Problem != nil && o.res.Problem.Code == engine.CodeOperationExpired {
-		// The intent settled before its receipt expired: the recorded
-		// answer stands, and the 410 only says it cannot be replayed.
-		return o, nil
-	}
-	if err := j.Settle(in, o.settlement()); err != nil {
-		return o, fmt.Errorf("reserved answered %d for intent %s: %w", o.res.Status, in.Key, err)
-	}
-	return o, nil
+	return env.report(recorded(in, o))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -57,11 +58,10 @@ func (env *commandEnv) status(ctx context.Context) error {
 	defer j.Close()
 	rep := statusJSON{StateFile: j.Path(), Intent: in, Outcome: "none"}
 	if in == nil {
-		if env.json {
-			return env.printJSON(rep)
-		}
-		_, err := fmt.Fprintf(env.stdout, "no intent in %s: the next reserve starts a new one\n", j.Path())
-		return err
+		return env.print(rep, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "no intent in %s: the next reserve starts a new one\n", j.Path())
+			return err
+		})
 	}
 
 	wasOpen := in.IsOpen()
@@ -83,13 +83,9 @@ func (env *commandEnv) status(ctx context.Context) error {
 		rep.Outcome = string(o.status)
 		result = o.err()
 	}
-	if env.json {
-		if err := env.printJSON(rep); err != nil {
-			return err
-		}
-		return result
+	if err := env.print(rep, func(w io.Writer) error { printIntent(w, in, note); return nil }); err != nil {
+		return err
 	}
-	env.printIntent(in, note)
 	return result
 }
 
@@ -132,7 +128,7 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 	if !in.IsOpen() {
 		return "reserved has the receipt: " + receiptSummary(o), &view, nil
 	}
-	if err := j.Settle(in, o.settlement()); err != nil {
+	if err := settle(j, in, o); err != nil {
 		return "", &view, fmt.Errorf("settle intent %s from its receipt: %w", in.Key, err)
 	}
 	return "reserved has the receipt: " + receiptSummary(o) + "; intent settled now", &view, nil
@@ -146,24 +142,22 @@ func receiptSummary(o outcome) string {
 		return o.line()
 	case engine.StatusUnavailable:
 		return fmt.Sprintf("unavailable (%s in %s)", places(o.res.Answer.Quantity), o.res.Answer.Workshop)
+	case intent.StatusRejected:
+		return "rejected: " + o.res.Problem.Error()
 	}
 	return string(o.status)
 }
 
 // printIntent prints in and what the server said about it.
-func (env *commandEnv) printIntent(in *intent.Intent, note string) {
+func printIntent(w io.Writer, in *intent.Intent, note string) {
 	state := "open, outcome unknown"
 	if in.Outcome != nil {
 		state = "settled: " + receiptSummary(settledOutcome(in))
-		if in.Outcome.Status == intent.StatusRejected {
-			state = "settled: rejected: " + settledOutcome(in).res.Problem.Error()
-		}
 	}
 	actor := in.Actor
 	if in.Attempts == 0 && actor == actorNotYetKnown {
 		actor = "not yet known (nothing sent)"
 	}
-	w := env.stdout
 	fmt.Fprintf(w, "intent:   %s\n", in.Key)
 	fmt.Fprintf(w, "request:  %s\n", describeRequest(in))
 	fmt.Fprintf(w, "state:    %s\n", state)

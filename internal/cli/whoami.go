@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 )
@@ -22,15 +23,14 @@ bound to this actor.`,
 			if err != nil {
 				return err
 			}
-			if env.json {
-				return env.printJSON(p)
-			}
-			role := ""
-			if p.Admin {
-				role = " (admin)"
-			}
-			_, err = fmt.Fprintf(env.stdout, "%s%s\n", p.Actor, role)
-			return err
+			return env.print(p, func(w io.Writer) error {
+				role := ""
+				if p.Admin {
+					role = " (admin)"
+				}
+				_, err := fmt.Fprintf(w, "%s%s\n", p.Actor, role)
+				return err
+			})
 		},
 	}
 }

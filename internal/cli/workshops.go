@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -27,15 +28,14 @@ available, the most places one reservation may take, and its version (for
 			if err != nil {
 				return fmt.Errorf("list workshops: %w", err)
 			}
-			if env.json {
-				return env.printJSON(api.WorkshopList{Workshops: list})
-			}
-			tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tCAPACITY\tRESERVED\tAVAILABLE\tMAX\tVERSION\tTITLE")
-			for _, w := range list {
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version, w.Title)
-			}
-			return tw.Flush()
+			return env.print(api.WorkshopList{Workshops: list}, func(out io.Writer) error {
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tCAPACITY\tRESERVED\tAVAILABLE\tMAX\tVERSION\tTITLE")
+				for _, w := range list {
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version, w.Title)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 }

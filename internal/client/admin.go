@@ -18,17 +18,9 @@ import (
 // complete. A problem answer (501 not_implemented for a PostgreSQL store)
 // is an *engine.Error.
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	c.init()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+api.PathBackup, nil)
+	resp, err := c.request(ctx, http.MethodGet, api.PathBackup, nil, nil)
 	if err != nil {
-		return 0, fmt.Errorf("backup: %w", err)
-	}
-	if c.BaseURL != "" && c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, c.sendError(http.MethodGet, api.PathBackup, err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -62,20 +54,16 @@ type OperationsQuery struct {
 // newest first (admin only).
 func (c *Client) Operations(ctx context.Context, q OperationsQuery) (api.OperationPage, error) {
 	v := url.Values{}
-	if q.Actor != "" {
-		v.Set("actor", q.Actor)
+	for name, value := range map[string]string{"actor": q.Actor, "outcome": q.Outcome, "cursor": q.Cursor} {
+		if value != "" {
+			v.Set(name, value)
+		}
 	}
 	if !q.Since.IsZero() {
 		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
 	}
-	if q.Outcome != "" {
-		v.Set("outcome", q.Outcome)
-	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Cursor != "" {
-		v.Set("cursor", q.Cursor)
 	}
 	path := api.PathAdminOps
 	if len(v) > 0 {

@@ -141,6 +141,21 @@ func (e *UnexpectedResponseError) Error() string {
 // token is added on TCP. Failures to reach the
 // daemon are *ConnectError.
 func (c *Client) Do(ctx context.Context, method, path string, header http.Header, body []byte) (*http.Response, []byte, error) {
+	resp, err := c.request(ctx, method, path, header, body)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return resp, data, fmt.Errorf("%s %s at %s: read answer: %w", method, path, c.where, err)
+	}
+	return resp, data, nil
+}
+
+// request sends one request as Do does and returns the answer with its
+// body unread; the caller closes it.
+func (c *Client) request(ctx context.Context, method, path string, header http.Header, body []byte) (*http.Response, error) {
 	c.init()
 	var rd io.Reader
 	if body != nil {
@@ -148,7 +163,7 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	for k, vs := range header {
 		req.Header[k] = vs
@@ -164,14 +179,9 @@ func (c *Client) Do(ctx context.Context, method, path string, header http.Header
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, nil, c.sendError(method, path, err)
+		return nil, c.sendError(method, path, err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return resp, data, fmt.Errorf("%s %s at %s: read answer: %w", method, path, c.where, err)
-	}
-	return resp, data, nil
+	return resp, nil
 }
 
 // sendError wraps the error of a request that got no answer: a

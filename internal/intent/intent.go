@@ -72,25 +72,57 @@ type Status string
 const (
 	// StatusRejected is an authoritative refusal: any decided 4xx problem
 	// (conflict, request contract, unknown workshop, authentication).
-	StatusRejected Status = "rejected"
+	StatusRejected Status = api.OutcomeRejected
 	// StatusOpen is an operation without an authoritative answer: never
 	// sent, or sent without one. It is never recorded as an outcome.
 	StatusOpen Status = "unknown"
 )
 
+// Record is where one operation stands: the operation key (a lowercase
+// canonical UUIDv4) sent as Idempotency-Key with every attempt, how many
+// sends were begun, each counted before it starts, and its authoritative
+// outcome O once there is one. The intent of the state file and every row
+// of an import plan hold one; O is the outcome as that file records it.
+type Record[O Settlement[O]] struct {
+	Key      engine.OperationKey `json:"operation"`
+	Attempts int                 `json:"attempts"`
+	Outcome  *O                  `json:"outcome,omitempty"`
+}
+
+// Settlement is an authoritative outcome as a file records it.
+type Settlement[O any] interface {
+	// SameAnswer reports whether two outcomes record the same answer.
+	SameAnswer(O) bool
+}
+
+// Settled reports whether r has an authoritative outcome.
+func (r *Record[O]) Settled() bool { return r.Outcome != nil }
+
+// Settle is the one step that ends an operation on its authoritative
+// outcome o. Settling again with the same answer does nothing; with a
+// different answer it fails with ErrAlreadySettled, because an
+// authoritative outcome is final.
+func (r *Record[O]) Settle(o O) error {
+	if r.Outcome != nil {
+		if (*r.Outcome).SameAnswer(o) {
+			return nil
+		}
+		return fmt.Errorf("settle %s: %w", r.Key, ErrAlreadySettled)
+	}
+	r.Outcome = &o
+	return nil
+}
+
 // Intent is the record in the state file: one business intent of the CLI,
-// its operation key, the payload bound to that key, where and as whom it is
-// sent, how often it was sent, and its outcome once authoritative. An intent
-// without an Outcome is open: its result is unknown and only a retry with the
-// same key and payload may follow.
+// its operation Record, the payload bound to its key, and where and as whom
+// it is sent. An intent without an Outcome is open: its result is unknown
+// and only a retry with the same key and payload may follow.
 type Intent struct {
 	// Schema is SchemaVersion when the intent was written.
 	Schema int `json:"schema"`
 	// Kind says what the payload is, for example KindReserve.
 	Kind engine.OperationKind `json:"kind"`
-	// Key is the operation key (a lowercase canonical UUIDv4) sent as
-	// Idempotency-Key with every attempt.
-	Key engine.OperationKey `json:"operation"`
+	Record[Outcome]
 	// Payload is the request body of the intent as compact JSON, fixed for
 	// its lifetime.
 	Payload json.RawMessage `json:"payload"`
@@ -99,19 +131,40 @@ type Intent struct {
 	Server string `json:"server"`
 	// Actor is the authenticated actor (from whoami) the intent belongs to.
 	Actor string `json:"actor"`
-	// Attempts counts the sends begun, each recorded before it starts.
-	Attempts int `json:"attempts"`
 	// CreatedAt is when the intent was first saved.
 	CreatedAt time.Time `json:"created_at"`
 	// UpdatedAt is when the intent was last saved.
 	UpdatedAt time.Time `json:"updated_at"`
-	// Outcome is the authoritative answer, nil while the intent is open.
-	Outcome *Outcome `json:"outcome,omitempty"`
 
 	// request and cancel are the decoded payload of a KindReserve and a
 	// KindCancel intent, set when the intent is made or read.
 	request engine.Request
 	cancel  CancelRequest
+}
+
+// intentJSON is the state file's record with its members in the file's
+// order, which embedding the Record would change.
+type intentJSON struct {
+	Schema    int                  `json:"schema"`
+	Kind      engine.OperationKind `json:"kind"`
+	Key       engine.OperationKey  `json:"operation"`
+	Payload   json.RawMessage      `json:"payload"`
+	Server    string               `json:"server"`
+	Actor     string               `json:"actor"`
+	Attempts  int                  `json:"attempts"`
+	CreatedAt time.Time            `json:"created_at"`
+	UpdatedAt time.Time            `json:"updated_at"`
+	Outcome   *Outcome             `json:"outcome,omitempty"`
+}
+
+// MarshalJSON encodes in as the state file's record. It leaves escaping
+// HTML to the encoder that calls it.
+func (in Intent) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(intentJSON{in.Schema, in.Kind, in.Key, in.Payload, in.Server, in.Actor, in.Attempts, in.CreatedAt, in.UpdatedAt, in.Outcome})
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
 // Outcome is the authoritative answer to an intent.
@@ -150,7 +203,7 @@ func New(kind engine.OperationKind, payload json.RawMessage, server, actor strin
 	in := &Intent{
 		Schema:  SchemaVersion,
 		Kind:    kind,
-		Key:     key,
+		Record:  Record[Outcome]{Key: key},
 		Payload: payload,
 		Server:  server,
 		Actor:   actor,
@@ -164,23 +217,14 @@ func New(kind engine.OperationKind, payload json.RawMessage, server, actor strin
 
 // NewReserve returns a fresh open intent to reserve req, as New does.
 func NewReserve(req engine.Request, server, actor string) (*Intent, error) {
-	if err := req.Validate(); err != nil {
-		return nil, fmt.Errorf("new %s intent: %w", KindReserve, err)
-	}
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("new %s intent: %w", KindReserve, err)
-	}
+	payload, _ := json.Marshal(req) // A string and an int always encode.
 	return New(KindReserve, payload, server, actor)
 }
 
 // NewCancel returns a fresh open intent to cancel reservation id, as New
 // does.
 func NewCancel(id, server, actor string) (*Intent, error) {
-	payload, err := json.Marshal(CancelRequest{ReservationID: id})
-	if err != nil {
-		return nil, fmt.Errorf("new %s intent: %w", KindCancel, err)
-	}
+	payload, _ := json.Marshal(CancelRequest{ReservationID: id}) // A string always encodes.
 	return New(KindCancel, payload, server, actor)
 }
 
@@ -203,7 +247,7 @@ func (in *Intent) Request() (engine.Request, error) {
 // IsOpen reports whether in is an intent without an authoritative outcome.
 // A nil intent (no state file) is not open.
 func (in *Intent) IsOpen() bool {
-	return in != nil && in.Outcome == nil
+	return in != nil && !in.Settled()
 }
 
 // CheckRetry refuses, with a *MismatchError, a retry of in by another actor
@@ -319,8 +363,8 @@ func httpStatusOf(status Status) int {
 	return max(api.StatusOfAnswer(KindReserve, string(status)), api.StatusOfAnswer(KindCancel, string(status)))
 }
 
-// sameAnswer reports whether o and p record the same answer.
-func (o *Outcome) sameAnswer(p *Outcome) bool {
+// SameAnswer reports whether o and p record the same answer.
+func (o Outcome) SameAnswer(p Outcome) bool {
 	return o.Status == p.Status && o.HTTPStatus == p.HTTPStatus &&
 		o.ReservationID == p.ReservationID && bytes.Equal(o.Body, p.Body)
 }

@@ -236,26 +236,19 @@ func (j *Journal) Save(in *Intent) error {
 		in.CreatedAt = now
 	}
 	in.UpdatedAt = now
-	if err := j.write(in); err != nil {
+	var data []byte
+	err := in.validate(true)
+	if err == nil {
+		data, err = json.MarshalIndent(in, "", "  ")
+	}
+	if err == nil {
+		err = atomicfile.WriteFile(j.path, append(data, '\n'))
+	}
+	if err != nil {
 		in.CreatedAt, in.UpdatedAt = prevCreated, prevUpdated
-		return err
+		return fmt.Errorf("save intent %s: %w", in.Key, err)
 	}
 	j.current = in.Key
-	return nil
-}
-
-// write validates, encodes and atomically writes in.
-func (j *Journal) write(in *Intent) error {
-	if err := in.validate(true); err != nil {
-		return fmt.Errorf("save intent %s: %w", in.Key, err)
-	}
-	data, err := json.MarshalIndent(in, "", "  ")
-	if err != nil {
-		return fmt.Errorf("save intent %s: %w", in.Key, err)
-	}
-	if err := atomicfile.WriteFile(j.path, append(data, '\n')); err != nil {
-		return fmt.Errorf("save intent %s: %w", in.Key, err)
-	}
 	return nil
 }
 
@@ -274,20 +267,14 @@ func (j *Journal) RecordAttempt(in *Intent) error {
 	return nil
 }
 
-// Settle records the authoritative outcome o of in and saves it; a zero
-// o.SettledAt is set to now. Settling an intent again with the same answer
-// does nothing; with a different answer it fails with ErrAlreadySettled,
-// because an authoritative outcome is final.
+// Settle settles in on its authoritative outcome o (Record.Settle) and
+// saves it; a zero o.SettledAt is set to now.
 func (j *Journal) Settle(in *Intent, o Outcome) error {
 	if in == nil {
 		return errors.New("settle: no intent given")
 	}
-	if in.Outcome != nil {
-		if in.Outcome.sameAnswer(&o) {
-			return nil
-		}
-		return fmt.Errorf("settle intent %s as %s %d: it is already %s %d: %w",
-			in.Key, o.Status, o.HTTPStatus, in.Outcome.Status, in.Outcome.HTTPStatus, ErrAlreadySettled)
+	if in.Settled() {
+		return in.Record.Settle(o)
 	}
 	if o.SettledAt.IsZero() {
 		o.SettledAt = j.now().UTC().Round(0)
@@ -296,7 +283,7 @@ func (j *Journal) Settle(in *Intent, o Outcome) error {
 	if err := o.validate(); err != nil {
 		return fmt.Errorf("settle intent %s: %w", in.Key, err)
 	}
-	in.Outcome = &o
+	in.Record.Settle(o) // Cannot fail: in was open.
 	if err := j.Save(in); err != nil {
 		in.Outcome = nil
 		return fmt.Errorf("settle: %w", err)

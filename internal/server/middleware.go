@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
 )
@@ -46,7 +47,7 @@ func (i *requestInfo) outcomeOf(status int) string {
 	case i.code == engine.CodeOperationConflict:
 		return "conflict"
 	case status >= 400:
-		return "rejected"
+		return api.OutcomeRejected
 	}
 	return "ok"
 }
