@@ -488,3 +488,43 @@ func TestConnectionFloodWithinOpenFileLimit(t *testing.T) {
 		t.Errorf("exit code = %d", code)
 	}
 }
+
+// TestUnsentBodyDoesNotHoldTheConnection: a request that announces a body
+// and never sends it is answered at once when its answer does not need the
+// body (here 401, no credentials), and its connection is closed, so such
+// requests cannot keep the TCP listener's connections busy until the read
+// timeout and lock every other client out at the cap. A request whose body
+// was read keeps its connection for the next request.
+func TestUnsentBodyDoesNotHoldTheConnection(t *testing.T) {
+	const cap = 4
+	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap))
+	for i := range cap + 2 {
+		c := dialRaw(t, p, viaTCP, token)
+		c.SetDeadline(time.Now().Add(answerTimeout)) // Well below the 30 s read timeout.
+		if _, err := io.WriteString(c, "POST /api/v1/reservations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, _ := c.answer(t)
+		if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+			t.Fatalf("request %d without its body = %d, Connection %q; want 401 and close", i, resp.StatusCode, resp.Header.Get("Connection"))
+		}
+		if !c.closedByDaemon() {
+			t.Fatalf("request %d: the connection stayed open", i)
+		}
+	}
+	for range cap {
+		if err := dialRaw(t, p, viaTCP, token).healthz(t); err != nil {
+			t.Fatalf("a new client after requests without their bodies: %v", err)
+		}
+	}
+
+	c := dialRaw(t, p, viaTCP, token)
+	body := `{"workshop":"workshop-demo","quantity":1}`
+	fmt.Fprintf(c, "POST /api/v1/reservations HTTP/1.1\r\n%sIdempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", c.auth, uuid.NewString(), len(body), body)
+	if resp, got := c.answer(t); resp.StatusCode != http.StatusCreated || resp.Close {
+		t.Fatalf("a whole reservation = %d %s, Connection %q; want 201, kept open", resp.StatusCode, got, resp.Header.Get("Connection"))
+	}
+	if err := c.healthz(t); err != nil {
+		t.Errorf("the connection after a whole reservation: %v", err)
+	}
+}

@@ -49,8 +49,16 @@ func (e *SocketOwnerError) Reason() string {
 	if e.Peer {
 		who = "is served by"
 	}
-	return fmt.Sprintf("%s uid %d, not to you or root, and lies in %s, where anyone can create files: refusing to use it (ask uid %d or root to remove it, or %s)",
-		who, e.Owner, filepath.Dir(e.Path), e.Owner, other)
+	var why string
+	switch e.Why {
+	case safefile.WhySymlink:
+		why = fmt.Sprintf("is a symbolic link of uid %d, not of you or root", e.Owner)
+	case safefile.WhySecondOwner:
+		why = fmt.Sprintf("%s uid %d, while uid %d controls %s, the directory it lies in", who, e.Owner, e.Other, filepath.Dir(e.Path))
+	default:
+		why = fmt.Sprintf("%s uid %d, not to you or root, and lies in %s, where others than its owner can create files", who, e.Owner, filepath.Dir(e.Path))
+	}
+	return fmt.Sprintf("%s: refusing to use it (ask uid %d or root to remove it, or %s)", why, e.Owner, other)
 }
 
 // CheckSocketOwner returns a *SocketOwnerError when safefile.SocketRule

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/paths/pathstest"
+	"github.com/reserve/reserve/internal/safefile"
 )
 
 func TestCheckSocketOwner(t *testing.T) {
@@ -100,6 +101,29 @@ func TestSocketDirectoryOfAnotherUser(t *testing.T) {
 			if !errors.As(err, &owner) || owner.Elem != dir || err.Error() != want {
 				t.Errorf("another user's directory in a sticky directory: %v, want %q", err, want)
 			}
+		}
+	}
+}
+
+// TestSocketRefusalSaysWhy: the message of a refused socket names the part
+// of the rule it broke, not always the same one.
+func TestSocketRefusalSaysWhy(t *testing.T) {
+	const path = "/run/d/r.sock"
+	for _, tt := range []struct {
+		err  paths.SocketOwnerError
+		want string
+	}{
+		{paths.SocketOwnerError{Path: path, Owner: 7, Why: safefile.WhyOwner},
+			"socket /run/d/r.sock belongs to uid 7, not to you or root, and lies in /run/d, where others than its owner can create files: refusing to use it (ask uid 7 or root to remove it, or use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR)"},
+		{paths.SocketOwnerError{Path: path, Owner: 7, Why: safefile.WhyOwner, Peer: true},
+			"socket /run/d/r.sock is served by uid 7, not to you or root, and lies in /run/d, where others than its owner can create files: refusing to use it (ask uid 7 or root to remove it, or use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR)"},
+		{paths.SocketOwnerError{Path: path, Owner: 1234, Other: 65534, Why: safefile.WhySecondOwner},
+			"socket /run/d/r.sock belongs to uid 1234, while uid 65534 controls /run/d, the directory it lies in: refusing to use it (ask uid 1234 or root to remove it, or use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR)"},
+		{paths.SocketOwnerError{Path: path, Owner: 7, Why: safefile.WhySymlink},
+			"socket /run/d/r.sock is a symbolic link of uid 7, not of you or root: refusing to use it (ask uid 7 or root to remove it, or use another socket: --socket, RESERVED_SOCKET or XDG_RUNTIME_DIR)"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%+v:\n got %s\nwant %s", tt.err, got, tt.want)
 		}
 	}
 }

@@ -52,25 +52,60 @@ func (i *requestInfo) outcomeOf(status int) string {
 	return "ok"
 }
 
-// statusWriter remembers the status an answer was sent with.
+// statusWriter remembers the status an answer was sent with. An answer
+// that goes out before its request's body was read to its end says
+// "Connection: close", and reading from the connection ends: net/http
+// would otherwise read the rest of a small body, up to the read timeout,
+// before it closes or reuses the connection, and a client that announces
+// a body and never sends it would hold the connection busy, where the
+// connection cap cannot close it, although its answer was decided at once.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	body   *bodyReader // Nil for a request without a body.
 }
 
 func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
+	w.sent(status)
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.sent(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
+
+// sent records the status of the answer's first write.
+func (w *statusWriter) sent(status int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = status
+	if w.body != nil && !w.body.done() {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+	}
+}
+
+// bodyReader follows how much of a request body the handler has read.
+type bodyReader struct {
+	io.ReadCloser
+	length int64 // The announced length, -1 for a chunked body.
+	read   int64
+	eof    bool
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// done reports whether the whole body has been read.
+func (b *bodyReader) done() bool { return b.eof || (b.length >= 0 && b.read >= b.length) }
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -84,6 +119,10 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		info := &requestInfo{route: "unmatched"}
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		sw := &statusWriter{ResponseWriter: w}
+		if r.ContentLength != 0 {
+			sw.body = &bodyReader{ReadCloser: r.Body, length: r.ContentLength}
+			r.Body = sw.body
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
