@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -98,18 +99,23 @@ func (s *Store) snapshot(ctx context.Context) (f *os.File, n int64, release func
 			os.Remove(f.Name())
 		}
 	}
+	cw := ctxWriter{ctx: ctx, w: f}
 	err = s.db.View(func(tx *bolt.Tx) error {
 		if err := checkBackupSpace(dir, tx.Size()); err != nil {
 			return err
 		}
 		var err error
-		n, err = tx.WriteTo(ctxWriter{ctx, f})
+		n, err = tx.WriteTo(&cw)
 		return err
 	})
 	if err != nil {
 		release()
-		if ctx.Err() != nil {
-			err = ctx.Err() // bbolt flattens the writer's error to text.
+		// bbolt flattens the writer's error to text; cw kept it.
+		switch {
+		case ctx.Err() != nil:
+			err = ctx.Err()
+		case errors.Is(cw.err, syscall.ENOSPC) || errors.Is(cw.err, syscall.EDQUOT):
+			err = engine.Errorf(engine.CodeInsufficientStorage, "the file system of %s filled up while the backup's snapshot was written there (%v): free some space there", dir, cw.err)
 		}
 		return nil, 0, nil, err
 	}
@@ -140,15 +146,20 @@ func checkBackupSpace(dir string, need int64) error {
 func mib(n int64) int64 { return (n + 1<<20 - 1) >> 20 }
 
 // ctxWriter writes to w until ctx is done, so that a snapshot nobody waits
-// for any more stops early.
+// for any more stops early, and keeps the first error of w.
 type ctxWriter struct {
 	ctx context.Context
 	w   io.Writer
+	err error
 }
 
-func (c ctxWriter) Write(p []byte) (int, error) {
+func (c *ctxWriter) Write(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err
 	}
-	return c.w.Write(p)
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
