@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -526,5 +527,39 @@ func TestUnsentBodyDoesNotHoldTheConnection(t *testing.T) {
 	}
 	if err := c.healthz(t); err != nil {
 		t.Errorf("the connection after a whole reservation: %v", err)
+	}
+}
+
+// TestEarlyRefusalAnswerArrives: a refusal sent before its request's body
+// was read (413 for a 100 KiB body, 400 for a bad key with a chunked body)
+// reaches the client intact, not destroyed by a reset of a connection
+// closed with unread bytes.
+func TestEarlyRefusalAnswerArrives(t *testing.T) {
+	p, token, _ := startAbused(t)
+	c := &http.Client{Timeout: answerTimeout}
+	big := bytes.Repeat([]byte("x"), 100<<10)
+	for i := range 200 {
+		key, body := uuid.NewString(), io.Reader(bytes.NewReader(big))
+		want := http.StatusRequestEntityTooLarge
+		if i%2 == 1 {
+			// A body of unknown length is sent chunked.
+			key, body, want = "not-a-uuid", io.MultiReader(bytes.NewReader(big)), http.StatusBadRequest
+		}
+		req, err := http.NewRequest(http.MethodPost, p.url+"/api/v1/reservations", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: no answer: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("request %d = %d, want %d", i, resp.StatusCode, want)
+		}
 	}
 }

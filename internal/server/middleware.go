@@ -54,11 +54,15 @@ func (i *requestInfo) outcomeOf(status int) string {
 
 // statusWriter remembers the status an answer was sent with. An answer
 // that goes out before its request's body was read to its end says
-// "Connection: close", and reading from the connection ends: net/http
-// would otherwise read the rest of a small body, up to the read timeout,
-// before it closes or reuses the connection, and a client that announces
-// a body and never sends it would hold the connection busy, where the
-// connection cap cannot close it, although its answer was decided at once.
+// "Connection: close", and the connection reads at most drainGrace longer:
+// net/http reads the rest of a small body before it closes the
+// connection, up to the read timeout, and a client that announces a body
+// and never sends it would hold the connection busy, where the connection
+// cap cannot close it, although its answer was decided at once. The grace
+// lets the rest of a body already on its way arrive, so that the
+// connection ends with a clean close; ending the reads at once would close
+// it with unread bytes, which makes the kernel reset it and can destroy
+// the answer before the client has read it.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
@@ -83,9 +87,13 @@ func (w *statusWriter) sent(status int) {
 	w.status = status
 	if w.body != nil && !w.body.done() {
 		w.Header().Set("Connection", "close")
-		http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+		http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(drainGrace))
 	}
 }
+
+// drainGrace is how long a connection may go on sending the body of a
+// request that was answered without it.
+const drainGrace = 2 * time.Second
 
 // bodyReader follows how much of a request body the handler has read.
 type bodyReader struct {
