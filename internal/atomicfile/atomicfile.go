@@ -8,7 +8,7 @@
 // A writer killed between creating and renaming its temporary file leaves
 // it behind; RemoveTemps and RemoveStaleTemps clean such leftovers up.
 //
-// It must not import any package of reserve but safefile.
+// It must not import any package of reserve.
 package atomicfile
 
 import (
@@ -21,8 +21,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/reserve/reserve/internal/safefile"
 )
 
 // tempInfix separates a temporary file's target name from its random
@@ -83,11 +81,14 @@ func replace(path string, write func(io.Writer) error) (err error) {
 
 // createTemp creates a new temporary file <base>.tmp-<16 hex digits> in dir,
 // mode 0600. It never opens an existing file nor follows a symbolic link
-// (safefile.Create): a name someone else took is skipped.
+// (O_EXCL): a name someone else took is skipped. Whether dir may hold the
+// caller's own files is the caller's rule (safefile.Check on the target
+// before it writes): a state file's directory must be the caller's, while
+// a delivery directory (the outbox's) may belong to its receiver.
 func createTemp(dir, base string) (*os.File, error) {
 	for range 100 {
 		name := filepath.Join(dir, base+tempInfix+fmt.Sprintf("%016x", rand.Uint64()))
-		f, err := safefile.Create(name, 0o600)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if !errors.Is(err, fs.ErrExist) {
 			return f, err
 		}

@@ -51,6 +51,12 @@ type Client struct {
 	where string
 }
 
+// maxIdleConns is how many connections to the daemon a Client keeps open
+// between requests, enough for the import's and the bench's concurrent
+// senders: with net/http's default of two, every sender beyond two opened
+// a new connection for each request.
+const maxIdleConns = 64
+
 func (c *Client) init() {
 	c.once.Do(func() {
 		c.hc = c.HTTPClient
@@ -58,7 +64,9 @@ func (c *Client) init() {
 			c.base = strings.TrimSuffix(c.BaseURL, "/")
 			c.where = c.base
 			if c.hc == nil {
-				c.hc = &http.Client{}
+				t := http.DefaultTransport.(*http.Transport).Clone()
+				t.MaxIdleConnsPerHost = maxIdleConns
+				c.hc = &http.Client{Transport: t}
 			}
 			return
 		}
@@ -73,6 +81,7 @@ func (c *Client) init() {
 				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 					return dialSocket(ctx, &d, socket)
 				},
+				MaxIdleConnsPerHost: maxIdleConns,
 			}}
 		}
 	})

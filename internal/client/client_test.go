@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,5 +215,39 @@ func TestUndecided(t *testing.T) {
 	srv.Close()
 	if _, _, _, err := c.Reserve(context.Background(), engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "w-1", Quantity: 1}); !client.Undecided(0, err) {
 		t.Errorf("no answer at all (%v) is not undecided", err)
+	}
+}
+
+// TestConcurrentSendersReuseConnections: eight goroutines sending through
+// one Client reuse their connections instead of opening a new one for most
+// requests (net/http may open a few more than eight when a request starts
+// before the previous answer's connection is back in the pool).
+func TestConcurrentSendersReuseConnections(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c := &client.Client{BaseURL: srv.URL}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 250 {
+				if err := c.Health(t.Context()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := conns.Load(); n > 16 {
+		t.Errorf("8 senders × 250 requests opened %d connections, want at most 16", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/outbox"
+	"github.com/reserve/reserve/internal/paths/pathstest"
 )
 
 // receiver is an HTTP endpoint that counts the events it is sent by id.
@@ -332,5 +333,28 @@ func TestRemovesStaleTemporaryFiles(t *testing.T) {
 		if !exists(dir, name) {
 			t.Errorf("%s was removed", name)
 		}
+	}
+}
+
+// TestDeliversIntoTheReceiversDirectory: the delivery directory may belong
+// to the receiver of the events rather than to the daemon; the ownership
+// rule of a program's own files does not apply to it. Giving it to another
+// user needs root.
+func TestDeliversIntoTheReceiversDirectory(t *testing.T) {
+	pathstest.NeedRoot(t)
+	eng, _, _ := setup(t)
+	dir := filepath.Join(t.TempDir(), "events")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, pathstest.ForeignUID, pathstest.ForeignUID); err != nil {
+		t.Fatal(err)
+	}
+	d, err := outbox.New(outbox.Config{Engine: eng, Dir: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := d.Pass(context.Background()); err != nil || n != 3 {
+		t.Fatalf("delivery into a directory of uid %d = %d, %v; want 3 events", pathstest.ForeignUID, n, err)
 	}
 }

@@ -236,3 +236,31 @@ func TestForeignFileRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestNewFileInWritableDirectoryRefused: a file that does not exist yet is
+// refused, before anything is created, in a directory others can write to
+// and that is not sticky, where anyone could replace it once it is made; in
+// a sticky one (like /tmp) it may be made.
+func TestNewFileInWritableDirectoryRefused(t *testing.T) {
+	for _, tt := range []struct {
+		mode fs.FileMode
+		ok   bool
+	}{{0o777, false}, {0o775, false}, {0o777 | fs.ModeSticky, true}, {0o755, true}} {
+		dir := pathstest.Dir(t, tt.mode)
+		path := filepath.Join(dir, "new")
+		err := safefile.Check(path)
+		if tt.ok != (err == nil) {
+			t.Errorf("Check of a new file in a directory of mode %v = %v", tt.mode, err)
+		}
+		f, err := safefile.OpenOrCreate(path, 0o600)
+		if tt.ok != (err == nil) {
+			t.Errorf("OpenOrCreate of a new file in a directory of mode %v = %v", tt.mode, err)
+		}
+		if err == nil {
+			f.Close()
+			os.Remove(path)
+		} else if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a refused new file in a directory of mode %v was made", tt.mode)
+		}
+	}
+}

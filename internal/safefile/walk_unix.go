@@ -54,6 +54,13 @@ func walk(path string, rule Rule, followLast bool) (walked, error) {
 		e, err := lstat(p)
 		if err != nil {
 			if last && os.IsNotExist(err) {
+				// The file will be made by the caller, in top: top must be
+				// a directory no one else can replace it in.
+				if rule != SocketRule {
+					if err := j.step(Step{Dir: top, Entry: Element{Path: p, Owner: j.caller}}); err != nil {
+						return walked{}, err
+					}
+				}
 				return walked{judge: j, dir: top, last: Element{Path: p}}, nil
 			}
 			return walked{}, err
