@@ -42,18 +42,9 @@ build A "$A"
 build B "$B"
 echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); load: ${LOAD:-new reservations}"
 
-PID=""
-stop_daemon() {
-  if [ -n "$PID" ]; then
-    kill -TERM "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=""
-  fi
-}
-trap stop_daemon EXIT
+# shellcheck source=docs/bench-lib.sh
+. docs/bench-lib.sh
 
-field() { grep -o "\"$2\":[0-9.e+-]*" <<<"$1" | head -n1 | cut -d: -f2; }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # run NAME ROUND starts build NAME on a fresh database, runs the bench
 # once and appends requests/s and p99 to $OUT/NAME.rps and $OUT/NAME.p99.

@@ -30,15 +30,8 @@ RESERVED="$OUT/bin/reserved"
 CTL="$OUT/bin/reservectl"
 echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-PID=""
-stop_daemon() {
-  if [ -n "$PID" ]; then
-    kill -TERM "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=""
-  fi
-}
-trap stop_daemon EXIT
+# shellcheck source=docs/bench-lib.sh
+. docs/bench-lib.sh
 
 # start_daemon NAME DB [FLAGS...] starts reserved and waits until its socket
 # answers.
@@ -60,11 +53,6 @@ start_daemon() {
   TOKEN=$("$CTL" --socket "$SOCK" admin token create --actor bench-admin --admin)
 }
 
-# field JSON NAME prints a number from a bench --json line.
-field() { grep -o "\"$2\":[0-9.e+-]*" <<<"$1" | head -n1 | cut -d: -f2; }
-
-# median prints the median of its arguments.
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # measure NAME [BENCH FLAGS...] runs the bench RUNS times against the
 # running daemon and records the medians in $NAME_rps and $NAME_p99.
