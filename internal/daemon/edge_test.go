@@ -563,3 +563,42 @@ func TestEarlyRefusalAnswerArrives(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreadAnswersDoNotHoldTheConnection: a client that sends requests
+// and never reads their answers holds its connection only until the write
+// timeout, not for as long as it likes, so such clients cannot keep the
+// TCP listener's connections busy at the cap.
+func TestUnreadAnswersDoNotHoldTheConnection(t *testing.T) {
+	const cap = 4
+	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap), "--write-timeout", "2s")
+	requests := strings.Repeat("GET /api/v1/openapi.yaml HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 3000)
+	// A small receive buffer, set before connecting so that the window
+	// stays small too.
+	d := net.Dialer{Timeout: abuseTimeout, Control: func(_, _ string, rc syscall.RawConn) error {
+		var err error
+		rc.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024) })
+		return err
+	}}
+	for range cap {
+		c, err := d.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, requests); err != nil {
+			t.Fatal(err)
+		}
+		// Never read: the answers, 3,000 copies of the API description,
+		// fill every buffer between the daemon and this connection.
+	}
+	// Until the daemon has read their first requests they are waiting
+	// connections, which a new one would close.
+	waitTCPConns(t, p, "waiting", 0)
+	waitTCPConns(t, p, "open", cap)
+	servertest.Eventually(t, 30*time.Second, "a new client answered while others do not read their answers", func() bool {
+		c := dialRaw(t, p, viaTCP, token)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		return c.healthz(t) == nil
+	})
+}

@@ -57,6 +57,7 @@ type serveOptions struct {
 	shutdownTimeout time.Duration
 	noGroupCommit   bool
 	headerTimeout   time.Duration
+	writeTimeout    time.Duration
 	pprofListen     string
 	gcPercent       int
 	committerNice   int
@@ -103,6 +104,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take after SIGINT/SIGTERM")
 	f.BoolVar(&o.noGroupCommit, "no-group-commit", false, "commit every reservation on its own instead of sharing commits (for comparisons)")
 	f.DurationVar(&o.headerTimeout, "read-header-timeout", server.ReadHeaderTimeout, "how long a client may take to send a request's header before the connection is closed")
+	f.DurationVar(&o.writeTimeout, "write-timeout", server.WriteTimeout, "how long an answer may take to be written before the connection is closed, e.g. --write-timeout 30s; only a client that does not read its answers reaches it (a backup gets more time while its client reads)")
 	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC; -1 turns collection off (a non-empty GOGC in the environment wins unless this flag is given)")
 	f.IntVar(&o.committerNice, "committer-nice", defaultCommitterNice, "nice value (-20 to 19, lower runs sooner) of the bolt store's group committer thread on Linux; negative values need CAP_SYS_NICE (root has it) or a matching RLIMIT_NICE, without which it keeps the daemon's priority; 0 leaves it alone")
 	f.BoolVar(&o.acceptRollback, "accept-rollback", false, "bolt: when one of the database's two meta pages is damaged, serve the older transaction the intact one records and lose the newest (its reservations, receipts and changes) instead of refusing to start; only when no backup can be restored, e.g. reserved serve --db reserved.db --accept-rollback")
@@ -158,6 +160,9 @@ func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	if o.maxSocketConns < 1 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--max-socket-connections must be at least 1, not %d", o.maxSocketConns)}
+	}
+	if o.writeTimeout <= 0 {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--write-timeout must be positive, not %v", o.writeTimeout)}
 	}
 	o.maxTCPGiven, o.maxSocketGiven = cmd.Flags().Changed("max-tcp-connections"), cmd.Flags().Changed("max-socket-connections")
 	if os.Getenv("GOGC") == "" || cmd.Flags().Changed("gc-percent") {
@@ -277,6 +282,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		DaemonUID:         os.Getuid(),
 		AllowedHosts:      o.allowedHosts,
 		ReadHeaderTimeout: o.headerTimeout,
+		WriteTimeout:      o.writeTimeout,
 		LoginBaseURL:      loginBase,
 		MaxSocketConns:    caps.socket,
 		MaxTCPConns:       caps.tcp,

@@ -301,6 +301,7 @@ func TestTuning(t *testing.T) {
 		{"--gc-percent", "-2", "--gc-percent must be at least 0, or -1"},
 		{"--committer-nice", "20", "--committer-nice must be between -20 and 19, not 20"},
 		{"--committer-nice", "-21", "--committer-nice must be between -20 and 19, not -21"},
+		{"--write-timeout", "0s", "--write-timeout must be positive, not 0s"},
 	} {
 		dir := t.TempDir()
 		p := launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--listen", "", tc.flag, tc.value)

@@ -150,6 +150,9 @@ func (w *answerWriter) WriteHeader(status int) {
 		delay := w.in.delay
 		w.in.mu.Unlock()
 		w.in.log.Warn(HoldingMessage, slog.String("operation", string(key)), slog.Duration("delay", delay))
+		// The held answer may take longer than the listener's write
+		// timeout allows an answer.
+		http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(delay + time.Minute))
 		t := time.NewTimer(delay)
 		defer t.Stop()
 		select {

@@ -21,9 +21,14 @@ import (
 const (
 	ReadHeaderTimeout = 5 * time.Second
 	ReadTimeout       = 30 * time.Second
-	WriteTimeout      = 15 * time.Minute // Above the longest delay_response fault.
-	IdleTimeout       = 2 * time.Minute
-	MaxHeaderBytes    = 16 << 10
+	// WriteTimeout bounds how long an answer may take to be written. Answers
+	// are small, so only a client that does not read them reaches it (one
+	// that sends requests and never reads the answers would otherwise hold
+	// a connection the cap cannot close); a backup extends it while its
+	// client reads, a held delay_response fault while it holds.
+	WriteTimeout   = time.Minute
+	IdleTimeout    = 2 * time.Minute
+	MaxHeaderBytes = 16 << 10
 )
 
 // netHTTPHeaderSlack is what net/http adds to http.Server.MaxHeaderBytes
@@ -52,6 +57,9 @@ type Config struct {
 	// ReadHeaderTimeout bounds how long a client may take to send a
 	// request's header. Zero means the default ReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+	// WriteTimeout bounds how long an answer may take to be written. Zero
+	// means the default WriteTimeout.
+	WriteTimeout time.Duration
 	// LoginBaseURL is the base of the browser login links, e.g.
 	// http://127.0.0.1:8080. Empty means the first TCP listener's address.
 	LoginBaseURL string
@@ -74,6 +82,7 @@ type Server struct {
 	backupFn       Backup
 	mux            http.Handler
 	headerTimeout  time.Duration
+	writeTimeout   time.Duration
 	loginBase      string
 	maxSocketConns int
 	maxTCPConns    int
@@ -99,9 +108,13 @@ func New(cfg Config) *Server {
 		backupFn:       cfg.Backup,
 		capLog:         map[string]capLogged{},
 		headerTimeout:  cfg.ReadHeaderTimeout,
+		writeTimeout:   cfg.WriteTimeout,
 		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
 		maxSocketConns: cfg.MaxSocketConns,
 		maxTCPConns:    cfg.MaxTCPConns,
+	}
+	if s.writeTimeout <= 0 {
+		s.writeTimeout = WriteTimeout
 	}
 	if s.headerTimeout <= 0 {
 		s.headerTimeout = ReadHeaderTimeout
@@ -160,7 +173,7 @@ func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handle
 		Handler:           s.instrument(checkFraming(serverOptions(h))),
 		ReadHeaderTimeout: s.headerTimeout,
 		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
+		WriteTimeout:      s.writeTimeout,
 		IdleTimeout:       IdleTimeout,
 		// net/http reads MaxHeaderBytes plus its slack; the followed
 		// framing holds every header block to MaxHeaderBytes exactly,
