@@ -602,3 +602,33 @@ func TestUnreadAnswersDoNotHoldTheConnection(t *testing.T) {
 		return c.healthz(t) == nil
 	})
 }
+
+// TestSlowBodyDoesNotHoldTheConnection: a body sent a byte at a time to a
+// route that reads it before it authenticates (redeeming a login code) or
+// to "OPTIONS *" holds its connection only for as long as a header may
+// take, not for the whole read timeout, so such requests cannot keep the
+// TCP listener's connections busy at the cap.
+func TestSlowBodyDoesNotHoldTheConnection(t *testing.T) {
+	const cap = 4
+	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap))
+	for i := range cap {
+		c := dialDaemon(t, p)
+		head := "POST /api/v1/sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"
+		if i%2 == 1 {
+			head = "OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 4000\r\n\r\nx"
+		}
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		// The rest of the body never comes.
+	}
+	waitTCPConns(t, p, "waiting", 0) // The daemon has read every header.
+	waitTCPConns(t, p, "open", cap)
+	// Well below the 30 s read timeout that held them before.
+	servertest.Eventually(t, 15*time.Second, "a new client answered while others send their bodies slowly", func() bool {
+		c := dialRaw(t, p, viaTCP, token)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		return c.healthz(t) == nil
+	})
+}

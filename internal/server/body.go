@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
@@ -15,6 +16,10 @@ import (
 // most api.MaxBodyBytes of it. A body announced or found to be larger is
 // refused with CodeBodyTooLarge without reading the rest, and the connection
 // is closed after the answer so the server does not drain it either.
+// BodyTimeout is how long a request body may take to arrive after its
+// header; API bodies are at most api.MaxBodyBytes.
+const BodyTimeout = 5 * time.Second
+
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		return nil, engine.Errorf(engine.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", engine.Truncate(ct, 60))
@@ -24,7 +29,20 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 		w.Header().Set("Connection", "close")
 		return nil, tooLarge
 	}
+	// A body this small travels with its header: it gets as long to arrive
+	// as a header does, not the whole read timeout, so that a client
+	// sending it a byte at a time cannot hold its connection busy, where
+	// the connection cap cannot close it, on routes that read the body
+	// before they authenticate (a login code's redemption).
+	// Once the body is in, the deadline goes again: net/http then reads
+	// only to notice a client that hangs up, which must not be mistaken
+	// for one while the request is decided.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(BodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBodyBytes))
+	if err == nil {
+		rc.SetReadDeadline(time.Time{})
+	}
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):

@@ -208,7 +208,7 @@ func checkFraming(next http.Handler) http.Handler {
 }
 
 // serverOptions answers "OPTIONS *", a question about the server as a
-// whole rather than a resource, the way net/http does: 200 with no body.
+// whole rather than a resource, as net/http does: 200 with no body.
 // The server passes the request on to its handler so that checkFraming
 // sees every request.
 func serverOptions(next http.Handler) http.Handler {
@@ -217,10 +217,9 @@ func serverOptions(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// A body is not read: the answer closes the connection then (see
+		// statusWriter), so a body sent slowly cannot hold it.
 		w.Header().Set("Content-Length", "0")
-		if r.ContentLength != 0 {
-			io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 4<<10))
-		}
 	})
 }
 
