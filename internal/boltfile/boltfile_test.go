@@ -85,16 +85,7 @@ func newDB(tb testing.TB, syncFreelist bool) string {
 
 func verify(tb testing.TB, path string) error {
 	tb.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	metas, err := boltfile.ReadMetas(f, st.Size())
+	f, size, metas, err := boltfiletest.Open(tb, path)
 	if err != nil {
 		return err
 	}
@@ -102,7 +93,7 @@ func verify(tb testing.TB, path string) error {
 	if !ok {
 		return fmt.Errorf("no valid meta page: %v, %v", metas[0].Err, metas[1].Err)
 	}
-	return boltfile.Verify(f, st.Size(), m)
+	return boltfile.Verify(f, size, m)
 }
 
 // bucketRoot returns the root page of a top-level bucket (0 if inline).

@@ -36,19 +36,28 @@ func DataPageDamages() []Damage {
 	}
 }
 
-// Newest returns the meta page bbolt opens the file at.
-func Newest(tb testing.TB, path string) boltfile.Meta {
+// Open opens the file at path for the test and reads both its meta pages;
+// the file is closed when the test ends, and an error of ReadMetas is
+// returned for the test to judge.
+func Open(tb testing.TB, path string) (*os.File, int64, [2]boltfile.Meta, error) {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
+	tb.Cleanup(func() { f.Close() })
 	st, err := f.Stat()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	metas, err := boltfile.ReadMetas(f, st.Size())
+	return f, st.Size(), metas, err
+}
+
+// Newest returns the meta page bbolt opens the file at.
+func Newest(tb testing.TB, path string) boltfile.Meta {
+	tb.Helper()
+	_, _, metas, err := Open(tb, path)
 	if err != nil {
 		tb.Fatal(err)
 	}
