@@ -49,22 +49,11 @@ echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loada
 # run NAME ROUND starts build NAME on a fresh database, runs the bench
 # once and appends requests/s and p99 to $OUT/NAME.rps and $OUT/NAME.p99.
 run() {
-  local name=$1 round=$2 bin="$OUT/$1" db="$OUT/$1-$2.db" sock="$OUT/$1.sock" token line
+  local name=$1 round=$2 bin="$OUT/$1" db="$OUT/$1-$2.db" sock="$OUT/$1.sock" line
   rm -f "$db"
-  "$bin/reserved" serve --db "$db" --socket "$sock" --listen "127.0.0.1:$PORT" --no-demo --log-format json 2>"$OUT/$name-$round.log" &
-  PID=$!
-  local deadline=$((SECONDS + 60))
-  until "$bin/reservectl" --socket "$sock" --timeout 1s whoami >/dev/null 2>&1; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "reserved $name did not start; its log:" >&2
-      cat "$OUT/$name-$round.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  token=$("$bin/reservectl" --socket "$sock" admin token create --actor bench-admin --admin)
+  serve_daemon "$bin" "$db" "$sock" "$PORT" "$OUT/$name-$round.log"
   # shellcheck disable=SC2086 # LOAD is a list of flags.
-  line=$("$bin/reservectl" --server "http://127.0.0.1:$PORT" --token "$token" --json bench --clients "$CLIENTS" --duration "$DURATION" $LOAD)
+  line=$("$bin/reservectl" --server "http://127.0.0.1:$PORT" --token "$TOKEN" --json bench --clients "$CLIENTS" --duration "$DURATION" $LOAD)
   stop_daemon
   rm -f "$db"
   field "$line" requests_per_second >>"$OUT/$name.rps"

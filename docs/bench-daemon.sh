@@ -39,18 +39,7 @@ start_daemon() {
   local name=$1 db=$2
   shift 2
   SOCK="$OUT/$name.sock"
-  "$RESERVED" serve --db "$db" --socket "$SOCK" --listen "127.0.0.1:$PORT" --no-demo --log-format json "$@" 2>"$OUT/$name.log" &
-  PID=$!
-  local deadline=$((SECONDS + 60))
-  until "$CTL" --socket "$SOCK" --timeout 1s whoami >/dev/null 2>&1; do
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      echo "reserved $name did not start; its log:" >&2
-      cat "$OUT/$name.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  TOKEN=$("$CTL" --socket "$SOCK" admin token create --actor bench-admin --admin)
+  serve_daemon "$OUT/bin" "$db" "$SOCK" "$PORT" "$OUT/$name.log" "$@"
 }
 
 

@@ -18,3 +18,24 @@ field() { grep -o "\"$2\":[0-9.e+-]*" <<<"$1" | head -n1 | cut -d: -f2; }
 
 # median prints the median of its arguments.
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# serve_daemon BIN DB SOCK PORT LOG [FLAGS...] starts BIN/reserved on DB,
+# with its socket at SOCK and TCP on 127.0.0.1:PORT, logging to LOG, waits
+# until the socket answers (at most a minute) and sets PID and TOKEN (an
+# admin token).
+serve_daemon() {
+  local bin=$1 db=$2 sock=$3 port=$4 log=$5
+  shift 5
+  "$bin/reserved" serve --db "$db" --socket "$sock" --listen "127.0.0.1:$port" --no-demo --log-format json "$@" 2>"$log" &
+  PID=$!
+  local deadline=$((SECONDS + 60))
+  until "$bin/reservectl" --socket "$sock" --timeout 1s whoami >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "reserved on $db did not start; its log:" >&2
+      cat "$log" >&2
+      exit 1
+    fi
+    sleep 0.1
+  done
+  TOKEN=$("$bin/reservectl" --socket "$sock" admin token create --actor bench-admin --admin)
+}
