@@ -56,13 +56,23 @@ func OperationPath(key engine.OperationKey) string { return PathOperations + "/"
 
 // statusByAnswer is the one table from the (kind, status) of an
 // authoritative answer to the HTTP status it is sent with: 201 Created and
-// 409 Conflict for a reservation, 200 OK and 409 Conflict for a
-// cancellation.
+// 409 Conflict for a reservation, a hold and a confirmation, 200 OK and 409
+// Conflict for a cancellation and a release.
 var statusByAnswer = map[answerKey]int{
-	{engine.OperationReserve, engine.StatusReserved}:        201,
-	{engine.OperationReserve, engine.StatusUnavailable}:     409,
-	{engine.OperationCancel, engine.StatusCancelled}:        200,
-	{engine.OperationCancel, engine.StatusAlreadyCancelled}: 409,
+	{engine.OperationReserve, engine.StatusReserved}:         201,
+	{engine.OperationReserve, engine.StatusUnavailable}:      409,
+	{engine.OperationCancel, engine.StatusCancelled}:         200,
+	{engine.OperationCancel, engine.StatusAlreadyCancelled}:  409,
+	{engine.OperationHold, engine.StatusHeld}:                201,
+	{engine.OperationHold, engine.StatusUnavailable}:         409,
+	{engine.OperationConfirm, engine.StatusReserved}:         201,
+	{engine.OperationConfirm, engine.StatusExpired}:          409,
+	{engine.OperationConfirm, engine.StatusReleased}:         409,
+	{engine.OperationConfirm, engine.StatusAlreadyConfirmed}: 409,
+	{engine.OperationRelease, engine.StatusReleased}:         200,
+	{engine.OperationRelease, engine.StatusExpired}:          409,
+	{engine.OperationRelease, engine.StatusAlreadyConfirmed}: 409,
+	{engine.OperationRelease, engine.StatusAlreadyReleased}:  409,
 }
 
 type answerKey struct {

@@ -29,8 +29,11 @@ import (
 // record it cannot decode. Version 3 stores a receipt's answer as its
 // status and an outbox event as the members its payload is built from
 // (format 2 of each in codec.go) and still reads the older records; a
-// version 1 or 2 file is marked 3 the same way.
-const SchemaVersion = 3
+// version 1 or 2 file is marked 3 the same way. Version 4 adds holds (the
+// holds and holds_open buckets, workshops of format 2 with their holding
+// counter, receipts of format 3 with their hold members); an older file is
+// marked 4 the same way.
+const SchemaVersion = 4
 
 // The buckets, declared once and created by Open.
 var (
@@ -42,9 +45,12 @@ var (
 	bucketTombstones   = []byte("tombstones")     // Expired receipts, by actor 0x00 key.
 	bucketEvents       = []byte("events")         // The outbox, by event id.
 	bucketPending      = []byte("events_pending") // Ids of undelivered events.
+	bucketHolds        = []byte("holds")          // Holds, by id.
+	bucketOpenHolds    = []byte("holds_open")     // Open holds, by workshop 0x00 deadline id.
 
 	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
-		bucketTombstones, bucketEvents, bucketPending}
+		bucketTombstones, bucketEvents, bucketPending,
+		bucketHolds, bucketOpenHolds}
 
 	keySchema = []byte("schema")
 )

@@ -42,7 +42,11 @@ const recordReceiptStatus = 2
 //
 // and any other receipt, with its answer's encoding (the bytes it is
 // replayed as), in format 1: the same with bytes body in place of the
-// answer status. code is the answer's codeOf.
+// answer status. code is the answer's codeOf. A receipt of a hold, or of
+// its confirmation or release, is format=3: format 2 followed by
+//
+//	bytes hold id | varint hold deadline (Unix ns, 0 for none) |
+//	uvarint time to live (seconds)
 func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	fp, err := hex.DecodeString(r.Fingerprint)
 	if err != nil || len(fp) != 32 {
@@ -50,7 +54,13 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	}
 	a := r.Answer
 	format, tail := byte(recordReceiptStatus), []byte(a.Status)
-	if a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 {
+	hold := r.HoldID != "" || !r.HoldExpiresAt.IsZero() || r.HoldTTLSeconds != 0
+	switch {
+	case hold && (a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 || r.HoldTTLSeconds < 0):
+		return nil, fmt.Errorf("receipt of a hold operation with an answer %q that is not the one built from its members", a.JSON())
+	case hold:
+		format = recordReceiptHold
+	case a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0:
 		format, tail = recordFormat1, a.JSON()
 	}
 	b := make([]byte, 0, 64+len(r.Request.Workshop)+len(r.ReservationID)+len(tail))
@@ -62,7 +72,33 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	b = appendBytes(b, []byte(r.Request.Workshop))
 	b = binary.AppendUvarint(b, uint64(r.Request.Quantity))
 	b = appendBytes(b, []byte(r.ReservationID))
-	return appendBytes(b, tail), nil
+	b = appendBytes(b, tail)
+	if format == recordReceiptHold {
+		b = appendBytes(b, []byte(r.HoldID))
+		b = binary.AppendVarint(b, unixNanoOrZero(r.HoldExpiresAt))
+		b = binary.AppendUvarint(b, uint64(r.HoldTTLSeconds))
+	}
+	return b, nil
+}
+
+// recordReceiptHold is the format byte of a receipt of a hold operation,
+// new in schema version 4.
+const recordReceiptHold = 3
+
+// unixNanoOrZero returns t in Unix nanoseconds, 0 for the zero time;
+// timeOrZero is its inverse.
+func unixNanoOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func timeOrZero(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
 }
 
 // answerCodes are the numbers that receipts and tombstones of every schema
@@ -106,7 +142,7 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 		return engine.Receipt{}, fmt.Errorf("receipt key %q has no actor separator", key)
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordReceiptStatus)
+	format := d.formatOf(recordFormat1, recordReceiptStatus, recordReceiptHold)
 	r := engine.Receipt{Actor: actor, OperationKey: opKey}
 	r.FingerprintVersion = engine.FingerprintVersion(d.uvarint())
 	r.Fingerprint = hex.EncodeToString(d.fixed(32))
@@ -116,10 +152,15 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	r.Request.Quantity = int(d.uvarint())
 	r.ReservationID = string(d.bytes())
 	tail := d.bytes()
+	if format == recordReceiptHold {
+		r.HoldID = string(d.bytes())
+		r.HoldExpiresAt = timeOrZero(d.varint())
+		r.HoldTTLSeconds = int(d.uvarint())
+	}
 	if err := d.end(); err != nil {
 		return r, err
 	}
-	if format == recordReceiptStatus {
+	if format != recordFormat1 {
 		r.Answer = r.AnswerOf(string(tail))
 	} else {
 		r.Answer = engine.StoredAnswer(r.Kind(), statusOf(r.Kind(), code), tail)
@@ -137,8 +178,10 @@ type tombstoneJSON struct {
 	Code               uint64                    `json:"http_status"`
 	Status             string                    `json:"status"`
 	ReservationID      string                    `json:"reservation_id,omitempty"`
+	HoldID             string                    `json:"hold_id,omitempty"`
 	Workshop           string                    `json:"workshop"`
 	Quantity           int                       `json:"quantity"`
+	ExpiresAt          time.Time                 `json:"expires_at,omitzero"`
 	CreatedAt          time.Time                 `json:"created_at"`
 	PurgedAt           time.Time                 `json:"purged_at"`
 }
@@ -146,14 +189,15 @@ type tombstoneJSON struct {
 func encodeTombstone(t engine.Tombstone) tombstoneJSON {
 	a := t.Answer
 	return tombstoneJSON{Actor: t.Actor, OperationKey: t.OperationKey, FingerprintVersion: t.FingerprintVersion, Fingerprint: t.Fingerprint,
-		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, Workshop: a.Workshop, Quantity: a.Quantity,
-		CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
+		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, HoldID: a.HoldID, Workshop: a.Workshop, Quantity: a.Quantity,
+		ExpiresAt: a.ExpiresAt, CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
 }
 
 func (j tombstoneJSON) tombstone() engine.Tombstone {
 	t := engine.Tombstone{Actor: j.Actor, OperationKey: j.OperationKey, FingerprintVersion: j.FingerprintVersion, Fingerprint: j.Fingerprint,
 		CreatedAt: j.CreatedAt, PurgedAt: j.PurgedAt}
-	t.Answer = engine.Answer{Kind: t.Kind(), Status: j.Status, ReservationID: j.ReservationID, Workshop: j.Workshop, Quantity: j.Quantity}
+	t.Answer = engine.Answer{Kind: t.Kind(), Status: j.Status, ReservationID: j.ReservationID, HoldID: j.HoldID,
+		Workshop: j.Workshop, Quantity: j.Quantity, ExpiresAt: j.ExpiresAt}
 	return t
 }
 
@@ -212,15 +256,30 @@ func decodeReservation(key, raw []byte) (engine.Reservation, error) {
 //
 // The counts are signed so that a broken record (which Check reports) is
 // stored as it is.
+//
+// and one with places in open holds as format=2, the same fields, then
+// varint holding.
 func encodeWorkshop(w engine.Workshop) []byte {
-	b := make([]byte, 0, 32+len(w.Title))
-	b = append(b, recordFormat1)
+	b := make([]byte, 0, 40+len(w.Title))
+	format := byte(recordFormat1)
+	if w.Holding != 0 {
+		format = recordWorkshopHolding
+	}
+	b = append(b, format)
 	b = appendBytes(b, []byte(w.Title))
 	b = binary.AppendVarint(b, int64(w.Capacity))
 	b = binary.AppendVarint(b, int64(w.Reserved))
 	b = binary.AppendVarint(b, int64(w.MaxQuantity))
-	return binary.AppendUvarint(b, w.Version)
+	b = binary.AppendUvarint(b, w.Version)
+	if format == recordWorkshopHolding {
+		b = binary.AppendVarint(b, int64(w.Holding))
+	}
+	return b
 }
+
+// recordWorkshopHolding is the format byte of a workshop with places in
+// open holds, new in schema version 4.
+const recordWorkshopHolding = 2
 
 func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 	if isJSON(raw) {
@@ -231,13 +290,16 @@ func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 		return engine.Workshop{ID: r.ID, Title: r.Title, Capacity: r.Capacity, Reserved: r.Reserved, MaxQuantity: r.MaxQuantity, Version: r.Version}, nil
 	}
 	d := decoder{b: raw}
-	d.format()
+	format := d.formatOf(recordFormat1, recordWorkshopHolding)
 	w := engine.Workshop{ID: string(key)}
 	w.Title = string(d.bytes())
 	w.Capacity = int(d.varint())
 	w.Reserved = int(d.varint())
 	w.MaxQuantity = int(d.varint())
 	w.Version = d.uvarint()
+	if format == recordWorkshopHolding {
+		w.Holding = int(d.varint())
+	}
 	return w, d.end()
 }
 

@@ -1,6 +1,9 @@
 package engine
 
-import "bytes"
+import (
+	"bytes"
+	"time"
+)
 
 // The status words of authoritative answers.
 const (
@@ -8,6 +11,11 @@ const (
 	StatusUnavailable      = "unavailable"
 	StatusCancelled        = "cancelled"
 	StatusAlreadyCancelled = "already_cancelled"
+	StatusHeld             = "held"
+	StatusExpired          = "expired"
+	StatusReleased         = "released"
+	StatusAlreadyConfirmed = "already_confirmed"
+	StatusAlreadyReleased  = "already_released"
 )
 
 // answerStatuses lists the status words each kind of operation answers
@@ -16,6 +24,9 @@ const (
 var answerStatuses = map[OperationKind][]string{
 	OperationReserve: {StatusReserved, StatusUnavailable},
 	OperationCancel:  {StatusCancelled, StatusAlreadyCancelled},
+	OperationHold:    {StatusHeld, StatusUnavailable},
+	OperationConfirm: {StatusReserved, StatusExpired, StatusReleased, StatusAlreadyConfirmed},
+	OperationRelease: {StatusReleased, StatusExpired, StatusAlreadyConfirmed, StatusAlreadyReleased},
 }
 
 // Answer is the authoritative result of one operation: what the engine
@@ -26,16 +37,23 @@ var answerStatuses = map[OperationKind][]string{
 //	reserve {"status":"unavailable","workshop":"…","quantity":N}
 //	cancel  {"status":"cancelled","reservation_id":"…","workshop":"…","quantity":N}
 //	cancel  {"status":"already_cancelled","reservation_id":"…","workshop":"…","quantity":N}
+//	hold    {"status":"held","hold_id":"…","workshop":"…","quantity":N,"expires_at":"<RFC 3339 UTC>"}
+//	hold    {"status":"unavailable","workshop":"…","quantity":N}
+//	confirm {"status":"reserved","reservation_id":"…","hold_id":"…","workshop":"…","quantity":N}
+//	confirm {"status":S,"hold_id":"…","workshop":"…","quantity":N}, S expired, released or already_confirmed
+//	release {"status":S,"hold_id":"…","workshop":"…","quantity":N}, S released, expired, already_confirmed or already_released
 //
-// Kind is not encoded: the operation it answers says it. Members that a
-// kind of operation adds (a hold's id and expiry, say) are omitted when
+// Kind is not encoded: the operation it answers says it. Members that only
+// some kinds of operation have (a hold's id and expiry) are omitted when
 // empty, so the encoding of every other answer stays the same.
 type Answer struct {
 	Kind          OperationKind `json:"-"`
 	Status        string        `json:"status"`
 	ReservationID string        `json:"reservation_id,omitempty"`
+	HoldID        string        `json:"hold_id,omitempty"`
 	Workshop      string        `json:"workshop"`
 	Quantity      int           `json:"quantity"`
+	ExpiresAt     time.Time     `json:"expires_at,omitzero"`
 	// verbatim, if isVerbatim, is the body a store read for this answer
 	// that its encoding does not reproduce byte for byte (see
 	// StoredAnswer): the answer is replayed as those bytes.
@@ -68,8 +86,10 @@ func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 	err := DecodeStrict(body, []Member{
 		StringMember("status", true, func(s string) error { return checkStatus(kind, s) }, &a.Status),
 		StringMember("reservation_id", false, nil, &a.ReservationID),
+		StringMember("hold_id", false, nil, &a.HoldID),
 		StringMember("workshop", true, nil, &a.Workshop),
 		IntMember("quantity", true, 1, maxQuantity, &a.Quantity),
+		TimeMember("expires_at", false, &a.ExpiresAt),
 	})
 	if err != nil {
 		return Answer{}, err

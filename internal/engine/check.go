@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Finding is one broken invariant found by Check.
@@ -24,6 +25,7 @@ const (
 	FindingMalformedReceipt = "malformed_receipt"
 	FindingMissingEvent     = "effect_without_event"
 	FindingOrphanEvent      = "event_without_effect"
+	FindingHold             = "hold_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -34,6 +36,13 @@ type answerRef struct {
 	key    OperationKey
 	kind   OperationKind
 	answer Answer
+}
+
+// holdInfo is what Check keeps of a hold while it reads the rest: how many
+// answers made, confirmed and released it.
+type holdInfo struct {
+	Hold
+	made, confirmed, released int
 }
 
 // resInfo is what Check keeps of a reservation while it reads the rest.
@@ -55,9 +64,21 @@ type resInfo struct {
 // match its reservation, a reservation of an unknown workshop, receipts whose
 // stored answer does not match their own request, and an outbox that does
 // not hold exactly one confirmation event for every reservation and every
-// cancellation and no other event. No findings means the store keeps the
-// promise "one intent, one effect".
+// cancellation and no other event. For holds it reports a holding counter
+// that differs from the sum of its open holds, reserved and held (at the
+// time of the check) above capacity, a hold not made by exactly one "held"
+// answer of its owner and key, a confirmed hold without its reservation or
+// without exactly one "reserved" confirmation, a released hold without
+// exactly one "released" answer, and any other hold that names a
+// reservation. No findings means the store keeps the promise "one intent,
+// one effect".
 func Check(ctx context.Context, store Store) ([]Finding, error) {
+	return CheckAt(ctx, store, time.Now())
+}
+
+// CheckAt is Check with the clock at now, which decides which open holds
+// are past their deadline.
+func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error) {
 	var findings []Finding
 	add := func(kind, format string, args ...any) {
 		findings = append(findings, Finding{Kind: kind, Detail: fmt.Sprintf(format, args...)})
@@ -87,7 +108,23 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 		}); err != nil {
 			return err
 		}
-		checkRef := func(a answerRef) { checkAnswerRef(a, reservations, add) }
+		holds := map[string]*holdInfo{}
+		var holdOrder []string
+		holding := map[string]int{}
+		if err := tx.ForEachHold(func(h Hold) error {
+			if _, ok := workshops[h.Workshop]; !ok {
+				add(FindingUnknownWorkshop, "hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+			}
+			if h.Open() {
+				holding[h.Workshop] += h.Quantity
+			}
+			holds[h.ID] = &holdInfo{Hold: h}
+			holdOrder = append(holdOrder, h.ID)
+			return nil
+		}); err != nil {
+			return err
+		}
+		checkRef := func(a answerRef) { checkAnswerRef(a, reservations, holds, add) }
 		if err := tx.ForEachReceipt(func(rec Receipt) error {
 			checkReceiptAnswer(rec, add)
 			checkRef(answerRef{what: "receipt", actor: rec.Actor, key: rec.OperationKey, kind: rec.Kind(), answer: rec.AnswerOf(rec.Answer.Status)})
@@ -126,12 +163,26 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 				add(FindingMissingEvent, "reservation %s (cancelled: %v) has %d %s events, want %d", id, r.Cancelled(), r.cancelEvents, EventCancelled, wantCancel)
 			}
 		}
+		for _, id := range holdOrder {
+			checkHold(holds[id], reservations, add)
+		}
 		for id, w := range workshops {
 			if w.Reserved != sums[id] {
 				add(FindingCounter, "workshop %q counts %d reserved, but its active reservations sum to %d", id, w.Reserved, sums[id])
 			}
-			if w.Reserved > w.Capacity {
-				add(FindingOverCapacity, "workshop %q has %d reserved, above its capacity %d", id, w.Reserved, w.Capacity)
+			if err := checkOpenHoldIndex(tx, w, holds, add); err != nil {
+				return err
+			}
+			if w.Holding != holding[id] {
+				add(FindingCounter, "workshop %q counts %d places in open holds, but its open holds sum to %d", id, w.Holding, holding[id])
+				continue
+			}
+			held, err := heldAt(tx, w, now)
+			if err != nil {
+				return err
+			}
+			if w.Reserved+held > w.Capacity {
+				add(FindingOverCapacity, "workshop %q has %d reserved and %d held, above its capacity %d", id, w.Reserved, held, w.Capacity)
 			}
 		}
 		return nil
@@ -144,10 +195,13 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 
 // checkAnswerRef matches a receipt or tombstone with the reservation it
 // names and counts it there.
-func checkAnswerRef(a answerRef, reservations map[string]*resInfo, add func(kind, format string, args ...any)) {
+func checkAnswerRef(a answerRef, reservations map[string]*resInfo, holds map[string]*holdInfo, add func(kind, format string, args ...any)) {
 	id := a.answer.ReservationID
+	if a.answer.HoldID != "" {
+		checkHoldRef(a, holds, add)
+	}
 	switch {
-	case a.kind == OperationReserve && a.answer.Status == StatusReserved:
+	case (a.kind == OperationReserve || a.kind == OperationConfirm) && a.answer.Status == StatusReserved:
 		r, ok := reservations[id]
 		if !ok {
 			add(FindingOrphanReceipt, "%s %s of %s answers %s with reservation %s, which does not exist", a.what, a.key, a.actor, StatusReserved, id)
@@ -203,8 +257,7 @@ func checkReceiptAnswer(rec Receipt, add func(kind, format string, args ...any))
 	if stored.Verbatim() {
 		stored, err = DecodeAnswer(kind, []byte(stored.verbatim))
 	}
-	p := payload{kind: kind, req: rec.Request, reservationID: rec.ReservationID}
-	same, fpErr := p.matches(rec.FingerprintVersion, rec.Fingerprint)
+	same, fpErr := rec.payload().matches(rec.FingerprintVersion, rec.Fingerprint)
 	switch {
 	case checkStatus(kind, status) != nil || (status == StatusUnavailable && rec.ReservationID != ""):
 		add(FindingMalformedReceipt, "receipt %s of %s (%s) has status %q", rec.OperationKey, rec.Actor, kind, status)
@@ -213,4 +266,89 @@ func checkReceiptAnswer(rec Receipt, add func(kind, format string, args ...any))
 	case fpErr != nil || !same:
 		add(FindingMalformedReceipt, "receipt %s of %s has a fingerprint that does not match its request", rec.OperationKey, rec.Actor)
 	}
+}
+
+// checkHoldRef matches an answer that names a hold with the hold and
+// counts it there.
+func checkHoldRef(a answerRef, holds map[string]*holdInfo, add func(kind, format string, args ...any)) {
+	h, ok := holds[a.answer.HoldID]
+	switch {
+	case !ok:
+		add(FindingHold, "%s %s of %s answers %q naming hold %s, which does not exist", a.what, a.key, a.actor, a.answer.Status, a.answer.HoldID)
+	case h.Actor != a.actor || h.Workshop != a.answer.Workshop || h.Quantity != a.answer.Quantity:
+		add(FindingHold, "%s %s of %s names hold %s of %s (%s × %d), not one of its own for %s × %d",
+			a.what, a.key, a.actor, h.ID, h.Actor, h.Workshop, h.Quantity, a.answer.Workshop, a.answer.Quantity)
+	case a.kind == OperationHold && a.answer.Status == StatusHeld:
+		if h.OperationKey != a.key || !h.ExpiresAt.Equal(a.answer.ExpiresAt) {
+			add(FindingHold, "%s %s of %s says it made hold %s, which key %s made with deadline %s", a.what, a.key, a.actor, h.ID, h.OperationKey, h.ExpiresAt.Format(time.RFC3339))
+			return
+		}
+		h.made++
+	case a.kind == OperationConfirm && a.answer.Status == StatusReserved:
+		if h.State != HoldConfirmed || h.SettleOperation != a.key || h.ReservationID != a.answer.ReservationID {
+			add(FindingHold, "%s %s of %s says it confirmed hold %s into reservation %s, but the hold is %s by key %s with reservation %q",
+				a.what, a.key, a.actor, h.ID, a.answer.ReservationID, h.State, h.SettleOperation, h.ReservationID)
+			return
+		}
+		h.confirmed++
+	case a.kind == OperationRelease && a.answer.Status == StatusReleased:
+		if h.State != HoldReleased || h.SettleOperation != a.key {
+			add(FindingHold, "%s %s of %s says it released hold %s, but the hold is %s by key %s", a.what, a.key, a.actor, h.ID, h.State, h.SettleOperation)
+			return
+		}
+		h.released++
+	}
+}
+
+// checkHold reports a hold whose answers or reservation do not match its
+// state.
+func checkHold(h *holdInfo, reservations map[string]*resInfo, add func(kind, format string, args ...any)) {
+	if h.made != 1 {
+		add(FindingHold, "hold %s (%s, key %s) is named by %d held answers, not exactly one", h.ID, h.Actor, h.OperationKey, h.made)
+	}
+	wantConfirmed, wantReleased := 0, 0
+	switch h.State {
+	case HoldConfirmed:
+		wantConfirmed = 1
+		r, ok := reservations[h.ReservationID]
+		if !ok || r.Actor != h.Actor || r.OperationKey != h.SettleOperation || r.Workshop != h.Workshop || r.Quantity != h.Quantity {
+			add(FindingHold, "hold %s was confirmed by key %s into reservation %s, which does not exist or is not that confirmation's", h.ID, h.SettleOperation, h.ReservationID)
+		}
+	case HoldReleased:
+		wantReleased = 1
+	case HoldHeld, HoldExpired:
+	default:
+		add(FindingHold, "hold %s has unknown state %q", h.ID, h.State)
+	}
+	if h.State != HoldConfirmed && h.ReservationID != "" {
+		add(FindingHold, "hold %s is %s but names reservation %s", h.ID, h.State, h.ReservationID)
+	}
+	if h.confirmed != wantConfirmed || h.released != wantReleased {
+		add(FindingHold, "hold %s is %s, with %d reserved confirmations and %d released answers", h.ID, h.State, h.confirmed, h.released)
+	}
+}
+
+// endOfTime is a deadline after every hold's.
+var endOfTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// checkOpenHoldIndex reports a store whose index of the open holds of w
+// (ForEachOpenHold) does not list exactly the open holds of w.
+func checkOpenHoldIndex(tx Tx, w Workshop, holds map[string]*holdInfo, add func(kind, format string, args ...any)) error {
+	listed := map[string]bool{}
+	err := tx.ForEachOpenHold(w.ID, endOfTime, func(h Hold) error {
+		listed[h.ID] = true
+		if !h.Open() || h.Workshop != w.ID {
+			add(FindingHold, "the index of open holds of workshop %q lists hold %s, which is %s for workshop %q", w.ID, h.ID, h.State, h.Workshop)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read the open holds of workshop %s: %w", w.ID, err)
+	}
+	for id, h := range holds {
+		if h.Open() && h.Workshop == w.ID && !listed[id] {
+			add(FindingHold, "open hold %s of workshop %q is missing from the index of open holds", id, w.ID)
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Request is the typed payload of one reservation intent. Exactly these two
@@ -86,6 +87,22 @@ func IntMember(name string, required bool, lo, hi int, dst *int) Member {
 			return fmt.Errorf("must be an integer from %d to %d", lo, hi)
 		}
 		*dst = int(n)
+		return nil
+	}}
+}
+
+// TimeMember accepts a JSON string holding an RFC 3339 time.
+func TimeMember(name string, required bool, dst *time.Time) Member {
+	return Member{name: name, required: required, kind: "an RFC 3339 time string", set: func(tok json.Token) error {
+		s, ok := tok.(string)
+		if !ok {
+			return errWrongKind
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return errors.New("must be an RFC 3339 time")
+		}
+		*dst = t
 		return nil
 	}}
 }

@@ -14,14 +14,21 @@ type Principal struct {
 
 // Workshop is a capacity-limited event. Reserved is a counter kept in the
 // same transaction as every reservation; Version grows with every update.
+// Holding is a counter kept the same way of the places in open holds (held,
+// neither confirmed nor released nor cleaned up after their deadline), some
+// of which may have passed their deadline; Held is what a view shows: the
+// places of the open holds whose deadline has not passed at the time of the
+// read, and Available is capacity minus reserved minus held.
 type Workshop struct {
 	ID          string `json:"id"`
 	Title       string `json:"title"`
 	Capacity    int    `json:"capacity"`
 	Reserved    int    `json:"reserved"`
+	Held        int    `json:"held"`
 	Available   int    `json:"available"`
 	MaxQuantity int    `json:"max_quantity"`
 	Version     uint64 `json:"version"`
+	Holding     int    `json:"-"`
 }
 
 // WorkshopSpec is an admin's desired state of a workshop. A zero MaxQuantity
@@ -81,9 +88,13 @@ func (r Reservation) Cancelled() bool { return !r.CancelledAt.IsZero() }
 // which every repeat gets again. FingerprintVersion names the encoding that
 // Fingerprint hashes, and through it the kind of operation the key was used
 // for (see Receipt.Kind). Request and ReservationID are what the key was
-// used for: the workshop and quantity of a reservation request and, for a
-// reservation made or a cancellation, the reservation (a cancellation's
-// Request holds the workshop and quantity of the reservation it cancelled).
+// used for: the workshop and quantity of a reservation or hold request and,
+// for a reservation made or a cancellation, the reservation (a
+// cancellation's Request holds the workshop and quantity of the reservation
+// it cancelled). HoldID names the hold a hold request made or a
+// confirmation or release settled (whose workshop and quantity Request then
+// holds), HoldExpiresAt is the deadline of a hold made, and HoldTTLSeconds
+// the time to live a hold request asked for.
 type Receipt struct {
 	Actor              string
 	OperationKey       OperationKey
@@ -91,6 +102,9 @@ type Receipt struct {
 	Fingerprint        string
 	Request            Request
 	ReservationID      string
+	HoldID             string
+	HoldExpiresAt      time.Time
+	HoldTTLSeconds     int
 	Answer             Answer
 	CreatedAt          time.Time
 }
@@ -99,7 +113,15 @@ type Receipt struct {
 // from the receipt's members: the answer the engine stores, which a store
 // that keeps only the status builds again.
 func (r Receipt) AnswerOf(status string) Answer {
-	return Answer{Kind: r.Kind(), Status: status, ReservationID: r.ReservationID, Workshop: r.Request.Workshop, Quantity: r.Request.Quantity}
+	return Answer{Kind: r.Kind(), Status: status, ReservationID: r.ReservationID, HoldID: r.HoldID,
+		Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, ExpiresAt: r.HoldExpiresAt}
+}
+
+// payload returns what the receipt's key was used for, as the operation
+// sent it.
+func (r Receipt) payload() payload {
+	return payload{kind: r.Kind(), req: r.Request, reservationID: r.ReservationID, holdID: r.HoldID,
+		hold: HoldRequest{Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, TTLSeconds: r.HoldTTLSeconds}}
 }
 
 // Outcome is the result of an idempotent operation: its authoritative

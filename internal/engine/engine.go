@@ -130,13 +130,22 @@ func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) (outs []Ou
 }
 
 func checkOperation(actor string, key OperationKey, req Request) error {
+	if err := checkActorKey(actor, key); err != nil {
+		return err
+	}
+	return req.Validate()
+}
+
+// checkActorKey refuses an operation of an actor that is not a valid actor
+// name or under a key that is not an operation key.
+func checkActorKey(actor string, key OperationKey) error {
 	if err := ValidateActor(actor); err != nil {
 		return Errorf(CodeUnauthenticated, "%v", err)
 	}
 	if !isCanonicalUUIDv4(string(key)) {
 		return Errorf(CodeInvalidIdempotencyKey, "operation key %q is not a lowercase canonical UUIDv4", truncate(string(key), 80))
 	}
-	return req.Validate()
+	return nil
 }
 
 // decide is the one reservation decision, run inside a write transaction. It
@@ -149,24 +158,21 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 	if err != nil || found {
 		return out, decision, err
 	}
-	w, ok, err := tx.Workshop(req.Workshop)
-	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("look up workshop %s: %w", req.Workshop, err)
+	w, decision, err := requestedWorkshop(tx, req)
+	if err != nil || decision != nil {
+		return Outcome{}, decision, err
 	}
-	if !ok {
-		return Outcome{}, Errorf(CodeUnknownWorkshop, "workshop %q does not exist", req.Workshop), nil
-	}
-	if req.Quantity > w.MaxQuantity {
-		return Outcome{}, Errorf(CodeRequestContract, "member \"quantity\" is %d, above the maximum of %d for workshop %q", req.Quantity, w.MaxQuantity, w.ID), nil
-	}
-
 	rec := Receipt{
 		Actor: actor, OperationKey: key,
 		FingerprintVersion: ReserveFingerprintV1, Fingerprint: fp,
 		Request: req, CreatedAt: now,
 	}
 	status := StatusUnavailable
-	if w.Capacity-w.Reserved >= req.Quantity {
+	available, err := availableAt(tx, w, now)
+	if err != nil {
+		return Outcome{}, nil, err
+	}
+	if available >= req.Quantity {
 		if _, taken, err := tx.Reservation(id); err != nil || taken {
 			return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", id, err)
 		}
@@ -207,21 +213,26 @@ func replay(rec Receipt, p payload) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("receipt %s of %s: %w", rec.OperationKey, rec.Actor, err)
 	}
 	if !same {
-		return Outcome{}, conflict(rec.OperationKey, rec.Kind(), rec.Request, rec.ReservationID)
+		return Outcome{}, conflict(rec.OperationKey, rec.Kind(), rec.Request, rec.AnswerOf(rec.Answer.Status))
 	}
 	return Outcome{Answer: rec.Answer, Replayed: true}, nil
 }
 
 // conflict is the refusal of a key already used for another payload: kind,
 // req and reservationID describe that first use.
-func conflict(key OperationKey, kind OperationKind, req Request, reservationID string) error {
-	if kind == OperationCancel {
-		return Errorf(CodeOperationConflict,
-			"operation key %s was already used to cancel reservation %s; a different operation needs a new operation key", key, reservationID)
+func conflict(key OperationKey, kind OperationKind, req Request, a Answer) error {
+	var use string
+	switch kind {
+	case OperationCancel:
+		use = "to cancel reservation " + a.ReservationID
+	case OperationHold:
+		use = fmt.Sprintf("for a different hold request (workshop %q, quantity %d)", req.Workshop, req.Quantity)
+	case OperationConfirm, OperationRelease:
+		use = fmt.Sprintf("to %s hold %s", kind, a.HoldID)
+	default:
+		use = fmt.Sprintf("for a different reservation (workshop %q, quantity %d)", req.Workshop, req.Quantity)
 	}
-	return Errorf(CodeOperationConflict,
-		"operation key %s was already used for a different reservation (workshop %q, quantity %d); a different operation needs a new operation key",
-		key, req.Workshop, req.Quantity)
+	return Errorf(CodeOperationConflict, "operation key %s was already used %s; a different operation needs a new operation key", key, use)
 }
 
 // lookUp answers an operation whose key was used before: from its receipt
@@ -248,7 +259,7 @@ func lookUp(tx Tx, actor string, key OperationKey, p payload) (out Outcome, deci
 		return Outcome{}, nil, false, fmt.Errorf("tombstone %s of %s: %w", key, actor, err)
 	}
 	if !same {
-		return Outcome{}, conflict(key, ts.Kind(), ts.Request(), ts.Answer.ReservationID), true, nil
+		return Outcome{}, conflict(key, ts.Kind(), ts.Request(), ts.Answer), true, nil
 	}
 	return Outcome{}, ts.expired(), true, nil
 }

@@ -43,6 +43,8 @@ const (
 	// CodeUnknownReservation means no reservation visible to the caller has
 	// that id.
 	CodeUnknownReservation = "unknown_reservation"
+	// CodeUnknownHold means no hold visible to the caller has that id.
+	CodeUnknownHold = "unknown_hold"
 	// CodeVersionMismatch means an If-Match precondition named a stale
 	// workshop version.
 	CodeVersionMismatch = "version_mismatch"
@@ -99,7 +101,7 @@ func Undecided(code string) bool { return undecidedCodes[code] }
 var Codes = []string{
 	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
 	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
-	CodeUnknownOperation, CodeUnknownReservation, CodeVersionMismatch,
+	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
 	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeInternal,
 }

@@ -19,6 +19,12 @@ const (
 	ReserveFingerprintV1 FingerprintVersion = 1
 	// CancelFingerprintV1 is the encoding that CancelFingerprint hashes.
 	CancelFingerprintV1 FingerprintVersion = 2
+	// HoldFingerprintV1 is the encoding that HoldFingerprint hashes.
+	HoldFingerprintV1 FingerprintVersion = 3
+	// ConfirmFingerprintV1 and ReleaseFingerprintV1 are the encodings that
+	// SettleFingerprint hashes for each of the two kinds.
+	ConfirmFingerprintV1 FingerprintVersion = 4
+	ReleaseFingerprintV1 FingerprintVersion = 5
 )
 
 // fingerprintVersions is the one table of fingerprint versions: the kind of
@@ -32,11 +38,23 @@ var fingerprintVersions = map[FingerprintVersion]struct {
 }{
 	ReserveFingerprintV1: {OperationReserve, func(p payload) string { return Fingerprint(p.req) }},
 	CancelFingerprintV1:  {OperationCancel, func(p payload) string { return CancelFingerprint(p.reservationID) }},
+	HoldFingerprintV1:    {OperationHold, func(p payload) string { return HoldFingerprint(p.hold) }},
+	ConfirmFingerprintV1: {OperationConfirm, func(p payload) string { return SettleFingerprint(OperationConfirm, p.holdID) }},
+	ReleaseFingerprintV1: {OperationRelease, func(p payload) string { return SettleFingerprint(OperationRelease, p.holdID) }},
 }
 
-// Kind returns the kind of operation whose payloads v encodes:
-// OperationReserve or OperationCancel ("" for a version this engine does
-// not know).
+// fingerprintVersionOf is the fingerprint version each kind of operation
+// writes.
+var fingerprintVersionOf = map[OperationKind]FingerprintVersion{
+	OperationReserve: ReserveFingerprintV1,
+	OperationCancel:  CancelFingerprintV1,
+	OperationHold:    HoldFingerprintV1,
+	OperationConfirm: ConfirmFingerprintV1,
+	OperationRelease: ReleaseFingerprintV1,
+}
+
+// Kind returns the kind of operation whose payloads v encodes ("" for a
+// version this engine does not know).
 func (v FingerprintVersion) Kind() OperationKind { return fingerprintVersions[v].kind }
 
 // Fingerprint returns the hex SHA-256 of the version-1 canonical encoding of
@@ -69,12 +87,49 @@ func CancelFingerprint(reservationID string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// HoldFingerprint returns the hex SHA-256 of the canonical encoding of a
+// hold request, its time to live included:
+//
+//	"reserve-hold-v1\n" workshop "\n" decimal(quantity) "\n" decimal(ttl seconds) "\n"
+func HoldFingerprint(r HoldRequest) string {
+	buf := make([]byte, 0, 80)
+	buf = append(buf, "reserve-hold-v1\n"...)
+	buf = append(buf, r.Workshop...)
+	buf = append(buf, '\n')
+	buf = strconv.AppendInt(buf, int64(r.Quantity), 10)
+	buf = append(buf, '\n')
+	buf = strconv.AppendInt(buf, int64(r.TTLSeconds), 10)
+	buf = append(buf, '\n')
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
+}
+
+// SettleFingerprint returns the hex SHA-256 of the canonical encoding of
+// the confirmation or release (kind) of hold id:
+//
+//	"reserve-" kind "-v1\n" id "\n"
+//
+// so that a key used to confirm a hold never matches its release.
+func SettleFingerprint(kind OperationKind, holdID string) string {
+	sum := sha256.Sum256([]byte("reserve-" + string(kind) + "-v1\n" + holdID + "\n"))
+	return hex.EncodeToString(sum[:])
+}
+
 // payload is what an operation key is being used for: a reservation
-// request or the cancellation of a reservation.
+// request, the cancellation of a reservation, a hold request, or the
+// confirmation or release of a hold.
 type payload struct {
 	kind          OperationKind
 	req           Request
 	reservationID string
+	hold          HoldRequest
+	holdID        string
+}
+
+// fingerprint returns the version and fingerprint p is stored with.
+func (p payload) fingerprint() (FingerprintVersion, string) {
+	v := fingerprintVersionOf[p.kind]
+	return v, fingerprintVersions[v].fingerprint(p)
 }
 
 // matches reports whether a stored (version, fingerprint) is the fingerprint

@@ -22,10 +22,19 @@ func (a Answer) appendJSON(b []byte) []byte {
 		b = append(b, `,"reservation_id":`...)
 		b = appendJSONString(b, a.ReservationID)
 	}
+	if a.HoldID != "" {
+		b = append(b, `,"hold_id":`...)
+		b = appendJSONString(b, a.HoldID)
+	}
 	b = append(b, `,"workshop":`...)
 	b = appendJSONString(b, a.Workshop)
 	b = append(b, `,"quantity":`...)
 	b = strconv.AppendInt(b, int64(a.Quantity), 10)
+	if !a.ExpiresAt.IsZero() {
+		b = append(b, `,"expires_at":"`...)
+		b = a.ExpiresAt.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
 	return append(b, '}')
 }
 

@@ -11,4 +11,9 @@ type OperationKind string
 const (
 	OperationReserve OperationKind = "reserve"
 	OperationCancel  OperationKind = "cancel"
+	// OperationHold keeps places for a while; OperationConfirm turns a
+	// hold into a reservation and OperationRelease gives its places back.
+	OperationHold    OperationKind = "hold"
+	OperationConfirm OperationKind = "confirm"
+	OperationRelease OperationKind = "release"
 )

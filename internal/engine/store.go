@@ -66,4 +66,15 @@ type Tx interface {
 	Event(id string) (e Event, ok bool, err error)
 	ForEachEvent(fn func(Event) error) error
 	ForEachPendingEvent(fn func(Event) error) error
+
+	// Hold reads one hold and PutHold writes one (inserting or replacing
+	// it); ForEachHold visits every hold in id order. ForEachOpenHold
+	// visits the open holds (stored as held) of workshop whose deadline is
+	// at or before through, in order of deadline then id, through an index
+	// the store keeps of open holds, so its cost is the number of holds it
+	// visits; PutHold keeps that index in step with the hold's state.
+	Hold(id string) (h Hold, ok bool, err error)
+	PutHold(h Hold) error
+	ForEachHold(fn func(Hold) error) error
+	ForEachOpenHold(workshop string, through time.Time, fn func(Hold) error) error
 }

@@ -26,6 +26,7 @@ func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, 
 	var w Workshop
 	var created bool
 	var decision error
+	now := e.now()
 	err := e.store.Update(ctx, func(tx Tx) error {
 		cur, ok, err := tx.Workshop(id)
 		if err != nil {
@@ -39,8 +40,15 @@ func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, 
 		case ifMatch != nil && cur.Version != *ifMatch:
 			decision = Errorf(CodeVersionMismatch, "workshop %q is at version %d, not %d; read it again and retry", id, cur.Version, *ifMatch)
 			return nil
-		case ok && spec.Capacity < cur.Reserved:
-			decision = Errorf(CodeCapacityBelowReserved, "workshop %q has %d places reserved; capacity %d would be below that", id, cur.Reserved, spec.Capacity)
+		}
+		held := 0
+		if ok {
+			if held, err = heldAt(tx, cur, now); err != nil {
+				return err
+			}
+		}
+		if ok && spec.Capacity < cur.Reserved+held {
+			decision = Errorf(CodeCapacityBelowReserved, "workshop %q has %d places reserved and %d held; capacity %d would be below that", id, cur.Reserved, held, spec.Capacity)
 			return nil
 		}
 		w = cur
@@ -55,8 +63,11 @@ func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, 
 			w.Title = spec.Title
 		}
 		w.Version++
-		w.Available = w.Capacity - w.Reserved
-		return tx.PutWorkshop(w)
+		if err := tx.PutWorkshop(w); err != nil {
+			return err
+		}
+		w, err = viewAt(tx, w, now)
+		return err
 	})
 	if err != nil {
 		return Workshop{}, false, fmt.Errorf("put workshop %s: %w", id, err)
@@ -71,9 +82,13 @@ func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, 
 func (e *Engine) Workshop(ctx context.Context, id string) (Workshop, error) {
 	var w Workshop
 	var ok bool
+	now := e.now()
 	err := e.store.View(ctx, func(tx Tx) error {
 		var err error
-		w, ok, err = tx.Workshop(id)
+		if w, ok, err = tx.Workshop(id); err != nil || !ok {
+			return err
+		}
+		w, err = viewAt(tx, w, now)
 		return err
 	})
 	if err != nil {
@@ -82,18 +97,19 @@ func (e *Engine) Workshop(ctx context.Context, id string) (Workshop, error) {
 	if !ok {
 		return Workshop{}, Errorf(CodeUnknownWorkshop, "workshop %q does not exist", truncate(id, 50))
 	}
-	w.Available = w.Capacity - w.Reserved
 	return w, nil
 }
 
 // Workshops returns every workshop in id order.
 func (e *Engine) Workshops(ctx context.Context) ([]Workshop, error) {
 	ws := []Workshop{}
+	now := e.now()
 	err := e.store.View(ctx, func(tx Tx) error {
+		ws = ws[:0]
 		return tx.ForEachWorkshop(func(w Workshop) error {
-			w.Available = w.Capacity - w.Reserved
+			w, err := viewAt(tx, w, now)
 			ws = append(ws, w)
-			return nil
+			return err
 		})
 	})
 	if err != nil {

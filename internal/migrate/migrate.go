@@ -1,6 +1,6 @@
 // Package migrate copies every record of one engine.Store into another,
 // empty one: workshops with their counters, reservations (cancelled ones
-// too), receipts, tombstones, credentials (hashes only) and outbox events
+// too), holds, receipts, tombstones, credentials (hashes only) and outbox events
 // with their delivery marks. Because the receipts move with the
 // reservations, every operation key recorded before the move replays its
 // original answer after it. It works on any two stores and must not import
@@ -24,11 +24,12 @@ type Counts struct {
 	Tombstones   int `json:"tombstones"`
 	Tokens       int `json:"tokens"`
 	Events       int `json:"events"`
+	Holds        int `json:"holds"`
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d workshops, %d reservations, %d receipts, %d tombstones, %d credentials, %d events",
-		c.Workshops, c.Reservations, c.Receipts, c.Tombstones, c.Tokens, c.Events)
+	return fmt.Sprintf("%d workshops, %d reservations, %d holds, %d receipts, %d tombstones, %d credentials, %d events",
+		c.Workshops, c.Reservations, c.Holds, c.Receipts, c.Tombstones, c.Tokens, c.Events)
 }
 
 // ErrNotEmpty is returned (wrapped, naming what was found) when the target
@@ -65,6 +66,9 @@ func copyAll(src, dst engine.Tx, c *Counts) error {
 		}},
 		{"reservations", func() error {
 			return src.ForEachReservation(func(r engine.Reservation) error { c.Reservations++; return dst.PutReservation(r) })
+		}},
+		{"holds", func() error {
+			return src.ForEachHold(func(h engine.Hold) error { c.Holds++; return dst.PutHold(h) })
 		}},
 		{"receipts", func() error {
 			return src.ForEachReceipt(func(r engine.Receipt) error { c.Receipts++; return dst.PutReceipt(r) })
@@ -110,6 +114,7 @@ func mustBeEmpty(tx engine.Tx) error {
 	}{
 		{"workshops", func() error { return tx.ForEachWorkshop(func(engine.Workshop) error { return errFound }) }},
 		{"reservations", func() error { return tx.ForEachReservation(func(engine.Reservation) error { return errFound }) }},
+		{"holds", func() error { return tx.ForEachHold(func(engine.Hold) error { return errFound }) }},
 		{"receipts", func() error { return tx.ForEachReceipt(func(engine.Receipt) error { return errFound }) }},
 		{"tombstones", func() error { return tx.ForEachTombstone(func(engine.Tombstone) error { return errFound }) }},
 		{"credentials", func() error { return tx.ForEachToken(func(engine.TokenRecord) error { return errFound }) }},

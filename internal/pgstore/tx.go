@@ -36,13 +36,13 @@ type table[T any] struct {
 
 var workshops = table[engine.Workshop]{
 	name:    "workshops",
-	columns: []string{"id", "title", "capacity", "reserved", "max_quantity", "version"},
+	columns: []string{"id", "title", "capacity", "reserved", "max_quantity", "version", "holding"},
 	keys:    1,
 	values: func(w engine.Workshop) []any {
-		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version}
+		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version, w.Holding}
 	},
 	dests: func(w *engine.Workshop) []any {
-		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version}
+		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version, &w.Holding}
 	},
 }
 
@@ -63,15 +63,17 @@ var reservations = table[engine.Reservation]{
 var tombstones = table[engine.Tombstone]{
 	name: "tombstones",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "status",
-		"reservation_id", "workshop", "quantity", "created_at", "purged_at"},
+		"reservation_id", "workshop", "quantity", "created_at", "purged_at", "hold_id", "hold_expires_at"},
 	keys: 2,
 	values: func(t engine.Tombstone) []any {
 		return []any{t.Actor, string(t.OperationKey), t.FingerprintVersion, t.Fingerprint, t.Answer.Status,
-			nullString(t.Answer.ReservationID), t.Answer.Workshop, t.Answer.Quantity, t.CreatedAt, t.PurgedAt}
+			nullString(t.Answer.ReservationID), t.Answer.Workshop, t.Answer.Quantity, t.CreatedAt, t.PurgedAt,
+			nullString(t.Answer.HoldID), nullTime(t.Answer.ExpiresAt)}
 	},
 	dests: func(t *engine.Tombstone) []any {
 		return []any{&t.Actor, &t.OperationKey, &t.FingerprintVersion, &t.Fingerprint, kindOf{&t.Answer.Kind, &t.FingerprintVersion, &t.Answer.Status},
-			emptyIfNull{&t.Answer.ReservationID}, &t.Answer.Workshop, &t.Answer.Quantity, &t.CreatedAt, &t.PurgedAt}
+			emptyIfNull{&t.Answer.ReservationID}, &t.Answer.Workshop, &t.Answer.Quantity, &t.CreatedAt, &t.PurgedAt,
+			emptyIfNull{&t.Answer.HoldID}, zeroIfNull{&t.Answer.ExpiresAt}}
 	},
 }
 
@@ -117,15 +119,30 @@ func (e emptyKeyIfNull) ScanText(v pgtype.Text) error {
 var receipts = table[engine.Receipt]{
 	name: "receipts",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "workshop", "quantity",
-		"status", "body", "reservation_id", "created_at"},
+		"status", "hold_id", "hold_expires_at", "hold_ttl_seconds", "body", "reservation_id", "created_at"},
 	keys: 2,
 	values: func(r engine.Receipt) []any {
 		return []any{r.Actor, string(r.OperationKey), r.FingerprintVersion, r.Fingerprint, r.Request.Workshop, r.Request.Quantity,
-			r.Answer.Status, r.Answer.JSON(), nullString(r.ReservationID), r.CreatedAt}
+			r.Answer.Status, nullString(r.HoldID), nullTime(r.HoldExpiresAt), r.HoldTTLSeconds, r.Answer.JSON(), nullString(r.ReservationID), r.CreatedAt}
 	},
 	dests: func(r *engine.Receipt) []any {
 		return []any{&r.Actor, &r.OperationKey, &r.FingerprintVersion, &r.Fingerprint, &r.Request.Workshop, &r.Request.Quantity,
-			&r.Answer.Status, storedAnswer{r}, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
+			&r.Answer.Status, emptyIfNull{&r.HoldID}, zeroIfNull{&r.HoldExpiresAt}, &r.HoldTTLSeconds, storedAnswer{r}, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
+	},
+}
+
+var holds = table[engine.Hold]{
+	name: "holds",
+	columns: []string{"id", "actor", "operation_key", "workshop", "quantity", "state", "created_at", "expires_at",
+		"reservation_id", "settled_at", "settle_operation"},
+	keys: 1,
+	values: func(h engine.Hold) []any {
+		return []any{h.ID, h.Actor, string(h.OperationKey), h.Workshop, h.Quantity, string(h.State), h.CreatedAt, h.ExpiresAt,
+			nullString(h.ReservationID), nullTime(h.SettledAt), nullString(string(h.SettleOperation))}
+	},
+	dests: func(h *engine.Hold) []any {
+		return []any{&h.ID, &h.Actor, &h.OperationKey, &h.Workshop, &h.Quantity, &h.State, &h.CreatedAt, &h.ExpiresAt,
+			emptyIfNull{&h.ReservationID}, zeroIfNull{&h.SettledAt}, emptyKeyIfNull{&h.SettleOperation}}
 	},
 }
 
@@ -506,3 +523,42 @@ var pendingEvents = func() table[engine.Event] {
 	tb.filter = "delivered_at IS NULL"
 	return tb
 }()
+
+// Hold locks the row in a write transaction, so that two transactions
+// settling one hold cannot both see it open: the second waits and then
+// reads it settled.
+func (t *tx) Hold(id string) (engine.Hold, bool, error) {
+	return get(t, holds, t.lockRead(), id)
+}
+
+func (t *tx) PutHold(h engine.Hold) error { return put(t, holds, h) }
+
+func (t *tx) ForEachHold(fn func(engine.Hold) error) error { return forEach(t, holds, fn) }
+
+// ForEachOpenHold reads the due open holds of workshop through the partial
+// index holds_open, all before calling fn, so fn may use the transaction.
+func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.Hold) error) error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	query := fmt.Sprintf("SELECT %s FROM holds WHERE state = 'held' AND workshop = $1 AND expires_at <= $2 ORDER BY expires_at, id",
+		strings.Join(holds.columns, ", "))
+	rows, err := t.tx.Query(t.ctx, query, workshop, through)
+	if err != nil {
+		return t.fail(fmt.Errorf("scan open holds of %s: %w", workshop, err))
+	}
+	due, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (engine.Hold, error) {
+		var h engine.Hold
+		err := row.Scan(holds.dests(&h)...)
+		return h, err
+	})
+	if err != nil {
+		return t.fail(fmt.Errorf("scan open holds of %s: %w", workshop, err))
+	}
+	for _, h := range due {
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}

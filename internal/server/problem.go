@@ -22,6 +22,7 @@ var statusByCode = map[string]int{
 	engine.CodeUnknownWorkshop:       http.StatusNotFound,
 	engine.CodeUnknownOperation:      http.StatusNotFound,
 	engine.CodeUnknownReservation:    http.StatusNotFound,
+	engine.CodeUnknownHold:           http.StatusNotFound,
 	engine.CodeVersionMismatch:       http.StatusPreconditionFailed,
 	engine.CodeCapacityBelowReserved: http.StatusConflict,
 	engine.CodeUnauthenticated:       http.StatusUnauthorized,

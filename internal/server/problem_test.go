@@ -34,6 +34,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeUnknownWorkshop:       404,
 		engine.CodeUnknownOperation:      404,
 		engine.CodeUnknownReservation:    404,
+		engine.CodeUnknownHold:           404,
 		engine.CodeVersionMismatch:       412,
 		engine.CodeCapacityBelowReserved: 409,
 		engine.CodeUnauthenticated:       401,

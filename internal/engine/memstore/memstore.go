@@ -67,6 +67,7 @@ type state struct {
 	tokens       map[string]engine.TokenRecord
 	tombstones   map[receiptKey]engine.Tombstone
 	events       map[string]engine.Event
+	holds        map[string]engine.Hold
 }
 
 // receiptKey orders receipts and tombstones as the other stores do: by actor,
@@ -88,6 +89,7 @@ func newState() *state {
 		tokens:       map[string]engine.TokenRecord{},
 		tombstones:   map[receiptKey]engine.Tombstone{},
 		events:       map[string]engine.Event{},
+		holds:        map[string]engine.Hold{},
 	}
 }
 
@@ -102,6 +104,7 @@ func (s *state) clone() *state {
 		tokens:       maps.Clone(s.tokens),
 		tombstones:   maps.Clone(s.tombstones),
 		events:       maps.Clone(s.events),
+		holds:        maps.Clone(s.holds),
 	}
 }
 
@@ -320,4 +323,32 @@ func (t *tx) ForEachPendingEvent(fn func(engine.Event) error) error {
 		}
 		return fn(e)
 	})
+}
+
+func (t *tx) Hold(id string) (engine.Hold, bool, error) { return get(t.s.holds, id) }
+
+func (t *tx) PutHold(h engine.Hold) error { return put(t, t.s.holds, h.ID, h) }
+
+func (t *tx) ForEachHold(fn func(engine.Hold) error) error {
+	return forEach(t.s.holds, cmp.Compare[string], fn)
+}
+
+// ForEachOpenHold scans every hold, sorting the due open ones of workshop
+// by deadline then id; the other stores keep an index instead.
+func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.Hold) error) error {
+	var due []engine.Hold
+	for _, h := range t.s.holds {
+		if h.Open() && h.Workshop == workshop && !h.ExpiresAt.After(through) {
+			due = append(due, h)
+		}
+	}
+	slices.SortFunc(due, func(a, b engine.Hold) int {
+		return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), cmp.Compare(a.ID, b.ID))
+	})
+	for _, h := range due {
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,82 @@
+package boltstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// Holds are stored as JSON by id. The holds_open bucket indexes the open
+// ones by workshop 0x00 deadline (8 bytes, big-endian Unix nanoseconds)
+// then id, with empty values, so that the holds of a workshop whose
+// deadline has passed are one cursor range; PutHold keeps it in step.
+
+// openHoldKey is the index key of open hold h.
+func openHoldKey(h engine.Hold) []byte {
+	k := make([]byte, 0, len(h.Workshop)+1+8+len(h.ID))
+	k = append(k, h.Workshop...)
+	k = append(k, 0)
+	k = binary.BigEndian.AppendUint64(k, uint64(h.ExpiresAt.UnixNano()))
+	return append(k, h.ID...)
+}
+
+func (t *tx) Hold(id string) (engine.Hold, bool, error) {
+	var h engine.Hold
+	ok, err := t.get(bucketHolds, []byte(id), &h)
+	return h, ok, err
+}
+
+func (t *tx) PutHold(h engine.Hold) error {
+	old, had, err := t.Hold(h.ID)
+	if err != nil {
+		return err
+	}
+	index := t.bucket(bucketOpenHolds)
+	if had && old.Open() {
+		if err := index.Delete(openHoldKey(old)); err != nil {
+			return fmt.Errorf("delete %s entry of hold %s: %w", bucketOpenHolds, h.ID, err)
+		}
+	}
+	if h.Open() {
+		if err := t.putRaw(bucketOpenHolds, openHoldKey(h), []byte{}); err != nil {
+			return err
+		}
+	}
+	return t.put(bucketHolds, []byte(h.ID), h)
+}
+
+func (t *tx) ForEachHold(fn func(engine.Hold) error) error {
+	return forEach(t, bucketHolds, fn)
+}
+
+func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.Hold) error) error {
+	prefix := append([]byte(workshop), 0)
+	last := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(through.UnixNano()))
+	c := t.b.Bucket(bucketOpenHolds).Cursor()
+	var ids []string
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if len(k) < len(prefix)+8 {
+			return fmt.Errorf("%s key %q is too short", bucketOpenHolds, k)
+		}
+		if bytes.Compare(k[:len(prefix)+8], last) > 0 {
+			break
+		}
+		ids = append(ids, string(k[len(prefix)+8:]))
+	}
+	for _, id := range ids {
+		h, ok, err := t.Hold(id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%s names hold %s, which does not exist", bucketOpenHolds, id)
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}

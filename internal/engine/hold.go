@@ -1,0 +1,449 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The bounds of a hold's time to live, in seconds.
+const (
+	MinHoldTTLSeconds = 30
+	MaxHoldTTLSeconds = 86400
+)
+
+// HoldState is where a hold stands. A store keeps HoldHeld, HoldConfirmed,
+// HoldReleased or HoldExpired (the last once a cleanup has given back the
+// places of a hold past its deadline); what a hold is at a given time is
+// its StateAt, which is HoldExpired from the instant its deadline passes,
+// whatever has been stored.
+type HoldState string
+
+// The states of a hold.
+const (
+	HoldHeld      HoldState = "held"
+	HoldConfirmed HoldState = "confirmed"
+	HoldReleased  HoldState = "released"
+	HoldExpired   HoldState = "expired"
+)
+
+// Hold keeps places of a workshop for its owner until ExpiresAt: they count
+// against the workshop's capacity while it is open, and a confirmation
+// turns them into a reservation (ReservationID) without checking the
+// capacity again. OperationKey is the key of the hold request;
+// SettleOperation and SettledAt name the confirmation, release or cleanup
+// that settled it.
+type Hold struct {
+	ID              string       `json:"hold_id"`
+	Actor           string       `json:"actor"`
+	OperationKey    OperationKey `json:"operation"`
+	Workshop        string       `json:"workshop"`
+	Quantity        int          `json:"quantity"`
+	State           HoldState    `json:"state"`
+	CreatedAt       time.Time    `json:"created_at"`
+	ExpiresAt       time.Time    `json:"expires_at"`
+	ReservationID   string       `json:"reservation_id,omitempty"`
+	SettledAt       time.Time    `json:"settled_at,omitzero"`
+	SettleOperation OperationKey `json:"settle_operation,omitempty"`
+}
+
+// Open reports whether the hold's places are still counted in its
+// workshop's Holding counter: it is stored as held.
+func (h Hold) Open() bool { return h.State == HoldHeld }
+
+// StateAt returns the hold's state at now: an open hold whose deadline has
+// come is expired.
+func (h Hold) StateAt(now time.Time) HoldState {
+	if h.Open() && !now.Before(h.ExpiresAt) {
+		return HoldExpired
+	}
+	return h.State
+}
+
+// HoldRequest is the typed payload of a hold request: its workshop and
+// quantity as for a reservation, and how long the places are kept.
+type HoldRequest struct {
+	Workshop   string `json:"workshop"`
+	Quantity   int    `json:"quantity"`
+	TTLSeconds int    `json:"ttl_seconds"`
+}
+
+// DecodeHoldRequest decodes the body of a hold request under the strict
+// request contract: exactly the members "workshop", "quantity" and
+// "ttl_seconds" (a JSON integer from MinHoldTTLSeconds to
+// MaxHoldTTLSeconds).
+func DecodeHoldRequest(body []byte) (HoldRequest, error) {
+	var r HoldRequest
+	err := DecodeStrict(body, []Member{
+		StringMember("workshop", true, ValidateWorkshopID, &r.Workshop),
+		IntMember("quantity", true, 1, maxQuantity, &r.Quantity),
+		IntMember("ttl_seconds", true, MinHoldTTLSeconds, MaxHoldTTLSeconds, &r.TTLSeconds),
+	})
+	return r, err
+}
+
+// Validate checks a HoldRequest built in code against the rules
+// DecodeHoldRequest applies.
+func (r HoldRequest) Validate() error {
+	if err := (Request{Workshop: r.Workshop, Quantity: r.Quantity}).Validate(); err != nil {
+		return err
+	}
+	if r.TTLSeconds < MinHoldTTLSeconds || r.TTLSeconds > MaxHoldTTLSeconds {
+		return Errorf(CodeRequestContract, "member \"ttl_seconds\" must be an integer from %d to %d", MinHoldTTLSeconds, MaxHoldTTLSeconds)
+	}
+	return nil
+}
+
+// DecodeEmptyObject checks the body of a confirmation or release: exactly
+// the empty JSON object.
+func DecodeEmptyObject(body []byte) error { return DecodeStrict(body, nil) }
+
+// IsHoldID reports whether id has the form of a hold id (the form of a
+// reservation id).
+func IsHoldID(id string) bool { return IsReservationID(id) }
+
+// Hold is the idempotent hold request: for (actor, key) it replays the
+// stored answer (same payload), refuses with CodeOperationConflict
+// (another payload), or decides once, as Reserve does, with the places of
+// open holds counted against capacity: when they suffice a hold is stored
+// whose deadline is the decision's time (to the second) plus the time to
+// live, the workshop's Holding counter grows, and the answer is "held";
+// otherwise the answer is "unavailable".
+func (e *Engine) Hold(ctx context.Context, actor string, key OperationKey, req HoldRequest) (Outcome, error) {
+	if err := checkActorKey(actor, key); err != nil {
+		return Outcome{}, err
+	}
+	if err := req.Validate(); err != nil {
+		return Outcome{}, err
+	}
+	p := payload{kind: OperationHold, hold: req}
+	out, err := e.operate(ctx, actor, key, p, func(tx Tx, now time.Time) (Outcome, error, error) {
+		return decideHold(tx, actor, key, p, now, e.newID(now))
+	})
+	if err != nil && Undecided(ErrorCode(err)) {
+		err = fmt.Errorf("hold: %w", err)
+	}
+	return out, err
+}
+
+// decideHold is the one hold decision, run inside a write transaction, with
+// the same results as decide.
+func decideHold(tx Tx, actor string, key OperationKey, p payload, now time.Time, id string) (out Outcome, decision, err error) {
+	out, decision, found, err := lookUp(tx, actor, key, p)
+	if err != nil || found {
+		return out, decision, err
+	}
+	req := Request{Workshop: p.hold.Workshop, Quantity: p.hold.Quantity}
+	w, decision, err := requestedWorkshop(tx, req)
+	if err != nil || decision != nil {
+		return Outcome{}, decision, err
+	}
+	v, fp := p.fingerprint()
+	rec := Receipt{
+		Actor: actor, OperationKey: key, FingerprintVersion: v, Fingerprint: fp,
+		Request: req, HoldTTLSeconds: p.hold.TTLSeconds, CreatedAt: now,
+	}
+	status := StatusUnavailable
+	available, err := availableAt(tx, w, now)
+	if err != nil {
+		return Outcome{}, nil, err
+	}
+	if available >= req.Quantity {
+		if _, taken, err := tx.Hold(id); err != nil || taken {
+			return Outcome{}, nil, fmt.Errorf("hold id %s: already taken or unreadable: %v", id, err)
+		}
+		h := Hold{
+			ID: id, Actor: actor, OperationKey: key, Workshop: w.ID, Quantity: req.Quantity, State: HoldHeld,
+			CreatedAt: now, ExpiresAt: now.Truncate(time.Second).Add(time.Duration(p.hold.TTLSeconds) * time.Second),
+		}
+		w.Holding += req.Quantity
+		if err := tx.PutWorkshop(w); err != nil {
+			return Outcome{}, nil, fmt.Errorf("update workshop %s: %w", w.ID, err)
+		}
+		if err := tx.PutHold(h); err != nil {
+			return Outcome{}, nil, fmt.Errorf("insert hold: %w", err)
+		}
+		status, rec.HoldID, rec.HoldExpiresAt = StatusHeld, h.ID, h.ExpiresAt
+	}
+	out, err = storeReceipt(tx, rec, status)
+	return out, nil, err
+}
+
+// requestedWorkshop returns the workshop a request names, or the refusal
+// of a request for an unknown workshop or above its max_quantity, which
+// stores nothing.
+func requestedWorkshop(tx Tx, req Request) (Workshop, error, error) {
+	w, ok, err := tx.Workshop(req.Workshop)
+	if err != nil {
+		return Workshop{}, nil, fmt.Errorf("look up workshop %s: %w", req.Workshop, err)
+	}
+	if !ok {
+		return Workshop{}, Errorf(CodeUnknownWorkshop, "workshop %q does not exist", req.Workshop), nil
+	}
+	if req.Quantity > w.MaxQuantity {
+		return Workshop{}, Errorf(CodeRequestContract, "member \"quantity\" is %d, above the maximum of %d for workshop %q", req.Quantity, w.MaxQuantity, w.ID), nil
+	}
+	return w, nil, nil
+}
+
+// heldAt returns the places of w's open holds whose deadline has not come
+// at now: the Holding counter less the open holds past their deadline,
+// which the store finds through its index of open holds by deadline, so the
+// cost is the number of holds that expired and were not yet cleaned up.
+func heldAt(tx Tx, w Workshop, now time.Time) (int, error) {
+	held := w.Holding
+	if held == 0 {
+		return 0, nil
+	}
+	err := tx.ForEachOpenHold(w.ID, now, func(h Hold) error {
+		held -= h.Quantity
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read the expired holds of workshop %s: %w", w.ID, err)
+	}
+	return held, nil
+}
+
+// availableAt returns the places of w that are neither reserved nor held
+// at now.
+func availableAt(tx Tx, w Workshop, now time.Time) (int, error) {
+	held, err := heldAt(tx, w, now)
+	return w.Capacity - w.Reserved - held, err
+}
+
+// viewAt fills in the Held and Available members of w as a view shows them
+// at now.
+func viewAt(tx Tx, w Workshop, now time.Time) (Workshop, error) {
+	held, err := heldAt(tx, w, now)
+	if err != nil {
+		return Workshop{}, err
+	}
+	w.Held, w.Available = held, w.Capacity-w.Reserved-held
+	return w, nil
+}
+
+// Confirm is the idempotent confirmation of hold id by its owner who under
+// operation key: it replays, refuses with CodeOperationConflict, or decides
+// once, in one transaction: a hold that is not who's is CodeUnknownHold and
+// stores nothing; an open hold before its deadline becomes a reservation
+// (its places move from the workshop's holding counter to its reserved
+// counter, with no capacity check, and the reservation's confirmation event
+// enters the outbox) answered "reserved"; otherwise the stored answer is
+// "expired", "released" or "already_confirmed".
+func (e *Engine) Confirm(ctx context.Context, who Principal, key OperationKey, id string) (Outcome, error) {
+	return e.settle(ctx, who, key, id, OperationConfirm)
+}
+
+// Release is the idempotent release of hold id by its owner, with the
+// results of Confirm, except that an open hold before its deadline gives
+// its places back and is answered "released", and the other stored answers
+// are "expired", "already_confirmed" and "already_released".
+func (e *Engine) Release(ctx context.Context, who Principal, key OperationKey, id string) (Outcome, error) {
+	return e.settle(ctx, who, key, id, OperationRelease)
+}
+
+// settle runs a confirmation or release (kind) of hold id.
+func (e *Engine) settle(ctx context.Context, who Principal, key OperationKey, id string, kind OperationKind) (Outcome, error) {
+	if err := checkActorKey(who.Actor, key); err != nil {
+		return Outcome{}, err
+	}
+	if !IsHoldID(id) {
+		return Outcome{}, unknownHold(who, id)
+	}
+	p := payload{kind: kind, holdID: id}
+	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, now time.Time) (Outcome, error, error) {
+		return decideSettle(tx, who, key, p, now, e.newID(now), e.newID(now))
+	})
+	if err != nil && Undecided(ErrorCode(err)) {
+		err = fmt.Errorf("%s hold %s: %w", kind, id, err)
+	}
+	return out, err
+}
+
+func unknownHold(who Principal, id string) error {
+	return Errorf(CodeUnknownHold, "no hold %s is visible to %s", truncate(id, 40), who.Actor)
+}
+
+// settleStatus is the answer of a confirmation or release (kind) of a hold
+// in state s, other than the first settlement of an open hold.
+var settleStatus = map[OperationKind]map[HoldState]string{
+	OperationConfirm: {HoldExpired: StatusExpired, HoldReleased: StatusReleased, HoldConfirmed: StatusAlreadyConfirmed},
+	OperationRelease: {HoldExpired: StatusExpired, HoldReleased: StatusAlreadyReleased, HoldConfirmed: StatusAlreadyConfirmed},
+}
+
+// decideSettle is the one decision of a confirmation or release, run
+// inside a write transaction, with the same results as decide. The clock is
+// read inside the transaction (now), so a hold past its deadline is never
+// confirmed, whatever cleanup has or has not run; deciding on such a hold
+// also cleans it up.
+func decideSettle(tx Tx, who Principal, key OperationKey, p payload, now time.Time, resID, eventID string) (out Outcome, decision, err error) {
+	out, decision, found, err := lookUp(tx, who.Actor, key, p)
+	if err != nil || found {
+		return out, decision, err
+	}
+	h, ok, err := tx.Hold(p.holdID)
+	if err != nil {
+		return Outcome{}, nil, fmt.Errorf("look up hold %s: %w", p.holdID, err)
+	}
+	if !ok || h.Actor != who.Actor {
+		return Outcome{}, unknownHold(who, p.holdID), nil
+	}
+	v, fp := p.fingerprint()
+	rec := Receipt{
+		Actor: who.Actor, OperationKey: key, FingerprintVersion: v, Fingerprint: fp,
+		Request: Request{Workshop: h.Workshop, Quantity: h.Quantity}, HoldID: h.ID, CreatedAt: now,
+	}
+	state := h.StateAt(now)
+	if state == HoldExpired && h.Open() {
+		if err := expireHold(tx, h, now); err != nil {
+			return Outcome{}, nil, err
+		}
+	}
+	status := settleStatus[p.kind][state]
+	if state == HoldHeld {
+		w, ok, err := tx.Workshop(h.Workshop)
+		if err != nil {
+			return Outcome{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
+		}
+		if !ok {
+			return Outcome{}, nil, fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+		}
+		w.Holding -= h.Quantity
+		h.SettledAt, h.SettleOperation = now, key
+		status, h.State = StatusReleased, HoldReleased
+		if p.kind == OperationConfirm {
+			if _, taken, err := tx.Reservation(resID); err != nil || taken {
+				return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", resID, err)
+			}
+			w.Reserved += h.Quantity
+			res := Reservation{ID: resID, Actor: h.Actor, OperationKey: key, Workshop: h.Workshop, Quantity: h.Quantity, CreatedAt: now}
+			if err := tx.PutReservation(res); err != nil {
+				return Outcome{}, nil, fmt.Errorf("insert reservation: %w", err)
+			}
+			if err := addEvent(tx, eventID, EventReserved, res, who.Actor, key, now); err != nil {
+				return Outcome{}, nil, err
+			}
+			status, h.State, h.ReservationID, rec.ReservationID = StatusReserved, HoldConfirmed, resID, resID
+		}
+		if err := tx.PutWorkshop(w); err != nil {
+			return Outcome{}, nil, fmt.Errorf("update workshop %s: %w", w.ID, err)
+		}
+		if err := tx.PutHold(h); err != nil {
+			return Outcome{}, nil, fmt.Errorf("update hold %s: %w", h.ID, err)
+		}
+	}
+	out, err = storeReceipt(tx, rec, status)
+	return out, nil, err
+}
+
+// expireHold cleans up open hold h past its deadline: it is stored as
+// expired and its places leave the workshop's holding counter.
+func expireHold(tx Tx, h Hold, now time.Time) error {
+	w, ok, err := tx.Workshop(h.Workshop)
+	if err != nil {
+		return fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
+	}
+	if !ok {
+		return fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+	}
+	w.Holding -= h.Quantity
+	if err := tx.PutWorkshop(w); err != nil {
+		return fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	h.State, h.SettledAt = HoldExpired, now
+	if err := tx.PutHold(h); err != nil {
+		return fmt.Errorf("expire hold %s: %w", h.ID, err)
+	}
+	return nil
+}
+
+// HoldOf returns hold id as it stands now, if who owns it or is an admin,
+// and CodeUnknownHold otherwise, so that ids of others are not revealed.
+func (e *Engine) HoldOf(ctx context.Context, who Principal, id string) (Hold, error) {
+	if !IsHoldID(id) {
+		return Hold{}, unknownHold(who, id)
+	}
+	var h Hold
+	var ok bool
+	err := e.store.View(ctx, func(tx Tx) error {
+		var err error
+		h, ok, err = tx.Hold(id)
+		return err
+	})
+	if err != nil {
+		return Hold{}, fmt.Errorf("get hold %s: %w", id, err)
+	}
+	if !ok || (h.Actor != who.Actor && !who.Admin) {
+		return Hold{}, unknownHold(who, id)
+	}
+	h.State = h.StateAt(e.now())
+	return h, nil
+}
+
+// expireHoldsStep bounds the holds one write transaction of ExpireHolds
+// cleans up, so that no step holds the writer for long.
+const expireHoldsStep = 64
+
+// ExpireHolds cleans up to limit open holds whose deadline has passed:
+// each is stored as expired and its places leave its workshop's holding
+// counter. It finds them in a read transaction through the stores' index
+// of open holds by deadline, then cleans them in write transactions of at
+// most a few dozen holds each, rechecking each hold there; it returns how
+// many it cleaned. The daemon's janitor calls it until it returns fewer
+// than limit. Nothing depends on it for correctness: every decision treats
+// a hold past its deadline as expired.
+func (e *Engine) ExpireHolds(ctx context.Context, limit int) (int, error) {
+	now := e.now().UTC()
+	var due []string
+	err := e.store.View(ctx, func(tx Tx) error {
+		due = due[:0]
+		return tx.ForEachWorkshop(func(w Workshop) error {
+			if w.Holding == 0 || len(due) >= limit {
+				return nil
+			}
+			err := tx.ForEachOpenHold(w.ID, now, func(h Hold) error {
+				if len(due) >= limit {
+					return errEnough
+				}
+				due = append(due, h.ID)
+				return nil
+			})
+			if err == errEnough {
+				return nil
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("find expired holds: %w", err)
+	}
+	n := 0
+	for len(due) > 0 {
+		step := due[:min(len(due), expireHoldsStep)]
+		due = due[len(step):]
+		done := 0
+		err := e.store.Update(ctx, func(tx Tx) error {
+			done = 0
+			for _, id := range step {
+				h, ok, err := tx.Hold(id)
+				if err != nil {
+					return fmt.Errorf("look up hold %s: %w", id, err)
+				}
+				if !ok || !h.Open() || now.Before(h.ExpiresAt) {
+					continue
+				}
+				if err := expireHold(tx, h, now); err != nil {
+					return err
+				}
+				done++
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("expire holds: %w", err)
+		}
+		n += done
+	}
+	return n, nil
+}
