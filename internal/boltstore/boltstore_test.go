@@ -233,6 +233,100 @@ func TestSchema2Records(t *testing.T) {
 	}
 }
 
+// TestSchema3FileGetsHolds: a file as schema version 3 wrote it (no hold
+// buckets, a workshop of format 1, a receipt of format 2) reads as it is
+// through a read-only open, holds included (there are none), and a writing
+// open marks it version 4, after which holds work in its workshop and its
+// receipt replays byte for byte.
+func TestSchema3FileGetsHolds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reserved.db")
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	key := engine.OperationKey("f47ac10b-58cc-4372-a567-0e02b2c3d479")
+	created := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	bytesOf := func(b []byte, v string) []byte { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
+	workshop := bytesOf([]byte{1}, "Go")
+	workshop = binary.AppendUvarint(binary.AppendVarint(binary.AppendVarint(binary.AppendVarint(workshop, 3), 0), 2), 4)
+	fp, _ := hex.DecodeString(engine.Fingerprint(req))
+	receipt := binary.AppendUvarint([]byte{2}, uint64(engine.ReserveFingerprintV1))
+	receipt = binary.AppendUvarint(append(receipt, fp...), 409)
+	receipt = bytesOf(binary.AppendVarint(receipt, created.UnixNano()), "go-basics")
+	receipt = bytesOf(bytesOf(binary.AppendUvarint(receipt, 2), ""), engine.StatusUnavailable)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{"meta", "workshops", "reservations", "receipts", "tokens", "tombstones", "events", "events_pending"} {
+			if _, err := tx.CreateBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		for _, kv := range [][3]string{
+			{"meta", "schema", "\x00\x00\x00\x00\x00\x00\x00\x03"},
+			{"workshops", "go-basics", string(workshop)},
+			{"receipts", "alice\x00" + string(key), string(receipt)},
+		} {
+			if err := tx.Bucket([]byte(kv[0])).Put([]byte(kv[1]), []byte(kv[2])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	body := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
+
+	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if findings, err := ro.Check(ctx); err != nil || len(findings) != 0 {
+		t.Errorf("read-only check of a version 3 file: %v, %v", findings, err)
+	}
+	w, err := engine.New(ro).Workshop(ctx, "go-basics")
+	if err != nil || w.Held != 0 || w.Available != 3 {
+		t.Errorf("read-only workshop view = %+v, %v", w, err)
+	}
+	if _, err := engine.New(ro).HoldOf(ctx, engine.Principal{Actor: "alice"}, "0192f0a1b2c3d4e5f60718293a4b5c6d"); engine.ErrorCode(err) != engine.CodeUnknownHold {
+		t.Errorf("read-only hold lookup = %v, want unknown_hold", err)
+	}
+	ro.Close()
+
+	s := mustOpenPath(t, path)
+	eng := engine.New(s)
+	out, err := eng.Reserve(ctx, "alice", key, req)
+	if err != nil || !out.Replayed || string(out.Answer.JSON()) != body {
+		t.Fatalf("replay of a version 3 receipt = %+v (body %s), %v; want %s", out, out.Answer.JSON(), err, body)
+	}
+	held, err := eng.Hold(ctx, "bob", engine.OperationKey(uuid.NewString()), engine.HoldRequest{Workshop: "go-basics", Quantity: 2, TTLSeconds: 60})
+	if err != nil || held.Answer.Status != engine.StatusHeld {
+		t.Fatalf("hold in the version 3 workshop = %+v, %v", held, err)
+	}
+	if w, err := eng.Workshop(ctx, "go-basics"); err != nil || w.Held != 2 || w.Available != 1 || w.Version != 4 {
+		t.Fatalf("workshop after a hold = %+v, %v", w, err)
+	}
+	if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
+		t.Errorf("check after the upgrade: %v, %v", findings, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bolt.Tx) error {
+		if v := binary.BigEndian.Uint64(tx.Bucket([]byte("meta")).Get([]byte("schema"))); v != boltstore.SchemaVersion {
+			t.Errorf("schema version after a writing open = %d, want %d", v, boltstore.SchemaVersion)
+		}
+		return nil
+	})
+}
+
 func TestNotAReservedDatabase(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "other.db")
 	db, err := bolt.Open(path, 0o600, nil)

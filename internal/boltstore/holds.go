@@ -55,7 +55,11 @@ func (t *tx) ForEachHold(fn func(engine.Hold) error) error {
 func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.Hold) error) error {
 	prefix := append([]byte(workshop), 0)
 	last := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(through.UnixNano()))
-	c := t.b.Bucket(bucketOpenHolds).Cursor()
+	index := t.read(bucketOpenHolds)
+	if index == nil {
+		return nil
+	}
+	c := index.Cursor()
 	var ids []string
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if len(k) < len(prefix)+8 {

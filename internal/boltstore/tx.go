@@ -56,10 +56,20 @@ func splitReceiptKey(k []byte) (actor string, key engine.OperationKey, ok bool) 
 	return "", "", false
 }
 
+// read returns the named bucket for reading, or nil when the file lacks it:
+// a read-only open of a file that an older schema version wrote does not
+// add the buckets later versions declare (a writing open creates them), and
+// every read treats a missing bucket as an empty one.
+func (t *tx) read(name []byte) *bolt.Bucket { return t.b.Bucket(name) }
+
 // getRaw and putRaw read and write binary records, wrapping errors with the
 // bucket and key.
 func (t *tx) getRaw(bucket, key []byte, decode func(k, raw []byte) error) (bool, error) {
-	raw := t.b.Bucket(bucket).Get(key)
+	b := t.read(bucket)
+	if b == nil {
+		return false, nil
+	}
+	raw := b.Get(key)
 	if raw == nil {
 		return false, nil
 	}
@@ -77,7 +87,11 @@ func (t *tx) putRaw(bucket, key, raw []byte) error {
 }
 
 func forEachRaw[R any](t *tx, bucket []byte, decode func(k, raw []byte) (R, error), fn func(R) error) error {
-	return t.b.Bucket(bucket).ForEach(func(k, raw []byte) error {
+	b := t.read(bucket)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, raw []byte) error {
 		r, err := decode(k, raw)
 		if err != nil {
 			return fmt.Errorf("decode %s/%q: %w", bucket, k, err)
@@ -87,7 +101,11 @@ func forEachRaw[R any](t *tx, bucket []byte, decode func(k, raw []byte) (R, erro
 }
 
 func (t *tx) get(bucket []byte, key []byte, v any) (bool, error) {
-	raw := t.b.Bucket(bucket).Get(key)
+	b := t.read(bucket)
+	if b == nil {
+		return false, nil
+	}
+	raw := b.Get(key)
 	if raw == nil {
 		return false, nil
 	}
@@ -109,7 +127,11 @@ func (t *tx) put(bucket []byte, key []byte, v any) error {
 }
 
 func forEach[R any](t *tx, bucket []byte, fn func(R) error) error {
-	return t.b.Bucket(bucket).ForEach(func(k, raw []byte) error {
+	b := t.read(bucket)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, raw []byte) error {
 		var r R
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return fmt.Errorf("decode %s/%q: %w", bucket, k, err)
@@ -276,7 +298,11 @@ func (t *tx) ForEachEvent(fn func(engine.Event) error) error {
 }
 
 func (t *tx) ForEachPendingEvent(fn func(engine.Event) error) error {
-	return t.b.Bucket(bucketPending).ForEach(func(k, _ []byte) error {
+	pending := t.read(bucketPending)
+	if pending == nil {
+		return nil
+	}
+	return pending.ForEach(func(k, _ []byte) error {
 		e, ok, err := t.Event(string(k))
 		if err != nil {
 			return err

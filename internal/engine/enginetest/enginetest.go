@@ -67,6 +67,16 @@ func Run(t *testing.T, newStore NewStore) {
 		{"OutboxOneEventPerEffect", testOutbox},
 		{"RetentionTombstones", testRetention},
 		{"CheckFindsBrokenLifecycle", testCheckLifecycleFindings},
+		{"HoldLifecycle", testHoldLifecycle},
+		{"HoldRelease", testHoldRelease},
+		{"HoldDeadlineIsExact", testHoldDeadline},
+		{"HoldExpiryFreesExactlyItsPlaces", testHoldExpiryFreesPlaces},
+		{"HoldReplayAfterCapacityChange", testHoldReplayAfterCapacityChange},
+		{"HoldConflictsAndVisibility", testHoldConflictsAndVisibility},
+		{"ConcurrentConfirmsOfOneHold", testConcurrentConfirms},
+		{"ConfirmReleaseRace", testConfirmReleaseRace},
+		{"HoldTombstones", testHoldTombstones},
+		{"CheckFindsBrokenHolds", testCheckFindsBrokenHolds},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,11 +112,14 @@ func (h *harness) failReceiptWrites(n int) {
 // advance moves the harness clock forward by d.
 func (h *harness) advance(d time.Duration) { h.later.Add(int64(d)) }
 
+// now reads the harness clock.
+func (h *harness) now() time.Time { return Now.Add(time.Duration(h.later.Load())) }
+
 func newHarness(t testing.TB, store engine.Store) *harness {
 	var n atomic.Uint64
 	h := &harness{t: t, ctx: context.Background(), store: store, faults: faults.New(slog.New(slog.DiscardHandler))}
 	h.eng = engine.New(h.faults.Store(store),
-		engine.WithClock(func() time.Time { return Now.Add(time.Duration(h.later.Load())) }),
+		engine.WithClock(h.now),
 		engine.WithIDs(func(time.Time) string { return fmt.Sprintf("%032x", n.Add(1)) }),
 	)
 	return h
@@ -174,7 +187,7 @@ func (h *harness) wantReserved(id string, reserved int) {
 
 func (h *harness) mustCheckClean() {
 	h.t.Helper()
-	findings, err := engine.Check(h.ctx, h.store)
+	findings, err := engine.CheckAt(h.ctx, h.store, h.now())
 	if err != nil {
 		h.t.Fatalf("Check: %v", err)
 	}
