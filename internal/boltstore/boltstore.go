@@ -258,6 +258,10 @@ func checkSchema(tx *bolt.Tx, path string) (uint64, error) {
 	return v, nil
 }
 
+// GroupCommit reports whether concurrent Updates share commits: not with
+// Options.NoGroupCommit, and not on a read-only store.
+func (s *Store) GroupCommit() bool { return s.group }
+
 // Created reports whether Open created a new file.
 func (s *Store) Created() bool { return s.created }
 

@@ -48,6 +48,6 @@ is not a reserved database, or is damaged.`,
 			return nil
 		},
 	}
-	sf.register(cmd.Flags())
+	sf.registerReadOnly(cmd.Flags())
 	return cmd
 }

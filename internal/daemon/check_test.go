@@ -110,3 +110,18 @@ func TestVersionAndUsage(t *testing.T) {
 		t.Errorf("serve --help = %d %q", code, stdout)
 	}
 }
+
+// TestCheckNeverCreates: check's help says that --db is only read, and a
+// database that does not exist is refused, not created.
+func TestCheckNeverCreates(t *testing.T) {
+	code, stdout, _ := run(t, "check", "--help")
+	if code != 0 || !strings.Contains(stdout, "the database file to read; it must exist, and it is never created or changed") {
+		t.Errorf("check --help = %d, describes --db as:\n%s", code, stdout)
+	}
+	db := filepath.Join(t.TempDir(), "none", "reserved.db")
+	code, _, stderr := run(t, "check", "--db", db)
+	if code != daemon.ExitUsage || stderr != "reserved: database "+db+" does not exist\n" {
+		t.Errorf("check of a missing database = %d %q", code, stderr)
+	}
+	mustNotExist(t, filepath.Dir(db))
+}

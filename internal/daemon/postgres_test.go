@@ -64,6 +64,10 @@ func TestServeOnPostgres(t *testing.T) {
 	if r := p.logs.Find("created the demo workshop in the new database"); r == nil {
 		t.Fatalf("a new PostgreSQL database did not get the demo workshop:\n%s", p.logs)
 	}
+	// The PostgreSQL store commits each write on its own.
+	if gc := p.logs.Find("reserved is serving")["group_commit"]; gc != false {
+		t.Errorf("start line on PostgreSQL says group_commit=%v", gc)
+	}
 	key := engine.OperationKey(uuid.NewString())
 	req := engine.Request{Workshop: daemon.DemoWorkshop, Quantity: 2}
 	status, first, _, err := p.socketClient().Reserve(ctx, key, req)

@@ -206,6 +206,25 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 
+	// The listeners come up before the store is opened, so that a port or
+	// socket that cannot be had refuses the start before anything (a new
+	// database file, the demo workshop) is created. Connections that
+	// arrive meanwhile wait in the listeners' backlogs.
+	sockLn, err := listenSocket(o.socket, stale, os.FileMode(mode))
+	if err != nil {
+		return err
+	}
+	defer sockLn.Close()
+	var tcpLn net.Listener
+	tcpAddr := ""
+	if o.listen != "" {
+		if tcpLn, err = net.Listen("tcp", o.listen); err != nil {
+			return fmt.Errorf("listen on %s (--listen, %s): %w; choose another address, or --listen '' to serve only the socket", o.listen, EnvListen, err)
+		}
+		defer tcpLn.Close()
+		tcpAddr = tcpLn.Addr().String()
+	}
+
 	metrics := server.NewMetrics()
 	store, err := o.store.open(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice, acceptRollback: o.acceptRollback})
 	if damaged := (*boltstore.DamageError)(nil); errors.As(err, &damaged) && damaged.Rollback != nil {
@@ -247,21 +266,6 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 			return fmt.Errorf("create the demo workshop: %w", err)
 		}
 		logger.Info("created the demo workshop in the new database", "workshop", DemoWorkshop, "capacity", demoCapacity, "max_quantity", demoMaxQuantity)
-	}
-
-	sockLn, err := listenSocket(o.socket, stale, os.FileMode(mode))
-	if err != nil {
-		return err
-	}
-	defer sockLn.Close()
-	var tcpLn net.Listener
-	tcpAddr := ""
-	if o.listen != "" {
-		if tcpLn, err = net.Listen("tcp", o.listen); err != nil {
-			return fmt.Errorf("listen on %s: %w", o.listen, err)
-		}
-		defer tcpLn.Close()
-		tcpAddr = tcpLn.Addr().String()
 	}
 
 	if o.pprofListen != "" {
@@ -327,7 +331,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Warn("the open file limit (RLIMIT_NOFILE) is too low for the default connection caps, so they are lowered to fit; raise the limit (ulimit -n, systemd LimitNOFILE=) or set --max-tcp-connections and --max-socket-connections", "open_files", openFiles, "kept_for_other_files", fdReserve, "max_tcp_connections", caps.tcp, "max_socket_connections", caps.socket)
 	}
 	// This line comes last: whoever waits for it finds every start line.
-	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", !o.noGroupCommit, "gc_percent", gcPercent(), "committer_nice", committerNice,
+	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", groupCommits(store), "gc_percent", gcPercent(), "committer_nice", committerNice,
 		"open_files", openFiles, "max_socket_connections", caps.socket, "max_tcp_connections", caps.tcp)
 
 	var serveErr, damage error
@@ -383,4 +387,12 @@ func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// groupCommits reports whether store lets concurrent writes share one
+// commit: a bbolt store does unless --no-group-commit is given; a store
+// that does not say so commits each write on its own.
+func groupCommits(store daemonStore) bool {
+	g, ok := store.(interface{ GroupCommit() bool })
+	return ok && g.GroupCommit()
 }

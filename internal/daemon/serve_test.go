@@ -178,6 +178,35 @@ func TestSecondDaemonFailsFast(t *testing.T) {
 	}
 }
 
+// TestListenAddressInUse: a TCP address that cannot be had refuses the
+// start with the flag and variable that name it, before anything is
+// created: no database file, no socket.
+func TestListenAddressInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "new", "reserved.db")
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	addr := taken.Addr().String()
+	want := "reserved: listen on " + addr + " (--listen, RESERVED_LISTEN): listen tcp " + addr + ": bind: address already in use; choose another address, or --listen '' to serve only the socket\n"
+	mustFail(t, env(dir), want, "serve", "--db", db, "--socket", socket, "--listen", addr)
+	mustNotExist(t, db)
+	mustNotExist(t, filepath.Dir(db))
+	mustNotExist(t, socket)
+	if gc := (func() any {
+		p := launch(t, env(dir), "serve", "--db", filepath.Join(dir, "ok.db"), "--socket", socket, "--listen", "", "--log-format", "json")
+		p.socket = socket
+		p.waitServing(t)
+		defer p.stop(t)
+		return p.logs.Find("reserved is serving")["group_commit"]
+	})(); gc != true {
+		t.Errorf("start line on bbolt says group_commit=%v", gc)
+	}
+}
+
 func TestSocketFileHandling(t *testing.T) {
 	dir := t.TempDir()
 	short := servertest.ShortTempDir(t)

@@ -56,8 +56,18 @@ type storeFlags struct {
 }
 
 func (f *storeFlags) register(fs *pflag.FlagSet) {
+	f.registerAs(fs, "bolt: the database file; created, with its directories, only where no file is (env "+paths.EnvDB+")")
+}
+
+// registerReadOnly registers the flags for a tool that only reads the
+// database, which never creates or changes it.
+func (f *storeFlags) registerReadOnly(fs *pflag.FlagSet) {
+	f.registerAs(fs, "bolt: the database file to read; it must exist, and it is never created or changed (env "+paths.EnvDB+")")
+}
+
+func (f *storeFlags) registerAs(fs *pflag.FlagSet, dbUsage string) {
 	fs.StringVar(&f.kind, "store", os.Getenv(EnvStore), "where reservations are stored: bolt (one embedded file, --db) or postgres (a database several daemons share, --dsn); default postgres when a DSN is given, else bolt (env "+EnvStore+")")
-	fs.StringVar(&f.db, "db", paths.DB(), "bolt: the database file; created, with its directories, only where no file is (env "+paths.EnvDB+")")
+	fs.StringVar(&f.db, "db", paths.DB(), dbUsage)
 	fs.IntVar(&f.mmapMiB, "initial-mmap-mib", boltstore.DefaultInitialMmapSize()>>20, "bolt: MiB of address space to map the database file into when it is opened, so that it can grow without a remap, which waits for every read in progress; it is not memory: only the pages in use are resident; 0 maps only the file")
 	fs.StringVar(&f.dsn, "dsn", os.Getenv(EnvDSN), "postgres: the database, as a postgres:// URL or key=value pairs; search_path selects the schema (env "+EnvDSN+")")
 }
