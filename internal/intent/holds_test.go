@@ -123,6 +123,7 @@ func TestOutcomesOfHoldKinds(t *testing.T) {
 		{intent.KindHold, intent.Outcome{Status: engine.StatusHeld, HTTPStatus: 200, Body: heldOutcome().Body}, "201"},
 		{intent.KindHold, intent.Outcome{Status: engine.StatusReserved, HTTPStatus: 201, Body: body("reserved", ""), ReservationID: resID}, `"unavailable", "held", "rejected"`},
 		{intent.KindReserve, heldOutcome(), `"reserved", "unavailable", "rejected"`},
+		{intent.KindReserve, intent.Outcome{Status: engine.StatusCancelled, HTTPStatus: 200, Body: body("cancelled", `,"reservation_id":"`+resID+`"`), ReservationID: resID}, `"reserved", "unavailable", "rejected"`},
 		{intent.KindConfirm, intent.Outcome{Status: engine.StatusReserved, HTTPStatus: 201, Body: body("reserved", `,"reservation_id":"`+resID+`"`+hold), ReservationID: resID}, ""},
 		{intent.KindConfirm, intent.Outcome{Status: engine.StatusReserved, HTTPStatus: 201, Body: body("reserved", hold)}, "reservation id"},
 		{intent.KindConfirm, intent.Outcome{Status: engine.StatusExpired, HTTPStatus: 409, Body: body("expired", hold)}, ""},

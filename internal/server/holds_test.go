@@ -367,6 +367,9 @@ func TestConfirmExpiredHold(t *testing.T) {
 	// The metrics count each expired hold once: the confirmation and the
 	// release gave their places back, the replay counts nothing.
 	resp, body = send(t, h, call{via: viaSocket, method: http.MethodGet, path: api.PathMetrics})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics = %d", resp.StatusCode)
+	}
 	for _, m := range []string{
 		`reserved_holds_total{event="held"} 2`,
 		`reserved_holds_total{event="expired"} 2`,
