@@ -34,6 +34,7 @@ const (
 	PathWhoAmI       = "/api/v1/whoami"
 	PathWorkshops    = "/api/v1/workshops"
 	PathReservations = "/api/v1/reservations"
+	PathHolds        = "/api/v1/holds"
 	PathOperations   = "/api/v1/operations"
 	PathTokens       = "/api/v1/tokens"
 	PathFaults       = "/api/v1/debug/faults"
@@ -50,6 +51,15 @@ func ReservationPath(id string) string { return PathReservations + "/" + id }
 
 // CancelPath returns the path that cancels reservation id.
 func CancelPath(id string) string { return ReservationPath(id) + "/cancel" }
+
+// HoldPath returns the path of hold id.
+func HoldPath(id string) string { return PathHolds + "/" + id }
+
+// ConfirmPath returns the path that confirms hold id.
+func ConfirmPath(id string) string { return HoldPath(id) + "/confirm" }
+
+// ReleasePath returns the path that releases hold id.
+func ReleasePath(id string) string { return HoldPath(id) + "/release" }
 
 // OperationPath returns the path of the receipt of operation key.
 func OperationPath(key engine.OperationKey) string { return PathOperations + "/" + string(key) }
@@ -84,6 +94,42 @@ type answerKey struct {
 // and 0 for a (kind, status) that is not an answer.
 func StatusOfAnswer(kind engine.OperationKind, status string) int {
 	return statusByAnswer[answerKey{kind, status}]
+}
+
+// AnswerMembers says which members an answer's body carries beside
+// "status", "workshop" and "quantity", which every answer has.
+type AnswerMembers struct {
+	ReservationID bool // "reservation_id": the reservation made or cancelled.
+	HoldID        bool // "hold_id": the hold made, confirmed or released.
+	ExpiresAt     bool // "expires_at": the deadline of the hold made.
+}
+
+// MembersOfAnswer returns the members of the body of an answer of kind with
+// status: a reservation id in every answer that made a reservation
+// (reserved) and in every answer to a cancellation, a hold id in the
+// answer that made a hold (held) and in every answer to a confirmation or
+// a release, and a deadline only with the hold made.
+func MembersOfAnswer(kind engine.OperationKind, status string) AnswerMembers {
+	held := kind == engine.OperationHold && status == engine.StatusHeld
+	return AnswerMembers{
+		ReservationID: status == engine.StatusReserved || kind == engine.OperationCancel,
+		HoldID:        held || kind == engine.OperationConfirm || kind == engine.OperationRelease,
+		ExpiresAt:     held,
+	}
+}
+
+// Names returns the names of every member of such a body.
+func (m AnswerMembers) Names() []string {
+	names := []string{"status", "workshop", "quantity"}
+	for _, o := range []struct {
+		has  bool
+		name string
+	}{{m.ReservationID, "reservation_id"}, {m.HoldID, "hold_id"}, {m.ExpiresAt, "expires_at"}} {
+		if o.has {
+			names = append(names, o.name)
+		}
+	}
+	return names
 }
 
 // OutcomeRejected is the outcome of a decided refusal (a problem answer

@@ -53,16 +53,25 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 	const id, other = "0190a1b2c3d4e5f60718293a4b5c6d7e", "0190a1b2c3d4e5f60718293a4b5c6d7f"
 	req := engine.Request{Workshop: "w-1", Quantity: 2}
 	bodies := []string{"", "{", "[]", "null", `"reserved"`}
-	for _, status := range []string{engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled, "held"} {
-		for _, rid := range []string{id, other, "", "abc"} {
+	// The members of the answers to holds, confirmations and releases
+	// are none of a reservation's or a cancellation's.
+	extras := []string{"", `,"x":1`, `,"hold_id":"` + other + `"`, `,"expires_at":"2026-12-01T10:10:00Z"`}
+	for _, status := range []string{engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld, engine.StatusReleased} {
+		for _, rid := range []string{id, other, "", "empty", "abc"} {
 			for _, w := range []string{"w-1", "w-2", ""} {
 				for _, q := range []string{"2", "3", "0", `"2"`} {
 					m := `"status":"` + status + `"`
-					if rid != "" {
+					switch rid {
+					case "":
+					case "empty":
+						m += `,"reservation_id":""`
+					default:
 						m += `,"reservation_id":"` + rid + `"`
 					}
 					m += `,"workshop":"` + w + `","quantity":` + q
-					bodies = append(bodies, "{"+m+"}", "{"+m+`,"x":1}`)
+					for _, x := range extras {
+						bodies = append(bodies, "{"+m+x+"}")
+					}
 				}
 			}
 		}

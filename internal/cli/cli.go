@@ -3,7 +3,10 @@
 // reservectl's exit codes (exit.go), and the rules that make a reservation
 // from a shell exactly-once: the pending intent is written to the state file
 // (package intent) before anything is sent, a retry resends that same intent,
-// and only new-intent starts the next one. cmd/reservectl only calls Main.
+// and only new-intent starts the next one, except that a confirmation or
+// release of a hold continues from the settled intent that made the hold.
+// Holds, their confirmations and their releases are intents of their own,
+// journaled and retried the same way. cmd/reservectl only calls Main.
 //
 // It talks to the daemon through package client only; it must not import the
 // server, the daemon, bbolt or the store.
@@ -89,12 +92,18 @@ has exactly one effect however often you retry it: "reserve" writes the intent
 anything, "reserve --retry" resends that same intent after a timeout, a crash
 or a lost answer, and only "new-intent" starts the next one.
 
+"hold" keeps places until a deadline, "confirm" turns the hold into a
+reservation and "release" gives its places back; each is an intent of its
+own, journaled and retried the same way.
+
 Exit status:
-   0  reserved (first time or replayed)
+   0  reserved (first time or replayed), cancelled, held or released
    2  usage error, or refused locally (nothing was sent)
-   3  unavailable: not enough free places (an authoritative answer)
-   4  rejected by the server (conflict, request contract, unknown workshop,
-      authentication)
+   3  unavailable: not enough free places, or expired: the hold's deadline
+      passed (authoritative answers)
+   4  rejected by the server (conflict, request contract, unknown workshop
+      or hold, authentication), or the hold was settled before (released,
+      already confirmed, already released)
   75  outcome unknown (timeout, lost or garbled answer, server error, store
       unavailable, daemon unreachable): the intent is kept; run
       "reservectl reserve --retry"
@@ -104,6 +113,7 @@ Exit status:
   reservectl status                   # the local intent and the server's receipt
   reservectl new-intent               # the next reserve gets a new key
   reservectl cancel ID                # cancel a reservation (its own intent; cancel --retry)
+  reservectl hold --workshop workshop-demo --ttl 15m && reservectl confirm
   reservectl --server https://reserve.example.com --token "$TOKEN" workshops`,
 		Args:              noArgs,
 		SilenceUsage:      true,
@@ -140,6 +150,9 @@ Exit status:
 	root.AddCommand(
 		newReserveCmd(env),
 		newCancelCmd(env),
+		newHoldCmd(env),
+		newConfirmCmd(env),
+		newReleaseCmd(env),
 		newNewIntentCmd(env),
 		newStatusCmd(env),
 		newWorkshopsCmd(env),

@@ -14,18 +14,20 @@ import (
 // The exit codes of reservectl. exitCode is the one place that
 // maps errors to them.
 const (
-	// ExitReserved means reserved, the first time or replayed, or that a
-	// command other than reserve succeeded.
+	// ExitReserved means reserved (also from a hold), cancelled, held or
+	// released, the first time or replayed, or that another command
+	// succeeded.
 	ExitReserved = 0
 	// ExitFailure means a failure that no other code covers.
 	ExitFailure = 1
 	// ExitUsage means a usage error or a local refusal: nothing was sent.
 	ExitUsage = 2
 	// ExitUnavailable means the authoritative answer "not enough free
-	// places".
+	// places", or that the hold to confirm or release had expired.
 	ExitUnavailable = 3
-	// ExitRejected means an authoritative 4xx rejection: conflict, request
-	// contract, unknown workshop, authentication or permission.
+	// ExitRejected means an authoritative 4xx rejection (conflict, request
+	// contract, unknown workshop or hold, authentication or permission), or
+	// that the hold to confirm or release was settled before.
 	ExitRejected = 4
 	// ExitUnknown means the outcome is unknown and the intent stays open
 	// (timeout, reset, 5xx such as 503 store_unavailable, unparseable
@@ -70,15 +72,7 @@ func exitCode(err error) int {
 	case errors.As(err, &xc):
 		return xc.ExitCode()
 	case errors.As(err, &oe):
-		switch oe.o.status {
-		case engine.StatusUnavailable:
-			return ExitUnavailable
-		case intent.StatusRejected:
-			return ExitRejected
-		case intent.StatusOpen:
-			return ExitUnknown
-		}
-		return ExitFailure
+		return oe.o.exitCode()
 	case errors.As(err, &ue),
 		errors.Is(err, intent.ErrBusy),
 		errors.Is(err, intent.ErrCorrupt),

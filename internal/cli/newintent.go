@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -67,8 +68,13 @@ func (env *commandEnv) newIntentDone(format string, args ...any) error {
 // describeRequest says what in asks for, in a few words.
 func describeRequest(in *intent.Intent) string {
 	op := operation(in)
-	if op.Kind == intent.KindCancel {
+	switch op.Kind {
+	case intent.KindCancel:
 		return "cancel reservation " + op.ReservationID
+	case intent.KindHold:
+		return fmt.Sprintf("hold %s in %s for %s", places(op.Request.Quantity), op.Request.Workshop, time.Duration(op.TTLSeconds)*time.Second)
+	case intent.KindConfirm, intent.KindRelease:
+		return fmt.Sprintf("%s hold %s", op.Kind, op.HoldID)
 	}
 	return fmt.Sprintf("%s in %s", places(op.Request.Quantity), op.Request.Workshop)
 }

@@ -20,7 +20,7 @@ import (
 // leaves the intent open.
 type outcome struct {
 	status intent.Status
-	// op is the kind of the intent: intent.KindReserve or KindCancel.
+	// op is the kind of the intent, such as intent.KindReserve.
 	op  engine.OperationKind
 	key engine.OperationKey
 	// res is the server's answer; its Status is 0 without one.
@@ -56,8 +56,19 @@ func outcomeOf(op client.Operation, key engine.OperationKey, res client.Result, 
 
 // operation returns the operation that in sends.
 func operation(in *intent.Intent) client.Operation {
-	if c, err := in.CancelRequest(); err == nil {
+	switch in.Kind {
+	case intent.KindCancel:
+		c, _ := in.CancelRequest()
 		return client.Cancelling(c.ReservationID)
+	case intent.KindHold:
+		h, _ := in.HoldRequest()
+		return client.Holding(h)
+	case intent.KindConfirm:
+		r, _ := in.HoldRef()
+		return client.Confirming(r.HoldID)
+	case intent.KindRelease:
+		r, _ := in.HoldRef()
+		return client.Releasing(r.HoldID)
 	}
 	req, _ := in.Request()
 	return client.Reserving(req)
@@ -112,11 +123,34 @@ func (o outcome) settlement() intent.Outcome {
 	return intent.Outcome{Status: o.status, HTTPStatus: o.res.Status, Body: o.res.Body, ReservationID: o.res.Answer.ReservationID}
 }
 
-// succeeded reports whether o ends its command with exit 0: a reservation,
-// a cancellation, or a reservation that was cancelled before.
-func (o outcome) succeeded() bool {
-	return o.status == engine.StatusReserved || o.status == engine.StatusCancelled || o.status == engine.StatusAlreadyCancelled
+// exitCode is the exit code of a command that ends on o: 0 for a
+// reservation (also one a confirmation made), a cancellation or a
+// reservation cancelled before, a hold made and a hold released; 3 for the
+// authoritative lack of places and for a hold whose deadline passed; 4 for
+// a rejection and for a hold that was settled before (a confirmation of a
+// released hold, a hold confirmed or released before); 75 while the
+// outcome is unknown.
+func (o outcome) exitCode() int {
+	switch o.status {
+	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld:
+		return ExitReserved
+	case engine.StatusReleased:
+		if o.op == intent.KindRelease {
+			return ExitReserved
+		}
+		return ExitRejected
+	case engine.StatusUnavailable, engine.StatusExpired:
+		return ExitUnavailable
+	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, intent.StatusRejected:
+		return ExitRejected
+	case intent.StatusOpen:
+		return ExitUnknown
+	}
+	return ExitFailure
 }
+
+// succeeded reports whether o ends its command with exit 0.
+func (o outcome) succeeded() bool { return o.exitCode() == ExitReserved }
 
 // err returns nil for a successful outcome and an *outcomeError for every
 // other one, so that the command fails with the right exit code.
@@ -141,7 +175,11 @@ func (o outcome) line() string {
 	a, p := o.res.Answer, o.res.Problem
 	switch o.status {
 	case engine.StatusReserved:
-		return fmt.Sprintf("%sreserved %s in %s (reservation %s)", prefix, places(a.Quantity), a.Workshop, a.ReservationID)
+		from := ""
+		if a.HoldID != "" {
+			from = " from hold " + a.HoldID
+		}
+		return fmt.Sprintf("%sreserved %s in %s (reservation %s)%s", prefix, places(a.Quantity), a.Workshop, a.ReservationID, from)
 	case engine.StatusUnavailable:
 		return fmt.Sprintf("%sunavailable: not enough free places in %s for %s; intent %s is settled, run 'reservectl new-intent' to try again",
 			prefix, a.Workshop, places(a.Quantity), o.key)
@@ -150,6 +188,8 @@ func (o outcome) line() string {
 	case engine.StatusAlreadyCancelled:
 		return fmt.Sprintf("%salready cancelled: reservation %s (%s in %s) was cancelled before; this intent changed nothing",
 			prefix, a.ReservationID, places(a.Quantity), a.Workshop)
+	case engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased:
+		return prefix + o.holdLine()
 	case intent.StatusRejected:
 		if p.Code == engine.CodeOperationExpired {
 			return fmt.Sprintf("%srejected: the operation key expired, so reserved refuses to repeat it and cannot replay its answer: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
@@ -159,6 +199,32 @@ func (o outcome) line() string {
 			prefix, p, o.res.Status, o.key)
 	}
 	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl %s --retry", o.why, o.op)
+}
+
+// holdLine says what an answer about a hold means, without the prefix of
+// line.
+func (o outcome) holdLine() string {
+	a := o.res.Answer
+	what := fmt.Sprintf("hold %s (%s in %s)", a.HoldID, places(a.Quantity), a.Workshop)
+	settled := fmt.Sprintf("intent %s is settled, run 'reservectl new-intent' to start another", o.key)
+	switch {
+	case o.status == engine.StatusHeld:
+		return fmt.Sprintf("held %s in %s until %s (hold %s); run 'reservectl confirm' to reserve them or 'reservectl release' to give them back",
+			places(a.Quantity), a.Workshop, a.ExpiresAt.UTC().Format(time.RFC3339), a.HoldID)
+	case o.status == engine.StatusReleased && o.op == intent.KindRelease:
+		return "released " + what + "; its places are free again"
+	case o.status == engine.StatusReleased:
+		return fmt.Sprintf("released before: %s was released, so nothing was reserved; %s", what, settled)
+	case o.status == engine.StatusExpired:
+		step := "confirmation"
+		if o.op == intent.KindRelease {
+			step = "release"
+		}
+		return fmt.Sprintf("expired: %s passed its deadline before this %s, its places are free again; %s", what, step, settled)
+	case o.status == engine.StatusAlreadyConfirmed:
+		return fmt.Sprintf("already confirmed: %s was confirmed before; this intent changed nothing; %s", what, settled)
+	}
+	return fmt.Sprintf("already released: %s was released before; this intent changed nothing; %s", what, settled)
 }
 
 // places says "1 place" or "n places".
@@ -171,13 +237,17 @@ func places(n int) string {
 
 // outcomeJSON is what --json prints for an outcome.
 type outcomeJSON struct {
-	// Outcome is reserved, unavailable, rejected or unknown.
+	// Outcome is the status of the answer (reserved, unavailable,
+	// cancelled, already_cancelled, held, expired, released,
+	// already_confirmed, already_released), rejected or unknown.
 	Outcome   string              `json:"outcome"`
 	Operation engine.OperationKey `json:"operation"`
 	Replayed  bool                `json:"replayed"`
 	// HTTPStatus is the server's status, 0 without an answer.
 	HTTPStatus    int    `json:"http_status,omitempty"`
 	ReservationID string `json:"reservation_id,omitempty"`
+	// HoldID is the hold the answer is about, if any.
+	HoldID string `json:"hold_id,omitempty"`
 	// Response is the server's body when it is JSON, byte for byte.
 	Response json.RawMessage `json:"response,omitempty"`
 	// ResponseText is the server's body when it is not JSON.
@@ -198,6 +268,7 @@ func (o outcome) json() outcomeJSON {
 		Replayed:      o.res.Replayed,
 		HTTPStatus:    o.res.Status,
 		ReservationID: o.res.Answer.ReservationID,
+		HoldID:        o.res.Answer.HoldID,
 		Error:         o.why + o.unconfirmed,
 		Recorded:      o.unconfirmed != "" || o.notResent,
 	}
@@ -211,8 +282,8 @@ func (o outcome) json() outcomeJSON {
 	return j
 }
 
-// outcomeError is an outcome other than reserved, returned by a command so
-// that Run prints its line and exits with its code.
+// outcomeError is an outcome that does not succeed, returned by a command
+// so that Run prints its line and exits with its code.
 type outcomeError struct{ o outcome }
 
 // Error returns the outcome's line.

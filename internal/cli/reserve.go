@@ -95,8 +95,6 @@ func (env *commandEnv) openSession() (string, *intent.Journal, *intent.Intent, e
 // startIntent is the first step of an intent: it refuses while the state
 // file holds one, makes the new intent with newIntent for the server and
 // the caller's actor, records it before anything is sent, and sends it.
-// An intent whose actor cannot be asked (the daemon does not answer) is
-// recorded unsent, for retryIntent.
 func (env *commandEnv) startIntent(ctx context.Context, newIntent func(server, actor string) (*intent.Intent, error)) error {
 	server, j, in, err := env.openSession()
 	if err != nil {
@@ -106,6 +104,16 @@ func (env *commandEnv) startIntent(ctx context.Context, newIntent func(server, a
 	if in != nil {
 		return refuseNew(in)
 	}
+	return env.begin(ctx, server, j, nil, newIntent)
+}
+
+// begin makes the new intent with newIntent for server and the caller's
+// actor, records it in j before anything is sent, and sends it. With a
+// settled intent prev, which j holds, the new intent replaces it in one
+// write, and only if prev was made by the same actor on the same server.
+// An intent whose actor cannot be asked (the daemon does not answer) is
+// recorded unsent, for retryIntent.
+func (env *commandEnv) begin(ctx context.Context, server string, j *intent.Journal, prev *intent.Intent, newIntent func(server, actor string) (*intent.Intent, error)) error {
 	c := env.client()
 	who, werr := env.whoami(ctx, c)
 	actor := who.Actor
@@ -115,18 +123,45 @@ func (env *commandEnv) startIntent(ctx context.Context, newIntent func(server, a
 	case werr != nil:
 		actor = actorNotYetKnown
 	}
-	if in, err = newIntent(server, actor); err != nil {
+	if prev != nil {
+		// Without an answer to whoami only the server can be compared.
+		recorded := actor
+		if werr != nil {
+			recorded = prev.Actor
+		}
+		if err := prev.CheckRetry(server, recorded); err != nil {
+			return fmt.Errorf("start from intent %s: %w", prev.Key, err)
+		}
+	}
+	in, err := newIntent(server, actor)
+	if err != nil {
 		return err
 	}
-	if werr != nil {
-		// The daemon cannot be asked who we are, but the intent must exist
-		// before any send could happen: keep it for --retry.
+	switch {
+	case prev != nil:
+		if err := j.Supersede(prev, in); err != nil {
+			return fmt.Errorf("record intent: %w", err)
+		}
+	case werr != nil:
+		// The daemon cannot be asked who we are, but the intent must
+		// exist before any send could happen: keep it for --retry.
 		if err := j.Save(in); err != nil {
 			return fmt.Errorf("record intent: %w", err)
 		}
+	}
+	if werr != nil {
 		return env.report(env.notSent(in, werr))
 	}
 	return env.sendReport(ctx, c, j, in)
+}
+
+// startCommand says, for each kind of intent, how to start one.
+var startCommand = map[engine.OperationKind]string{
+	intent.KindReserve: "reserve --workshop ID",
+	intent.KindCancel:  "cancel RESERVATION-ID",
+	intent.KindHold:    "hold --workshop ID",
+	intent.KindConfirm: "confirm HOLD-ID",
+	intent.KindRelease: "release HOLD-ID",
 }
 
 // retryIntent is every later step of the recorded intent, which must be of
@@ -141,11 +176,7 @@ func (env *commandEnv) retryIntent(ctx context.Context, kind engine.OperationKin
 	defer j.Close()
 	switch {
 	case in == nil:
-		start := "reserve --workshop ID"
-		if kind == intent.KindCancel {
-			start = "cancel RESERVATION-ID"
-		}
-		return usageErrorf("no intent in %s to retry: start one with 'reservectl %s'", j.Path(), start)
+		return usageErrorf("no intent in %s to retry: start one with 'reservectl %s'", j.Path(), startCommand[kind])
 	case in.Kind != kind:
 		return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, in.Kind)
 	case !in.IsOpen() && in.Outcome.Status == intent.StatusRejected:
@@ -207,8 +238,12 @@ func refuseNew(in *intent.Intent) error {
 		return usageErrorf("intent %s is still open (outcome unknown, %d attempts); nothing sent: run 'reservectl %s --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
 			in.Key, in.Attempts, in.Kind)
 	}
-	return usageErrorf("the last intent %s is settled (%s); nothing sent: run 'reservectl new-intent' to start another, or 'reservectl %s --retry' to see its answer again",
-		in.Key, in.Outcome.Status, in.Kind)
+	next := ""
+	if _, ok := in.HeldHold(); ok {
+		next = "'reservectl confirm' or 'reservectl release' to go on with the hold it made, "
+	}
+	return usageErrorf("the last intent %s is settled (%s); nothing sent: run %s'reservectl new-intent' to start another, or 'reservectl %s --retry' to see its answer again",
+		in.Key, in.Outcome.Status, next, in.Kind)
 }
 
 // notSent is the outcome of an intent that could not be sent because the

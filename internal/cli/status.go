@@ -23,11 +23,17 @@ func newStatusCmd(env *commandEnv) *cobra.Command {
 		Long: `status shows the intent in the state file and asks reserved for its receipt
 (GET /api/v1/operations/{key}). When the intent is open and the server has
 a receipt, status settles the intent from it, without sending it again. When
-the server has none, nothing was reserved under the key (so far): resend it
-with "reservectl reserve --retry".
+the server has none, nothing was done under the key (so far): resend it
+with the intent's command and --retry, e.g. "reservectl reserve --retry".
 
-The exit status follows the intent: 0 reserved (or no intent), 3 unavailable,
-4 rejected, 75 still open.`,
+For an intent about a hold (a hold that was made, or the hold a confirm or
+release intent names) status also shows the hold as it stands now
+(GET /api/v1/holds/{id}): held until its deadline, confirmed with its
+reservation, released, or expired.
+
+The exit status follows the intent as the command that made it would exit:
+0 reserved, cancelled, held or released (or no intent), 3 unavailable or
+expired, 4 rejected or settled before, 75 still open.`,
 		Example: `  reservectl status
   reservectl --json status`,
 		Args: noArgs,
@@ -41,12 +47,17 @@ The exit status follows the intent: 0 reserved (or no intent), 3 unavailable,
 type statusJSON struct {
 	StateFile string         `json:"state_file"`
 	Intent    *intent.Intent `json:"intent"`
-	// Outcome is none (no intent), reserved, unavailable, rejected or
-	// unknown (open).
+	// Outcome is none (no intent), the status of the recorded answer
+	// (reserved, unavailable, held, expired, …), rejected or unknown
+	// (open).
 	Outcome    string             `json:"outcome"`
 	Receipt    *api.OperationView `json:"receipt,omitempty"`
 	Server     string             `json:"server_says,omitempty"`
 	SettledNow bool               `json:"settled_now"`
+	// Hold is the hold the intent is about, as reserved has it now, and
+	// HoldSays why it is missing when reserved could not be asked.
+	Hold     *engine.Hold `json:"hold,omitempty"`
+	HoldSays string       `json:"hold_says,omitempty"`
 }
 
 // status reports the intent and settles an open one from its receipt.
@@ -65,11 +76,14 @@ func (env *commandEnv) status(ctx context.Context) error {
 	}
 
 	wasOpen := in.IsOpen()
-	note, receipt, err := env.askReceipt(ctx, j, in, server)
+	note, receipt, asked, err := env.askReceipt(ctx, j, in, server)
 	if err != nil && !errors.Is(err, intent.ErrMismatch) {
 		return err
 	}
 	rep.Receipt, rep.Server, rep.SettledNow = receipt, note, wasOpen && !in.IsOpen()
+	if id := holdOf(in); id != "" {
+		rep.Hold, rep.HoldSays = env.askHold(ctx, id, asked)
+	}
 
 	var result error
 	switch {
@@ -83,73 +97,127 @@ func (env *commandEnv) status(ctx context.Context) error {
 		rep.Outcome = string(o.status)
 		result = o.err()
 	}
-	if err := env.print(rep, func(w io.Writer) error { printIntent(w, in, note); return nil }); err != nil {
+	if err := env.print(rep, func(w io.Writer) error { printIntent(w, in, note, rep.Hold, rep.HoldSays); return nil }); err != nil {
 		return err
 	}
 	return result
 }
 
 // askReceipt asks reserved for the receipt of in and settles an open in from
-// it. It returns what the server said, in words, and the receipt if found.
-// Only a refused identity check of an open intent is returned as an error.
-func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, error) {
+// it. It returns what the server said, in words, the receipt if found, and
+// whether reserved was asked as the intent's actor. Only a refused identity
+// check of an open intent is returned as an error.
+func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, bool, error) {
 	if in.Attempts == 0 {
-		return "nothing was sent yet: run 'reservectl reserve --retry' to send it", nil, nil
+		return fmt.Sprintf("nothing was sent yet: run 'reservectl %s --retry' to send it", in.Kind), nil, false, nil
 	}
 	c := env.client()
 	who, err := env.whoami(ctx, c)
 	if err != nil {
-		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, nil
+		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, false, nil
 	}
 	if err := in.CheckRetry(server, who.Actor); err != nil {
-		return "not asked: " + err.Error(), nil, err
+		return "not asked: " + err.Error(), nil, false, err
 	}
 	cctx, cancel := env.callContext(ctx)
 	view, err := c.Operation(cctx, in.Key)
 	cancel()
 	switch engine.ErrorCode(err) {
 	case engine.CodeUnknownOperation:
-		done := "reserved"
-		if in.Kind == intent.KindCancel {
-			done = "cancelled"
-		}
-		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was %s under its key (so far)", in.Key, done), nil, nil
+		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was %s under its key (so far)", in.Key, doneWord[in.Kind]), nil, true, nil
 	case engine.CodeOperationExpired:
-		return "reserved's receipt expired: " + engine.ErrorMessage(err), nil, nil
+		return "reserved's receipt expired: " + engine.ErrorMessage(err), nil, true, nil
 	}
 	if err != nil {
-		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, nil
+		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, false, nil
 	}
 	op := operation(in)
 	o := outcomeOf(op, in.Key, client.Classify(op, client.Reply{Status: view.HTTPStatus, ContentType: api.MediaJSON, Replayed: true, Body: view.Response}), nil, env.timeout)
 	if !o.authoritative() {
-		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, nil
+		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, true, nil
 	}
 	if !in.IsOpen() {
-		return "reserved has the receipt: " + receiptSummary(o), &view, nil
+		return "reserved has the receipt: " + receiptSummary(o), &view, true, nil
 	}
 	if err := settle(j, in, o); err != nil {
-		return "", &view, fmt.Errorf("settle intent %s from its receipt: %w", in.Key, err)
+		return "", &view, true, fmt.Errorf("settle intent %s from its receipt: %w", in.Key, err)
 	}
-	return "reserved has the receipt: " + receiptSummary(o) + "; intent settled now", &view, nil
+	return "reserved has the receipt: " + receiptSummary(o) + "; intent settled now", &view, true, nil
+}
+
+// doneWord says, for each kind of intent, what its operation does.
+var doneWord = map[engine.OperationKind]string{
+	intent.KindReserve: "reserved",
+	intent.KindCancel:  "cancelled",
+	intent.KindHold:    "held",
+	intent.KindConfirm: "confirmed",
+	intent.KindRelease: "released",
+}
+
+// holdOf returns the hold in is about: the one a settled hold intent made,
+// or the one a confirm or release intent names; "" for none.
+func holdOf(in *intent.Intent) string {
+	if id, ok := in.HeldHold(); ok {
+		return id
+	}
+	if ref, err := in.HoldRef(); err == nil {
+		return ref.HoldID
+	}
+	return ""
+}
+
+// askHold asks reserved for hold id as it stands now, if the receipt could
+// be asked for as the intent's actor (asked); else it says that it was not
+// asked either, for the reason the receipt's line gives.
+func (env *commandEnv) askHold(ctx context.Context, id string, asked bool) (*engine.Hold, string) {
+	if !asked {
+		return nil, fmt.Sprintf("%s, not asked (see receipt)", id)
+	}
+	cctx, cancel := env.callContext(ctx)
+	defer cancel()
+	h, err := env.client().Hold(cctx, id)
+	if err != nil {
+		return nil, fmt.Sprintf("%s, cannot ask reserved: %s", id, describe(err, 0, env.timeout))
+	}
+	return &h, ""
+}
+
+// holdState says where hold h stands, in a few words.
+func holdState(h *engine.Hold) string {
+	what := fmt.Sprintf("%s (%s in %s)", h.ID, places(h.Quantity), h.Workshop)
+	switch h.State {
+	case engine.HoldHeld:
+		return fmt.Sprintf("%s held until %s", what, h.ExpiresAt.UTC().Format(time.RFC3339))
+	case engine.HoldConfirmed:
+		return fmt.Sprintf("%s confirmed: reservation %s", what, h.ReservationID)
+	case engine.HoldExpired:
+		return fmt.Sprintf("%s expired at %s", what, h.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("%s %s", what, h.State)
 }
 
 // receiptSummary says what a receipt holds.
 func receiptSummary(o outcome) string {
 	o.res.Replayed = false
-	switch o.status {
-	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled:
+	a := o.res.Answer
+	switch {
+	case o.status == engine.StatusHeld:
+		return fmt.Sprintf("held %s in %s until %s (hold %s)", places(a.Quantity), a.Workshop, a.ExpiresAt.UTC().Format(time.RFC3339), a.HoldID)
+	case o.succeeded():
 		return o.line()
-	case engine.StatusUnavailable:
-		return fmt.Sprintf("unavailable (%s in %s)", places(o.res.Answer.Quantity), o.res.Answer.Workshop)
-	case intent.StatusRejected:
+	case o.status == engine.StatusUnavailable:
+		return fmt.Sprintf("unavailable (%s in %s)", places(a.Quantity), a.Workshop)
+	case o.status == intent.StatusRejected:
 		return "rejected: " + o.res.Problem.Error()
+	case a.HoldID != "":
+		return fmt.Sprintf("%s (hold %s, %s in %s)", o.status, a.HoldID, places(a.Quantity), a.Workshop)
 	}
 	return string(o.status)
 }
 
-// printIntent prints in and what the server said about it.
-func printIntent(w io.Writer, in *intent.Intent, note string) {
+// printIntent prints in, what the server said about it, and the hold it
+// is about (h, or holdNote why it is missing), if any.
+func printIntent(w io.Writer, in *intent.Intent, note string, h *engine.Hold, holdNote string) {
 	state := "open, outcome unknown"
 	if in.Outcome != nil {
 		state = "settled: " + receiptSummary(settledOutcome(in))
@@ -166,4 +234,10 @@ func printIntent(w io.Writer, in *intent.Intent, note string) {
 	fmt.Fprintf(w, "attempts: %d\n", in.Attempts)
 	fmt.Fprintf(w, "created:  %s\n", in.CreatedAt.Local().Format(time.RFC3339))
 	fmt.Fprintf(w, "receipt:  %s\n", note)
+	switch {
+	case h != nil:
+		fmt.Fprintf(w, "hold:     %s\n", holdState(h))
+	case holdNote != "":
+		fmt.Fprintf(w, "hold:     %s\n", holdNote)
+	}
 }

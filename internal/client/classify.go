@@ -10,14 +10,16 @@ import (
 )
 
 // Operation is what an answer is classified against: the kind of the
-// operation sent (engine.OperationReserve or OperationCancel) and what it
-// asked for, the Request of a reserve or the ReservationID of a cancel. An
-// answer about another workshop, quantity or reservation answers someone
-// else's request.
+// operation sent and what it asked for: the Request of a reserve, the
+// Request and TTLSeconds of a hold, the ReservationID of a cancel, the
+// HoldID of a confirm or a release. An answer about another workshop,
+// quantity, reservation or hold answers someone else's request.
 type Operation struct {
 	Kind          engine.OperationKind
 	Request       engine.Request
+	TTLSeconds    int
 	ReservationID string
+	HoldID        string
 }
 
 // Reserving returns the operation that reserves req.
@@ -30,23 +32,62 @@ func Cancelling(id string) Operation {
 	return Operation{Kind: engine.OperationCancel, ReservationID: id}
 }
 
-// answers reports whether a, sent with HTTP status, is the answer to op:
-// of op's kind, with the status that answer is sent with, about op's
-// request, and with a reservation id exactly where its status has one.
-func (op Operation) answers(a engine.Answer, status int) bool {
+// Holding returns the operation that holds the places req asks for.
+func Holding(req engine.HoldRequest) Operation {
+	return Operation{Kind: engine.OperationHold, Request: engine.Request{Workshop: req.Workshop, Quantity: req.Quantity}, TTLSeconds: req.TTLSeconds}
+}
+
+// Confirming returns the operation that confirms hold id.
+func Confirming(id string) Operation {
+	return Operation{Kind: engine.OperationConfirm, HoldID: id}
+}
+
+// Releasing returns the operation that releases hold id.
+func Releasing(id string) Operation {
+	return Operation{Kind: engine.OperationRelease, HoldID: id}
+}
+
+// answers reports whether a, decoded from body and sent with HTTP status,
+// is the answer to op: of op's kind, with the status that answer is sent
+// with, with exactly the members of that answer (api.MembersOfAnswer), ids
+// of the right form, and about op's request: the same workshop and
+// quantity for a reserve or a hold, the same reservation for a cancel, the
+// same hold for a confirm or a release.
+func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
 	if api.StatusOfAnswer(op.Kind, a.Status) != status {
 		return false
 	}
-	if a.Status == engine.StatusUnavailable {
-		return a.ReservationID == "" && a.Workshop == op.Request.Workshop && a.Quantity == op.Request.Quantity
-	}
-	if !engine.IsReservationID(a.ReservationID) {
+	m := api.MembersOfAnswer(op.Kind, a.Status)
+	if !hasMembers(body, m.Names()) {
 		return false
 	}
-	if op.Kind == engine.OperationCancel {
+	if (m.ReservationID && !engine.IsReservationID(a.ReservationID)) || (m.HoldID && !engine.IsHoldID(a.HoldID)) {
+		return false
+	}
+	switch op.Kind {
+	case engine.OperationCancel:
 		return a.ReservationID == op.ReservationID && engine.ValidateWorkshopID(a.Workshop) == nil
+	case engine.OperationConfirm, engine.OperationRelease:
+		return a.HoldID == op.HoldID && engine.ValidateWorkshopID(a.Workshop) == nil
 	}
 	return a.Workshop == op.Request.Workshop && a.Quantity == op.Request.Quantity
+}
+
+// hasMembers reports whether body, a JSON object that engine.DecodeAnswer
+// accepted (so with distinct, known members), has exactly the members
+// names: an answer that lacks one or carries one of another answer is not
+// the documented answer.
+func hasMembers(body []byte, names []string) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil || len(members) != len(names) {
+		return false
+	}
+	for _, n := range names {
+		if _, ok := members[n]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // Reply is one HTTP answer as it came.
@@ -84,7 +125,7 @@ func Classify(op Operation, reply Reply) Result {
 	r.Replayed = false
 	switch mt, _, _ := mime.ParseMediaType(reply.ContentType); mt {
 	case api.MediaJSON:
-		if a, err := engine.DecodeAnswer(op.Kind, reply.Body); err == nil && op.answers(a, reply.Status) {
+		if a, err := engine.DecodeAnswer(op.Kind, reply.Body); err == nil && op.answers(a, reply.Body, reply.Status) {
 			r.Answer, r.Decided, r.Replayed = a, true, reply.Replayed
 		}
 	case api.MediaProblem:

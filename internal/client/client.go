@@ -283,19 +283,16 @@ func (c *Client) PutWorkshop(ctx context.Context, id string, spec engine.Worksho
 	return w, status == http.StatusCreated, err
 }
 
-// Send sends op idempotently under key (POST /reservations for a reserve,
-// POST /reservations/{id}/cancel for a cancel) and classifies the answer
-// (Classify). The error is for no answer at all: the daemon unreachable
-// (*ConnectError), the connection broken, a timeout.
+// Send sends op idempotently under key and classifies the answer
+// (Classify): POST /reservations for a reserve, POST
+// /reservations/{id}/cancel for a cancel (with no body), POST /holds for a
+// hold, POST /holds/{id}/confirm and /release for a confirm and a release
+// (with the body {}). The error is for no answer at all: the daemon
+// unreachable (*ConnectError), the connection broken, a timeout.
 func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation) (Result, error) {
-	path, payload := api.PathReservations, []byte(nil)
-	if op.Kind == engine.OperationCancel {
-		path = api.CancelPath(op.ReservationID)
-	} else {
-		var err error
-		if payload, err = json.Marshal(op.Request); err != nil {
-			return Result{}, fmt.Errorf("%s: encode: %w", op.Kind, err)
-		}
+	path, payload, err := op.route()
+	if err != nil {
+		return Result{}, err
 	}
 	h := http.Header{api.HeaderIdempotencyKey: {string(key)}}
 	resp, data, err := c.Do(ctx, http.MethodPost, path, h, payload)
@@ -303,6 +300,32 @@ func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation
 		return Result{}, err
 	}
 	return Classify(op, replyOf(resp, data)), nil
+}
+
+// emptyObject is the body of a confirmation and a release.
+var emptyObject = []byte("{}")
+
+// route returns the path and the body that send op.
+func (op Operation) route() (string, []byte, error) {
+	var v any
+	path := api.PathReservations
+	switch op.Kind {
+	case engine.OperationCancel:
+		return api.CancelPath(op.ReservationID), nil, nil
+	case engine.OperationConfirm:
+		return api.ConfirmPath(op.HoldID), emptyObject, nil
+	case engine.OperationRelease:
+		return api.ReleasePath(op.HoldID), emptyObject, nil
+	case engine.OperationHold:
+		path, v = api.PathHolds, engine.HoldRequest{Workshop: op.Request.Workshop, Quantity: op.Request.Quantity, TTLSeconds: op.TTLSeconds}
+	default:
+		v = op.Request
+	}
+	payload, err := json.Marshal(v)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: encode: %w", op.Kind, err)
+	}
+	return path, payload, nil
 }
 
 // replyOf is the Reply of resp with its whole body.
@@ -345,6 +368,14 @@ func (c *Client) Reservation(ctx context.Context, id string) (engine.Reservation
 	var r engine.Reservation
 	_, err := c.call(ctx, http.MethodGet, api.ReservationPath(id), nil, nil, &r, http.StatusOK)
 	return r, err
+}
+
+// Hold returns one hold of the caller (any, for an admin) with its state
+// as of now.
+func (c *Client) Hold(ctx context.Context, id string) (engine.Hold, error) {
+	var h engine.Hold
+	_, err := c.call(ctx, http.MethodGet, api.HoldPath(id), nil, nil, &h, http.StatusOK)
+	return h, err
 }
 
 // CreateToken creates an API token for actor (admin only) and returns it.

@@ -305,6 +305,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 	defer stopJanitor()
+	stopHoldJanitor := startHoldJanitor(ctx, eng, metrics.HoldsExpired, logger)
+	defer stopHoldJanitor()
 	stopOutbox, err := o.notify.start(ctx, eng, metrics, logger)
 	if err != nil {
 		return err
@@ -353,6 +355,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	sockLn.Close() // Removes the socket file.
 	stopOutbox()
 	stopJanitor()
+	stopHoldJanitor()
 	if err := store.Close(); err != nil {
 		return err
 	}

@@ -125,8 +125,13 @@ func (r Receipt) payload() payload {
 }
 
 // Outcome is the result of an idempotent operation: its authoritative
-// answer and whether it was replayed from a receipt.
+// answer and whether it was replayed from a receipt. ExpiredHold is set on
+// the first decision of a confirmation or release that found its hold
+// still open past its deadline and so gave the hold's places back itself:
+// with the holds ExpireHolds cleans up, these are every hold that expired,
+// each counted once.
 type Outcome struct {
-	Answer   Answer
-	Replayed bool
+	Answer      Answer
+	Replayed    bool
+	ExpiredHold bool
 }

@@ -295,7 +295,8 @@ func decideSettle(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 		Request: Request{Workshop: h.Workshop, Quantity: h.Quantity}, HoldID: h.ID, CreatedAt: now,
 	}
 	state := h.StateAt(now)
-	if state == HoldExpired && h.Open() {
+	expired := state == HoldExpired && h.Open()
+	if expired {
 		if err := expireHold(tx, h, now); err != nil {
 			return Outcome{}, nil, err
 		}
@@ -334,6 +335,7 @@ func decideSettle(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 		}
 	}
 	out, err = storeReceipt(tx, rec, status)
+	out.ExpiredHold = expired
 	return out, nil, err
 }
 

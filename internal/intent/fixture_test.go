@@ -12,9 +12,10 @@ import (
 
 // TestStateFilesOfEarlierVersionsRoundTrip reads state files exactly as
 // earlier versions of reservectl wrote them (open, settled and rejected
-// intents) and saves them again: the bytes must not change.
+// intents, and the intents of holds) and saves them again: the bytes must
+// not change.
 func TestStateFilesOfEarlierVersionsRoundTrip(t *testing.T) {
-	for _, name := range []string{"state-open.json", "state-reserved.json", "state-cancel-rejected.json"} {
+	for _, name := range []string{"state-open.json", "state-reserved.json", "state-cancel-rejected.json", "state-hold-held.json", "state-confirm-open.json"} {
 		t.Run(name, func(t *testing.T) {
 			want, err := os.ReadFile(filepath.Join("testdata", name))
 			if err != nil {

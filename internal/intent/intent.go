@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +29,17 @@ const KindReserve = engine.OperationReserve
 // is a CancelRequest.
 const KindCancel = engine.OperationCancel
 
+// KindHold is the kind of an intent to hold places until a deadline; its
+// payload is an engine.HoldRequest.
+const KindHold = engine.OperationHold
+
+// KindConfirm and KindRelease are the kinds of the intents to confirm and to
+// release a hold; their payload is a HoldRef.
+const (
+	KindConfirm = engine.OperationConfirm
+	KindRelease = engine.OperationRelease
+)
+
 // kinds maps every known intent kind to the decoder of its payload, which
 // keeps the decoded value in the intent. A new kind is added here together
 // with its constructor.
@@ -39,6 +52,17 @@ var kinds = map[engine.OperationKind]func(in *Intent) error{
 		in.cancel, err = DecodeCancelRequest(in.Payload)
 		return err
 	},
+	KindHold: func(in *Intent) (err error) {
+		in.hold, err = engine.DecodeHoldRequest(in.Payload)
+		return err
+	},
+	KindConfirm: decodeHoldRef,
+	KindRelease: decodeHoldRef,
+}
+
+func decodeHoldRef(in *Intent) (err error) {
+	in.holdRef, err = DecodeHoldRef(in.Payload)
+	return err
 }
 
 // CancelRequest is the payload of a KindCancel intent: the reservation to
@@ -63,10 +87,33 @@ func validReservationID(id string) error {
 	return nil
 }
 
+// HoldRef is the payload of a KindConfirm or KindRelease intent: the hold
+// to confirm or release. (The request body of both is the empty object;
+// the hold is in their path.)
+type HoldRef struct {
+	HoldID string `json:"hold_id"`
+}
+
+// DecodeHoldRef decodes a HoldRef strictly.
+func DecodeHoldRef(payload []byte) (HoldRef, error) {
+	var h HoldRef
+	err := engine.DecodeStrict(payload, []engine.Member{
+		engine.StringMember("hold_id", true, validHoldID, &h.HoldID),
+	})
+	return h, err
+}
+
+func validHoldID(id string) error {
+	if !engine.IsHoldID(id) {
+		return errors.New("must be a hold id of 32 lowercase hex digits")
+	}
+	return nil
+}
+
 // Status is where an operation of the journal stands: the status word of
-// its authoritative answer (engine.StatusReserved, engine.StatusUnavailable,
-// engine.StatusCancelled, engine.StatusAlreadyCancelled), StatusRejected,
-// or StatusOpen while it has none.
+// its authoritative answer (one that its kind answers with, such as
+// engine.StatusReserved or engine.StatusHeld), StatusRejected, or
+// StatusOpen while it has none.
 type Status string
 
 const (
@@ -136,10 +183,13 @@ type Intent struct {
 	// UpdatedAt is when the intent was last saved.
 	UpdatedAt time.Time `json:"updated_at"`
 
-	// request and cancel are the decoded payload of a KindReserve and a
-	// KindCancel intent, set when the intent is made or read.
+	// request, cancel, hold and holdRef are the decoded payload of a
+	// KindReserve, KindCancel, KindHold and a KindConfirm or KindRelease
+	// intent, set when the intent is made or read.
 	request engine.Request
 	cancel  CancelRequest
+	hold    engine.HoldRequest
+	holdRef HoldRef
 }
 
 // intentJSON is the state file's record with its members in the file's
@@ -226,6 +276,62 @@ func NewReserve(req engine.Request, server, actor string) (*Intent, error) {
 func NewCancel(id, server, actor string) (*Intent, error) {
 	payload, _ := json.Marshal(CancelRequest{ReservationID: id}) // A string always encodes.
 	return New(KindCancel, payload, server, actor)
+}
+
+// NewHold returns a fresh open intent to hold the places req asks for, as
+// New does.
+func NewHold(req engine.HoldRequest, server, actor string) (*Intent, error) {
+	payload, _ := json.Marshal(req) // A string and ints always encode.
+	return New(KindHold, payload, server, actor)
+}
+
+// NewSettleHold returns a fresh open intent of kind KindConfirm or
+// KindRelease for hold id, as New does.
+func NewSettleHold(kind engine.OperationKind, id, server, actor string) (*Intent, error) {
+	if kind != KindConfirm && kind != KindRelease {
+		return nil, fmt.Errorf("new intent for hold %s: kind %q is neither %q nor %q", id, kind, KindConfirm, KindRelease)
+	}
+	payload, _ := json.Marshal(HoldRef{HoldID: id}) // A string always encodes.
+	return New(kind, payload, server, actor)
+}
+
+// HoldRequest returns the payload of a KindHold intent.
+func (in *Intent) HoldRequest() (engine.HoldRequest, error) {
+	if in.Kind != KindHold {
+		return engine.HoldRequest{}, fmt.Errorf("intent %s is a %q intent, not a %q one", in.Key, in.Kind, KindHold)
+	}
+	return in.hold, nil
+}
+
+// HoldRef returns the payload of a KindConfirm or KindRelease intent.
+func (in *Intent) HoldRef() (HoldRef, error) {
+	if in.Kind != KindConfirm && in.Kind != KindRelease {
+		return HoldRef{}, fmt.Errorf("intent %s is a %q intent, not a %q or %q one", in.Key, in.Kind, KindConfirm, KindRelease)
+	}
+	return in.holdRef, nil
+}
+
+// HeldHold returns the id of the hold that in made: in is a KindHold intent
+// settled on a "held" answer, whose recorded body names the hold. It
+// reports false for every other intent.
+func (in *Intent) HeldHold() (string, bool) {
+	if in == nil || in.Kind != KindHold || in.Outcome == nil || in.Outcome.Status != engine.StatusHeld {
+		return "", false
+	}
+	id, err := heldHoldID(in.Outcome.Body)
+	return id, err == nil
+}
+
+// heldHoldID returns the hold id of the body of a "held" answer.
+func heldHoldID(body []byte) (string, error) {
+	a, err := engine.DecodeAnswer(KindHold, body)
+	if err != nil {
+		return "", err
+	}
+	if a.Status != engine.StatusHeld || !engine.IsHoldID(a.HoldID) {
+		return "", errors.New("is not a held answer with a hold id")
+	}
+	return a.HoldID, nil
 }
 
 // CancelRequest returns the payload of a KindCancel intent.
@@ -325,31 +431,43 @@ func (in *Intent) validate(saved bool) error {
 		return errors.New("member \"updated_at\" is missing")
 	}
 	if in.Outcome != nil {
-		if err := in.Outcome.validate(); err != nil {
+		if err := in.Outcome.validate(in.Kind); err != nil {
 			return fmt.Errorf("outcome: %w", err)
 		}
 	}
 	return nil
 }
 
-// validate checks that o is a consistent authoritative outcome.
-func (o *Outcome) validate() error {
-	switch want := httpStatusOf(o.Status); {
+// validate checks that o is a consistent authoritative outcome of an
+// intent of kind: a status that kind answers with, sent with its HTTP
+// status, or StatusRejected with a 4xx; a reservation id exactly where the
+// answer has one; the hold in the body of a hold made.
+func (o *Outcome) validate(kind engine.OperationKind) error {
+	want := api.StatusOfAnswer(kind, string(o.Status))
+	switch {
 	case o.Status == "":
 		return errors.New("member \"status\" is missing")
 	case want == 0 && o.Status != StatusRejected:
-		return fmt.Errorf("status %q is not one of %q, %q, %q, %q, %q", o.Status, engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled, StatusRejected)
+		return fmt.Errorf("status %q is not one of %s", o.Status, strings.Join(statusesOf(kind), ", "))
 	case want != 0 && o.HTTPStatus != want:
 		return fmt.Errorf("status %q needs HTTP status %d, not %d", o.Status, want, o.HTTPStatus)
-	case o.Status == engine.StatusUnavailable || o.Status == StatusRejected:
-		if o.HTTPStatus < 400 || o.HTTPStatus > 499 {
-			return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
-		}
-		if o.ReservationID != "" {
-			return fmt.Errorf("status %q has no reservation id, but %q is recorded", o.Status, o.ReservationID)
-		}
-	case !engine.IsReservationID(o.ReservationID):
+	case o.Status == StatusRejected && (o.HTTPStatus < 400 || o.HTTPStatus > 499):
+		return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
+	}
+	var members api.AnswerMembers
+	if o.Status != StatusRejected {
+		members = api.MembersOfAnswer(kind, string(o.Status))
+	}
+	switch {
+	case members.ReservationID && !engine.IsReservationID(o.ReservationID):
 		return fmt.Errorf("status %q needs a reservation id of 32 lowercase hex digits, not %q", o.Status, o.ReservationID)
+	case !members.ReservationID && o.ReservationID != "":
+		return fmt.Errorf("status %q has no reservation id, but %q is recorded", o.Status, o.ReservationID)
+	}
+	if kind == KindHold && o.Status == engine.StatusHeld {
+		if _, err := heldHoldID(o.Body); err != nil {
+			return fmt.Errorf("status %q needs the body of the hold made: %w", o.Status, err)
+		}
 	}
 	if o.SettledAt.IsZero() {
 		return errors.New("member \"settled_at\" is missing")
@@ -357,10 +475,22 @@ func (o *Outcome) validate() error {
 	return nil
 }
 
-// httpStatusOf returns the HTTP status of an answer with status, of either
-// kind, and 0 for StatusRejected or a status that is not an answer's.
-func httpStatusOf(status Status) int {
-	return max(api.StatusOfAnswer(KindReserve, string(status)), api.StatusOfAnswer(KindCancel, string(status)))
+// allStatuses are the status words of every answer, in the order in which
+// statusesOf lists them.
+var allStatuses = []string{
+	engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
+	engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased,
+}
+
+// statusesOf lists, quoted, the statuses an intent of kind can settle on.
+func statusesOf(kind engine.OperationKind) []string {
+	var quoted []string
+	for _, s := range allStatuses {
+		if api.StatusOfAnswer(kind, s) != 0 {
+			quoted = append(quoted, strconv.Quote(s))
+		}
+	}
+	return append(quoted, strconv.Quote(string(StatusRejected)))
 }
 
 // SameAnswer reports whether o and p record the same answer.

@@ -252,6 +252,30 @@ func (j *Journal) Save(in *Intent) error {
 	return nil
 }
 
+// Supersede writes next, a new intent, over settled, the settled intent
+// that the state file holds, in one atomic write, so that there is no
+// moment in which the file holds neither: a confirmation or release that
+// starts from the hold its settled hold intent made replaces that intent
+// this way. It refuses (ErrOtherIntent) when the state file does not hold
+// settled, or holds it open: an open intent is never replaced.
+func (j *Journal) Supersede(settled, next *Intent) error {
+	if settled == nil || next == nil {
+		return errors.New("supersede intent: no intent given")
+	}
+	if err := j.writable("supersede intent"); err != nil {
+		return err
+	}
+	if j.current != settled.Key || !settled.Settled() {
+		return fmt.Errorf("supersede intent %s with %s: %s does not hold it settled: %w", settled.Key, next.Key, j.path, ErrOtherIntent)
+	}
+	j.current = next.Key
+	if err := j.Save(next); err != nil {
+		j.current = settled.Key
+		return fmt.Errorf("supersede intent %s: %w", settled.Key, err)
+	}
+	return nil
+}
+
 // RecordAttempt counts one more send of in and saves it. Call it before
 // every send, so that a crash during the send still leaves the attempt on
 // record. On error nothing is counted and nothing must be sent.
@@ -280,7 +304,7 @@ func (j *Journal) Settle(in *Intent, o Outcome) error {
 		o.SettledAt = j.now().UTC().Round(0)
 	}
 	o.Body = bytes.Clone(o.Body)
-	if err := o.validate(); err != nil {
+	if err := o.validate(in.Kind); err != nil {
 		return fmt.Errorf("settle intent %s: %w", in.Key, err)
 	}
 	in.Record.Settle(o) // Cannot fail: in was open.

@@ -20,6 +20,6 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, who engine.Princ
 	if err != nil {
 		return err
 	}
-	writeOutcome(w, info, out)
+	s.writeOutcome(w, info, out)
 	return nil
 }

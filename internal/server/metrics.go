@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/reserve/reserve/internal/engine"
 )
 
 // Metrics are the daemon's Prometheus metrics, in a registry of their own.
@@ -17,8 +19,17 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	commits  prometheus.Histogram
 	connCap  *prometheus.CounterVec
+	holds    *prometheus.CounterVec
 	ratios   *ratioWindow
 }
+
+// The events of reserved_holds_total.
+const (
+	holdHeld      = "held"
+	holdConfirmed = "confirmed"
+	holdReleased  = "released"
+	holdExpired   = "expired"
+)
 
 // NewMetrics registers the request, latency, group-commit and connection
 // cap metrics, the replay and conflict ratios of the last five minutes, plus the Go runtime
@@ -28,7 +39,7 @@ func NewMetrics() *Metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_http_requests_total",
-			Help: "HTTP requests by route pattern and outcome (created, replayed, conflict, unavailable, rejected, error, ok).",
+			Help: "HTTP requests by route pattern and outcome: created (a reservation made, also by confirming a hold), replayed, conflict, rejected, error, ok, or the status of another answer decided now (unavailable, cancelled, already_cancelled, held, released, expired, already_confirmed, already_released).",
 		}, []string{"route", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "reserved_http_request_duration_seconds",
@@ -44,9 +55,16 @@ func NewMetrics() *Metrics {
 			Name: "reserved_connections_at_cap_total",
 			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; shed_waiting: with none idle, the one waiting longest for its first request header; refused_new: a new one, because every one was busy with a request).",
 		}, []string{"listener", "action"}),
+		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "reserved_holds_total",
+			Help: "Holds by event, each hold counted at most once per event: held (a hold request decided held), confirmed (a confirmation made the hold a reservation), released (a release gave its places back), expired (its deadline passed while it was open and its places were given back, by the hold janitor or by a confirmation or release that found it so). Replays count nothing.",
+		}, []string{"event"}),
+	}
+	for _, e := range []string{holdHeld, holdConfirmed, holdReleased, holdExpired} {
+		m.holds.WithLabelValues(e)
 	}
 	m.ratios = newRatioWindow(time.Now)
-	m.reg.MustRegister(m.requests, m.latency, m.commits, m.connCap,
+	m.reg.MustRegister(m.requests, m.latency, m.commits, m.connCap, m.holds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.ratios.collectors()...)
 	return m
@@ -79,6 +97,26 @@ func (m *Metrics) trackConnections(kind string, open, idle, waiting func() int) 
 // ObserveCommit records the size of one group commit. It has the signature
 // of boltstore.Options.OnCommit.
 func (m *Metrics) ObserveCommit(calls int) { m.commits.Observe(float64(calls)) }
+
+// HoldsExpired counts n holds past their deadline that the hold janitor
+// cleaned up.
+func (m *Metrics) HoldsExpired(n int) { m.holds.WithLabelValues(holdExpired).Add(float64(n)) }
+
+// countHold counts what the first decision out did to a hold: made,
+// confirmed or released it, or found it expired and gave its places back.
+func (m *Metrics) countHold(out engine.Outcome) {
+	a := out.Answer
+	switch {
+	case out.ExpiredHold:
+		m.holds.WithLabelValues(holdExpired).Inc()
+	case a.Kind == engine.OperationHold && a.Status == engine.StatusHeld:
+		m.holds.WithLabelValues(holdHeld).Inc()
+	case a.Kind == engine.OperationConfirm && a.Status == engine.StatusReserved:
+		m.holds.WithLabelValues(holdConfirmed).Inc()
+	case a.Kind == engine.OperationRelease && a.Status == engine.StatusReleased:
+		m.holds.WithLabelValues(holdReleased).Inc()
+	}
+}
 
 func (m *Metrics) observe(route, outcome string, d time.Duration) {
 	m.requests.WithLabelValues(route, outcome).Inc()

@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/reserve/reserve/docs"
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/faults"
 )
@@ -105,4 +107,72 @@ func TestOpenAPIIsServed(t *testing.T) {
 	if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), docs.OpenAPI) || rec.Header().Get("Content-Type") != "application/yaml" {
 		t.Errorf("GET /api/v1/openapi.yaml = %d %q, %d bytes", rec.Code, rec.Header().Get("Content-Type"), rec.Body.Len())
 	}
+}
+
+// answerKinds are the routes of idempotent operations with the kind of
+// operation whose answers they send.
+var answerKinds = map[string]engine.OperationKind{
+	"POST /api/v1/reservations":             engine.OperationReserve,
+	"POST /api/v1/reservations/{id}/cancel": engine.OperationCancel,
+	"POST /api/v1/holds":                    engine.OperationHold,
+	"POST /api/v1/holds/{id}/confirm":       engine.OperationConfirm,
+	"POST /api/v1/holds/{id}/release":       engine.OperationRelease,
+}
+
+// answerStatuses are the status words of every answer.
+var answerStatuses = []string{
+	engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
+	engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased,
+}
+
+// TestOpenAPIDescribesEveryAnswer checks that, for every route of an
+// idempotent operation, docs/openapi.yaml describes every answer the
+// server sends there: a JSON response under the answer's HTTP status whose
+// schema lists the answer's status word.
+func TestOpenAPIDescribesEveryAnswer(t *testing.T) {
+	var doc map[string]any
+	if err := yaml.Unmarshal(docs.OpenAPI, &doc); err != nil {
+		t.Fatalf("docs/openapi.yaml: %v", err)
+	}
+	for route := range idempotentRoutes {
+		if _, ok := answerKinds[route]; !ok {
+			t.Errorf("idempotent route %s has no kind in answerKinds", route)
+		}
+	}
+	for route, kind := range answerKinds {
+		method, path, _ := strings.Cut(route, " ")
+		responses, _ := dig(doc, "paths", path, strings.ToLower(method), "responses").(map[string]any)
+		n := 0
+		for _, status := range answerStatuses {
+			code := api.StatusOfAnswer(kind, status)
+			if code == 0 {
+				continue
+			}
+			n++
+			schema, _ := dig(responses, strconv.Itoa(code), "content", api.MediaJSON, "schema").(map[string]any)
+			if ref, ok := schema["$ref"].(string); ok {
+				schema, _ = dig(doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...).(map[string]any)
+			}
+			enum, _ := dig(schema, "properties", "status", "enum").([]any)
+			if !slices.Contains(enum, any(status)) {
+				t.Errorf("%s: docs/openapi.yaml has no %d JSON answer with status %q (its status enum: %v)", route, code, status, enum)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: kind %s has no answers", route, kind)
+		}
+	}
+}
+
+// dig follows the member names path into nested YAML maps, nil where one
+// is missing.
+func dig(v any, path ...string) any {
+	for _, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[p]
+	}
+	return v
 }

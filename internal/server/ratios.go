@@ -12,6 +12,9 @@ import (
 var idempotentRoutes = map[string]bool{
 	"POST /api/v1/reservations":             true,
 	"POST /api/v1/reservations/{id}/cancel": true,
+	"POST /api/v1/holds":                    true,
+	"POST /api/v1/holds/{id}/confirm":       true,
+	"POST /api/v1/holds/{id}/release":       true,
 }
 
 // The sliding window of the ratios: ratioSlots slots of ratioSlot each.
@@ -84,11 +87,11 @@ func (w *ratioWindow) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "reserved_replay_ratio",
-			Help: "Share of reservation and cancellation requests in the last 5 minutes answered by replaying a stored answer (retries).",
+			Help: "Share of the requests of idempotent operations (reservations, cancellations, holds, confirmations, releases) in the last 5 minutes answered by replaying a stored answer (retries).",
 		}, func() float64 { r, _ := w.ratios(); return r }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "reserved_conflict_ratio",
-			Help: "Share of reservation and cancellation requests in the last 5 minutes refused with operation_conflict (a key reused for another payload).",
+			Help: "Share of the requests of idempotent operations (reservations, cancellations, holds, confirmations, releases) in the last 5 minutes refused with operation_conflict (a key reused for another payload).",
 		}, func() float64 { _, c := w.ratios(); return c }),
 	}
 }

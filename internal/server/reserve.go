@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -8,47 +9,64 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// reserve is POST /api/v1/reservations, the idempotent operation. The checks
-// run in the documented order (key, media type, size, body) and the first
-// failure answers; only the engine's decision stores anything. Every answer
-// carries Idempotent-Replayed.
+// reserve is POST /api/v1/reservations, the idempotent operation.
 func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
+	return serveOperation(s, w, r, engine.DecodeRequest, func(ctx context.Context, key engine.OperationKey, req engine.Request) (engine.Outcome, error) {
+		return s.eng.Reserve(ctx, who.Actor, key, req)
+	})
+}
+
+// serveOperation answers an idempotent operation that has a request body.
+// The checks run in the documented order (operation key, media type, size,
+// body, decoded strictly by decode) and the first failure answers; only
+// decide's decision stores anything. Every answer carries
+// Idempotent-Replayed.
+func serveOperation[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error), decide func(context.Context, engine.OperationKey, T) (engine.Outcome, error)) error {
 	key, info, err := startOperation(w, r)
 	if err != nil {
 		return err
 	}
-	req, err := decodeBody(w, r, engine.DecodeRequest)
+	req, err := decodeBody(w, r, decode)
 	if err != nil {
 		return err
 	}
-	out, err := s.eng.Reserve(r.Context(), who.Actor, key, req)
+	out, err := decide(r.Context(), key, req)
 	if err != nil {
 		return err
 	}
-	if out.Answer.Status == engine.StatusReserved {
-		w.Header().Set("Location", api.ReservationPath(out.Answer.ReservationID))
-	}
-	writeOutcome(w, info, out)
+	s.writeOutcome(w, info, out)
 	return nil
 }
 
 // writeOutcome writes the committed answer of an idempotent operation with
-// its replay marker and records its outcome for the request log: replayed,
-// created for a reservation made, or else the answer's status.
-func writeOutcome(w http.ResponseWriter, info *requestInfo, out engine.Outcome) {
+// its replay marker, and a Location for the reservation or hold it made;
+// it records the outcome for the request log (replayed, created for a
+// reservation made, or else the answer's status) and counts a first
+// decision about a hold in the metrics.
+func (s *Server) writeOutcome(w http.ResponseWriter, info *requestInfo, out engine.Outcome) {
+	a := out.Answer
 	switch {
 	case out.Replayed:
 		info.outcome = "replayed"
 		w.Header().Set(api.HeaderReplayed, "true")
-	case out.Answer.Status == engine.StatusReserved:
+	case a.Status == engine.StatusReserved:
 		info.outcome = "created"
 	default:
-		info.outcome = out.Answer.Status
+		info.outcome = a.Status
 	}
-	body := out.Answer.JSON()
+	if !out.Replayed {
+		s.metrics.countHold(out)
+	}
+	switch {
+	case a.Status == engine.StatusReserved:
+		w.Header().Set("Location", api.ReservationPath(a.ReservationID))
+	case a.Kind == engine.OperationHold && a.Status == engine.StatusHeld:
+		w.Header().Set("Location", api.HoldPath(a.HoldID))
+	}
+	body := a.JSON()
 	w.Header().Set("Content-Type", api.MediaJSON)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(StatusOfAnswer(out.Answer))
+	w.WriteHeader(StatusOfAnswer(a))
 	w.Write(body)
 }
 

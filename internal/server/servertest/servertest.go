@@ -39,6 +39,8 @@ const (
 type Options struct {
 	FaultInjection bool
 	AllowedHosts   []string
+	// Clock, if set, is the engine's clock (engine.WithClock).
+	Clock func() time.Time
 }
 
 // Harness is a running server and its parts.
@@ -78,7 +80,11 @@ func Start(tb testing.TB, opts Options) *Harness {
 		injector := faults.New(logger)
 		cfg.Faults, engStore = injector, injector.Store(store)
 	}
-	h.Engine = engine.New(engStore)
+	var engOpts []engine.Option
+	if opts.Clock != nil {
+		engOpts = append(engOpts, engine.WithClock(opts.Clock))
+	}
+	h.Engine = engine.New(engStore, engOpts...)
 	cfg.Engine = h.Engine
 	h.Socket = filepath.Join(ShortTempDir(tb), "s.sock")
 	if _, _, err := h.Engine.PutWorkshop(ctx, Workshop, engine.WorkshopSpec{Capacity: WorkshopCapacity, MaxQuantity: WorkshopMaxQuantity, Title: "Demo"}, nil); err != nil {
