@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConfirmReleaseRace", testConfirmReleaseRace},
 		{"HoldTombstones", testHoldTombstones},
 		{"CheckFindsBrokenHolds", testCheckFindsBrokenHolds},
+		{"AttackConfirmWaitingForTheWriter", testConfirmWaitingForTheWriter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
