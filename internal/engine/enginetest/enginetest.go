@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"HoldTombstones", testHoldTombstones},
 		{"CheckFindsBrokenHolds", testCheckFindsBrokenHolds},
 		{"AttackConfirmWaitingForTheWriter", testConfirmWaitingForTheWriter},
+		{"CheckFindsHoldsSettledOutOfTime", testCheckFindsHoldsSettledOutOfTime},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

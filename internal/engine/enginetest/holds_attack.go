@@ -2,7 +2,9 @@ package enginetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,5 +86,56 @@ func testConfirmWaitingForTheWriter(t *testing.T, h *harness) {
 	if res.out.Answer.Status != engine.StatusExpired {
 		t.Errorf("confirm whose transaction ran at %s, the hold's deadline, = %s; want expired (workshop: capacity %d, reserved %d)",
 			h.now().Format(time.RFC3339Nano), res.out.Answer.JSON(), w.Capacity, w.Reserved)
+	}
+}
+
+// testCheckFindsHoldsSettledOutOfTime rewrites two holds that the engine
+// settled in time so that their records say otherwise: one confirmed at its
+// deadline (its reservation made then too), one cleaned up a second before
+// its deadline. Neither can happen when the promises hold, so Check must
+// name both holds.
+func testCheckFindsHoldsSettledOutOfTime(t *testing.T, h *harness) {
+	h.workshop("go-basics", 5, 5)
+	late := h.mustHold(alice, "go-basics", 1).Answer
+	early := h.mustHold(bob, "go-basics", 1).Answer
+	h.advance(ttl*time.Second - time.Nanosecond)
+	resID := h.mustSettle(engine.OperationConfirm, alice, newKey(), late.HoldID).Answer.ReservationID
+	h.advance(time.Nanosecond)
+	if n, err := h.eng.ExpireHolds(h.ctx, 10); err != nil || n != 1 {
+		t.Fatalf("ExpireHolds = %d, %v; want 1", n, err)
+	}
+	h.mustCheckClean()
+	if err := h.store.Update(h.ctx, func(tx engine.Tx) error {
+		c, _, err := tx.Hold(late.HoldID)
+		if err != nil {
+			return err
+		}
+		c.SettledAt = c.ExpiresAt
+		r, _, err := tx.Reservation(resID)
+		if err != nil {
+			return err
+		}
+		r.CreatedAt = c.ExpiresAt
+		e, _, err := tx.Hold(early.HoldID)
+		if err != nil {
+			return err
+		}
+		e.SettledAt = e.ExpiresAt.Add(-time.Second)
+		return errors.Join(tx.PutHold(c), tx.PutReservation(r), tx.PutHold(e))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	findings, err := engine.CheckAt(h.ctx, h.store, h.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{late.HoldID, early.HoldID} {
+		named := false
+		for _, f := range findings {
+			named = named || strings.Contains(f.Detail, id)
+		}
+		if !named {
+			t.Errorf("Check findings %v do not name hold %s, settled out of time", findings, id)
+		}
 	}
 }
