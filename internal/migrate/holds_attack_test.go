@@ -97,10 +97,16 @@ func allHolds(t *testing.T, s engine.Store) []engine.Hold {
 // testCopyHolds copies a store of holds into to and proves the copy keeps
 // them: the same holds, a clean Check at the source's clock, byte-identical
 // replays of every hold operation, and the open hold still confirmable.
-func testCopyHolds(t *testing.T, to engine.Store) {
+func testCopyHolds(t *testing.T, to engine.Store, via ...engine.Store) {
 	ctx := context.Background()
-	from := memstore.New(memstore.Options{})
+	var from engine.Store = memstore.New(memstore.Options{})
 	ops, open, now := holdSource(t, from)
+	for _, hop := range via {
+		if _, err := migrate.Copy(ctx, from, hop); err != nil {
+			t.Fatal(err)
+		}
+		from = hop
+	}
 	c, err := migrate.Copy(ctx, from, to)
 	if err != nil {
 		t.Fatal(err)
@@ -156,4 +162,22 @@ func TestAttackCopyHoldsToPostgres(t *testing.T) {
 	}
 	defer to.Close()
 	testCopyHolds(t, to)
+}
+
+// TestAttackCopyHoldsFromPostgresToBolt moves holds into PostgreSQL and from
+// there into bbolt, whose receipt format of hold operations accepts only
+// answers built from their members.
+func TestAttackCopyHoldsFromPostgresToBolt(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	pg, err := pgstore.Open(context.Background(), dsn, pgstore.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	to, err := boltstore.Open(filepath.Join(t.TempDir(), "to.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer to.Close()
+	testCopyHolds(t, to, pg)
 }

@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CheckFindsBrokenHolds", testCheckFindsBrokenHolds},
 		{"AttackConfirmWaitingForTheWriter", testConfirmWaitingForTheWriter},
 		{"CheckFindsHoldsSettledOutOfTime", testCheckFindsHoldsSettledOutOfTime},
+		{"AttackExpireHoldsStopsEarly", testExpireHoldsStopsEarly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -139,3 +139,61 @@ func testCheckFindsHoldsSettledOutOfTime(t *testing.T, h *harness) {
 		}
 	}
 }
+
+// testExpireHoldsStopsEarly runs ExpireHolds with a limit of 2 over three
+// expired holds while one of the two it found is settled by a confirmation
+// between its read and its write. The janitor calls ExpireHolds until it
+// returns fewer than its limit, so a short count must mean that no expired
+// open hold is left.
+func testExpireHoldsStopsEarly(t *testing.T, h *harness) {
+	h.workshop("go-basics", 5, 5)
+	ids := []string{
+		h.mustHold(alice, "go-basics", 1).Answer.HoldID,
+		h.mustHold(alice, "go-basics", 1).Answer.HoldID,
+		h.mustHold(alice, "go-basics", 1).Answer.HoldID,
+	}
+	h.advance(ttl * time.Second)
+	g := newGatedStore(h.store)
+	eng := h.gatedEngine(g)
+	g.armed.Store(true)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := eng.ExpireHolds(h.ctx, 2)
+		done <- result{n, err}
+	}()
+	<-g.entered
+	if out := h.mustSettle(engine.OperationConfirm, alice, newKey(), ids[0]); out.Answer.Status != engine.StatusExpired {
+		t.Fatalf("confirm after the deadline = %q", out.Answer.Status)
+	}
+	close(g.release)
+	res := <-done
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	var left []string
+	for _, id := range ids {
+		hd, _, err := func() (engine.Hold, bool, error) {
+			var hd engine.Hold
+			var ok bool
+			err := h.store.View(h.ctx, func(tx engine.Tx) error {
+				var err error
+				hd, ok, err = tx.Hold(id)
+				return err
+			})
+			return hd, ok, err
+		}()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hd.Open() {
+			left = append(left, id)
+		}
+	}
+	if res.n < 2 && len(left) > 0 {
+		t.Errorf("ExpireHolds(limit 2) = %d, which tells the janitor to stop, but expired holds %v are still open", res.n, left)
+	}
+}
