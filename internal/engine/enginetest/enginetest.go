@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AttackConfirmWaitingForTheWriter", testConfirmWaitingForTheWriter},
 		{"CheckFindsHoldsSettledOutOfTime", testCheckFindsHoldsSettledOutOfTime},
 		{"AttackExpireHoldsStopsEarly", testExpireHoldsStopsEarly},
+		{"AttackConcurrentLastPlacesPastDeadlines", testConcurrentLastPlacesPastDeadlines},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -197,3 +197,45 @@ func testExpireHoldsStopsEarly(t *testing.T, h *harness) {
 		t.Errorf("ExpireHolds(limit 2) = %d, which tells the janitor to stop, but expired holds %v are still open", res.n, left)
 	}
 }
+
+// testConcurrentLastPlacesPastDeadlines races, on a workshop whose places
+// are all in holds past their deadline, confirmations of those holds (all
+// expired), new holds and reservations (exactly capacity of them win) and
+// cleanups.
+func testConcurrentLastPlacesPastDeadlines(t *testing.T, h *harness) {
+	h.workshop("go-basics", 10, 1)
+	ids := make([]string, 10)
+	for i := range ids {
+		ids[i] = h.mustHold(alice, "go-basics", 1).Answer.HoldID
+	}
+	h.advance(ttl * time.Second)
+	const n = 50
+	outs, errs := make([]engine.Outcome, n), make([]error, n)
+	concurrently(n, func(i int) {
+		switch {
+		case i < 10:
+			outs[i], errs[i] = h.eng.Confirm(h.ctx, alice, newKey(), ids[i])
+		case i < 25:
+			outs[i], errs[i] = h.hold(bob, newKey(), "go-basics", 1, ttl)
+		case i < 45:
+			outs[i], errs[i] = h.reserve("carol", newKey(), "go-basics", 1)
+		default:
+			_, errs[i] = h.eng.ExpireHolds(h.ctx, 64)
+		}
+	})
+	won := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("goroutine %d: %v", i, err)
+		}
+		switch s := outs[i].Answer.Status; {
+		case i < 10 && s != engine.StatusExpired:
+			t.Errorf("confirm of a hold past its deadline = %q", s)
+		case s == engine.StatusHeld || s == engine.StatusReserved:
+			won++
+		}
+	}
+	if won != 10 {
+		t.Errorf("%d holds and reservations won 10 places", won)
+	}
+}
