@@ -13,7 +13,7 @@ import (
 const holdJanitorEvery = 5 * time.Second
 
 // expireHoldsBatch is how many holds one ExpireHolds call of the hold
-// janitor cleans up at most; it calls again while a call cleans that many.
+// janitor looks at; it calls again while a call found that many.
 const expireHoldsBatch = 1000
 
 // startHoldJanitor runs the hold janitor every holdJanitorEvery until the
@@ -34,7 +34,7 @@ func holdJanitor(ctx context.Context, eng *engine.Engine, every time.Duration, e
 	for {
 		total := 0
 		for {
-			n, err := eng.ExpireHolds(ctx, expireHoldsBatch)
+			n, more, err := eng.ExpireHolds(ctx, expireHoldsBatch)
 			total += n
 			if err != nil {
 				if ctx.Err() == nil {
@@ -42,7 +42,7 @@ func holdJanitor(ctx context.Context, eng *engine.Engine, every time.Duration, e
 				}
 				break
 			}
-			if n < expireHoldsBatch {
+			if !more {
 				break
 			}
 		}

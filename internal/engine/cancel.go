@@ -26,7 +26,8 @@ func (e *Engine) Cancel(ctx context.Context, who Principal, key OperationKey, id
 		return Outcome{}, unknownReservation(who, id)
 	}
 	p := payload{kind: OperationCancel, reservationID: id}
-	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, now time.Time) (Outcome, error, error) {
+	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
+		now := clock()
 		return decideCancel(tx, who, key, p, now, e.newID(now))
 	})
 	if err != nil && Undecided(ErrorCode(err)) {

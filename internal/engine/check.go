@@ -69,8 +69,9 @@ type resInfo struct {
 // time of the check) above capacity, a hold not made by exactly one "held"
 // answer of its owner and key, a confirmed hold without its reservation or
 // without exactly one "reserved" confirmation, a released hold without
-// exactly one "released" answer, and any other hold that names a
-// reservation. No findings means the store keeps the promise "one intent,
+// exactly one "released" answer, any other hold that names a reservation,
+// a hold confirmed or released at or after its deadline, and one cleaned up
+// as expired before it. No findings means the store keeps the promise "one intent,
 // one effect".
 func Check(ctx context.Context, store Store) ([]Finding, error) {
 	return CheckAt(ctx, store, time.Now())
@@ -319,6 +320,14 @@ func checkHold(h *holdInfo, reservations map[string]*resInfo, add func(kind, for
 	case HoldHeld, HoldExpired:
 	default:
 		add(FindingHold, "hold %s has unknown state %q", h.ID, h.State)
+	}
+	// A hold is settled by a confirmation or release before its deadline,
+	// and cleaned up as expired at or after it.
+	switch {
+	case (h.State == HoldConfirmed || h.State == HoldReleased) && !h.SettledAt.Before(h.ExpiresAt):
+		add(FindingHold, "hold %s was %s at %s, not before its deadline %s", h.ID, h.State, h.SettledAt.Format(time.RFC3339Nano), h.ExpiresAt.Format(time.RFC3339))
+	case h.State == HoldExpired && h.SettledAt.Before(h.ExpiresAt):
+		add(FindingHold, "hold %s was cleaned up as expired at %s, before its deadline %s", h.ID, h.SettledAt.Format(time.RFC3339Nano), h.ExpiresAt.Format(time.RFC3339))
 	}
 	if h.State != HoldConfirmed && h.ReservationID != "" {
 		add(FindingHold, "hold %s is %s but names reservation %s", h.ID, h.State, h.ReservationID)

@@ -25,6 +25,9 @@ func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = n
 // ids for which IsReservationID holds.
 func WithIDs(newID func(time.Time) string) Option { return func(e *Engine) { e.newID = newID } }
 
+// utcNow reads the clock in UTC.
+func (e *Engine) utcNow() time.Time { return e.now().UTC() }
+
 // New returns an Engine deciding against store.
 func New(store Store, opts ...Option) *Engine {
 	e := &Engine{store: store, now: time.Now, newID: NewReservationID}
@@ -47,7 +50,8 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 		return Outcome{}, err
 	}
 	fp := Fingerprint(req)
-	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, now time.Time) (Outcome, error, error) {
+	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
+		now := clock()
 		return e.decide(tx, actor, key, req, fp, now, e.newID(now), e.newID(now))
 	})
 	if err != nil && Undecided(ErrorCode(err)) {
@@ -59,10 +63,12 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 // operate runs one idempotent operation of actor under key: when a receipt
 // exists it answers from a read transaction, without taking the writer;
 // otherwise it runs decide in a write transaction, which returns the
-// outcome, a refusal that stores nothing, or an error that rolls back. The
-// clock is read once per operation, however often the store runs the
-// transaction.
-func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p payload, decide func(tx Tx, now time.Time) (Outcome, error, error)) (Outcome, error) {
+// outcome, a refusal that stores nothing, or an error that rolls back.
+// decide reads the clock (in UTC) inside the transaction, each time the
+// store runs it, so that the time a decision is made at is the time it is
+// decided, however long the transaction waited for the writer, a row lock
+// or a retry: a hold's deadline is judged at that time.
+func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p payload, decide func(tx Tx, clock func() time.Time) (Outcome, error, error)) (Outcome, error) {
 	var out Outcome
 	var decided error
 	found := false
@@ -77,10 +83,9 @@ func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p 
 	if found {
 		return out, decided
 	}
-	now := e.now().UTC()
 	err = e.store.Update(ctx, func(tx Tx) error {
 		var err error
-		out, decided, err = decide(tx, now)
+		out, decided, err = decide(tx, e.utcNow)
 		return err
 	})
 	if err != nil {

@@ -117,7 +117,8 @@ func (e *Engine) Hold(ctx context.Context, actor string, key OperationKey, req H
 		return Outcome{}, err
 	}
 	p := payload{kind: OperationHold, hold: req}
-	out, err := e.operate(ctx, actor, key, p, func(tx Tx, now time.Time) (Outcome, error, error) {
+	out, err := e.operate(ctx, actor, key, p, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
+		now := clock()
 		return decideHold(tx, actor, key, p, now, e.newID(now))
 	})
 	if err != nil && Undecided(ErrorCode(err)) {
@@ -252,8 +253,8 @@ func (e *Engine) settle(ctx context.Context, who Principal, key OperationKey, id
 		return Outcome{}, unknownHold(who, id)
 	}
 	p := payload{kind: kind, holdID: id}
-	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, now time.Time) (Outcome, error, error) {
-		return decideSettle(tx, who, key, p, now, e.newID(now), e.newID(now))
+	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
+		return decideSettle(tx, who, key, p, clock, e.newID)
 	})
 	if err != nil && Undecided(ErrorCode(err)) {
 		err = fmt.Errorf("%s hold %s: %w", kind, id, err)
@@ -273,11 +274,15 @@ var settleStatus = map[OperationKind]map[HoldState]string{
 }
 
 // decideSettle is the one decision of a confirmation or release, run
-// inside a write transaction, with the same results as decide. The clock is
-// read inside the transaction (now), so a hold past its deadline is never
-// confirmed, whatever cleanup has or has not run; deciding on such a hold
-// also cleans it up.
-func decideSettle(tx Tx, who Principal, key OperationKey, p payload, now time.Time, resID, eventID string) (out Outcome, decision, err error) {
+// inside a write transaction, with the same results as decide. It reads
+// the clock only once the hold and its workshop are read, which in a store
+// with row locks (PostgreSQL) waits until no other transaction can change
+// either: a decision that took the places of the hold once its deadline
+// passed has committed by then, so its time is before this one, and a hold
+// past its deadline is never confirmed, whatever cleanup has or has not
+// run. Deciding on such a hold also cleans it up. newID mints the
+// reservation and event ids.
+func decideSettle(tx Tx, who Principal, key OperationKey, p payload, clock func() time.Time, newID func(time.Time) string) (out Outcome, decision, err error) {
 	out, decision, found, err := lookUp(tx, who.Actor, key, p)
 	if err != nil || found {
 		return out, decision, err
@@ -289,6 +294,14 @@ func decideSettle(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 	if !ok || h.Actor != who.Actor {
 		return Outcome{}, unknownHold(who, p.holdID), nil
 	}
+	w, ok, err := tx.Workshop(h.Workshop)
+	if err != nil {
+		return Outcome{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
+	}
+	if !ok {
+		return Outcome{}, nil, fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+	}
+	now := clock()
 	v, fp := p.fingerprint()
 	rec := Receipt{
 		Actor: who.Actor, OperationKey: key, FingerprintVersion: v, Fingerprint: fp,
@@ -297,23 +310,17 @@ func decideSettle(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 	state := h.StateAt(now)
 	expired := state == HoldExpired && h.Open()
 	if expired {
-		if err := expireHold(tx, h, now); err != nil {
+		if err := expireHold(tx, w, h, now); err != nil {
 			return Outcome{}, nil, err
 		}
 	}
 	status := settleStatus[p.kind][state]
 	if state == HoldHeld {
-		w, ok, err := tx.Workshop(h.Workshop)
-		if err != nil {
-			return Outcome{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
-		}
-		if !ok {
-			return Outcome{}, nil, fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
-		}
 		w.Holding -= h.Quantity
 		h.SettledAt, h.SettleOperation = now, key
 		status, h.State = StatusReleased, HoldReleased
 		if p.kind == OperationConfirm {
+			resID, eventID := newID(now), newID(now)
 			if _, taken, err := tx.Reservation(resID); err != nil || taken {
 				return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", resID, err)
 			}
@@ -340,15 +347,8 @@ func decideSettle(tx Tx, who Principal, key OperationKey, p payload, now time.Ti
 }
 
 // expireHold cleans up open hold h past its deadline: it is stored as
-// expired and its places leave the workshop's holding counter.
-func expireHold(tx Tx, h Hold, now time.Time) error {
-	w, ok, err := tx.Workshop(h.Workshop)
-	if err != nil {
-		return fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
-	}
-	if !ok {
-		return fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
-	}
+// expired and its places leave the holding counter of its workshop w.
+func expireHold(tx Tx, w Workshop, h Hold, now time.Time) error {
 	w.Holding -= h.Quantity
 	if err := tx.PutWorkshop(w); err != nil {
 		return fmt.Errorf("update workshop %s: %w", w.ID, err)
@@ -391,14 +391,16 @@ const expireHoldsStep = 64
 // each is stored as expired and its places leave its workshop's holding
 // counter. It finds them in a read transaction through the stores' index
 // of open holds by deadline, then cleans them in write transactions of at
-// most a few dozen holds each, rechecking each hold there; it returns how
-// many it cleaned. The daemon's janitor calls it until it returns fewer
-// than limit. Nothing depends on it for correctness: every decision treats
-// a hold past its deadline as expired.
-func (e *Engine) ExpireHolds(ctx context.Context, limit int) (int, error) {
-	now := e.now().UTC()
+// most a few dozen holds each, rechecking each hold there (one that a
+// decision settled meanwhile is left as it is). It returns how many it
+// cleaned, and more when it found limit holds, so that more may be left:
+// the daemon's janitor calls it again while more is true. Nothing depends
+// on it for correctness: every decision treats a hold past its deadline as
+// expired.
+func (e *Engine) ExpireHolds(ctx context.Context, limit int) (cleaned int, more bool, err error) {
+	now := e.utcNow()
 	var due []string
-	err := e.store.View(ctx, func(tx Tx) error {
+	err = e.store.View(ctx, func(tx Tx) error {
 		due = due[:0]
 		return tx.ForEachWorkshop(func(w Workshop) error {
 			if w.Holding == 0 || len(due) >= limit {
@@ -418,9 +420,9 @@ func (e *Engine) ExpireHolds(ctx context.Context, limit int) (int, error) {
 		})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("find expired holds: %w", err)
+		return 0, false, fmt.Errorf("find expired holds: %w", err)
 	}
-	n := 0
+	more = len(due) >= limit
 	for len(due) > 0 {
 		step := due[:min(len(due), expireHoldsStep)]
 		due = due[len(step):]
@@ -435,7 +437,14 @@ func (e *Engine) ExpireHolds(ctx context.Context, limit int) (int, error) {
 				if !ok || !h.Open() || now.Before(h.ExpiresAt) {
 					continue
 				}
-				if err := expireHold(tx, h, now); err != nil {
+				w, ok, err := tx.Workshop(h.Workshop)
+				if err != nil {
+					return fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
+				}
+				if !ok {
+					return fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+				}
+				if err := expireHold(tx, w, h, now); err != nil {
 					return err
 				}
 				done++
@@ -443,9 +452,9 @@ func (e *Engine) ExpireHolds(ctx context.Context, limit int) (int, error) {
 			return nil
 		})
 		if err != nil {
-			return n, fmt.Errorf("expire holds: %w", err)
+			return cleaned, false, fmt.Errorf("expire holds: %w", err)
 		}
-		n += done
+		cleaned += done
 	}
-	return n, nil
+	return cleaned, more, nil
 }

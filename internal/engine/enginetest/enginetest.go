@@ -77,10 +77,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConfirmReleaseRace", testConfirmReleaseRace},
 		{"HoldTombstones", testHoldTombstones},
 		{"CheckFindsBrokenHolds", testCheckFindsBrokenHolds},
-		{"AttackConfirmWaitingForTheWriter", testConfirmWaitingForTheWriter},
+		{"ConfirmWaitingForTheWriter", testConfirmWaitingForTheWriter},
 		{"CheckFindsHoldsSettledOutOfTime", testCheckFindsHoldsSettledOutOfTime},
-		{"AttackExpireHoldsStopsEarly", testExpireHoldsStopsEarly},
-		{"AttackConcurrentLastPlacesPastDeadlines", testConcurrentLastPlacesPastDeadlines},
+		{"ExpireHoldsSaysWhatIsLeft", testExpireHoldsSaysWhatIsLeft},
+		{"ConcurrentLastPlacesPastDeadlines", testConcurrentLastPlacesPastDeadlines},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -225,11 +225,11 @@ func testHoldExpiryFreesPlaces(t *testing.T, h *harness) {
 	}
 	h.wantPlaces("go-basics", 7, 3)
 	h.mustCheckClean()
-	n, err := h.eng.ExpireHolds(h.ctx, 100)
+	n, _, err := h.eng.ExpireHolds(h.ctx, 100)
 	if err != nil || n != 1 {
 		t.Fatalf("ExpireHolds = %d, %v; want 1", n, err)
 	}
-	if n, err := h.eng.ExpireHolds(h.ctx, 100); err != nil || n != 0 {
+	if n, more, err := h.eng.ExpireHolds(h.ctx, 100); err != nil || n != 0 || more {
 		t.Fatalf("second ExpireHolds = %d, %v; want 0", n, err)
 	}
 	h.wantPlaces("go-basics", 7, 3)
@@ -251,12 +251,12 @@ func testHoldExpiryFreesPlaces(t *testing.T, h *harness) {
 	h.wantPlaces("rust", 0, 2)
 	total := 0
 	for {
-		n, err := h.eng.ExpireHolds(h.ctx, 3)
+		n, more, err := h.eng.ExpireHolds(h.ctx, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
 		total += n
-		if n < 3 {
+		if !more {
 			break
 		}
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/reserve/reserve/internal/pgstore"
 )
 
-// TestAttackConfirmAfterRowLockWait confirms a hold 1 ns before its
+// TestConfirmAfterRowLockWait confirms a hold 1 ns before its
 // deadline while another transaction holds the hold's row lock, with real
 // PostgreSQL locks only. The confirmation reads its clock, then waits for
 // the lock; meanwhile the deadline passes and a reservation takes the
 // place the expired hold no longer blocks. When the lock is free the
 // confirmation must answer "expired": its decision comes after that
 // reservation's. Answering "reserved" puts reserved above capacity.
-func TestAttackConfirmAfterRowLockWait(t *testing.T) {
+func TestConfirmAfterRowLockWait(t *testing.T) {
 	s := mustOpen(t, pgstore.Options{MaxConns: 6})
 	ctx := t.Context()
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
