@@ -29,8 +29,12 @@ import (
 // record it cannot decode. Version 3 stores a receipt's answer as its
 // status and an outbox event as the members its payload is built from
 // (format 2 of each in codec.go) and still reads the older records; a
-// version 1 or 2 file is marked 3 the same way.
-const SchemaVersion = 3
+// version 1 or 2 file is marked 3 the same way. Version 4 adds the time
+// indexes of receipts and tombstones (timeindex.go); opening an earlier
+// version's file for writing builds them, in the transaction that marks it
+// version 4, before the store serves anything. A read-only open leaves such
+// a file as it is, and its time-ordered scans read every record instead.
+const SchemaVersion = 4
 
 // The buckets, declared once and created by Open.
 var (
@@ -43,8 +47,13 @@ var (
 	bucketEvents       = []byte("events")         // The outbox, by event id.
 	bucketPending      = []byte("events_pending") // Ids of undelivered events.
 
+	bucketReceiptsByTime   = []byte("receipts_by_time")   // Receipts by creation time (timeindex.go).
+	bucketTombstonesByTime = []byte("tombstones_by_time") // Tombstones by creation time (timeindex.go).
+
 	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
-		bucketTombstones, bucketEvents, bucketPending}
+		bucketTombstones, bucketEvents, bucketPending,
+		bucketReceiptsByTime, bucketTombstonesByTime,
+	}
 
 	keySchema = []byte("schema")
 )
@@ -207,12 +216,25 @@ func createSchema(tx *bolt.Tx, path string) error {
 }
 
 // initSchema refuses a file of a newer schema or of another program, marks
-// an older file with the current schema version, and creates buckets this
-// version declares that an older file lacks.
+// an older file with the current schema version, creates buckets this
+// version declares that an older file lacks, and builds the time indexes of
+// a file written before version 4 (or that lacks them).
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
 		return err
+	}
+	rebuild := v < 4 || tx.Bucket(bucketReceiptsByTime) == nil || tx.Bucket(bucketTombstonesByTime) == nil
+	if err := createBuckets(tx, path); err != nil {
+		return err
+	}
+	if rebuild {
+		if err := receiptTimes.build(tx, path); err != nil {
+			return err
+		}
+		if err := tombstoneTimes.build(tx, path); err != nil {
+			return err
+		}
 	}
 	if v < SchemaVersion {
 		var raw [8]byte
@@ -221,7 +243,7 @@ func initSchema(tx *bolt.Tx, path string) error {
 			return fmt.Errorf("upgrade schema version of %s from %d to %d: %w", path, v, SchemaVersion, err)
 		}
 	}
-	return createBuckets(tx, path)
+	return nil
 }
 
 // createBuckets creates every bucket the file lacks.
@@ -321,7 +343,8 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 }
 
 // Check reports broken invariants: the engine's (counters, receipts,
-// reservations, capacity). A damaged page is a *DamageError, not a finding:
+// reservations, capacity) and the file's own (every entry of the time
+// indexes names its record at its time, and every record has its entry). A damaged page is a *DamageError, not a finding:
 // the file's structure is walked by Open, and again here on a writable store.
 // (bbolt's own Tx.Check is not used: it panics in a goroutine of its own,
 // which no caller can recover, when the file keeps no freelist and a page
@@ -331,6 +354,11 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 		return nil, err
 	}
 	findings, err := engine.Check(ctx, s)
+	if err == nil {
+		var more []engine.Finding
+		more, err = s.checkTimeIndexes(ctx)
+		findings = append(findings, more...)
+	}
 	var de *DamageError
 	if errors.As(err, &de) {
 		return nil, err
@@ -339,6 +367,23 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 		return nil, fmt.Errorf("check %s: %w", s.path, err)
 	}
 	return findings, nil
+}
+
+// checkTimeIndexes reports the differences between the records and their
+// time indexes.
+func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
+	err = s.View(ctx, func(etx engine.Tx) error {
+		t := etx.(*tx)
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify} {
+			more, err := verify(t)
+			if err != nil {
+				return err
+			}
+			findings = append(findings, more...)
+		}
+		return nil
+	})
+	return findings, err
 }
 
 // Close waits for Updates in flight, stops the committer and closes the file.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Finding is one broken invariant found by Check.
@@ -24,6 +25,7 @@ const (
 	FindingMalformedReceipt = "malformed_receipt"
 	FindingMissingEvent     = "effect_without_event"
 	FindingOrphanEvent      = "event_without_effect"
+	FindingTimeIndex        = "time_index_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -55,7 +57,9 @@ type resInfo struct {
 // match its reservation, a reservation of an unknown workshop, receipts whose
 // stored answer does not match their own request, and an outbox that does
 // not hold exactly one confirmation event for every reservation and every
-// cancellation and no other event. No findings means the store keeps the
+// cancellation and no other event, and time-ordered scans of receipts and
+// tombstones that do not visit each record exactly once, in order. No
+// findings means the store keeps the
 // promise "one intent, one effect".
 func Check(ctx context.Context, store Store) ([]Finding, error) {
 	var findings []Finding
@@ -99,6 +103,9 @@ func Check(ctx context.Context, store Store) ([]Finding, error) {
 			checkRef(answerRef{what: "tombstone", actor: t.Actor, key: t.OperationKey, kind: t.Kind(), answer: t.Answer})
 			return nil
 		}); err != nil {
+			return err
+		}
+		if err := checkTimeOrder(tx, add); err != nil {
 			return err
 		}
 		if err := tx.ForEachEvent(func(ev Event) error {
@@ -213,4 +220,49 @@ func checkReceiptAnswer(rec Receipt, add func(kind, format string, args ...any))
 	case fpErr != nil || !same:
 		add(FindingMalformedReceipt, "receipt %s of %s has a fingerprint that does not match its request", rec.OperationKey, rec.Actor)
 	}
+}
+
+// checkTimeOrder reports time-ordered scans that do not visit every receipt
+// and every tombstone once, strictly newest first. A store's scan visits a
+// record only at its own position, so a scan in strict order visits none
+// twice, and it visits them all when it visits as many as the store holds.
+func checkTimeOrder(tx Tx, add func(kind, format string, args ...any)) error {
+	type counted struct {
+		what       string
+		all        func(fn func() error) error
+		newestLast func(fn func(cursor) error) error
+	}
+	for _, c := range []counted{
+		{"receipts",
+			func(fn func() error) error { return tx.ForEachReceipt(func(Receipt) error { return fn() }) },
+			func(fn func(cursor) error) error {
+				return tx.ForEachReceiptNewestFirst(time.Time{}, func(r Receipt) error { return fn(cursor{r.CreatedAt, r.Actor, r.OperationKey}) })
+			}},
+		{"tombstones",
+			func(fn func() error) error { return tx.ForEachTombstone(func(Tombstone) error { return fn() }) },
+			func(fn func(cursor) error) error {
+				return tx.ForEachTombstoneNewestFirst(time.Time{}, func(t Tombstone) error { return fn(cursor{t.CreatedAt, t.Actor, t.OperationKey}) })
+			}},
+	} {
+		stored, visited := 0, 0
+		if err := c.all(func() error { stored++; return nil }); err != nil {
+			return err
+		}
+		var prev *cursor
+		if err := c.newestLast(func(at cursor) error {
+			if prev != nil && !at.olderThan(*prev) {
+				add(FindingTimeIndex, "the time-ordered scan of %s visits %s/%s (%s) after %s/%s (%s)", c.what,
+					at.actor, at.key, at.at.Format(time.RFC3339Nano), prev.actor, prev.key, prev.at.Format(time.RFC3339Nano))
+			}
+			prev = &at
+			visited++
+			return nil
+		}); err != nil {
+			return err
+		}
+		if visited != stored {
+			add(FindingTimeIndex, "the time-ordered scan of %s visits %d of them, the store holds %d", c.what, visited, stored)
+		}
+	}
+	return nil
 }

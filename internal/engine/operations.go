@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"container/heap"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -64,6 +64,19 @@ func (a cursor) before(b cursor) bool {
 	return a.key < b.key
 }
 
+// olderThan reports whether a comes before b in the time-ordered scans
+// newest first: an older time, or the same time and a smaller actor, or the
+// same actor and a smaller key.
+func (a cursor) olderThan(b cursor) bool {
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
+	}
+	if a.actor != b.actor {
+		return a.actor < b.actor
+	}
+	return a.key < b.key
+}
+
 // encode returns the cursor as an opaque URL-safe string.
 func (a cursor) encode() string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(a.at.UnixNano(), 10) + "|" + a.actor + "|" + string(a.key)))
@@ -115,61 +128,84 @@ func (f *OperationFilter) Validate() error {
 // Operations lists the stored operations (receipts and the tombstones of
 // expired ones) that match f, newest first, at most f.Limit of them, from
 // one consistent snapshot. next is the cursor of the following page, "" when
-// there is none. It scans every receipt, keeping only the page in memory.
+// there is none.
+//
+// It walks the store's time-ordered index of receipts and of tombstones
+// newest first from the cursor and stops once it has one match more than
+// the page holds (and every record of the same time as the last of them,
+// which the view orders by actor and key), or at the first record older than
+// f.Since. So a page costs what it visits: about f.Limit records for an
+// unfiltered view at any size of the store, while a filter by actor or
+// outcome also visits the newer records that do not match it.
 func (e *Engine) Operations(ctx context.Context, f OperationFilter) (ops []OperationRecord, next string, err error) {
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
 	var after *cursor
+	var until time.Time
 	if f.After != "" {
 		c, _ := decodeCursor(f.After)
-		after = &c
-	}
-	keep := &recordHeap{}
-	consider := func(rec OperationRecord) {
-		if (f.Actor != "" && rec.Actor != f.Actor) ||
-			(!f.Since.IsZero() && rec.CreatedAt.Before(f.Since)) ||
-			(f.Outcome != "" && rec.Answer.Status != f.Outcome) {
-			return
-		}
-		c := recordCursor(rec)
-		if after != nil && !after.before(c) {
-			return
-		}
-		if keep.Len() <= f.Limit {
-			heap.Push(keep, rec)
-			return
-		}
-		if c.before(recordCursor((*keep)[0])) {
-			(*keep)[0] = rec
-			heap.Fix(keep, 0)
-		}
+		after, until = &c, c.at
 	}
 	err = e.store.View(ctx, func(tx Tx) error {
-		*keep = (*keep)[:0]
-		if err := tx.ForEachReceipt(func(r Receipt) error {
-			consider(receiptRecord(r))
-			return nil
-		}); err != nil {
+		receipts, err := newestMatches(f, after, func(fn func(OperationRecord) error) error {
+			return tx.ForEachReceiptNewestFirst(until, func(r Receipt) error { return fn(receiptRecord(r)) })
+		})
+		if err != nil {
 			return err
 		}
-		return tx.ForEachTombstone(func(t Tombstone) error {
-			consider(tombstoneRecord(t))
-			return nil
+		tombstones, err := newestMatches(f, after, func(fn func(OperationRecord) error) error {
+			return tx.ForEachTombstoneNewestFirst(until, func(t Tombstone) error { return fn(tombstoneRecord(t)) })
 		})
+		ops = append(receipts, tombstones...)
+		return err
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("list operations: %w", err)
 	}
-	ops = make([]OperationRecord, keep.Len())
-	for i := len(ops) - 1; i >= 0; i-- {
-		ops[i] = heap.Pop(keep).(OperationRecord)
-	}
+	slices.SortFunc(ops, func(a, b OperationRecord) int {
+		switch ca, cb := recordCursor(a), recordCursor(b); {
+		case ca.before(cb):
+			return -1
+		case cb.before(ca):
+			return 1
+		}
+		return 0
+	})
 	if len(ops) > f.Limit {
 		ops = ops[:f.Limit]
 		next = recordCursor(ops[len(ops)-1]).encode()
 	}
 	return ops, next, nil
+}
+
+// newestMatches returns the records that scan visits newest first and that
+// match f and come after the cursor, stopping at the first record older
+// than f.Since, or older than the last match once there are f.Limit + 1 of
+// them: those hold the first f.Limit + 1 in the view's order, whose ties of
+// time go by ascending actor and key, not in the scan's order.
+func newestMatches(f OperationFilter, after *cursor, scan func(func(OperationRecord) error) error) ([]OperationRecord, error) {
+	var page []OperationRecord
+	err := scan(func(rec OperationRecord) error {
+		if len(page) > f.Limit && rec.CreatedAt.Before(page[len(page)-1].CreatedAt) {
+			return errEnough
+		}
+		if !f.Since.IsZero() && rec.CreatedAt.Before(f.Since) {
+			return errEnough
+		}
+		if (f.Actor != "" && rec.Actor != f.Actor) || (f.Outcome != "" && rec.Answer.Status != f.Outcome) {
+			return nil
+		}
+		if after != nil && !after.before(recordCursor(rec)) {
+			return nil
+		}
+		page = append(page, rec)
+		return nil
+	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
+	return page, err
 }
 
 func recordCursor(r OperationRecord) cursor {
@@ -184,19 +220,4 @@ func receiptRecord(r Receipt) OperationRecord {
 // tombstoneRecord is the view of a tombstone.
 func tombstoneRecord(t Tombstone) OperationRecord {
 	return OperationRecord{Actor: t.Actor, Operation: t.OperationKey, Answer: t.Answer, CreatedAt: t.CreatedAt, Expired: true}
-}
-
-// recordHeap keeps the newest records; its root is the one that comes last
-// in the view's order, the first to drop.
-type recordHeap []OperationRecord
-
-func (h recordHeap) Len() int           { return len(h) }
-func (h recordHeap) Less(i, j int) bool { return recordCursor(h[j]).before(recordCursor(h[i])) }
-func (h recordHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *recordHeap) Push(x any)        { *h = append(*h, x.(OperationRecord)) }
-func (h *recordHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

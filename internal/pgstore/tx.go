@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -371,6 +372,93 @@ func forEach[T any](t *tx, tb table[T], fn func(T) error) error {
 		}
 		after = tb.values(page[len(page)-1])[:tb.keys]
 	}
+}
+
+// byTimeColumns are the columns of the time order of receipts and
+// tombstones, which migration 0005 indexes.
+var byTimeColumns = []string{"created_at", "actor", "operation_key"}
+
+// byTimeSQL reads the next page of tb's records in time order: those
+// created before $1, oldest first, or when newestFirst those created at or
+// before $1 (every record when not bounded, and then without $1), newest
+// first; after the first page, only those beyond the position of the
+// following three parameters (created_at, actor, operation_key) in that
+// order.
+func (tb table[T]) byTimeSQL(newestFirst, bounded, after bool, limit int) string {
+	var conds []string
+	dir, cmp, beyond := "", "<", ">"
+	if newestFirst {
+		dir, cmp, beyond = " DESC", "<=", "<"
+	}
+	next := 1
+	if bounded {
+		conds = append(conds, "created_at "+cmp+" $1")
+		next = 2
+	}
+	if after {
+		conds = append(conds, fmt.Sprintf("(%s) %s (%s)", strings.Join(byTimeColumns, ", "), beyond, params(next, len(byTimeColumns))))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	order := strings.Join(byTimeColumns, dir+", ") + dir
+	return fmt.Sprintf("SELECT %s FROM %s%s ORDER BY %s LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, order, limit)
+}
+
+// forEachByTime calls fn for the records of tb (receipts or tombstones) in
+// time order, as byTimeSQL selects them, a page at a time. Pages start
+// small and grow to pageSize, so a scan that stops early (a page of the
+// operations view) reads few rows more than it uses.
+func forEachByTime[T any](t *tx, tb table[T], at time.Time, newestFirst bool, fn func(T) error) error {
+	bounded := !newestFirst || !at.IsZero()
+	var bound []any
+	if bounded {
+		bound = []any{at}
+	}
+	var after []any
+	for limit := 64; ; limit = min(2*limit, pageSize) {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		rows, err := t.tx.Query(t.ctx, tb.byTimeSQL(newestFirst, bounded, after != nil, limit), append(slices.Clip(bound), after...)...)
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s by time: %w", tb.name, err))
+		}
+		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+			var r T
+			err := row.Scan(tb.dests(&r)...)
+			return r, err
+		})
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s by time: %w", tb.name, err))
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < limit {
+			return nil
+		}
+		last := tb.values(page[len(page)-1])
+		after = make([]any, 0, len(byTimeColumns))
+		for _, c := range byTimeColumns {
+			after = append(after, last[slices.Index(tb.columns, c)])
+		}
+	}
+}
+
+func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
+	return forEachByTime(t, receipts, at, false, fn)
+}
+
+func (t *tx) ForEachReceiptNewestFirst(until time.Time, fn func(engine.Receipt) error) error {
+	return forEachByTime(t, receipts, until, true, fn)
+}
+
+func (t *tx) ForEachTombstoneNewestFirst(until time.Time, fn func(engine.Tombstone) error) error {
+	return forEachByTime(t, tombstones, until, true, fn)
 }
 
 // Workshop reads a workshop; inside Update it also locks the row until the

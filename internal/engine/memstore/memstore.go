@@ -284,6 +284,63 @@ func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
 	return forEach(t.s.tombstones, compareReceiptKeys, fn)
 }
 
+// ForEachReceiptCreatedBefore sorts the receipts on each call; the other
+// stores read an index instead.
+func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
+	return forEachByTime(t.s.receipts, receiptCreated, func(c time.Time) bool { return c.Before(at) }, false, fn)
+}
+
+func (t *tx) ForEachReceiptNewestFirst(until time.Time, fn func(engine.Receipt) error) error {
+	return forEachByTime(t.s.receipts, receiptCreated, notAfter(until), true, fn)
+}
+
+func (t *tx) ForEachTombstoneNewestFirst(until time.Time, fn func(engine.Tombstone) error) error {
+	return forEachByTime(t.s.tombstones, tombstoneCreated, notAfter(until), true, fn)
+}
+
+func receiptCreated(r engine.Receipt) time.Time     { return r.CreatedAt }
+func tombstoneCreated(r engine.Tombstone) time.Time { return r.CreatedAt }
+
+// notAfter selects the times at or before until; the zero until selects
+// every time.
+func notAfter(until time.Time) func(time.Time) bool {
+	return func(c time.Time) bool { return until.IsZero() || !c.After(until) }
+}
+
+// forEachByTime visits the records of m whose creation time keep selects, in
+// the order of (creation time, actor, key), or its reverse when newestFirst.
+// The records are collected first, so fn may write to the transaction; a
+// record fn deleted is skipped.
+func forEachByTime[R any](m map[receiptKey]R, created func(R) time.Time, keep func(time.Time) bool, newestFirst bool, fn func(R) error) error {
+	type entry struct {
+		at time.Time
+		k  receiptKey
+	}
+	var order []entry
+	for k, r := range m {
+		if at := created(r); keep(at) {
+			order = append(order, entry{at, k})
+		}
+	}
+	slices.SortFunc(order, func(a, b entry) int {
+		c := cmp.Or(a.at.Compare(b.at), compareReceiptKeys(a.k, b.k))
+		if newestFirst {
+			return -c
+		}
+		return c
+	})
+	for _, e := range order {
+		r, ok := m[e.k]
+		if !ok || !created(r).Equal(e.at) {
+			continue // Deleted or replaced by fn.
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AddEvent inserts a new event; an existing id is an error, as in every
 // store, because an event id names exactly one effect.
 func (t *tx) AddEvent(e engine.Event) error {
