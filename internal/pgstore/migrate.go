@@ -264,7 +264,7 @@ func (m migration) outsideTransaction() bool {
 
 // concurrentIndex finds the name of the index a statement builds with
 // CREATE INDEX CONCURRENTLY IF NOT EXISTS.
-var concurrentIndex = regexp.MustCompile(`(?is)^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+("?)([a-z_][a-z0-9_]*)("?)\s`)
+var concurrentIndex = regexp.MustCompile(`(?is)^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+([a-z_][a-z0-9_]*)\s`)
 
 // statements splits the SQL of a migration that runs outside a transaction
 // into its statements, leaving out comment lines.
@@ -295,13 +295,13 @@ func applyOutsideTransaction(ctx context.Context, conn *pgxpool.Conn, schema str
 		if match := concurrentIndex.FindStringSubmatch(stmt); match != nil {
 			var invalid bool
 			err := conn.QueryRow(ctx, `SELECT coalesce((SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)), false)`,
-				pgx.Identifier{schema, match[2]}.Sanitize()).Scan(&invalid)
+				pgx.Identifier{schema, match[1]}.Sanitize()).Scan(&invalid)
 			if err != nil {
-				return fmt.Errorf("apply migration %s to schema %s: look for an invalid index %s: %w", m.name, schema, match[2], err)
+				return fmt.Errorf("apply migration %s to schema %s: look for an invalid index %s: %w", m.name, schema, match[1], err)
 			}
 			if invalid {
-				if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{schema, match[2]}.Sanitize()); err != nil {
-					return fmt.Errorf("apply migration %s to schema %s: drop the invalid index %s: %w", m.name, schema, match[2], err)
+				if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{schema, match[1]}.Sanitize()); err != nil {
+					return fmt.Errorf("apply migration %s to schema %s: drop the invalid index %s: %w", m.name, schema, match[1], err)
 				}
 			}
 		}
