@@ -2,11 +2,9 @@ package boltstore
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -31,11 +29,13 @@ type timeIndexed[R any] struct {
 	records, index []byte
 	decode         func(k, raw []byte) (R, error)
 	created        func(R) time.Time
+	position       func(R) engine.TimePosition
 }
 
 var receiptTimes = timeIndexed[engine.Receipt]{
 	records: bucketReceipts, index: bucketReceiptsByTime, decode: decodeReceipt,
-	created: func(r engine.Receipt) time.Time { return r.CreatedAt },
+	created:  func(r engine.Receipt) time.Time { return r.CreatedAt },
+	position: engine.ReceiptPosition,
 }
 
 var tombstoneTimes = timeIndexed[engine.Tombstone]{
@@ -45,7 +45,8 @@ var tombstoneTimes = timeIndexed[engine.Tombstone]{
 		err := json.Unmarshal(raw, &j)
 		return j.tombstone(), err
 	},
-	created: func(t engine.Tombstone) time.Time { return t.CreatedAt },
+	created:  func(t engine.Tombstone) time.Time { return t.CreatedAt },
+	position: engine.TombstonePosition,
 }
 
 // timePrefix is the first 8 bytes of the index keys of the records created
@@ -115,71 +116,106 @@ func (ix timeIndexed[R]) delete(t *tx, k []byte) error {
 	return t.deleteRaw(ix.index, timeEntry(ix.created(old), k))
 }
 
-// scan visits the records through the index: those created before bound,
-// oldest first, or, when newestFirst, those created at or before bound (every
-// record for a zero bound), newest first. An entry whose record is missing or
-// was created at another time is not the position of any record and is
-// skipped (verify reports it). fn must not write to the transaction.
+// scanOldest visits the records created before bound through the index,
+// oldest first. An entry whose record is missing or was created at another
+// time is not the position of any record and is skipped (verify reports
+// it).
 //
 // A file opened read-only as an earlier schema version wrote it has no index
-// (Open builds it only when it may write); then every record is read and
-// sorted instead.
-func (ix timeIndexed[R]) scan(t *tx, bound time.Time, newestFirst bool, fn func(R) error) error {
+// (Open builds it only when it may write); then both scans read and sort
+// every record instead.
+func (ix timeIndexed[R]) scanOldest(t *tx, bound time.Time, fn func(R) error) error {
 	index := t.b.Bucket(ix.index)
 	if index == nil {
-		return ix.scanUnindexed(t, bound, newestFirst, fn)
-	}
-	c := index.Cursor()
-	var k []byte
-	var next func() ([]byte, []byte)
-	switch {
-	case !newestFirst:
-		k, _ = c.First()
-		next = c.Next
-	case bound.IsZero() || timePrefix(bound.UnixNano()) == math.MaxUint64:
-		k, _ = c.Last()
-		next = c.Prev
-	default:
-		// The first entry after bound, then one back.
-		if k, _ = c.Seek(binary.BigEndian.AppendUint64(nil, timePrefix(bound.UnixNano())+1)); k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-		next = c.Prev
+		return ix.scanUnindexed(t, func(p engine.TimePosition) bool { return p.At.Before(bound) },
+			func(p, q engine.TimePosition) int { return -p.Compare(q) }, fn)
 	}
 	limit := binary.BigEndian.AppendUint64(nil, timePrefix(bound.UnixNano()))
-	for ; k != nil; k, _ = next() {
-		if !newestFirst && bytes.Compare(k[:min(8, len(k))], limit) >= 0 {
-			return nil
-		}
-		ns, rk, ok := splitTimeEntry(k)
-		if !ok {
-			continue
-		}
-		rec, ok, err := ix.lookup(t, rk)
-		if err != nil {
-			return err
-		}
-		if !ok || ix.created(rec).UnixNano() != ns {
-			continue
-		}
-		if err := fn(rec); err != nil {
+	c := index.Cursor()
+	for k, _ := c.First(); k != nil && bytes.Compare(k, limit) < 0; k, _ = c.Next() {
+		if err := ix.visit(t, k, fn); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// scanUnindexed is scan without the index: it reads and sorts every record.
-func (ix timeIndexed[R]) scanUnindexed(t *tx, bound time.Time, newestFirst bool, fn func(R) error) error {
+// scanNewest visits the records through the index in the order of
+// engine.TimePosition, from the one at from on. Entries of one time are in
+// that order already; the scan walks each time's entries forward and then
+// steps back to the time before.
+func (ix timeIndexed[R]) scanNewest(t *tx, from engine.TimePosition, fn func(R) error) error {
+	index := t.b.Bucket(ix.index)
+	if index == nil {
+		return ix.scanUnindexed(t, func(p engine.TimePosition) bool { return !p.Before(from) }, engine.TimePosition.Compare, fn)
+	}
+	c := index.Cursor()
+	var prefix, k []byte
+	if from.IsZero() {
+		if k, _ = c.Last(); k == nil {
+			return nil
+		}
+		for k != nil && len(k) < 8 {
+			k, _ = c.Prev()
+		}
+	} else {
+		prefix = binary.BigEndian.AppendUint64(nil, timePrefix(from.At.UnixNano()))
+		start := prefix
+		if from.Actor != "" || from.Key != "" {
+			start = append(bytes.Clone(prefix), receiptKey(from.Actor, from.Key)...)
+		}
+		k, _ = c.Seek(start)
+	}
+	for {
+		if prefix == nil {
+			if k == nil {
+				return nil
+			}
+			prefix = bytes.Clone(k[:8])
+			k, _ = c.Seek(prefix)
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if err := ix.visit(t, k, fn); err != nil {
+				return err
+			}
+		}
+		// The last entry of an earlier time: the one before this time's
+		// first (the first after it if it has none).
+		if k, _ = c.Seek(prefix); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for k != nil && len(k) < 8 {
+			k, _ = c.Prev()
+		}
+		prefix = nil
+	}
+}
+
+// visit calls fn with the record the index entry e names, unless e is not
+// its position.
+func (ix timeIndexed[R]) visit(t *tx, e []byte, fn func(R) error) error {
+	ns, k, ok := splitTimeEntry(e)
+	if !ok {
+		return nil
+	}
+	rec, ok, err := ix.lookup(t, k)
+	if err != nil || !ok || ix.created(rec).UnixNano() != ns {
+		return err
+	}
+	return fn(rec)
+}
+
+// scanUnindexed reads every record and visits those keep selects in the
+// order of compare.
+func (ix timeIndexed[R]) scanUnindexed(t *tx, keep func(engine.TimePosition) bool, compare func(p, q engine.TimePosition) int, fn func(R) error) error {
 	b := t.b.Bucket(ix.records)
 	if b == nil {
 		return nil
 	}
 	type entry struct {
-		at  time.Time
-		k   string
+		p   engine.TimePosition
 		rec R
 	}
 	var all []entry
@@ -188,22 +224,15 @@ func (ix timeIndexed[R]) scanUnindexed(t *tx, bound time.Time, newestFirst bool,
 		if err != nil {
 			return fmt.Errorf("decode %s/%q: %w", ix.records, k, err)
 		}
-		at := ix.created(rec)
-		if (!newestFirst && at.Before(bound)) || (newestFirst && (bound.IsZero() || !at.After(bound))) {
-			all = append(all, entry{at, string(k), rec})
+		if p := ix.position(rec); keep(p) {
+			all = append(all, entry{p, rec})
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(all, func(a, b entry) int {
-		c := cmp.Or(a.at.Compare(b.at), cmp.Compare(a.k, b.k))
-		if newestFirst {
-			return -c
-		}
-		return c
-	})
+	slices.SortFunc(all, func(a, b entry) int { return compare(a.p, b.p) })
 	for _, e := range all {
 		if err := fn(e.rec); err != nil {
 			return err

@@ -239,15 +239,15 @@ func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
 }
 
 func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
-	return receiptTimes.scan(t, at, false, fn)
+	return receiptTimes.scanOldest(t, at, fn)
 }
 
-func (t *tx) ForEachReceiptNewestFirst(until time.Time, fn func(engine.Receipt) error) error {
-	return receiptTimes.scan(t, until, true, fn)
+func (t *tx) ForEachReceiptNewestFirst(from engine.TimePosition, fn func(engine.Receipt) error) error {
+	return receiptTimes.scanNewest(t, from, fn)
 }
 
-func (t *tx) ForEachTombstoneNewestFirst(until time.Time, fn func(engine.Tombstone) error) error {
-	return tombstoneTimes.scan(t, until, true, fn)
+func (t *tx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn func(engine.Tombstone) error) error {
+	return tombstoneTimes.scanNewest(t, from, fn)
 }
 
 // AddEvent stores the event and, while it is undelivered, its id in the

@@ -223,38 +223,38 @@ func checkReceiptAnswer(rec Receipt, add func(kind, format string, args ...any))
 }
 
 // checkTimeOrder reports time-ordered scans that do not visit every receipt
-// and every tombstone once, strictly newest first. A store's scan visits a
-// record only at its own position, so a scan in strict order visits none
-// twice, and it visits them all when it visits as many as the store holds.
+// and every tombstone once, strictly newest first. A scan in strict order
+// visits no record twice, so it visits them all when it visits as many as
+// the store holds.
 func checkTimeOrder(tx Tx, add func(kind, format string, args ...any)) error {
-	type counted struct {
+	type scans struct {
 		what       string
 		all        func(fn func() error) error
-		newestLast func(fn func(cursor) error) error
+		newestLast func(fn func(TimePosition) error) error
 	}
-	for _, c := range []counted{
+	for _, c := range []scans{
 		{"receipts",
 			func(fn func() error) error { return tx.ForEachReceipt(func(Receipt) error { return fn() }) },
-			func(fn func(cursor) error) error {
-				return tx.ForEachReceiptNewestFirst(time.Time{}, func(r Receipt) error { return fn(cursor{r.CreatedAt, r.Actor, r.OperationKey}) })
+			func(fn func(TimePosition) error) error {
+				return tx.ForEachReceiptNewestFirst(TimePosition{}, func(r Receipt) error { return fn(ReceiptPosition(r)) })
 			}},
 		{"tombstones",
 			func(fn func() error) error { return tx.ForEachTombstone(func(Tombstone) error { return fn() }) },
-			func(fn func(cursor) error) error {
-				return tx.ForEachTombstoneNewestFirst(time.Time{}, func(t Tombstone) error { return fn(cursor{t.CreatedAt, t.Actor, t.OperationKey}) })
+			func(fn func(TimePosition) error) error {
+				return tx.ForEachTombstoneNewestFirst(TimePosition{}, func(t Tombstone) error { return fn(TombstonePosition(t)) })
 			}},
 	} {
 		stored, visited := 0, 0
 		if err := c.all(func() error { stored++; return nil }); err != nil {
 			return err
 		}
-		var prev *cursor
-		if err := c.newestLast(func(at cursor) error {
-			if prev != nil && !at.olderThan(*prev) {
+		var prev TimePosition
+		if err := c.newestLast(func(at TimePosition) error {
+			if !prev.Before(at) {
 				add(FindingTimeIndex, "the time-ordered scan of %s visits %s/%s (%s) after %s/%s (%s)", c.what,
-					at.actor, at.key, at.at.Format(time.RFC3339Nano), prev.actor, prev.key, prev.at.Format(time.RFC3339Nano))
+					at.Actor, at.Key, at.At.Format(time.RFC3339Nano), prev.Actor, prev.Key, prev.At.Format(time.RFC3339Nano))
 			}
-			prev = &at
+			prev = at
 			visited++
 			return nil
 		}); err != nil {

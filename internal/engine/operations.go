@@ -45,58 +45,26 @@ type OperationFilter struct {
 	After   string
 }
 
-// cursor is a position in the operations view's order: newest first, ties
-// by actor and key.
-type cursor struct {
-	at    time.Time
-	actor string
-	key   OperationKey
+// encodeCursor returns the position as an opaque URL-safe string.
+func encodeCursor(p TimePosition) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.At.UnixNano(), 10) + "|" + p.Actor + "|" + string(p.Key)))
 }
 
-// before reports whether a comes before b in the view's order.
-func (a cursor) before(b cursor) bool {
-	if !a.at.Equal(b.at) {
-		return a.at.After(b.at)
-	}
-	if a.actor != b.actor {
-		return a.actor < b.actor
-	}
-	return a.key < b.key
-}
-
-// olderThan reports whether a comes before b in the time-ordered scans
-// newest first: an older time, or the same time and a smaller actor, or the
-// same actor and a smaller key.
-func (a cursor) olderThan(b cursor) bool {
-	if !a.at.Equal(b.at) {
-		return a.at.Before(b.at)
-	}
-	if a.actor != b.actor {
-		return a.actor < b.actor
-	}
-	return a.key < b.key
-}
-
-// encode returns the cursor as an opaque URL-safe string.
-func (a cursor) encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(a.at.UnixNano(), 10) + "|" + a.actor + "|" + string(a.key)))
-}
-
-// decodeCursor parses a cursor made by encode.
-func decodeCursor(s string) (cursor, error) {
+// decodeCursor parses a cursor made by encodeCursor.
+func decodeCursor(s string) (TimePosition, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return cursor{}, errBadCursor
+		return TimePosition{}, errBadCursor
 	}
 	parts := strings.Split(string(raw), "|")
 	if len(parts) != 3 {
-		return cursor{}, errBadCursor
+		return TimePosition{}, errBadCursor
 	}
 	ns, err := strconv.ParseInt(parts[0], 10, 64)
 	if err != nil {
-		return cursor{}, errBadCursor
+		return TimePosition{}, errBadCursor
 	}
-	return cursor{at: time.Unix(0, ns).UTC(), actor: parts[1], key: OperationKey(parts[2])}, nil
+	return TimePosition{At: time.Unix(0, ns).UTC(), Actor: parts[1], Key: OperationKey(parts[2])}, nil
 }
 
 var errBadCursor = Errorf(CodeRequestContract, "query parameter \"cursor\" is not a cursor this daemon returned")
@@ -130,32 +98,29 @@ func (f *OperationFilter) Validate() error {
 // one consistent snapshot. next is the cursor of the following page, "" when
 // there is none.
 //
-// It walks the store's time-ordered index of receipts and of tombstones
-// newest first from the cursor and stops once it has one match more than
-// the page holds (and every record of the same time as the last of them,
-// which the view orders by actor and key), or at the first record older than
-// f.Since. So a page costs what it visits: about f.Limit records for an
+// It walks the store's time-ordered indexes of receipts and of tombstones
+// newest first from the cursor and stops each walk once it has one match
+// more than the page holds, or at the first record older than f.Since. So
+// a page costs what it visits: about f.Limit records of each kind for an
 // unfiltered view at any size of the store, while a filter by actor or
 // outcome also visits the newer records that do not match it.
 func (e *Engine) Operations(ctx context.Context, f OperationFilter) (ops []OperationRecord, next string, err error) {
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
-	var after *cursor
-	var until time.Time
+	var after TimePosition
 	if f.After != "" {
-		c, _ := decodeCursor(f.After)
-		after, until = &c, c.at
+		after, _ = decodeCursor(f.After)
 	}
 	err = e.store.View(ctx, func(tx Tx) error {
 		receipts, err := newestMatches(f, after, func(fn func(OperationRecord) error) error {
-			return tx.ForEachReceiptNewestFirst(until, func(r Receipt) error { return fn(receiptRecord(r)) })
+			return tx.ForEachReceiptNewestFirst(after, func(r Receipt) error { return fn(receiptRecord(r)) })
 		})
 		if err != nil {
 			return err
 		}
 		tombstones, err := newestMatches(f, after, func(fn func(OperationRecord) error) error {
-			return tx.ForEachTombstoneNewestFirst(until, func(t Tombstone) error { return fn(tombstoneRecord(t)) })
+			return tx.ForEachTombstoneNewestFirst(after, func(t Tombstone) error { return fn(tombstoneRecord(t)) })
 		})
 		ops = append(receipts, tombstones...)
 		return err
@@ -163,43 +128,31 @@ func (e *Engine) Operations(ctx context.Context, f OperationFilter) (ops []Opera
 	if err != nil {
 		return nil, "", fmt.Errorf("list operations: %w", err)
 	}
-	slices.SortFunc(ops, func(a, b OperationRecord) int {
-		switch ca, cb := recordCursor(a), recordCursor(b); {
-		case ca.before(cb):
-			return -1
-		case cb.before(ca):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ops, func(a, b OperationRecord) int { return recordPosition(a).Compare(recordPosition(b)) })
 	if len(ops) > f.Limit {
 		ops = ops[:f.Limit]
-		next = recordCursor(ops[len(ops)-1]).encode()
+		next = encodeCursor(recordPosition(ops[len(ops)-1]))
 	}
 	return ops, next, nil
 }
 
-// newestMatches returns the records that scan visits newest first and that
-// match f and come after the cursor, stopping at the first record older
-// than f.Since, or older than the last match once there are f.Limit + 1 of
-// them: those hold the first f.Limit + 1 in the view's order, whose ties of
-// time go by ascending actor and key, not in the scan's order.
-func newestMatches(f OperationFilter, after *cursor, scan func(func(OperationRecord) error) error) ([]OperationRecord, error) {
+// newestMatches returns the first f.Limit + 1 records that scan visits,
+// newest first from the cursor after, that match f and come after the
+// cursor, stopping early at the first record older than f.Since.
+func newestMatches(f OperationFilter, after TimePosition, scan func(func(OperationRecord) error) error) ([]OperationRecord, error) {
 	var page []OperationRecord
 	err := scan(func(rec OperationRecord) error {
-		if len(page) > f.Limit && rec.CreatedAt.Before(page[len(page)-1].CreatedAt) {
-			return errEnough
-		}
 		if !f.Since.IsZero() && rec.CreatedAt.Before(f.Since) {
 			return errEnough
 		}
-		if (f.Actor != "" && rec.Actor != f.Actor) || (f.Outcome != "" && rec.Answer.Status != f.Outcome) {
-			return nil
-		}
-		if after != nil && !after.before(recordCursor(rec)) {
+		if (f.Actor != "" && rec.Actor != f.Actor) || (f.Outcome != "" && rec.Answer.Status != f.Outcome) ||
+			!after.Before(recordPosition(rec)) {
 			return nil
 		}
 		page = append(page, rec)
+		if len(page) > f.Limit {
+			return errEnough
+		}
 		return nil
 	})
 	if errors.Is(err, errEnough) {
@@ -208,8 +161,8 @@ func newestMatches(f OperationFilter, after *cursor, scan func(func(OperationRec
 	return page, err
 }
 
-func recordCursor(r OperationRecord) cursor {
-	return cursor{at: r.CreatedAt, actor: r.Actor, key: r.Operation}
+func recordPosition(r OperationRecord) TimePosition {
+	return TimePosition{At: r.CreatedAt, Actor: r.Actor, Key: r.Operation}
 }
 
 // receiptRecord is the view of a receipt.

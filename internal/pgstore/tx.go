@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -374,54 +373,48 @@ func forEach[T any](t *tx, tb table[T], fn func(T) error) error {
 	}
 }
 
-// byTimeColumns are the columns of the time order of receipts and
-// tombstones, which migration 0005 indexes.
-var byTimeColumns = []string{"created_at", "actor", "operation_key"}
+// The time-ordered scans read receipts and tombstones through the indexes
+// of migration 0005 on (created_at, actor, operation_key).
 
-// byTimeSQL reads the next page of tb's records in time order: those
-// created before $1, oldest first, or when newestFirst those created at or
-// before $1 (every record when not bounded, and then without $1), newest
-// first; after the first page, only those beyond the position of the
-// following three parameters (created_at, actor, operation_key) in that
-// order.
-func (tb table[T]) byTimeSQL(newestFirst, bounded, after bool, limit int) string {
-	var conds []string
-	dir, cmp, beyond := "", "<", ">"
-	if newestFirst {
-		dir, cmp, beyond = " DESC", "<=", "<"
-	}
-	next := 1
-	if bounded {
-		conds = append(conds, "created_at "+cmp+" $1")
-		next = 2
-	}
+// oldestSQL reads the next page of tb's records created before $1, oldest
+// first; after the first page, only those after the position ($2, $3, $4).
+func (tb table[T]) oldestSQL(after bool, limit int) string {
+	where := "created_at < $1"
 	if after {
-		conds = append(conds, fmt.Sprintf("(%s) %s (%s)", strings.Join(byTimeColumns, ", "), beyond, params(next, len(byTimeColumns))))
+		where += " AND (created_at, actor, operation_key) > ($2, $3, $4)"
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	order := strings.Join(byTimeColumns, dir+", ") + dir
-	return fmt.Sprintf("SELECT %s FROM %s%s ORDER BY %s LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, order, limit)
+	return fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY created_at, actor, operation_key LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, limit)
 }
 
-// forEachByTime calls fn for the records of tb (receipts or tombstones) in
-// time order, as byTimeSQL selects them, a page at a time. Pages start
-// small and grow to pageSize, so a scan that stops early (a page of the
-// operations view) reads few rows more than it uses.
-func forEachByTime[T any](t *tx, tb table[T], at time.Time, newestFirst bool, fn func(T) error) error {
-	bounded := !newestFirst || !at.IsZero()
-	var bound []any
-	if bounded {
-		bound = []any{at}
+// newestSQL reads the next page of tb's records in the order of
+// engine.TimePosition (newest first, ties by actor and key): with a
+// position, those at ($1, $2, $3) or after it, or only those after it when
+// past is set.
+func (tb table[T]) newestSQL(from, past bool, limit int) string {
+	where := ""
+	if from {
+		op := ">="
+		if past {
+			op = ">"
+		}
+		where = " WHERE created_at <= $1 AND (created_at < $1 OR (actor, operation_key) " + op + " ($2, $3))"
 	}
-	var after []any
+	return fmt.Sprintf("SELECT %s FROM %s%s ORDER BY created_at DESC, actor, operation_key LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, limit)
+}
+
+// forEachByTime calls fn for the records of tb (receipts or tombstones) that
+// query selects, a page at a time: query(p, limit) reads the first page when
+// p is nil, and the page after the record at position p otherwise. Pages
+// start small and grow to pageSize, so a scan that stops early (a page of
+// the operations view) reads few rows more than it uses.
+func forEachByTime[T any](t *tx, tb table[T], position func(T) engine.TimePosition, query func(p *engine.TimePosition, limit int) (string, []any), fn func(T) error) error {
+	var p *engine.TimePosition
 	for limit := 64; ; limit = min(2*limit, pageSize) {
 		if err := t.usable(); err != nil {
 			return err
 		}
-		rows, err := t.tx.Query(t.ctx, tb.byTimeSQL(newestFirst, bounded, after != nil, limit), append(slices.Clip(bound), after...)...)
+		sql, args := query(p, limit)
+		rows, err := t.tx.Query(t.ctx, sql, args...)
 		if err != nil {
 			return t.fail(fmt.Errorf("scan %s by time: %w", tb.name, err))
 		}
@@ -441,24 +434,45 @@ func forEachByTime[T any](t *tx, tb table[T], at time.Time, newestFirst bool, fn
 		if len(page) < limit {
 			return nil
 		}
-		last := tb.values(page[len(page)-1])
-		after = make([]any, 0, len(byTimeColumns))
-		for _, c := range byTimeColumns {
-			after = append(after, last[slices.Index(tb.columns, c)])
-		}
+		last := position(page[len(page)-1])
+		p = &last
 	}
 }
 
+// oldest is forEachByTime over the records of tb created before at.
+func oldest[T any](t *tx, tb table[T], position func(T) engine.TimePosition, at time.Time, fn func(T) error) error {
+	return forEachByTime(t, tb, position, func(p *engine.TimePosition, limit int) (string, []any) {
+		if p == nil {
+			return tb.oldestSQL(false, limit), []any{at}
+		}
+		return tb.oldestSQL(true, limit), []any{at, p.At, p.Actor, string(p.Key)}
+	}, fn)
+}
+
+// newest is forEachByTime over the records of tb from the one at from on,
+// newest first.
+func newest[T any](t *tx, tb table[T], position func(T) engine.TimePosition, from engine.TimePosition, fn func(T) error) error {
+	return forEachByTime(t, tb, position, func(p *engine.TimePosition, limit int) (string, []any) {
+		switch {
+		case p != nil:
+			return tb.newestSQL(true, true, limit), []any{p.At, p.Actor, string(p.Key)}
+		case from.IsZero():
+			return tb.newestSQL(false, false, limit), nil
+		}
+		return tb.newestSQL(true, false, limit), []any{from.At, from.Actor, string(from.Key)}
+	}, fn)
+}
+
 func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
-	return forEachByTime(t, receipts, at, false, fn)
+	return oldest(t, receipts, engine.ReceiptPosition, at, fn)
 }
 
-func (t *tx) ForEachReceiptNewestFirst(until time.Time, fn func(engine.Receipt) error) error {
-	return forEachByTime(t, receipts, until, true, fn)
+func (t *tx) ForEachReceiptNewestFirst(from engine.TimePosition, fn func(engine.Receipt) error) error {
+	return newest(t, receipts, engine.ReceiptPosition, from, fn)
 }
 
-func (t *tx) ForEachTombstoneNewestFirst(until time.Time, fn func(engine.Tombstone) error) error {
-	return forEachByTime(t, tombstones, until, true, fn)
+func (t *tx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn func(engine.Tombstone) error) error {
+	return newest(t, tombstones, engine.TombstonePosition, from, fn)
 }
 
 // Workshop reads a workshop; inside Update it also locks the row until the

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"OperationsViewOrderAndCursors", testOperationsOrder},
 		{"OperationsViewVisitsOnlyItsPage", testOperationsVisits},
 		{"TimeIndexFollowsRewrites", testTimeIndexFollowsRewrites},
+		{"TimeOrderedScansPage", testTimeOrderedScans},
 		{"CheckFindsBrokenLifecycle", testCheckLifecycleFindings},
 	}
 	for _, tt := range tests {

@@ -284,55 +284,44 @@ func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
 	return forEach(t.s.tombstones, compareReceiptKeys, fn)
 }
 
-// ForEachReceiptCreatedBefore sorts the receipts on each call; the other
-// stores read an index instead.
+// ForEachReceiptCreatedBefore and the other time-ordered scans sort the
+// records on each call; the other stores read an index instead.
 func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
-	return forEachByTime(t.s.receipts, receiptCreated, func(c time.Time) bool { return c.Before(at) }, false, fn)
+	return forEachByTime(t.s.receipts, engine.ReceiptPosition, func(p engine.TimePosition) bool { return p.At.Before(at) },
+		func(p, q engine.TimePosition) int {
+			return cmp.Or(p.At.Compare(q.At), cmp.Compare(p.Actor, q.Actor), cmp.Compare(p.Key, q.Key))
+		}, fn)
 }
 
-func (t *tx) ForEachReceiptNewestFirst(until time.Time, fn func(engine.Receipt) error) error {
-	return forEachByTime(t.s.receipts, receiptCreated, notAfter(until), true, fn)
+func (t *tx) ForEachReceiptNewestFirst(from engine.TimePosition, fn func(engine.Receipt) error) error {
+	return forEachByTime(t.s.receipts, engine.ReceiptPosition, notBefore(from), engine.TimePosition.Compare, fn)
 }
 
-func (t *tx) ForEachTombstoneNewestFirst(until time.Time, fn func(engine.Tombstone) error) error {
-	return forEachByTime(t.s.tombstones, tombstoneCreated, notAfter(until), true, fn)
+func (t *tx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn func(engine.Tombstone) error) error {
+	return forEachByTime(t.s.tombstones, engine.TombstonePosition, notBefore(from), engine.TimePosition.Compare, fn)
 }
 
-func receiptCreated(r engine.Receipt) time.Time     { return r.CreatedAt }
-func tombstoneCreated(r engine.Tombstone) time.Time { return r.CreatedAt }
-
-// notAfter selects the times at or before until; the zero until selects
-// every time.
-func notAfter(until time.Time) func(time.Time) bool {
-	return func(c time.Time) bool { return until.IsZero() || !c.After(until) }
+// notBefore selects the positions at from or after it.
+func notBefore(from engine.TimePosition) func(engine.TimePosition) bool {
+	return func(p engine.TimePosition) bool { return !p.Before(from) }
 }
 
-// forEachByTime visits the records of m whose creation time keep selects, in
-// the order of (creation time, actor, key), or its reverse when newestFirst.
-// The records are collected first, so fn may write to the transaction; a
-// record fn deleted is skipped.
-func forEachByTime[R any](m map[receiptKey]R, created func(R) time.Time, keep func(time.Time) bool, newestFirst bool, fn func(R) error) error {
-	type entry struct {
-		at time.Time
-		k  receiptKey
-	}
-	var order []entry
-	for k, r := range m {
-		if at := created(r); keep(at) {
-			order = append(order, entry{at, k})
+// forEachByTime visits the records of m whose position keep selects, in the
+// order of compare. The records are collected first; a record deleted or
+// moved to another position meanwhile is skipped.
+func forEachByTime[R any](m map[receiptKey]R, position func(R) engine.TimePosition, keep func(engine.TimePosition) bool,
+	compare func(p, q engine.TimePosition) int, fn func(R) error) error {
+	var order []engine.TimePosition
+	for _, r := range m {
+		if p := position(r); keep(p) {
+			order = append(order, p)
 		}
 	}
-	slices.SortFunc(order, func(a, b entry) int {
-		c := cmp.Or(a.at.Compare(b.at), compareReceiptKeys(a.k, b.k))
-		if newestFirst {
-			return -c
-		}
-		return c
-	})
-	for _, e := range order {
-		r, ok := m[e.k]
-		if !ok || !created(r).Equal(e.at) {
-			continue // Deleted or replaced by fn.
+	slices.SortFunc(order, compare)
+	for _, p := range order {
+		r, ok := m[receiptKey{p.Actor, p.Key}]
+		if !ok || compare(position(r), p) != 0 {
+			continue
 		}
 		if err := fn(r); err != nil {
 			return err
