@@ -76,7 +76,7 @@ func TombstoneOf(rec Receipt, now time.Time) Tombstone {
 // turns into tombstones. The janitor's writes share the store's one writer
 // (and, with group commit, the commits of reservations), so each step is
 // kept small enough to add no more than a few milliseconds to any commit.
-const ExpireStep = 64
+const ExpireStep = 32
 
 // ExpireReceipts turns up to limit receipts stored before now − retention
 // into tombstones and returns how many it turned. It finds them in a read
