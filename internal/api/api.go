@@ -173,6 +173,7 @@ type OperationRecord struct {
 	Workshop      string               `json:"workshop"`
 	Quantity      int                  `json:"quantity"`
 	ReservationID string               `json:"reservation_id,omitempty"`
+	HoldID        string               `json:"hold_id,omitempty"`
 	CreatedAt     time.Time            `json:"created_at"`
 	Expired       bool                 `json:"expired,omitempty"`
 }

@@ -31,8 +31,12 @@ import (
 // (format 2 of each in codec.go) and still reads the older records; a
 // version 1 or 2 file is marked 3 the same way. Version 4 adds holds (the
 // holds and holds_open buckets, workshops of format 2 with their holding
-// counter, receipts of format 3 with their hold members); an older file is
-// marked 4 the same way.
+// counter, receipts of format 3 with their hold members) and the time
+// indexes of receipts and tombstones (timeindex.go); opening an earlier
+// version's file for writing builds the indexes, in the transaction that
+// marks it version 4, before the store serves anything. A read-only open
+// leaves such a file as it is: its time-ordered scans read every record
+// instead, and the buckets it lacks read as empty.
 const SchemaVersion = 4
 
 // The buckets, declared once and created by Open.
@@ -48,9 +52,14 @@ var (
 	bucketHolds        = []byte("holds")          // Holds, by id.
 	bucketOpenHolds    = []byte("holds_open")     // Open holds, by workshop 0x00 deadline id.
 
+	bucketReceiptsByTime   = []byte("receipts_by_time")   // Receipts by creation time (timeindex.go).
+	bucketTombstonesByTime = []byte("tombstones_by_time") // Tombstones by creation time (timeindex.go).
+
 	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
 		bucketTombstones, bucketEvents, bucketPending,
-		bucketHolds, bucketOpenHolds}
+		bucketReceiptsByTime, bucketTombstonesByTime,
+		bucketHolds, bucketOpenHolds,
+	}
 
 	keySchema = []byte("schema")
 )
@@ -213,12 +222,25 @@ func createSchema(tx *bolt.Tx, path string) error {
 }
 
 // initSchema refuses a file of a newer schema or of another program, marks
-// an older file with the current schema version, and creates buckets this
-// version declares that an older file lacks.
+// an older file with the current schema version, creates buckets this
+// version declares that an older file lacks, and builds the time indexes of
+// a file written before version 4 (or that lacks them).
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
 		return err
+	}
+	rebuild := v < 4 || tx.Bucket(bucketReceiptsByTime) == nil || tx.Bucket(bucketTombstonesByTime) == nil
+	if err := createBuckets(tx, path); err != nil {
+		return err
+	}
+	if rebuild {
+		if err := receiptTimes.build(tx, path); err != nil {
+			return err
+		}
+		if err := tombstoneTimes.build(tx, path); err != nil {
+			return err
+		}
 	}
 	if v < SchemaVersion {
 		var raw [8]byte
@@ -227,7 +249,7 @@ func initSchema(tx *bolt.Tx, path string) error {
 			return fmt.Errorf("upgrade schema version of %s from %d to %d: %w", path, v, SchemaVersion, err)
 		}
 	}
-	return createBuckets(tx, path)
+	return nil
 }
 
 // createBuckets creates every bucket the file lacks.
@@ -331,7 +353,8 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 }
 
 // Check reports broken invariants: the engine's (counters, receipts,
-// reservations, capacity). A damaged page is a *DamageError, not a finding:
+// reservations, capacity) and the file's own (every entry of the time
+// indexes names its record at its time, and every record has its entry). A damaged page is a *DamageError, not a finding:
 // the file's structure is walked by Open, and again here on a writable store.
 // (bbolt's own Tx.Check is not used: it panics in a goroutine of its own,
 // which no caller can recover, when the file keeps no freelist and a page
@@ -341,6 +364,11 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 		return nil, err
 	}
 	findings, err := engine.Check(ctx, s)
+	if err == nil {
+		var more []engine.Finding
+		more, err = s.checkTimeIndexes(ctx)
+		findings = append(findings, more...)
+	}
 	var de *DamageError
 	if errors.As(err, &de) {
 		return nil, err
@@ -349,6 +377,23 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 		return nil, fmt.Errorf("check %s: %w", s.path, err)
 	}
 	return findings, nil
+}
+
+// checkTimeIndexes reports the differences between the records and their
+// time indexes.
+func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
+	err = s.View(ctx, func(etx engine.Tx) error {
+		t := etx.(*tx)
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify} {
+			more, err := verify(t)
+			if err != nil {
+				return err
+			}
+			findings = append(findings, more...)
+		}
+		return nil
+	})
+	return findings, err
 }
 
 // Close waits for Updates in flight, stops the committer and closes the file.

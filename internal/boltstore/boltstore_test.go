@@ -197,7 +197,7 @@ func TestSchema2Records(t *testing.T) {
 				return err
 			}
 		}
-		return nil
+		return dropTimeIndexes(tx)
 	})
 	db.Close()
 	if err != nil {
@@ -230,6 +230,19 @@ func TestSchema2Records(t *testing.T) {
 	}
 	if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
 		t.Errorf("check after the upgrade: %v, %v", findings, err)
+	}
+	// The upgrade indexed the receipt by its time: the operations view
+	// shows it, and it expires.
+	ops, _, err := eng.Operations(ctx, engine.OperationFilter{})
+	if err != nil || len(ops) != 1 || ops[0].Operation != key || !ops[0].CreatedAt.Equal(created) {
+		t.Fatalf("operations view after the upgrade = %+v, %v", ops, err)
+	}
+	later := engine.New(s, engine.WithClock(func() time.Time { return created.Add(48 * time.Hour) }))
+	if n, err := later.ExpireReceipts(ctx, 24*time.Hour, 10); err != nil || n != 1 {
+		t.Fatalf("ExpireReceipts after the upgrade = %d, %v; want 1", n, err)
+	}
+	if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
+		t.Errorf("check after the expiry: %v, %v", findings, err)
 	}
 }
 

@@ -32,7 +32,8 @@ const appendOnlyFill = 0.9
 func (t *tx) bucket(name []byte) *bolt.Bucket {
 	b := t.b.Bucket(name)
 	switch string(name) {
-	case string(bucketReservations), string(bucketEvents), string(bucketPending):
+	case string(bucketReservations), string(bucketEvents), string(bucketPending),
+		string(bucketReceiptsByTime), string(bucketTombstonesByTime):
 		b.FillPercent = appendOnlyFill
 	}
 	return b
@@ -82,6 +83,13 @@ func (t *tx) getRaw(bucket, key []byte, decode func(k, raw []byte) error) (bool,
 func (t *tx) putRaw(bucket, key, raw []byte) error {
 	if err := t.bucket(bucket).Put(key, raw); err != nil {
 		return fmt.Errorf("write %s/%q: %w", bucket, key, err)
+	}
+	return nil
+}
+
+func (t *tx) deleteRaw(bucket, key []byte) error {
+	if err := t.bucket(bucket).Delete(key); err != nil {
+		return fmt.Errorf("delete %s/%q: %w", bucket, key, err)
 	}
 	return nil
 }
@@ -185,7 +193,11 @@ func (t *tx) PutReceipt(r engine.Receipt) error {
 	if err != nil {
 		return fmt.Errorf("encode receipt %s/%s: %w", r.Actor, r.OperationKey, err)
 	}
-	return t.putRaw(bucketReceipts, receiptKey(r.Actor, r.OperationKey), raw)
+	k := receiptKey(r.Actor, r.OperationKey)
+	if err := receiptTimes.put(t, k, r); err != nil {
+		return err
+	}
+	return t.putRaw(bucketReceipts, k, raw)
 }
 
 func (t *tx) ForEachReceipt(fn func(engine.Receipt) error) error {
@@ -224,10 +236,10 @@ func (t *tx) DeleteToken(hash string) error {
 
 func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
 	k := receiptKey(actor, key)
-	if err := t.b.Bucket(bucketReceipts).Delete(k); err != nil {
-		return fmt.Errorf("delete receipts/%q: %w", k, err)
+	if err := receiptTimes.delete(t, k); err != nil {
+		return err
 	}
-	return nil
+	return t.deleteRaw(bucketReceipts, k)
 }
 
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
@@ -237,11 +249,27 @@ func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone,
 }
 
 func (t *tx) PutTombstone(r engine.Tombstone) error {
-	return t.put(bucketTombstones, receiptKey(r.Actor, r.OperationKey), encodeTombstone(r))
+	k := receiptKey(r.Actor, r.OperationKey)
+	if err := tombstoneTimes.put(t, k, r); err != nil {
+		return err
+	}
+	return t.put(bucketTombstones, k, encodeTombstone(r))
 }
 
 func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
 	return forEach(t, bucketTombstones, func(r tombstoneJSON) error { return fn(r.tombstone()) })
+}
+
+func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
+	return receiptTimes.scanOldest(t, at, fn)
+}
+
+func (t *tx) ForEachReceiptNewestFirst(from engine.TimePosition, fn func(engine.Receipt) error) error {
+	return receiptTimes.scanNewest(t, from, fn)
+}
+
+func (t *tx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn func(engine.Tombstone) error) error {
+	return tombstoneTimes.scanNewest(t, from, fn)
 }
 
 // AddEvent stores the event and, while it is undelivered, its id in the

@@ -26,6 +26,7 @@ const (
 	FindingMissingEvent     = "effect_without_event"
 	FindingOrphanEvent      = "event_without_effect"
 	FindingHold             = "hold_mismatch"
+	FindingTimeIndex        = "time_index_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -64,15 +65,16 @@ type resInfo struct {
 // match its reservation, a reservation of an unknown workshop, receipts whose
 // stored answer does not match their own request, and an outbox that does
 // not hold exactly one confirmation event for every reservation and every
-// cancellation and no other event. For holds it reports a holding counter
-// that differs from the sum of its open holds, reserved and held (at the
-// time of the check) above capacity, a hold not made by exactly one "held"
-// answer of its owner and key, a confirmed hold without its reservation or
-// without exactly one "reserved" confirmation, a released hold without
-// exactly one "released" answer, any other hold that names a reservation,
-// a hold confirmed or released at or after its deadline, and one cleaned up
-// as expired before it. No findings means the store keeps the promise "one intent,
-// one effect".
+// cancellation and no other event, and time-ordered scans of receipts and
+// tombstones that do not visit each record exactly once, in order. For
+// holds it reports a holding counter that differs from the sum of its open
+// holds, reserved and held (at the time of the check) above capacity, a
+// hold not made by exactly one "held" answer of its owner and key, a
+// confirmed hold without its reservation or without exactly one "reserved"
+// confirmation, a released hold without exactly one "released" answer, any
+// other hold that names a reservation, a hold confirmed or released at or
+// after its deadline, and one cleaned up as expired before it. No findings
+// means the store keeps the promise "one intent, one effect".
 func Check(ctx context.Context, store Store) ([]Finding, error) {
 	return CheckAt(ctx, store, time.Now())
 }
@@ -137,6 +139,9 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 			checkRef(answerRef{what: "tombstone", actor: t.Actor, key: t.OperationKey, kind: t.Kind(), answer: t.Answer})
 			return nil
 		}); err != nil {
+			return err
+		}
+		if err := checkTimeOrder(tx, add); err != nil {
 			return err
 		}
 		if err := tx.ForEachEvent(func(ev Event) error {
@@ -357,6 +362,51 @@ func checkOpenHoldIndex(tx Tx, w Workshop, holds map[string]*holdInfo, add func(
 	for id, h := range holds {
 		if h.Open() && h.Workshop == w.ID && !listed[id] {
 			add(FindingHold, "open hold %s of workshop %q is missing from the index of open holds", id, w.ID)
+		}
+	}
+	return nil
+}
+
+// checkTimeOrder reports time-ordered scans that do not visit every receipt
+// and every tombstone once, strictly newest first. A scan in strict order
+// visits no record twice, so it visits them all when it visits as many as
+// the store holds.
+func checkTimeOrder(tx Tx, add func(kind, format string, args ...any)) error {
+	type scans struct {
+		what       string
+		all        func(fn func() error) error
+		newestLast func(fn func(TimePosition) error) error
+	}
+	for _, c := range []scans{
+		{"receipts",
+			func(fn func() error) error { return tx.ForEachReceipt(func(Receipt) error { return fn() }) },
+			func(fn func(TimePosition) error) error {
+				return tx.ForEachReceiptNewestFirst(TimePosition{}, func(r Receipt) error { return fn(ReceiptPosition(r)) })
+			}},
+		{"tombstones",
+			func(fn func() error) error { return tx.ForEachTombstone(func(Tombstone) error { return fn() }) },
+			func(fn func(TimePosition) error) error {
+				return tx.ForEachTombstoneNewestFirst(TimePosition{}, func(t Tombstone) error { return fn(TombstonePosition(t)) })
+			}},
+	} {
+		stored, visited := 0, 0
+		if err := c.all(func() error { stored++; return nil }); err != nil {
+			return err
+		}
+		var prev TimePosition
+		if err := c.newestLast(func(at TimePosition) error {
+			if !prev.Before(at) {
+				add(FindingTimeIndex, "the time-ordered scan of %s visits %s/%s (%s) after %s/%s (%s)", c.what,
+					at.Actor, at.Key, at.At.Format(time.RFC3339Nano), prev.Actor, prev.Key, prev.At.Format(time.RFC3339Nano))
+			}
+			prev = at
+			visited++
+			return nil
+		}); err != nil {
+			return err
+		}
+		if visited != stored {
+			add(FindingTimeIndex, "the time-ordered scan of %s visits %d of them, the store holds %d", c.what, visited, stored)
 		}
 	}
 	return nil

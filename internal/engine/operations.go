@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"container/heap"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,7 +19,8 @@ const (
 
 // OperationOutcomes are the outcomes the operations view can filter by: the
 // status of the stored answer.
-var OperationOutcomes = []string{StatusReserved, StatusUnavailable, StatusCancelled, StatusAlreadyCancelled}
+var OperationOutcomes = []string{StatusReserved, StatusUnavailable, StatusCancelled, StatusAlreadyCancelled,
+	StatusHeld, StatusExpired, StatusReleased, StatusAlreadyConfirmed, StatusAlreadyReleased}
 
 // OperationRecord is one stored operation as an admin sees it: who used
 // which key, and the stored answer (its members: the kind of operation, the
@@ -45,45 +46,26 @@ type OperationFilter struct {
 	After   string
 }
 
-// cursor is a position in the operations view's order: newest first, ties
-// by actor and key.
-type cursor struct {
-	at    time.Time
-	actor string
-	key   OperationKey
+// encodeCursor returns the position as an opaque URL-safe string.
+func encodeCursor(p TimePosition) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(p.At.UnixNano(), 10) + "|" + p.Actor + "|" + string(p.Key)))
 }
 
-// before reports whether a comes before b in the view's order.
-func (a cursor) before(b cursor) bool {
-	if !a.at.Equal(b.at) {
-		return a.at.After(b.at)
-	}
-	if a.actor != b.actor {
-		return a.actor < b.actor
-	}
-	return a.key < b.key
-}
-
-// encode returns the cursor as an opaque URL-safe string.
-func (a cursor) encode() string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(a.at.UnixNano(), 10) + "|" + a.actor + "|" + string(a.key)))
-}
-
-// decodeCursor parses a cursor made by encode.
-func decodeCursor(s string) (cursor, error) {
+// decodeCursor parses a cursor made by encodeCursor.
+func decodeCursor(s string) (TimePosition, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return cursor{}, errBadCursor
+		return TimePosition{}, errBadCursor
 	}
 	parts := strings.Split(string(raw), "|")
 	if len(parts) != 3 {
-		return cursor{}, errBadCursor
+		return TimePosition{}, errBadCursor
 	}
 	ns, err := strconv.ParseInt(parts[0], 10, 64)
 	if err != nil {
-		return cursor{}, errBadCursor
+		return TimePosition{}, errBadCursor
 	}
-	return cursor{at: time.Unix(0, ns).UTC(), actor: parts[1], key: OperationKey(parts[2])}, nil
+	return TimePosition{At: time.Unix(0, ns).UTC(), Actor: parts[1], Key: OperationKey(parts[2])}, nil
 }
 
 var errBadCursor = Errorf(CodeRequestContract, "query parameter \"cursor\" is not a cursor this daemon returned")
@@ -115,65 +97,73 @@ func (f *OperationFilter) Validate() error {
 // Operations lists the stored operations (receipts and the tombstones of
 // expired ones) that match f, newest first, at most f.Limit of them, from
 // one consistent snapshot. next is the cursor of the following page, "" when
-// there is none. It scans every receipt, keeping only the page in memory.
+// there is none.
+//
+// It walks the store's time-ordered indexes of receipts and of tombstones
+// newest first from the cursor and stops each walk once it has one match
+// more than the page holds, or at the first record older than f.Since. So
+// a page costs what it visits: about f.Limit records of each kind for an
+// unfiltered view at any size of the store, while a filter by actor or
+// outcome also visits the newer records that do not match it.
 func (e *Engine) Operations(ctx context.Context, f OperationFilter) (ops []OperationRecord, next string, err error) {
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
-	var after *cursor
+	var after TimePosition
 	if f.After != "" {
-		c, _ := decodeCursor(f.After)
-		after = &c
-	}
-	keep := &recordHeap{}
-	consider := func(rec OperationRecord) {
-		if (f.Actor != "" && rec.Actor != f.Actor) ||
-			(!f.Since.IsZero() && rec.CreatedAt.Before(f.Since)) ||
-			(f.Outcome != "" && rec.Answer.Status != f.Outcome) {
-			return
-		}
-		c := recordCursor(rec)
-		if after != nil && !after.before(c) {
-			return
-		}
-		if keep.Len() <= f.Limit {
-			heap.Push(keep, rec)
-			return
-		}
-		if c.before(recordCursor((*keep)[0])) {
-			(*keep)[0] = rec
-			heap.Fix(keep, 0)
-		}
+		after, _ = decodeCursor(f.After)
 	}
 	err = e.store.View(ctx, func(tx Tx) error {
-		*keep = (*keep)[:0]
-		if err := tx.ForEachReceipt(func(r Receipt) error {
-			consider(receiptRecord(r))
-			return nil
-		}); err != nil {
+		receipts, err := newestMatches(f, after, func(fn func(OperationRecord) error) error {
+			return tx.ForEachReceiptNewestFirst(after, func(r Receipt) error { return fn(receiptRecord(r)) })
+		})
+		if err != nil {
 			return err
 		}
-		return tx.ForEachTombstone(func(t Tombstone) error {
-			consider(tombstoneRecord(t))
-			return nil
+		tombstones, err := newestMatches(f, after, func(fn func(OperationRecord) error) error {
+			return tx.ForEachTombstoneNewestFirst(after, func(t Tombstone) error { return fn(tombstoneRecord(t)) })
 		})
+		ops = append(receipts, tombstones...)
+		return err
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("list operations: %w", err)
 	}
-	ops = make([]OperationRecord, keep.Len())
-	for i := len(ops) - 1; i >= 0; i-- {
-		ops[i] = heap.Pop(keep).(OperationRecord)
-	}
+	slices.SortFunc(ops, func(a, b OperationRecord) int { return recordPosition(a).Compare(recordPosition(b)) })
 	if len(ops) > f.Limit {
 		ops = ops[:f.Limit]
-		next = recordCursor(ops[len(ops)-1]).encode()
+		next = encodeCursor(recordPosition(ops[len(ops)-1]))
 	}
 	return ops, next, nil
 }
 
-func recordCursor(r OperationRecord) cursor {
-	return cursor{at: r.CreatedAt, actor: r.Actor, key: r.Operation}
+// newestMatches returns the first f.Limit + 1 records that scan visits,
+// newest first from the cursor after, that match f and come after the
+// cursor, stopping early at the first record older than f.Since.
+func newestMatches(f OperationFilter, after TimePosition, scan func(func(OperationRecord) error) error) ([]OperationRecord, error) {
+	var page []OperationRecord
+	err := scan(func(rec OperationRecord) error {
+		if !f.Since.IsZero() && rec.CreatedAt.Before(f.Since) {
+			return errEnough
+		}
+		if (f.Actor != "" && rec.Actor != f.Actor) || (f.Outcome != "" && rec.Answer.Status != f.Outcome) ||
+			!after.Before(recordPosition(rec)) {
+			return nil
+		}
+		page = append(page, rec)
+		if len(page) > f.Limit {
+			return errEnough
+		}
+		return nil
+	})
+	if errors.Is(err, errEnough) {
+		err = nil
+	}
+	return page, err
+}
+
+func recordPosition(r OperationRecord) TimePosition {
+	return TimePosition{At: r.CreatedAt, Actor: r.Actor, Key: r.Operation}
 }
 
 // receiptRecord is the view of a receipt.
@@ -184,19 +174,4 @@ func receiptRecord(r Receipt) OperationRecord {
 // tombstoneRecord is the view of a tombstone.
 func tombstoneRecord(t Tombstone) OperationRecord {
 	return OperationRecord{Actor: t.Actor, Operation: t.OperationKey, Answer: t.Answer, CreatedAt: t.CreatedAt, Expired: true}
-}
-
-// recordHeap keeps the newest records; its root is the one that comes last
-// in the view's order, the first to drop.
-type recordHeap []OperationRecord
-
-func (h recordHeap) Len() int           { return len(h) }
-func (h recordHeap) Less(i, j int) bool { return recordCursor(h[j]).before(recordCursor(h[i])) }
-func (h recordHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *recordHeap) Push(x any)        { *h = append(*h, x.(OperationRecord)) }
-func (h *recordHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

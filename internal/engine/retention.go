@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -71,40 +72,70 @@ func TombstoneOf(rec Receipt, now time.Time) Tombstone {
 	}
 }
 
+// ExpireStep is the most receipts one write transaction of ExpireReceipts
+// turns into tombstones. The janitor's writes share the store's one writer
+// (and, with group commit, the commits of reservations), so each step is
+// kept small enough to add no more than a few milliseconds to any commit.
+const ExpireStep = 32
+
 // ExpireReceipts turns up to limit receipts stored before now − retention
-// into tombstones, in one transaction, and returns how many it turned. The
-// daemon's janitor calls it until it returns fewer than limit.
+// into tombstones and returns how many it turned. It finds them in a read
+// transaction, oldest first through the store's time-ordered index, which
+// stops at the first receipt that is recent enough: when nothing is old
+// enough that is one index seek and no write at all. It then writes them in
+// transactions of at most ExpireStep receipts each, each of which reads the
+// receipt again and leaves it alone if it is gone or no longer old enough.
+// The receipts turned are gone from the index, so the next call finds the
+// next oldest without passing over them again; the daemon's janitor calls
+// it until it returns fewer than limit.
 func (e *Engine) ExpireReceipts(ctx context.Context, retention time.Duration, limit int) (int, error) {
 	now := e.now().UTC()
 	cutoff := now.Add(-retention)
-	n := 0
-	err := e.store.Update(ctx, func(tx Tx) error {
-		var old []Receipt
-		err := tx.ForEachReceipt(func(rec Receipt) error {
+	var old []Receipt
+	err := e.store.View(ctx, func(tx Tx) error {
+		old = old[:0]
+		err := tx.ForEachReceiptCreatedBefore(cutoff, func(rec Receipt) error {
 			if len(old) >= limit {
 				return errEnough
 			}
-			if rec.CreatedAt.Before(cutoff) {
-				old = append(old, rec)
-			}
+			old = append(old, rec)
 			return nil
 		})
-		if err != nil && !errors.Is(err, errEnough) {
-			return err
+		if errors.Is(err, errEnough) {
+			return nil
 		}
-		for _, rec := range old {
-			if err := tx.PutTombstone(TombstoneOf(rec, now)); err != nil {
-				return fmt.Errorf("tombstone of %s/%s: %w", rec.Actor, rec.OperationKey, err)
-			}
-			if err := tx.DeleteReceipt(rec.Actor, rec.OperationKey); err != nil {
-				return fmt.Errorf("delete receipt %s/%s: %w", rec.Actor, rec.OperationKey, err)
-			}
-		}
-		n = len(old)
-		return nil
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("expire receipts: %w", err)
+	}
+	n := 0
+	for step := range slices.Chunk(old, ExpireStep) {
+		turned := 0
+		err := e.store.Update(ctx, func(tx Tx) error {
+			turned = 0
+			for _, c := range step {
+				rec, ok, err := tx.Receipt(c.Actor, c.OperationKey)
+				if err != nil {
+					return fmt.Errorf("read receipt %s/%s: %w", c.Actor, c.OperationKey, err)
+				}
+				if !ok || !rec.CreatedAt.Before(cutoff) {
+					continue
+				}
+				if err := tx.PutTombstone(TombstoneOf(rec, now)); err != nil {
+					return fmt.Errorf("tombstone of %s/%s: %w", rec.Actor, rec.OperationKey, err)
+				}
+				if err := tx.DeleteReceipt(rec.Actor, rec.OperationKey); err != nil {
+					return fmt.Errorf("delete receipt %s/%s: %w", rec.Actor, rec.OperationKey, err)
+				}
+				turned++
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("expire receipts: %w", err)
+		}
+		n += turned
 	}
 	return n, nil
 }

@@ -56,6 +56,21 @@ type Tx interface {
 	PutTombstone(t Tombstone) error
 	ForEachTombstone(fn func(Tombstone) error) error
 
+	// The time-ordered scans visit receipts and tombstones by CreatedAt,
+	// through an index the store keeps up to date in PutReceipt,
+	// DeleteReceipt and PutTombstone, so that a scan costs what it visits,
+	// not what the store holds. Each stops at the first error fn returns,
+	// and returns it; fn must not write to the transaction.
+	//
+	// ForEachReceiptCreatedBefore visits the receipts created before t,
+	// oldest first (ties in any order).
+	ForEachReceiptCreatedBefore(t time.Time, fn func(Receipt) error) error
+	// ForEachReceiptNewestFirst and ForEachTombstoneNewestFirst visit the
+	// records in the order of TimePosition.Before, newest first, from the
+	// one at from on (every record when from is the zero position).
+	ForEachReceiptNewestFirst(from TimePosition, fn func(Receipt) error) error
+	ForEachTombstoneNewestFirst(from TimePosition, fn func(Tombstone) error) error
+
 	// AddEvent inserts a new outbox event and fails if its id exists.
 	// MarkEventDelivered records when an existing event was delivered,
 	// which takes it out of ForEachPendingEvent. Event reads one event;

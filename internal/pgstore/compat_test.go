@@ -4,14 +4,35 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/pgstore"
 	"github.com/reserve/reserve/internal/pgstore/pgtest"
 	"github.com/reserve/reserve/internal/server"
 )
+
+// schemaAsOf returns the DSN of a fresh schema made by the named migrations
+// only, the first ones, recorded as the runner records them.
+func schemaAsOf(t *testing.T, names ...string) string {
+	t.Helper()
+	dsn, _ := pgtest.FreshSchema(t)
+	pgtest.Exec(t, dsn, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`)
+	for v, name := range names {
+		sql, err := os.ReadFile(filepath.Join("migrations", name+".sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pgtest.Exec(t, dsn, string(sql))
+		pgtest.Exec(t, dsn, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, v+1, name)
+	}
+	return dsn
+}
 
 // TestSchema3Records: a database as schema versions 1–3 made it (only
 // their migrations run) and their rows as they wrote them (each receipt
@@ -21,16 +42,7 @@ import (
 // wrote, the tombstone still refuses its key, and the event delivers its
 // payload byte for byte.
 func TestSchema3Records(t *testing.T) {
-	dsn, _ := pgtest.FreshSchema(t)
-	pgtest.Exec(t, dsn, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`)
-	for v, name := range []string{"0001_init", "0002_token_kinds", "0003_lifecycle"} {
-		sql, err := os.ReadFile(filepath.Join("migrations", name+".sql"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pgtest.Exec(t, dsn, string(sql))
-		pgtest.Exec(t, dsn, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, v+1, name)
-	}
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle")
 	at := time.Date(2026, 11, 29, 12, 0, 0, 123456000, time.UTC)
 	req := engine.Request{Workshop: "go-basics", Quantity: 2}
 	const resID, cancelled = "0192f0a1b2c3d4e5f60718293a4b5c6d", "0192f0a1b2c3d4e5f60718293a4b5c6e"
@@ -99,16 +111,7 @@ func TestSchema3Records(t *testing.T) {
 // migration 5 on open: the workshop's holding counter starts at zero,
 // holds work in it, and the receipt replays byte for byte.
 func TestSchema4GetsHolds(t *testing.T) {
-	dsn, _ := pgtest.FreshSchema(t)
-	pgtest.Exec(t, dsn, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`)
-	for v, name := range []string{"0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status"} {
-		sql, err := os.ReadFile(filepath.Join("migrations", name+".sql"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pgtest.Exec(t, dsn, string(sql))
-		pgtest.Exec(t, dsn, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, v+1, name)
-	}
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status")
 	req := engine.Request{Workshop: "go-basics", Quantity: 2}
 	const key = "f47ac10b-58cc-4372-a567-0e02b2c3d470"
 	body := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
@@ -134,5 +137,68 @@ func TestSchema4GetsHolds(t *testing.T) {
 	}
 	if findings, err := engine.Check(t.Context(), s); err != nil || len(findings) != 0 {
 		t.Errorf("check after the upgrade: %v, %v", findings, err)
+	}
+}
+
+// TestSchema4GetsTimeIndexes: a database as schema versions 1–4 left it,
+// with rows, and with an INVALID index of the name migration 0006 uses (what
+// an interrupted concurrent build leaves), is migrated on open: both time
+// indexes exist, are valid and have the columns of the time order, version
+// 6 is recorded, receipts still replay byte for byte, the operations view
+// lists the rows newest first, and the old receipts expire.
+func TestSchema4GetsTimeIndexes(t *testing.T) {
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status")
+	at := time.Date(2026, 11, 29, 12, 0, 0, 123456000, time.UTC)
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	body := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
+	keys := []string{"f47ac10b-58cc-4372-a567-0e02b2c3d470", "f47ac10b-58cc-4372-a567-0e02b2c3d471", "f47ac10b-58cc-4372-a567-0e02b2c3d472"}
+	for i, key := range keys {
+		pgtest.Exec(t, dsn, `INSERT INTO receipts (actor, operation_key, fingerprint_version, fingerprint, workshop, quantity, status, body, reservation_id, created_at)
+			VALUES ('alice', $1, 1, $2, 'go-basics', 2, 'unavailable', $3, NULL, $4)`, key, engine.Fingerprint(req), []byte(body), at.Add(time.Duration(i)*time.Hour))
+	}
+	const expiredKey = "f47ac10b-58cc-4372-a567-0e02b2c3d475"
+	pgtest.Exec(t, dsn, `INSERT INTO tombstones (actor, operation_key, fingerprint_version, fingerprint, status, reservation_id, workshop, quantity, created_at, purged_at)
+		VALUES ('bob', $1, 1, $2, 'unavailable', NULL, 'go-basics', 2, $3, $3)`, expiredKey, engine.Fingerprint(req), at.Add(90*time.Minute))
+	// A unique index that cannot be built leaves an INVALID index behind.
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(t.Context(), `CREATE UNIQUE INDEX CONCURRENTLY receipts_by_time ON receipts (workshop)`)
+	conn.Close(t.Context())
+	if err == nil {
+		t.Fatal("the unique index of duplicates was built")
+	}
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	for _, name := range []string{"receipts", "tombstones"} {
+		var valid bool
+		var def string
+		err := s.Pool().QueryRow(t.Context(), `SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
+			name+"_by_time").Scan(&valid, &def)
+		if err != nil || !valid || !strings.HasPrefix(def, "CREATE INDEX ") || !strings.HasSuffix(def, "."+name+" USING btree (created_at, actor, operation_key)") {
+			t.Errorf("index %s_by_time: valid %v, %q, %v", name, valid, def, err)
+		}
+	}
+	clock := at.Add(48 * time.Hour)
+	eng := engine.New(s, engine.WithClock(func() time.Time { return clock }))
+	out, err := eng.Reserve(t.Context(), "alice", engine.OperationKey(keys[0]), req)
+	if err != nil || !out.Replayed || string(out.Answer.JSON()) != body {
+		t.Fatalf("replay = %s (%+v), %v; want %s", out.Answer.JSON(), out, err, body)
+	}
+	ops, _, err := eng.Operations(t.Context(), engine.OperationFilter{})
+	var got []string
+	for _, op := range ops {
+		got = append(got, string(op.Operation))
+	}
+	if want := []string{keys[2], expiredKey, keys[1], keys[0]}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("operations view = %q, %v; want %q", got, err, want)
+	}
+	if n, err := eng.ExpireReceipts(t.Context(), 47*time.Hour-30*time.Minute, 10); err != nil || n != 2 {
+		t.Fatalf("ExpireReceipts = %d, %v; want the 2 receipts older than the cutoff", n, err)
+	}
+	if findings, err := s.Check(t.Context()); err != nil || len(findings) != 0 {
+		t.Fatalf("check: %v, %v", findings, err)
 	}
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -77,62 +80,234 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return ms, nil
 }
 
+// noTransaction is the first line of a migration that runs outside a
+// transaction, because a statement of it cannot run inside one (CREATE
+// INDEX CONCURRENTLY, which builds an index without blocking writes to its
+// table). Its statements run one by one, each ended by a semicolon at the end
+// of a line, and must be idempotent (IF NOT EXISTS): a daemon that stops
+// midway leaves some of them done and the migration unrecorded, and the next
+// start runs it again. Before a CREATE INDEX CONCURRENTLY IF NOT EXISTS, an
+// index of that name that is INVALID (what an interrupted concurrent build
+// leaves) is dropped, so that the statement builds it again instead of
+// keeping it.
+const noTransaction = "-- reserve:no-transaction"
+
+// migrationLockPoll is how often a daemon that finds another one migrating
+// the schema tries the migration lock again.
+const migrationLockPoll = 20 * time.Millisecond
+
 // migrate brings the schema of the connection's current_schema() up to
-// SchemaVersion in one transaction, under a transaction-scoped advisory lock
-// keyed by that schema, so that daemons starting together apply each step
-// once and the others find it done. A database at a newer version than this
-// code knows is refused and left untouched. Without apply it changes
-// nothing and refuses any version but SchemaVersion. It reports whether it
-// created the schema's tables, that is whether the database was new.
+// SchemaVersion and reports whether it created the schema's tables, that is
+// whether the database was new. A database at a newer version than this
+// code knows is refused and left untouched. Without apply it changes nothing
+// and refuses any version but SchemaVersion.
+//
+// Daemons starting together apply each step once, and the others find it
+// done: every migration runs under a session-level advisory lock keyed by
+// the schema, which the same daemon holds from before it reads the version
+// until it has recorded the last step. Consecutive migrations that run in a
+// transaction run in one. A daemon waiting for the lock tries it again every
+// migrationLockPoll instead of blocking in PostgreSQL, because a concurrent
+// index build waits for every transaction that is older than it, and one
+// blocked on the lock that the building daemon holds would never end.
 func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) (created bool, err error) {
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		var schema *string
-		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-			return fmt.Errorf("read current schema: %w", err)
-		}
-		if schema == nil {
-			return fmt.Errorf("no schema of the search_path exists: create it, or fix search_path in the DSN")
-		}
-		if apply {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('reserve pgstore migrate ' || $1, 0))`, *schema); err != nil {
-				return fmt.Errorf("take the migration lock of schema %s: %w", *schema, err)
+	if !apply {
+		return false, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			schema, err := currentSchema(ctx, tx)
+			if err != nil {
+				return err
 			}
-			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-				version    INTEGER PRIMARY KEY,
-				name       TEXT NOT NULL,
-				applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-			)`); err != nil {
-				return fmt.Errorf("create schema_migrations in schema %s: %w", *schema, err)
-			}
-		} else {
 			var exists bool
 			if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
-				return fmt.Errorf("look for schema_migrations in schema %s: %w", *schema, err)
+				return fmt.Errorf("look for schema_migrations in schema %s: %w", schema, err)
 			}
 			if !exists {
-				return fmt.Errorf("database schema %s holds no reserve tables (no schema_migrations): start reserved on it once to create them", *schema)
+				return fmt.Errorf("database schema %s holds no reserve tables (no schema_migrations): start reserved on it once to create them", schema)
+			}
+			current, err := schemaVersion(ctx, tx, schema)
+			if err == nil && current < SchemaVersion {
+				err = fmt.Errorf("database schema %s has schema version %d, older than this reserved's %d: start reserved on it once to migrate it", schema, current, SchemaVersion)
+			}
+			return err
+		})
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return false, fmt.Errorf("connect to migrate: %w", err)
+	}
+	defer conn.Release()
+	schema, err := currentSchema(ctx, conn)
+	if err != nil {
+		return false, err
+	}
+	unlock, err := lockMigrations(ctx, conn, schema)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+	)`); err != nil {
+		return false, fmt.Errorf("create schema_migrations in schema %s: %w", schema, err)
+	}
+	current, err := schemaVersion(ctx, conn, schema)
+	if err != nil {
+		return false, err
+	}
+	created = current == 0
+	for pending := migrations[current:]; len(pending) > 0; {
+		if pending[0].outsideTransaction() {
+			if err := applyOutsideTransaction(ctx, conn, schema, pending[0]); err != nil {
+				return false, err
+			}
+			pending = pending[1:]
+			continue
+		}
+		n := 1
+		for n < len(pending) && !pending[n].outsideTransaction() {
+			n++
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			for _, m := range pending[:n] {
+				if _, err := tx.Exec(ctx, m.sql); err != nil {
+					return fmt.Errorf("apply migration %s to schema %s: %w", m.name, schema, err)
+				}
+				if err := record(ctx, tx, schema, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return false, err
+		}
+		pending = pending[n:]
+	}
+	return created, nil
+}
+
+// querier is what migrate reads and writes through: a connection or a
+// transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// currentSchema is the schema that the connection's search_path names first.
+func currentSchema(ctx context.Context, q querier) (string, error) {
+	var schema *string
+	if err := q.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return "", fmt.Errorf("read current schema: %w", err)
+	}
+	if schema == nil {
+		return "", fmt.Errorf("no schema of the search_path exists: create it, or fix search_path in the DSN")
+	}
+	return *schema, nil
+}
+
+// schemaVersion reads the newest recorded migration and refuses a version
+// newer than this code knows.
+func schemaVersion(ctx context.Context, q querier, schema string) (int, error) {
+	var current int
+	if err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return 0, fmt.Errorf("read schema version of schema %s: %w", schema, err)
+	}
+	if current > SchemaVersion {
+		return 0, fmt.Errorf("database schema %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", schema, current, SchemaVersion)
+	}
+	return current, nil
+}
+
+// record notes that m was applied.
+func record(ctx context.Context, q querier, schema string, m migration) error {
+	if _, err := q.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+		return fmt.Errorf("record migration %s in schema %s: %w", m.name, schema, err)
+	}
+	return nil
+}
+
+// lockMigrations takes the session-level advisory lock of schema's
+// migrations on conn, trying again every migrationLockPoll while another
+// session holds it, until ctx is done. unlock releases it; if that fails,
+// it closes the connection, which releases it too, so that the pool never
+// hands out a connection that still holds it.
+func lockMigrations(ctx context.Context, conn *pgxpool.Conn, schema string) (unlock func(), err error) {
+	const key = `hashtextextended('reserve pgstore migrate ' || $1, 0)`
+	for {
+		var locked bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+key+`)`, schema).Scan(&locked); err != nil {
+			return nil, fmt.Errorf("take the migration lock of schema %s: %w", schema, err)
+		}
+		if locked {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for the migration lock of schema %s: %w", schema, ctx.Err())
+		case <-time.After(migrationLockPoll):
+		}
+	}
+	return func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+key+`)`, schema); err != nil {
+			conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}, nil
+}
+
+// outsideTransaction reports whether m runs outside a transaction.
+func (m migration) outsideTransaction() bool {
+	first, _, _ := strings.Cut(m.sql, "\n")
+	return strings.TrimSpace(first) == noTransaction
+}
+
+// concurrentIndex finds the name of the index a statement builds with
+// CREATE INDEX CONCURRENTLY IF NOT EXISTS.
+var concurrentIndex = regexp.MustCompile(`(?is)^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+([a-z_][a-z0-9_]*)\s`)
+
+// statements splits the SQL of a migration that runs outside a transaction
+// into its statements, leaving out comment lines.
+func (m migration) statements() []string {
+	var out []string
+	var cur strings.Builder
+	for line := range strings.Lines(m.sql) {
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "--") {
+			continue
+		}
+		cur.WriteString(line)
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		}
+	}
+	if rest := strings.TrimSpace(cur.String()); rest != "" {
+		out = append(out, rest)
+	}
+	return out
+}
+
+// applyOutsideTransaction runs the statements of m one by one on conn, with
+// no transaction around them, and then records m.
+func applyOutsideTransaction(ctx context.Context, conn *pgxpool.Conn, schema string, m migration) error {
+	for _, stmt := range m.statements() {
+		if match := concurrentIndex.FindStringSubmatch(stmt); match != nil {
+			var invalid bool
+			err := conn.QueryRow(ctx, `SELECT coalesce((SELECT NOT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)), false)`,
+				pgx.Identifier{schema, match[1]}.Sanitize()).Scan(&invalid)
+			if err != nil {
+				return fmt.Errorf("apply migration %s to schema %s: look for an invalid index %s: %w", m.name, schema, match[1], err)
+			}
+			if invalid {
+				if _, err := conn.Exec(ctx, "DROP INDEX CONCURRENTLY IF EXISTS "+pgx.Identifier{schema, match[1]}.Sanitize()); err != nil {
+					return fmt.Errorf("apply migration %s to schema %s: drop the invalid index %s: %w", m.name, schema, match[1], err)
+				}
 			}
 		}
-		var current int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
-			return fmt.Errorf("read schema version of schema %s: %w", *schema, err)
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("apply migration %s to schema %s: %w", m.name, schema, err)
 		}
-		switch {
-		case current > SchemaVersion:
-			return fmt.Errorf("database schema %s has schema version %d, newer than this reserved understands (%d): upgrade reserved", *schema, current, SchemaVersion)
-		case !apply && current < SchemaVersion:
-			return fmt.Errorf("database schema %s has schema version %d, older than this reserved's %d: start reserved on it once to migrate it", *schema, current, SchemaVersion)
-		}
-		created = current == 0
-		for _, m := range migrations[current:] {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("apply migration %s to schema %s: %w", m.name, *schema, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-				return fmt.Errorf("record migration %s in schema %s: %w", m.name, *schema, err)
-			}
-		}
-		return nil
-	})
-	return created, err
+	}
+	return record(ctx, conn, schema, m)
 }

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -27,5 +28,28 @@ func TestLoadMigrations(t *testing.T) {
 	}
 	if len(migrations) != SchemaVersion || !strings.Contains(migrations[0].sql, "CREATE TABLE receipts") {
 		t.Fatalf("embedded migrations: %d, SchemaVersion %d", len(migrations), SchemaVersion)
+	}
+}
+
+// TestMigrationsOutsideATransaction: only a migration whose first line is
+// the marker runs outside a transaction, statement by statement, and the
+// runner finds the name of each index it builds concurrently.
+func TestMigrationsOutsideATransaction(t *testing.T) {
+	for _, m := range migrations {
+		if got, want := m.outsideTransaction(), m.name == "0006_time_index"; got != want {
+			t.Errorf("migration %s runs outside a transaction: %v, want %v", m.name, got, want)
+		}
+	}
+	m := migration{name: "0009_test", sql: noTransaction + "\n-- A comment; with a semicolon.\n\nCREATE INDEX CONCURRENTLY IF NOT EXISTS a_b\n    ON a (b);\nDROP INDEX CONCURRENTLY IF EXISTS c;\n"}
+	got := m.statements()
+	want := []string{"CREATE INDEX CONCURRENTLY IF NOT EXISTS a_b\n    ON a (b);", "DROP INDEX CONCURRENTLY IF EXISTS c;"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("statements = %q, want %q", got, want)
+	}
+	if match := concurrentIndex.FindStringSubmatch(got[0]); match == nil || match[1] != "a_b" {
+		t.Fatalf("index name of %q = %q", got[0], match)
+	}
+	if match := concurrentIndex.FindStringSubmatch(got[1]); match != nil {
+		t.Fatalf("index name of %q = %q", got[1], match)
 	}
 }

@@ -390,6 +390,108 @@ func forEach[T any](t *tx, tb table[T], fn func(T) error) error {
 	}
 }
 
+// The time-ordered scans read receipts and tombstones through the indexes
+// of migration 0006 on (created_at, actor, operation_key).
+
+// oldestSQL reads the next page of tb's records created before $1, oldest
+// first; after the first page, only those after the position ($2, $3, $4).
+func (tb table[T]) oldestSQL(after bool, limit int) string {
+	where := "created_at < $1"
+	if after {
+		where += " AND (created_at, actor, operation_key) > ($2, $3, $4)"
+	}
+	return fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY created_at, actor, operation_key LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, limit)
+}
+
+// newestSQL reads the next page of tb's records in the order of
+// engine.TimePosition (newest first, ties by actor and key): with a
+// position, those at ($1, $2, $3) or after it, or only those after it when
+// past is set.
+func (tb table[T]) newestSQL(from, past bool, limit int) string {
+	where := ""
+	if from {
+		op := ">="
+		if past {
+			op = ">"
+		}
+		where = " WHERE created_at <= $1 AND (created_at < $1 OR (actor, operation_key) " + op + " ($2, $3))"
+	}
+	return fmt.Sprintf("SELECT %s FROM %s%s ORDER BY created_at DESC, actor, operation_key LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, limit)
+}
+
+// forEachByTime calls fn for the records of tb (receipts or tombstones) that
+// query selects, a page at a time: query(p, limit) reads the first page when
+// p is nil, and the page after the record at position p otherwise. Pages
+// start small and grow to pageSize, so a scan that stops early (a page of
+// the operations view) reads few rows more than it uses.
+func forEachByTime[T any](t *tx, tb table[T], position func(T) engine.TimePosition, query func(p *engine.TimePosition, limit int) (string, []any), fn func(T) error) error {
+	var p *engine.TimePosition
+	for limit := 64; ; limit = min(2*limit, pageSize) {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		sql, args := query(p, limit)
+		rows, err := t.tx.Query(t.ctx, sql, args...)
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s by time: %w", tb.name, err))
+		}
+		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+			var r T
+			err := row.Scan(tb.dests(&r)...)
+			return r, err
+		})
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s by time: %w", tb.name, err))
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < limit {
+			return nil
+		}
+		last := position(page[len(page)-1])
+		p = &last
+	}
+}
+
+// oldest is forEachByTime over the records of tb created before at.
+func oldest[T any](t *tx, tb table[T], position func(T) engine.TimePosition, at time.Time, fn func(T) error) error {
+	return forEachByTime(t, tb, position, func(p *engine.TimePosition, limit int) (string, []any) {
+		if p == nil {
+			return tb.oldestSQL(false, limit), []any{at}
+		}
+		return tb.oldestSQL(true, limit), []any{at, p.At, p.Actor, string(p.Key)}
+	}, fn)
+}
+
+// newest is forEachByTime over the records of tb from the one at from on,
+// newest first.
+func newest[T any](t *tx, tb table[T], position func(T) engine.TimePosition, from engine.TimePosition, fn func(T) error) error {
+	return forEachByTime(t, tb, position, func(p *engine.TimePosition, limit int) (string, []any) {
+		switch {
+		case p != nil:
+			return tb.newestSQL(true, true, limit), []any{p.At, p.Actor, string(p.Key)}
+		case from.IsZero():
+			return tb.newestSQL(false, false, limit), nil
+		}
+		return tb.newestSQL(true, false, limit), []any{from.At, from.Actor, string(from.Key)}
+	}, fn)
+}
+
+func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
+	return oldest(t, receipts, engine.ReceiptPosition, at, fn)
+}
+
+func (t *tx) ForEachReceiptNewestFirst(from engine.TimePosition, fn func(engine.Receipt) error) error {
+	return newest(t, receipts, engine.ReceiptPosition, from, fn)
+}
+
+func (t *tx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn func(engine.Tombstone) error) error {
+	return newest(t, tombstones, engine.TombstonePosition, from, fn)
+}
+
 // Workshop reads a workshop; inside Update it also locks the row until the
 // transaction ends, which queues concurrent reservations of that workshop
 // (and only of that workshop).

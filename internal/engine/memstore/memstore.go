@@ -287,6 +287,52 @@ func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
 	return forEach(t.s.tombstones, compareReceiptKeys, fn)
 }
 
+// ForEachReceiptCreatedBefore and the other time-ordered scans sort the
+// records on each call; the other stores read an index instead.
+func (t *tx) ForEachReceiptCreatedBefore(at time.Time, fn func(engine.Receipt) error) error {
+	return forEachByTime(t.s.receipts, engine.ReceiptPosition, func(p engine.TimePosition) bool { return p.At.Before(at) },
+		func(p, q engine.TimePosition) int {
+			return cmp.Or(p.At.Compare(q.At), cmp.Compare(p.Actor, q.Actor), cmp.Compare(p.Key, q.Key))
+		}, fn)
+}
+
+func (t *tx) ForEachReceiptNewestFirst(from engine.TimePosition, fn func(engine.Receipt) error) error {
+	return forEachByTime(t.s.receipts, engine.ReceiptPosition, notBefore(from), engine.TimePosition.Compare, fn)
+}
+
+func (t *tx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn func(engine.Tombstone) error) error {
+	return forEachByTime(t.s.tombstones, engine.TombstonePosition, notBefore(from), engine.TimePosition.Compare, fn)
+}
+
+// notBefore selects the positions at from or after it.
+func notBefore(from engine.TimePosition) func(engine.TimePosition) bool {
+	return func(p engine.TimePosition) bool { return !p.Before(from) }
+}
+
+// forEachByTime visits the records of m whose position keep selects, in the
+// order of compare. The records are collected first; a record deleted or
+// moved to another position meanwhile is skipped.
+func forEachByTime[R any](m map[receiptKey]R, position func(R) engine.TimePosition, keep func(engine.TimePosition) bool,
+	compare func(p, q engine.TimePosition) int, fn func(R) error) error {
+	var order []engine.TimePosition
+	for _, r := range m {
+		if p := position(r); keep(p) {
+			order = append(order, p)
+		}
+	}
+	slices.SortFunc(order, compare)
+	for _, p := range order {
+		r, ok := m[receiptKey{p.Actor, p.Key}]
+		if !ok || compare(position(r), p) != 0 {
+			continue
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // AddEvent inserts a new event; an existing id is an error, as in every
 // store, because an event id names exactly one effect.
 func (t *tx) AddEvent(e engine.Event) error {
