@@ -449,8 +449,6 @@ func (d *decoder) fail(err error) {
 	d.b = nil
 }
 
-func (d *decoder) format() { d.formatOf(recordFormat1) }
-
 // formatOf reads the format byte, which must be one of allowed, and
 // returns it (0 after a failure).
 func (d *decoder) formatOf(allowed ...byte) byte {
