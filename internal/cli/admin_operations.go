@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,7 +25,7 @@ func newAdminOperationsCmd(env *commandEnv) *cobra.Command {
 		Short: "List the stored operations of every actor, newest first (admins)",
 		Long: `operations lists the operations reserved has stored an answer for (receipts,
 and the tombstones of expired ones), newest first: when, who, the operation
-key, reserve or cancel, the outcome, the HTTP status, workshop, quantity and
+key, the kind of operation, the outcome, the HTTP status, workshop, quantity and
 reservation. Conflicts and refusals store nothing, so they are not listed;
 their rates are on /metrics.
 
@@ -43,6 +45,12 @@ are more, the last line names the --cursor of the next page.`,
 					return &usageError{err: err}
 				}
 				q.Since = t
+			}
+			if q.Outcome != "" && !slices.Contains(engine.OperationOutcomes, q.Outcome) {
+				return usageErrorf("--outcome %q is not an outcome; nothing sent: use one of %s", q.Outcome, strings.Join(engine.OperationOutcomes, ", "))
+			}
+			if q.Limit < 1 || q.Limit > engine.MaxOperationsLimit {
+				return usageErrorf("--limit must be from 1 to %d, not %d; nothing sent", engine.MaxOperationsLimit, q.Limit)
 			}
 			ctx, cancel := env.callContext(cmd.Context())
 			defer cancel()
@@ -67,7 +75,9 @@ are more, the last line names the --cursor of the next page.`,
 				return err
 			}
 			if page.NextCursor != "" {
-				_, err = fmt.Fprintf(env.stdout, "more: reservectl admin operations --cursor %s (with the same filters)\n", page.NextCursor)
+				next := q
+				next.Cursor = page.NextCursor
+				_, err = fmt.Fprintf(env.stdout, "more: %s\n", nextPageCommand(next))
 			}
 			return err
 		},
@@ -92,4 +102,24 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("--since %q is neither an RFC 3339 time (2026-11-29T10:00:00Z) nor a positive duration (15m, 24h)", s)
 	}
 	return now.Add(-d), nil
+}
+
+// nextPageCommand returns the command line that lists the page q asks
+// for: every filter of q, --since as the time it stood for, and the
+// cursor.
+func nextPageCommand(q client.OperationsQuery) string {
+	args := []string{"reservectl", "admin", "operations"}
+	if q.Actor != "" {
+		args = append(args, "--actor", q.Actor)
+	}
+	if !q.Since.IsZero() {
+		args = append(args, "--since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Outcome != "" {
+		args = append(args, "--outcome", q.Outcome)
+	}
+	if q.Limit != engine.DefaultOperationsLimit {
+		args = append(args, "--limit", strconv.Itoa(q.Limit))
+	}
+	return strings.Join(append(args, "--cursor", q.Cursor), " ")
 }

@@ -863,6 +863,15 @@ func TestURLServer(t *testing.T) {
 			t.Errorf("URLServer is not idempotent on %q: %q, %v", got, again, err)
 		}
 	}
+	for raw, want := range map[string]string{
+		"127.0.0.1:8080": `server URL "127.0.0.1:8080" has no scheme: write http://127.0.0.1:8080 (or https:// behind TLS)`,
+		"[::1]:8080":     `server URL "[::1]:8080" has no scheme: write http://[::1]:8080 (or https:// behind TLS)`,
+		"unix:/run/x":    `server URL "unix:/run/x": the scheme must be http or https`,
+	} {
+		if _, err := intent.URLServer(raw); err == nil || err.Error() != want {
+			t.Errorf("URLServer(%q) = %v, want %s", raw, err, want)
+		}
+	}
 	for _, raw := range []string{"", "localhost:8080", "ftp://x", "http://", "http:///path", "https://u:p@host", "https://host?x=1", "https://host?", "https://host#frag", "unix:/run/x", "http://%zz"} {
 		if got, err := intent.URLServer(raw); err == nil {
 			t.Errorf("URLServer(%q) = %q, want an error", raw, got)

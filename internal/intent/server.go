@@ -31,6 +31,9 @@ func SocketServer(path string) (string, error) {
 // https, that have no host, or that carry user information, a query or a
 // fragment (user information would put a secret into the state file).
 func URLServer(raw string) (string, error) {
+	if host, port, err := net.SplitHostPort(raw); err == nil && host != "" && isPort(port) {
+		return "", fmt.Errorf("server URL %q has no scheme: write http://%s (or https:// behind TLS)", raw, raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", fmt.Errorf("server URL %q: %w", raw, err)
@@ -81,4 +84,17 @@ func validServer(s string) error {
 		return fmt.Errorf("server %q is not a normalised http or https URL", s)
 	}
 	return nil
+}
+
+// isPort reports whether s is a port number: decimal digits only.
+func isPort(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
