@@ -129,6 +129,9 @@ func (e *unclearError) Error() string {
 	if e.n == 1 {
 		return fmt.Sprintf("1 row is still unclear (its key is in %s); run the same import again to settle it", e.plan)
 	}
+	if e.n == 1 {
+		return fmt.Sprintf("1 row is still unclear (its key is in %s); run the same import again to settle it", e.plan)
+	}
 	return fmt.Sprintf("%d rows are still unclear (their keys are in %s); run the same import again to settle them", e.n, e.plan)
 }
 
@@ -171,7 +174,7 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 		if plan.Server != server {
 			return usageErrorf("the plan %s was made for %s, but you are talking to %s; nothing was sent", pf.Path(), plan.Server, server)
 		}
-		fmt.Fprintf(env.stderr, "resuming %s: %d of %d rows settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, len(rows))
+		fmt.Fprintf(env.stderr, "resuming %s: %d of %s settled before\n", pf.Path(), len(rows)-plan.Summary().Unclear, count(len(rows), "row"))
 		for i := range plan.Rows {
 			if !plan.Rows[i].Settled() {
 				pending = append(pending, i)
@@ -191,7 +194,7 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 			if err := pf.Save(plan); err != nil {
 				return fmt.Errorf("%w; nothing was sent", err)
 			}
-			fmt.Fprintf(env.stderr, "plan %s: %d rows, one operation key each\n", pf.Path(), len(rows))
+			fmt.Fprintf(env.stderr, "plan %s: %s, one operation key each\n", pf.Path(), count(len(rows), "row"))
 			for i := range plan.Rows {
 				pending = append(pending, i)
 			}
@@ -205,8 +208,8 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 	}
 	sum := importSummary{CSV: path, Plan: pf.Path(), Summary: plan.Summary(), Sent: sent, Skipped: len(plan.Rows) - len(pending)}
 	if err := env.print(sum, func(w io.Writer) error {
-		fmt.Fprintf(w, "%s: %d rows: %d reserved, %d unavailable, %d rejected, %d unclear\n",
-			filepath.Base(path), sum.Rows, sum.Reserved, sum.Unavailable, sum.Rejected, sum.Unclear)
+		fmt.Fprintf(w, "%s: %s: %d reserved, %d unavailable, %d rejected, %d unclear\n",
+			filepath.Base(path), count(sum.Rows, "row"), sum.Reserved, sum.Unavailable, sum.Rejected, sum.Unclear)
 		return nil
 	}); err != nil {
 		return err

@@ -40,9 +40,9 @@ names its key; if the server did receive it, that reservation stands.`,
 			what := describeIntent(in)
 			if in.IsOpen() {
 				if !discardOpen {
-					return usageErrorf("intent %s (%s) is open, its outcome unknown: run 'reservectl reserve --retry' or 'reservectl status' to settle it, or 'reservectl new-intent --discard-open' to give it up", in.Key, what)
+					return usageErrorf("intent %s (%s) is open, its outcome unknown: run 'reservectl %s --retry' or 'reservectl status' to settle it, or 'reservectl new-intent --discard-open' to give it up", in.Key, what, in.Kind)
 				}
-				fmt.Fprintf(env.stderr, "warning: discarding open intent %s (%s, %d attempts): if reserved received it, that reservation stands and reservectl will not retry it\n", in.Key, what, in.Attempts)
+				fmt.Fprintf(env.stderr, "warning: discarding open intent %s (%s, %s): if reserved received it, its effect stands and reservectl will not retry it\n", in.Key, what, count(in.Attempts, "attempt"))
 			}
 			if err := j.Clear(); err != nil {
 				return err

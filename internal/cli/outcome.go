@@ -228,11 +228,15 @@ func (o outcome) holdLine() string {
 }
 
 // places says "1 place" or "n places".
-func places(n int) string {
+func places(n int) string { return count(n, "place") }
+
+// count says n of noun: "1 attempt", "0 attempts", "2 attempts". Every
+// noun it is used with forms its plural with an s.
+func count(n int, noun string) string {
 	if n == 1 {
-		return "1 place"
+		return "1 " + noun
 	}
-	return fmt.Sprintf("%d places", n)
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // outcomeJSON is what --json prints for an outcome.

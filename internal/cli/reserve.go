@@ -235,8 +235,8 @@ func bindUnsent(in *intent.Intent, server, actor string) {
 // refuseNew explains why a plain reserve does not start a new intent.
 func refuseNew(in *intent.Intent) error {
 	if in.IsOpen() {
-		return usageErrorf("intent %s is still open (outcome unknown, %d attempts); nothing sent: run 'reservectl %s --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
-			in.Key, in.Attempts, in.Kind)
+		return usageErrorf("intent %s is still open (outcome unknown, %s); nothing sent: run 'reservectl %s --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
+			in.Key, count(in.Attempts, "attempt"), in.Kind)
 	}
 	next := ""
 	if _, ok := in.HeldHold(); ok {
