@@ -157,6 +157,7 @@ Exit status:
 		newStatusCmd(env),
 		newWorkshopsCmd(env),
 		newWhoamiCmd(env),
+		newVersionCmd(env),
 		newLoginLinkCmd(env),
 		newBenchCmd(env),
 		newImportCmd(env),

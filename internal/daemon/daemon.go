@@ -13,16 +13,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
-)
 
-// Version is the version reserved reports; the build may set it with
-// -ldflags "-X github.com/reserve/reserve/internal/daemon.Version=v1.2.3".
-// Empty means the module version from the build info.
-var Version = ""
+	"github.com/reserve/reserve/internal/version"
+)
 
 // Exit codes of reserved.
 const (
@@ -119,20 +114,8 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Example: "  reserved version",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintf(stdout, "reserved %s (%s)\n", version(), runtime.Version())
+			fmt.Fprintln(stdout, version.Line("reserved"))
 			return nil
 		},
 	}
-}
-
-// version returns Version, else the main module's version from the build
-// info.
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }

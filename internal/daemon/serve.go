@@ -22,6 +22,7 @@ import (
 	"github.com/reserve/reserve/internal/faults"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/version"
 )
 
 // The demo workshop a new database gets unless --no-demo.
@@ -333,7 +334,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Warn("the open file limit (RLIMIT_NOFILE) is too low for the default connection caps, so they are lowered to fit; raise the limit (ulimit -n, systemd LimitNOFILE=) or set --max-tcp-connections and --max-socket-connections", "open_files", openFiles, "kept_for_other_files", fdReserve, "max_tcp_connections", caps.tcp, "max_socket_connections", caps.socket)
 	}
 	// This line comes last: whoever waits for it finds every start line.
-	logger.Info("reserved is serving", "version", version(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", groupCommits(store), "gc_percent", gcPercent(), "committer_nice", committerNice,
+	logger.Info("reserved is serving", "version", version.String(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", groupCommits(store), "gc_percent", gcPercent(), "committer_nice", committerNice,
 		"open_files", openFiles, "max_socket_connections", caps.socket, "max_tcp_connections", caps.tcp)
 
 	var serveErr, damage error
