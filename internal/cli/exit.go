@@ -8,6 +8,7 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/safefile"
 )
 
@@ -62,6 +63,7 @@ func exitCode(err error) int {
 		oe *outcomeError
 		ue *usageError
 		ce *client.ConnectError
+		se *client.SentError
 		re *client.UnexpectedResponseError
 		ee *engine.Error
 		xc exitCoder
@@ -79,7 +81,9 @@ func exitCode(err error) int {
 		errors.Is(err, intent.ErrMismatch),
 		errors.Is(err, safefile.ErrRefused):
 		return ExitUsage
-	case errors.As(err, &ce), errors.As(err, &re), errors.Is(err, context.DeadlineExceeded):
+	case refusedSocket(err):
+		return ExitUsage
+	case errors.As(err, &ce), errors.As(err, &se), errors.As(err, &re), errors.Is(err, context.DeadlineExceeded):
 		return ExitUnknown
 	case errors.As(err, &ee):
 		if client.Undecided(0, err) {
@@ -99,4 +103,11 @@ func errorLine(err error) string {
 		return oe.Error()
 	}
 	return "reservectl: " + err.Error()
+}
+
+// refusedSocket reports whether err is the refusal of a socket that
+// belongs to someone else: reservectl refused it locally and sent nothing.
+func refusedSocket(err error) bool {
+	var owner *paths.SocketOwnerError
+	return errors.As(err, &owner)
 }

@@ -78,12 +78,15 @@ func operation(in *intent.Intent) client.Operation {
 func describe(err error, status int, timeout time.Duration) string {
 	var (
 		ce *client.ConnectError
+		se *client.SentError
 		re *client.UnexpectedResponseError
 		ee *engine.Error
 	)
 	switch {
 	case errors.As(err, &ce):
 		return ce.Error()
+	case errors.As(err, &se):
+		return se.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("no answer within %s", timeout)
 	case errors.Is(err, context.Canceled):

@@ -120,6 +120,8 @@ func (env *commandEnv) begin(ctx context.Context, server string, j *intent.Journ
 	switch {
 	case isAnswer(werr):
 		return fmt.Errorf("%w; nothing was sent and no intent was recorded", werr)
+	case refusedSocket(werr):
+		return &usageError{err: fmt.Errorf("%w; nothing was sent and no intent was recorded", werr)}
 	case werr != nil:
 		actor = actorNotYetKnown
 	}
@@ -193,6 +195,8 @@ func (env *commandEnv) retryIntent(ctx context.Context, kind engine.OperationKin
 	switch {
 	case isAnswer(err):
 		return fmt.Errorf("%w; nothing was sent, intent %s is kept", err, in.Key)
+	case refusedSocket(err):
+		return &usageError{err: fmt.Errorf("%w; nothing was sent, intent %s is kept", err, in.Key)}
 	case err != nil:
 		return env.report(recorded(in, env.notSent(in, err)))
 	}

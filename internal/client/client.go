@@ -17,9 +17,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
@@ -186,23 +188,51 @@ func (c *Client) request(ctx context.Context, method, path string, header http.H
 	if c.BaseURL != "" && c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
+	// sent records whether any attempt of the transport (which may try a
+	// request with an Idempotency-Key again on a new connection) wrote the
+	// request's headers: after that the daemon may have received it.
+	var sent atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaders: func() { sent.Store(true) },
+	}))
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.sendError(method, path, err)
+		return nil, c.sendError(method, path, err, sent.Load())
 	}
 	return resp, nil
 }
 
 // sendError wraps the error of a request that got no answer: a
-// *ConnectError when the daemon could not be reached at all.
-func (c *Client) sendError(method, path string, err error) error {
+// *ConnectError when the daemon could not be reached at all and nothing
+// was sent, a *SentError when the request was sent (wholly or in part) and
+// the connection then broke, so that it may have arrived.
+func (c *Client) sendError(method, path string, err error, sent bool) error {
 	var op *net.OpError
 	var owner *paths.SocketOwnerError
-	if (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &owner) {
+	switch {
+	case errors.As(err, &owner):
+		return &ConnectError{Where: c.where, Err: err}
+	case sent && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
+		return &SentError{Where: c.where, Err: err}
+	case !sent && errors.As(err, &op) && op.Op == "dial":
 		return &ConnectError{Where: c.where, Err: err}
 	}
 	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
 }
+
+// SentError means the request was sent, wholly or in part, and the
+// connection broke before an answer came: the daemon may have received it
+// and decided it, so its outcome is unknown.
+type SentError struct {
+	Where string
+	Err   error
+}
+
+func (e *SentError) Error() string {
+	return fmt.Sprintf("the connection to reserved at %s broke after the request was sent, so it may have arrived (%v)", e.Where, e.Err)
+}
+
+func (e *SentError) Unwrap() error { return e.Err }
 
 // answerError turns a non-success answer into *engine.Error (a problem with
 // a code) or *UnexpectedResponseError.

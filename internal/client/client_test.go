@@ -251,3 +251,46 @@ func TestConcurrentSendersReuseConnections(t *testing.T) {
 		t.Errorf("8 senders × 250 requests opened %d connections, want at most 16", n)
 	}
 }
+
+// TestBrokenAfterSending: the daemon takes the request on a kept-alive
+// connection and dies before it answers, so the transport's retry of the
+// request (it carries an Idempotency-Key) cannot connect. The request may
+// have arrived: the error says so (a *SentError), not that the daemon
+// could not be reached.
+func TestBrokenAfterSending(t *testing.T) {
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var requests atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			w.Header().Set("Content-Type", api.MediaJSON)
+			fmt.Fprint(w, `{"actor":"alice","admin":false}`)
+			return
+		}
+		ln.Close() // The daemon is gone: nothing accepts a new connection.
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := &client.Client{Socket: socket}
+	ctx := context.Background()
+	if _, err := c.WhoAmI(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Send(ctx, engine.OperationKey(uuid.NewString()), client.Reserving(engine.Request{Workshop: "w1", Quantity: 1}))
+	var se *client.SentError
+	var ce *client.ConnectError
+	if !errors.As(err, &se) || errors.As(err, &ce) || !strings.Contains(err.Error(), "broke after the request was sent, so it may have arrived") {
+		t.Fatalf("err = %v (%T), want a SentError", err, err)
+	}
+	// A daemon that is not there at all is still a ConnectError.
+	if _, err := (&client.Client{Socket: socket}).WhoAmI(ctx); !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want a ConnectError", err)
+	}
+}
