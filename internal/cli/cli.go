@@ -54,13 +54,22 @@ func Main() int {
 
 // Run runs reservectl with args and returns its exit code (see exit.go).
 // Results go to stdout; a failure or a reservation that did not succeed is
-// reported as one line on stderr.
+// reported as one line on stderr and, with --json, as a JSON object on
+// stdout too (an intent's outcome as its outcome object, any other failure
+// as errorJSON).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, errorLine(err))
+		if asJSON, _ := root.PersistentFlags().GetBool("json"); asJSON {
+			if j := failureJSON(err); j != nil {
+				enc := json.NewEncoder(stdout)
+				enc.SetEscapeHTML(false)
+				enc.Encode(j)
+			}
+		}
 	}
 	return exitCode(err)
 }

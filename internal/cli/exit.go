@@ -111,3 +111,67 @@ func refusedSocket(err error) bool {
 	var owner *paths.SocketOwnerError
 	return errors.As(err, &owner)
 }
+
+// exitMeanings are the words --json prints for each exit code.
+var exitMeanings = map[int]string{
+	ExitReserved:    "succeeded",
+	ExitFailure:     "failed",
+	ExitUsage:       "refused locally: nothing sent",
+	ExitUnavailable: "unavailable",
+	ExitRejected:    "rejected",
+	ExitUnknown:     "outcome unknown or no answer: try again (an intent stays open)",
+}
+
+// errorJSON is what --json prints on stdout for a failure that is not the
+// outcome of an intent (which prints its own object): the exit code, what
+// it means, a stable code and the message of the one line on stderr.
+type errorJSON struct {
+	Error struct {
+		ExitCode int    `json:"exit_code"`
+		Meaning  string `json:"meaning"`
+		Code     string `json:"code"`
+		Message  string `json:"message"`
+	} `json:"error"`
+}
+
+// errorCode is the stable code of err in errorJSON: the daemon's code of a
+// problem it answered, else one of reservectl's own.
+func errorCode(err error, exit int) string {
+	var (
+		ee *engine.Error
+		ce *client.ConnectError
+		se *client.SentError
+	)
+	switch {
+	case errors.As(err, &ee):
+		return ee.Code
+	case refusedSocket(err):
+		return "socket_refused"
+	case errors.As(err, &ce):
+		return "unreachable"
+	case errors.As(err, &se):
+		return "connection_broken"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case exit == ExitUsage:
+		return "usage"
+	case exit == ExitUnknown:
+		return "unknown"
+	}
+	return "failure"
+}
+
+// failureJSON returns the errorJSON of err, or nil for the outcome of an
+// intent, which --json has printed already.
+func failureJSON(err error) *errorJSON {
+	var oe *outcomeError
+	if err == nil || errors.As(err, &oe) {
+		return nil
+	}
+	var j errorJSON
+	j.Error.ExitCode = exitCode(err)
+	j.Error.Meaning = exitMeanings[j.Error.ExitCode]
+	j.Error.Code = errorCode(err, j.Error.ExitCode)
+	j.Error.Message = err.Error()
+	return &j
+}
