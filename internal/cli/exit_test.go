@@ -155,7 +155,7 @@ func TestSettlementRoundTrip(t *testing.T) {
 		if err := j.RecordAttempt(in); err != nil {
 			t.Fatal(err)
 		}
-		if err := j.Settle(in, o.settlement()); err != nil {
+		if _, err := j.Settle(in, o.settlement()); err != nil {
 			t.Fatalf("%s: Settle: %v", o.status, err)
 		}
 		back := settledOutcome(in)

@@ -79,7 +79,7 @@ func TestHoldOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		o.key = in.Key
-		if err := j.Settle(in, o.settlement()); err != nil {
+		if _, err := j.Settle(in, o.settlement()); err != nil {
 			t.Errorf("%s %s: Settle: %v", tc.op.Kind, o.status, err)
 		} else if back := settledOutcome(in); back.line() != o.line() || exitCode(back.err()) != tc.exit {
 			t.Errorf("%s %s: settled outcome reads back as %q (exit %d)", tc.op.Kind, o.status, back.line(), exitCode(back.err()))

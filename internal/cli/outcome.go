@@ -32,6 +32,10 @@ type outcome struct {
 	unconfirmed string
 	// notResent marks a recorded rejection that a retry did not send again.
 	notResent bool
+	// lost is the outcome the intent had recorded before this one, which
+	// reserved no longer stood by: it answered the key anew, which it does
+	// only after losing the receipt (a restore from an earlier backup).
+	lost *intent.Outcome
 }
 
 // outcomeOf is what the classified answer res to op under key means, or,
@@ -112,13 +116,26 @@ func (o outcome) authoritative() bool { return o.status != intent.StatusOpen }
 // outcome o and records it in the state file; an outcome that is not
 // authoritative leaves in as it is. So does an operation_expired refusal of
 // an intent that settled before its receipt expired: the recorded answer
-// stands, and the 410 only says that it cannot be replayed.
-func settle(j *intent.Journal, in *intent.Intent, o outcome) error {
+// stands, and the 410 only says that it cannot be replayed. An intent
+// settled before on another answer is settled on o, which stands, and its
+// earlier outcome is returned as lost (see intent.Journal.Settle).
+func settle(j *intent.Journal, in *intent.Intent, o outcome) (lost *intent.Outcome, err error) {
 	expired := o.res.Problem != nil && o.res.Problem.Code == engine.CodeOperationExpired
 	if !o.authoritative() || (in.Settled() && expired) {
-		return nil
+		return nil, nil
 	}
 	return j.Settle(in, o.settlement())
+}
+
+// lostLine says what became of an outcome that reserved no longer stood
+// by.
+func lostLine(in *intent.Intent, lost intent.Outcome) string {
+	what := string(lost.Status)
+	if lost.ReservationID != "" {
+		what += ", reservation " + lost.ReservationID
+	}
+	return fmt.Sprintf("reserved no longer had the answer recorded at %s (%s): its database was restored from a backup taken before that, so that answer was lost with the restore and reserved decided intent %s anew",
+		lost.SettledAt.Format(time.RFC3339), what, in.Key)
 }
 
 // settlement is the authoritative o as the journal records it.
@@ -265,6 +282,17 @@ type outcomeJSON struct {
 	// Recorded says that the outcome comes from the state file: a retry of
 	// the settled intent got no answer.
 	Recorded bool `json:"recorded,omitempty"`
+	// Lost is the outcome the intent had recorded before, which reserved
+	// no longer stood by (its database was restored from an earlier
+	// backup); this outcome replaces it.
+	Lost *lostJSON `json:"lost,omitempty"`
+}
+
+// lostJSON is a superseded outcome as --json prints it.
+type lostJSON struct {
+	Outcome       string    `json:"outcome"`
+	ReservationID string    `json:"reservation_id,omitempty"`
+	SettledAt     time.Time `json:"settled_at"`
 }
 
 // json returns o as --json prints it.
@@ -278,6 +306,9 @@ func (o outcome) json() outcomeJSON {
 		HoldID:        o.res.Answer.HoldID,
 		Error:         o.why + o.unconfirmed,
 		Recorded:      o.unconfirmed != "" || o.notResent,
+	}
+	if o.lost != nil {
+		j.Lost = &lostJSON{Outcome: string(o.lost.Status), ReservationID: o.lost.ReservationID, SettledAt: o.lost.SettledAt}
 	}
 	switch {
 	case len(o.res.Body) == 0:

@@ -273,8 +273,13 @@ func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *inte
 	res, err := c.Send(cctx, in.Key, op)
 	cancel()
 	o := outcomeOf(op, in.Key, res, err, env.timeout)
-	if err := settle(j, in, o); err != nil {
+	lost, err := settle(j, in, o)
+	if err != nil {
 		return fmt.Errorf("reserved answered %d for intent %s: %w", o.res.Status, in.Key, err)
+	}
+	if lost != nil {
+		o.lost = lost
+		fmt.Fprintln(env.stderr, "note: "+lostLine(in, *lost))
 	}
 	return env.report(recorded(in, o))
 }

@@ -124,6 +124,10 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 	cancel()
 	switch engine.ErrorCode(err) {
 	case engine.CodeUnknownOperation:
+		if in.Settled() {
+			return fmt.Sprintf("reserved has no receipt for intent %s although it answered it before: its database was restored from a backup taken before that answer, which was lost with the restore; 'reservectl %s --retry' sends the intent again and reserved decides it anew",
+				in.Key, in.Kind), nil, true, nil
+		}
 		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was %s under its key (so far)", in.Key, doneWord[in.Kind]), nil, true, nil
 	case engine.CodeOperationExpired:
 		return "reserved's receipt expired: " + engine.ErrorMessage(err), nil, true, nil
@@ -136,11 +140,15 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 	if !o.authoritative() {
 		return fmt.Sprintf("reserved's receipt for intent %s does not answer its payload (%d, %d bytes)", in.Key, view.HTTPStatus, len(view.Response)), &view, true, nil
 	}
-	if !in.IsOpen() {
+	if !in.IsOpen() && in.Outcome.SameAnswer(o.settlement()) {
 		return "reserved has the receipt: " + receiptSummary(o), &view, true, nil
 	}
-	if err := settle(j, in, o); err != nil {
+	lost, err := settle(j, in, o)
+	if err != nil {
 		return "", &view, true, fmt.Errorf("settle intent %s from its receipt: %w", in.Key, err)
+	}
+	if lost != nil {
+		return "reserved has the receipt: " + receiptSummary(o) + "; intent settled on it now, and " + lostLine(in, *lost), &view, true, nil
 	}
 	return "reserved has the receipt: " + receiptSummary(o) + "; intent settled now", &view, true, nil
 }
@@ -229,6 +237,13 @@ func printIntent(w io.Writer, in *intent.Intent, note string, h *engine.Hold, ho
 	fmt.Fprintf(w, "intent:   %s\n", in.Key)
 	fmt.Fprintf(w, "request:  %s\n", describeRequest(in))
 	fmt.Fprintf(w, "state:    %s\n", state)
+	for _, lost := range in.Superseded {
+		what := string(lost.Status)
+		if lost.ReservationID != "" {
+			what += ", reservation " + lost.ReservationID
+		}
+		fmt.Fprintf(w, "lost:     %s, recorded %s, lost with a restore of reserved's database\n", what, lost.SettledAt.Local().Format(time.RFC3339))
+	}
 	fmt.Fprintf(w, "server:   %s\n", in.Server)
 	fmt.Fprintf(w, "actor:    %s\n", actor)
 	fmt.Fprintf(w, "attempts: %d\n", in.Attempts)

@@ -26,7 +26,7 @@ func mustSettled(t *testing.T, j *intent.Journal, in *intent.Intent, o intent.Ou
 	if err := j.RecordAttempt(in); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Settle(in, o); err != nil {
+	if _, err := j.Settle(in, o); err != nil {
 		t.Fatalf("Settle %s as %s: %v", in.Kind, o.Status, err)
 	}
 }
@@ -143,7 +143,7 @@ func TestOutcomesOfHoldKinds(t *testing.T) {
 		if err := j.RecordAttempt(in); err != nil {
 			t.Fatal(err)
 		}
-		err := j.Settle(in, tc.o)
+		_, err := j.Settle(in, tc.o)
 		switch {
 		case tc.why == "" && err != nil:
 			t.Errorf("%s settled on %s %d: %v", tc.kind, tc.o.Status, tc.o.HTTPStatus, err)
@@ -177,7 +177,7 @@ func TestSupersede(t *testing.T) {
 	if err := j.Supersede(held, confirm); !errors.Is(err, intent.ErrOtherIntent) {
 		t.Fatalf("Supersede of an open intent = %v, want ErrOtherIntent", err)
 	}
-	if err := j.Settle(held, heldOutcome()); err != nil {
+	if _, err := j.Settle(held, heldOutcome()); err != nil {
 		t.Fatal(err)
 	}
 	stranger := mustNewReserve(t)

@@ -18,8 +18,13 @@ import (
 // SchemaVersion is the version of the state file's record that this package
 // writes and reads. Any change to the record (a new member, a new meaning)
 // bumps it; a file with a higher version is refused as written by a newer
-// reservectl, never guessed at.
-const SchemaVersion = 1
+// reservectl, never guessed at. Version 2 adds the member "superseded";
+// a version 1 record, which has none, reads as it is and is written as
+// version 2 the next time it is saved.
+const SchemaVersion = 2
+
+// minSchemaVersion is the oldest record version this package reads.
+const minSchemaVersion = 1
 
 // KindReserve is the kind of an intent to reserve places; its payload is an
 // engine.Request.
@@ -182,6 +187,12 @@ type Intent struct {
 	CreatedAt time.Time `json:"created_at"`
 	// UpdatedAt is when the intent was last saved.
 	UpdatedAt time.Time `json:"updated_at"`
+	// Superseded are the authoritative outcomes the server no longer
+	// stood by, oldest first: each was recorded, and a later send of the
+	// same key got a different authoritative answer, which only a server
+	// that lost the receipt (a database restored from an earlier backup)
+	// gives. The effect each names was lost with that receipt.
+	Superseded []Outcome `json:"superseded,omitempty"`
 
 	// request, cancel, hold and holdRef are the decoded payload of a
 	// KindReserve, KindCancel, KindHold and a KindConfirm or KindRelease
@@ -195,16 +206,17 @@ type Intent struct {
 // intentJSON is the state file's record with its members in the file's
 // order, which embedding the Record would change.
 type intentJSON struct {
-	Schema    int                  `json:"schema"`
-	Kind      engine.OperationKind `json:"kind"`
-	Key       engine.OperationKey  `json:"operation"`
-	Payload   json.RawMessage      `json:"payload"`
-	Server    string               `json:"server"`
-	Actor     string               `json:"actor"`
-	Attempts  int                  `json:"attempts"`
-	CreatedAt time.Time            `json:"created_at"`
-	UpdatedAt time.Time            `json:"updated_at"`
-	Outcome   *Outcome             `json:"outcome,omitempty"`
+	Schema     int                  `json:"schema"`
+	Kind       engine.OperationKind `json:"kind"`
+	Key        engine.OperationKey  `json:"operation"`
+	Payload    json.RawMessage      `json:"payload"`
+	Server     string               `json:"server"`
+	Actor      string               `json:"actor"`
+	Attempts   int                  `json:"attempts"`
+	CreatedAt  time.Time            `json:"created_at"`
+	UpdatedAt  time.Time            `json:"updated_at"`
+	Outcome    *Outcome             `json:"outcome,omitempty"`
+	Superseded []Outcome            `json:"superseded,omitempty"`
 }
 
 // MarshalJSON encodes in as the state file's record. It leaves escaping
@@ -213,7 +225,7 @@ func (in Intent) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	err := enc.Encode(intentJSON{in.Schema, in.Kind, in.Key, in.Payload, in.Server, in.Actor, in.Attempts, in.CreatedAt, in.UpdatedAt, in.Outcome})
+	err := enc.Encode(intentJSON{in.Schema, in.Kind, in.Key, in.Payload, in.Server, in.Actor, in.Attempts, in.CreatedAt, in.UpdatedAt, in.Outcome, in.Superseded})
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
@@ -390,8 +402,17 @@ func (in *Intent) validate(saved bool) error {
 		return errors.New("member \"schema\" is missing")
 	case in.Schema > SchemaVersion:
 		return fmt.Errorf("schema version %d is newer than this reservectl understands (%d); use the reservectl that wrote it", in.Schema, SchemaVersion)
-	case in.Schema != SchemaVersion:
-		return fmt.Errorf("schema version %d is not supported (this reservectl reads %d)", in.Schema, SchemaVersion)
+	case in.Schema < minSchemaVersion:
+		return fmt.Errorf("schema version %d is not supported (this reservectl reads %d to %d)", in.Schema, minSchemaVersion, SchemaVersion)
+	case in.Schema == 1 && len(in.Superseded) > 0:
+		return errors.New("member \"superseded\" is not part of schema version 1")
+	case len(in.Superseded) > 0 && in.Outcome == nil:
+		return errors.New("member \"superseded\" without an outcome")
+	}
+	for _, o := range in.Superseded {
+		if err := o.validate(in.Kind); err != nil {
+			return fmt.Errorf("member \"superseded\": %w", err)
+		}
 	}
 	if in.Kind == "" {
 		return errors.New("member \"kind\" is missing")

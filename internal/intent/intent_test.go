@@ -167,7 +167,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	c.t = c.t.Add(time.Second)
 	want := reservedOutcome()
-	if err := j.Settle(got, want); err != nil {
+	if _, err := j.Settle(got, want); err != nil {
 		t.Fatal(err)
 	}
 	settled := reloaded(t, j)
@@ -268,7 +268,7 @@ func TestSavesLeaveNoTemporaryFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := j.Settle(in, reservedOutcome()); err != nil {
+	if _, err := j.Settle(in, reservedOutcome()); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"intent.json", "intent.json.lock"}
@@ -373,7 +373,7 @@ func TestClosedJournalRefusesWork(t *testing.T) {
 	if err := j.RecordAttempt(in); !errors.Is(err, intent.ErrClosed) || in.Attempts != 0 {
 		t.Errorf("RecordAttempt after Close = %v with %d attempts, want ErrClosed and 0", err, in.Attempts)
 	}
-	if err := j.Settle(in, reservedOutcome()); !errors.Is(err, intent.ErrClosed) || in.Outcome != nil {
+	if _, err := j.Settle(in, reservedOutcome()); !errors.Is(err, intent.ErrClosed) || in.Outcome != nil {
 		t.Errorf("Settle after Close = %v with outcome %+v, want ErrClosed and none", err, in.Outcome)
 	}
 	if err := j.Clear(); !errors.Is(err, intent.ErrClosed) {
@@ -391,7 +391,7 @@ func validRecord(t *testing.T) map[string]any {
 	if err := j.RecordAttempt(in); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Settle(in, reservedOutcome()); err != nil {
+	if _, err := j.Settle(in, reservedOutcome()); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -438,6 +438,14 @@ func TestCorruptStateFileIsReportedAndLeftUntouched(t *testing.T) {
 		{"schema zero", "schema", with(func(m map[string]any) { m["schema"] = 0 })},
 		{"schema negative", "schema", with(func(m map[string]any) { m["schema"] = -1 })},
 		{"unknown member", "unknown field", with(func(m map[string]any) { m["extra"] = 1 })},
+		{"superseded in schema 1", "superseded", with(func(m map[string]any) {
+			m["schema"] = 1
+			m["superseded"] = []any{m["outcome"]}
+		})},
+		{"superseded without an outcome", "superseded", with(func(m map[string]any) {
+			m["superseded"] = []any{m["outcome"]}
+			delete(m, "outcome")
+		})},
 		{"trailing data", "after top-level value", append(slices.Clone(valid), []byte(` {"x":1}`)...)},
 		{"two records", "after top-level value", append(slices.Clone(valid), valid...)},
 		{"kind missing", "kind", with(func(m map[string]any) { delete(m, "kind") })},
@@ -594,7 +602,7 @@ func TestClear(t *testing.T) {
 	if err := j.RecordAttempt(first); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Settle(first, reservedOutcome()); err != nil {
+	if _, err := j.Settle(first, reservedOutcome()); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.Clear(); err != nil {
@@ -674,7 +682,7 @@ func TestSettle(t *testing.T) {
 	before := mustRead(t, path)
 	bad := reservedOutcome()
 	bad.ReservationID = ""
-	if err := j.Settle(in, bad); err == nil || !strings.Contains(err.Error(), "reservation id") {
+	if _, err := j.Settle(in, bad); err == nil || !strings.Contains(err.Error(), "reservation id") {
 		t.Errorf("Settle as reserved without an id = %v", err)
 	}
 	if !in.IsOpen() || !bytes.Equal(mustRead(t, path), before) {
@@ -683,7 +691,7 @@ func TestSettle(t *testing.T) {
 
 	unavailable := intent.Outcome{Status: engine.StatusUnavailable, HTTPStatus: 409, Body: []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":2}`)}
 	c.t = c.t.Add(time.Hour)
-	if err := j.Settle(in, unavailable); err != nil {
+	if _, err := j.Settle(in, unavailable); err != nil {
 		t.Fatal(err)
 	}
 	if in.IsOpen() || !in.Outcome.SettledAt.Equal(c.t) {
@@ -693,23 +701,30 @@ func TestSettle(t *testing.T) {
 
 	// The same answer again (a replay) changes nothing, not even the times.
 	c.t = c.t.Add(time.Hour)
-	if err := j.Settle(in, unavailable); err != nil {
+	if _, err := j.Settle(in, unavailable); err != nil {
 		t.Errorf("settling again with the same answer = %v", err)
 	}
-	// A different answer is refused: an authoritative outcome is final.
-	err := j.Settle(in, reservedOutcome())
-	if !errors.Is(err, intent.ErrAlreadySettled) {
-		t.Errorf("settling with another answer = %v, want ErrAlreadySettled", err)
+	if !bytes.Equal(mustRead(t, path), settledBytes) {
+		t.Error("settling again with the same answer rewrote the state file")
 	}
-	if in.Outcome.Status != engine.StatusUnavailable || !bytes.Equal(mustRead(t, path), settledBytes) {
-		t.Error("a refused Settle changed the settled intent")
+	// A different answer comes only from a server that lost the receipt
+	// of the first (restored from an earlier backup): it stands, and the
+	// first is kept as superseded and returned as lost.
+	lost, err := j.Settle(in, reservedOutcome())
+	if err != nil || lost == nil || lost.Status != engine.StatusUnavailable {
+		t.Fatalf("settling with another answer = %+v, %v; want the unavailable one back as lost", lost, err)
+	}
+	again, err := j.Load()
+	if err != nil || again.Outcome.Status != engine.StatusReserved || len(again.Superseded) != 1 ||
+		again.Superseded[0].Status != engine.StatusUnavailable || again.Schema != intent.SchemaVersion {
+		t.Fatalf("state after a superseding answer = %+v, %v", again, err)
 	}
 
 	// Rejected is any authoritative 4xx.
 	j2 := mustOpen(t, statePath(t))
 	other := mustNewReserve(t)
 	rejected := intent.Outcome{Status: intent.StatusRejected, HTTPStatus: 422, Body: []byte(`{"code":"request_contract"}`)}
-	if err := j2.Settle(other, rejected); err != nil {
+	if _, err := j2.Settle(other, rejected); err != nil {
 		t.Errorf("Settle as rejected 422 = %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/reserve/reserve/internal/atomicfile"
@@ -230,12 +231,13 @@ func (j *Journal) Save(in *Intent) error {
 	if j.current != "" && in.Key != j.current {
 		return fmt.Errorf("save intent %s: %s holds intent %s: %w", in.Key, j.path, j.current, ErrOtherIntent)
 	}
-	prevCreated, prevUpdated := in.CreatedAt, in.UpdatedAt
+	prevCreated, prevUpdated, prevSchema := in.CreatedAt, in.UpdatedAt, in.Schema
 	now := j.now().UTC().Round(0)
 	if in.CreatedAt.IsZero() {
 		in.CreatedAt = now
 	}
 	in.UpdatedAt = now
+	in.Schema = SchemaVersion // A record of an older version is written in this one.
 	var data []byte
 	err := in.validate(true)
 	if err == nil {
@@ -245,7 +247,7 @@ func (j *Journal) Save(in *Intent) error {
 		err = atomicfile.WriteFile(j.path, append(data, '\n'))
 	}
 	if err != nil {
-		in.CreatedAt, in.UpdatedAt = prevCreated, prevUpdated
+		in.CreatedAt, in.UpdatedAt, in.Schema = prevCreated, prevUpdated, prevSchema
 		return fmt.Errorf("save intent %s: %w", in.Key, err)
 	}
 	j.current = in.Key
@@ -292,27 +294,37 @@ func (j *Journal) RecordAttempt(in *Intent) error {
 }
 
 // Settle settles in on its authoritative outcome o (Record.Settle) and
-// saves it; a zero o.SettledAt is set to now.
-func (j *Journal) Settle(in *Intent, o Outcome) error {
+// saves it; a zero o.SettledAt is set to now. An intent settled before on
+// the same answer stays as it is. One settled on another answer is settled
+// on o instead, and its earlier outcome moves to Superseded and is
+// returned as lost: the server answered the same key anew, which it does
+// only once it has lost the receipt of the earlier answer (its database
+// was restored from a backup taken before), and its current answer is the
+// one that stands.
+func (j *Journal) Settle(in *Intent, o Outcome) (lost *Outcome, err error) {
 	if in == nil {
-		return errors.New("settle: no intent given")
+		return nil, errors.New("settle: no intent given")
 	}
-	if in.Settled() {
-		return in.Record.Settle(o)
+	if in.Settled() && in.Outcome.SameAnswer(o) {
+		return nil, nil
 	}
 	if o.SettledAt.IsZero() {
 		o.SettledAt = j.now().UTC().Round(0)
 	}
 	o.Body = bytes.Clone(o.Body)
 	if err := o.validate(in.Kind); err != nil {
-		return fmt.Errorf("settle intent %s: %w", in.Key, err)
+		return nil, fmt.Errorf("settle intent %s: %w", in.Key, err)
 	}
-	in.Record.Settle(o) // Cannot fail: in was open.
+	prev, prevSuperseded := in.Outcome, in.Superseded
+	if prev != nil {
+		in.Superseded = append(slices.Clip(in.Superseded), *prev)
+	}
+	in.Outcome = &o
 	if err := j.Save(in); err != nil {
-		in.Outcome = nil
-		return fmt.Errorf("settle: %w", err)
+		in.Outcome, in.Superseded = prev, prevSuperseded
+		return nil, fmt.Errorf("settle: %w", err)
 	}
-	return nil
+	return prev, nil
 }
 
 // Clear removes the state file, durably (the directory is fsync'd), so that
