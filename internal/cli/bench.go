@@ -82,6 +82,7 @@ authoritative answer, it says so and exits 1.`,
 	f.DurationVar(&cfg.Duration, "duration", 0, "how long to run (default 10s unless --count)")
 	f.IntVar(&cfg.Count, "count", 0, "how many intents to send instead of a duration")
 	f.StringVar(&cfg.Workshop, "workshop", "", "workshop to reserve in (default: create one, needs an admin)")
+	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
 	f.IntVar(&cfg.Quantity, "quantity", 1, "places per reservation")
 	f.Float64Var(&cfg.ReplayRatio, "replay-ratio", 0, "share of intents that repeat a settled intent, 0 to 1")
 	f.Float64Var(&cfg.LostAnswerRatio, "lost-answer-ratio", 0, "share of new intents whose first answer is ignored and that are sent again, 0 to 1")

@@ -74,6 +74,7 @@ unreachable daemon exit 75 and keep the intent open for --retry.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&workshop, "workshop", "", "id of the workshop")
+	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
 	f.IntVar(&quantity, "quantity", 1, "number of places")
 	f.DurationVar(&ttl, "ttl", defaultHoldTTL, "how long the places are held: whole seconds from 30s to 24h, e.g. 90s, 15m, 2h")
 	f.BoolVar(&retry, "retry", false, "resend the hold intent in the state file (same key, same payload)")

@@ -75,6 +75,7 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&workshop, "workshop", "", "id of the workshop")
+	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
 	f.IntVar(&quantity, "quantity", 1, "number of places")
 	f.BoolVar(&retry, "retry", false, "resend the intent in the state file (same key, same payload)")
 	return cmd

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,5 +41,29 @@ set --if-match").`,
 				return tw.Flush()
 			})
 		},
+	}
+}
+
+// completeWorkshops completes a --workshop flag with the ids of the
+// daemon's workshops (their titles as descriptions), asking it for at most
+// a second; without an answer it completes nothing.
+func completeWorkshops(env *commandEnv) func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if env.resolve() != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), time.Second)
+		defer cancel()
+		ws, err := env.client().Workshops(ctx)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []cobra.Completion
+		for _, w := range ws {
+			if strings.HasPrefix(w.ID, prefix) {
+				ids = append(ids, cobra.CompletionWithDesc(w.ID, w.Title))
+			}
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
 	}
 }
