@@ -31,8 +31,9 @@ import (
 // (format 2 of each in codec.go) and still reads the older records; a
 // version 1 or 2 file is marked 3 the same way. Version 4 adds holds (the
 // holds and holds_open buckets, workshops of format 2 with their holding
-// counter, receipts of format 3 with their hold members) and the time
-// indexes of receipts and tombstones (timeindex.go); opening an earlier
+// counter, receipts of format 3 with their hold members), the time
+// indexes of receipts and tombstones (timeindex.go) and the indexes of
+// reservations and holds by actor (actorindex.go); opening an earlier
 // version's file for writing builds the indexes, in the transaction that
 // marks it version 4, before the store serves anything. A read-only open
 // leaves such a file as it is: its time-ordered scans read every record
@@ -52,6 +53,9 @@ var (
 	bucketHolds        = []byte("holds")          // Holds, by id.
 	bucketOpenHolds    = []byte("holds_open")     // Open holds, by workshop 0x00 deadline id.
 
+	bucketReservationsByActor = []byte("reservations_by_actor") // actor 0x00 reservation id.
+	bucketHoldsByActor        = []byte("holds_by_actor")        // actor 0x00 hold id.
+
 	bucketReceiptsByTime   = []byte("receipts_by_time")   // Receipts by creation time (timeindex.go).
 	bucketTombstonesByTime = []byte("tombstones_by_time") // Tombstones by creation time (timeindex.go).
 
@@ -59,6 +63,7 @@ var (
 		bucketTombstones, bucketEvents, bucketPending,
 		bucketReceiptsByTime, bucketTombstonesByTime,
 		bucketHolds, bucketOpenHolds,
+		bucketReservationsByActor, bucketHoldsByActor,
 	}
 
 	keySchema = []byte("schema")
@@ -223,14 +228,15 @@ func createSchema(tx *bolt.Tx, path string) error {
 
 // initSchema refuses a file of a newer schema or of another program, marks
 // an older file with the current schema version, creates buckets this
-// version declares that an older file lacks, and builds the time indexes of
-// a file written before version 4 (or that lacks them).
+// version declares that an older file lacks, and builds the time and actor
+// indexes of a file written before version 4 (or that lacks them).
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
 		return err
 	}
 	rebuild := v < 4 || tx.Bucket(bucketReceiptsByTime) == nil || tx.Bucket(bucketTombstonesByTime) == nil
+	rebuildActors := v < 4 || tx.Bucket(bucketReservationsByActor) == nil || tx.Bucket(bucketHoldsByActor) == nil
 	if err := createBuckets(tx, path); err != nil {
 		return err
 	}
@@ -239,6 +245,14 @@ func initSchema(tx *bolt.Tx, path string) error {
 			return err
 		}
 		if err := tombstoneTimes.build(tx, path); err != nil {
+			return err
+		}
+	}
+	if rebuildActors {
+		if err := reservationActors.build(tx, path); err != nil {
+			return err
+		}
+		if err := holdActors.build(tx, path); err != nil {
 			return err
 		}
 	}

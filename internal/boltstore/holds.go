@@ -3,6 +3,7 @@ package boltstore
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -29,6 +30,13 @@ func (t *tx) Hold(id string) (engine.Hold, bool, error) {
 	return h, ok, err
 }
 
+// decodeHold decodes a hold record.
+func decodeHold(_, raw []byte) (engine.Hold, error) {
+	var h engine.Hold
+	err := json.Unmarshal(raw, &h)
+	return h, err
+}
+
 func (t *tx) PutHold(h engine.Hold) error {
 	old, had, err := t.Hold(h.ID)
 	if err != nil {
@@ -44,6 +52,9 @@ func (t *tx) PutHold(h engine.Hold) error {
 		if err := t.putRaw(bucketOpenHolds, openHoldKey(h), []byte{}); err != nil {
 			return err
 		}
+	}
+	if err := holdActors.put(t, h.ID, h); err != nil {
+		return err
 	}
 	return t.put(bucketHolds, []byte(h.ID), h)
 }

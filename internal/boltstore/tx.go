@@ -173,6 +173,9 @@ func (t *tx) Reservation(id string) (r engine.Reservation, ok bool, err error) {
 }
 
 func (t *tx) PutReservation(r engine.Reservation) error {
+	if err := reservationActors.put(t, r.ID, r); err != nil {
+		return err
+	}
 	return t.putRaw(bucketReservations, []byte(r.ID), encodeReservation(r))
 }
 

@@ -27,6 +27,7 @@ const (
 	FindingOrphanEvent      = "event_without_effect"
 	FindingHold             = "hold_mismatch"
 	FindingTimeIndex        = "time_index_mismatch"
+	FindingActorIndex       = "actor_index_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -142,6 +143,9 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 			return err
 		}
 		if err := checkTimeOrder(tx, add); err != nil {
+			return err
+		}
+		if err := checkActorIndexes(tx, reservations, holds, add); err != nil {
 			return err
 		}
 		if err := tx.ForEachEvent(func(ev Event) error {
@@ -407,6 +411,58 @@ func checkTimeOrder(tx Tx, add func(kind, format string, args ...any)) error {
 		}
 		if visited != stored {
 			add(FindingTimeIndex, "the time-ordered scan of %s visits %d of them, the store holds %d", c.what, visited, stored)
+		}
+	}
+	return nil
+}
+
+// checkActorIndexes reports scans of an actor's reservations or holds
+// (ForEachReservationOf, ForEachHoldOf) that do not visit exactly the
+// actor's records, once each, in descending order of id.
+func checkActorIndexes(tx Tx, reservations map[string]*resInfo, holds map[string]*holdInfo, add func(kind, format string, args ...any)) error {
+	owners := func(ids map[string]string) map[string][]string {
+		of := map[string][]string{}
+		for id, actor := range ids {
+			of[actor] = append(of[actor], id)
+		}
+		return of
+	}
+	resOwners, holdOwners := map[string]string{}, map[string]string{}
+	for id, r := range reservations {
+		resOwners[id] = r.Actor
+	}
+	for id, h := range holds {
+		holdOwners[id] = h.Actor
+	}
+	kinds := []struct {
+		what string
+		of   map[string][]string
+		scan func(actor string, fn func(id, owner string) error) error
+	}{
+		{"reservations", owners(resOwners), func(actor string, fn func(id, owner string) error) error {
+			return tx.ForEachReservationOf(actor, "", func(r Reservation) error { return fn(r.ID, r.Actor) })
+		}},
+		{"holds", owners(holdOwners), func(actor string, fn func(id, owner string) error) error {
+			return tx.ForEachHoldOf(actor, "", func(h Hold) error { return fn(h.ID, h.Actor) })
+		}},
+	}
+	for _, k := range kinds {
+		for actor, ids := range k.of {
+			prev, visited := "", 0
+			err := k.scan(actor, func(id, owner string) error {
+				if owner != actor || (prev != "" && id >= prev) {
+					add(FindingActorIndex, "the scan of the %s of %s visits %s (of %s) after %q", k.what, actor, id, owner, prev)
+				}
+				prev = id
+				visited++
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("scan the %s of %s: %w", k.what, actor, err)
+			}
+			if visited != len(ids) {
+				add(FindingActorIndex, "the scan of the %s of %s visits %d of them, the store holds %d", k.what, actor, visited, len(ids))
+			}
 		}
 	}
 	return nil

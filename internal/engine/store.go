@@ -92,4 +92,13 @@ type Tx interface {
 	PutHold(h Hold) error
 	ForEachHold(fn func(Hold) error) error
 	ForEachOpenHold(workshop string, through time.Time, fn func(Hold) error) error
+
+	// ForEachReservationOf and ForEachHoldOf visit the reservations and
+	// holds of actor newest first (in descending order of id, which
+	// starts with the creation time), those whose id is below before
+	// when before is not "", until fn returns an error, which they
+	// return. Stores keep an index by actor for them, so their cost is the
+	// records they visit.
+	ForEachReservationOf(actor, before string, fn func(Reservation) error) error
+	ForEachHoldOf(actor, before string, fn func(Hold) error) error
 }

@@ -664,3 +664,47 @@ func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.
 	}
 	return nil
 }
+
+// ForEachReservationOf pages through the index reservations_by_actor.
+func (t *tx) ForEachReservationOf(actor, before string, fn func(engine.Reservation) error) error {
+	return newestOf(t, reservations, actor, before, func(r engine.Reservation) string { return r.ID }, fn)
+}
+
+// ForEachHoldOf pages through the index holds_by_actor.
+func (t *tx) ForEachHoldOf(actor, before string, fn func(engine.Hold) error) error {
+	return newestOf(t, holds, actor, before, func(h engine.Hold) string { return h.ID }, fn)
+}
+
+// newestOf calls fn for the records of tb (keyed by id) of actor whose id
+// is below before ("" for any), in descending order of id, reading a page
+// at a time through the table's index on (actor, id).
+func newestOf[T any](t *tx, tb table[T], actor, before string, id func(T) string, fn func(T) error) error {
+	query := fmt.Sprintf("SELECT %s FROM %s WHERE actor = $1 AND ($2 = '' OR id < $2) ORDER BY id DESC LIMIT %d",
+		strings.Join(tb.columns, ", "), tb.name, pageSize)
+	for {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		rows, err := t.tx.Query(t.ctx, query, actor, before)
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s of %s: %w", tb.name, actor, err))
+		}
+		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+			var r T
+			err := row.Scan(tb.dests(&r)...)
+			return r, err
+		})
+		if err != nil {
+			return t.fail(fmt.Errorf("scan %s of %s: %w", tb.name, actor, err))
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+		before = id(page[len(page)-1])
+	}
+}

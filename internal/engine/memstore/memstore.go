@@ -398,3 +398,32 @@ func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.
 	}
 	return nil
 }
+
+// ForEachReservationOf sorts the actor's reservations on every call; the
+// other stores keep an index instead.
+func (t *tx) ForEachReservationOf(actor, before string, fn func(engine.Reservation) error) error {
+	return newestOf(t.s.reservations, actor, before, func(r engine.Reservation) string { return r.Actor }, fn)
+}
+
+// ForEachHoldOf sorts the actor's holds on every call.
+func (t *tx) ForEachHoldOf(actor, before string, fn func(engine.Hold) error) error {
+	return newestOf(t.s.holds, actor, before, func(h engine.Hold) string { return h.Actor }, fn)
+}
+
+// newestOf visits the records of m (keyed by id) whose owner is actor and
+// whose id is below before (any, for ""), in descending order of id.
+func newestOf[R any](m map[string]R, actor, before string, owner func(R) string, fn func(R) error) error {
+	var ids []string
+	for id, r := range m {
+		if owner(r) == actor && (before == "" || id < before) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Backward(ids) {
+		if err := fn(m[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package boltstore
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// The actor indexes list the reservations and the holds of each actor: the
+// key of an entry is the actor, 0x00 and the record's id (ids start with
+// their creation time, so an actor's entries are in creation order); the
+// value is empty. An actor's reservations and holds, newest first, are one
+// cursor range read backwards. A record's actor never changes, so the store
+// writes the entry with every write of its record; Open builds the indexes
+// of a file that an earlier schema version wrote.
+
+// actorIndexed describes one record kind and its actor index.
+type actorIndexed[R any] struct {
+	records, index []byte
+	decode         func(k, raw []byte) (R, error)
+	actor          func(R) string
+}
+
+var reservationActors = actorIndexed[engine.Reservation]{
+	records: bucketReservations, index: bucketReservationsByActor, decode: decodeReservation,
+	actor: func(r engine.Reservation) string { return r.Actor },
+}
+
+var holdActors = actorIndexed[engine.Hold]{
+	records: bucketHolds, index: bucketHoldsByActor, decode: decodeHold,
+	actor: func(h engine.Hold) string { return h.Actor },
+}
+
+// actorEntry is the index key of the record id of actor; actor names
+// cannot contain 0x00.
+func actorEntry(actor, id string) []byte {
+	e := make([]byte, 0, len(actor)+1+len(id))
+	e = append(e, actor...)
+	e = append(e, 0)
+	return append(e, id...)
+}
+
+// put writes the index entry of rec, stored under id.
+func (ix actorIndexed[R]) put(t *tx, id string, rec R) error {
+	return t.putRaw(ix.index, actorEntry(ix.actor(rec), id), []byte{})
+}
+
+// newestFirst visits the records of actor with an id below before (any,
+// for ""), in descending order of id. A file that lacks the index (one an
+// earlier schema version wrote, opened read-only) is scanned instead.
+func (ix actorIndexed[R]) newestFirst(t *tx, actor, before string, fn func(R) error) error {
+	index := t.read(ix.index)
+	if index == nil {
+		return ix.scanUnindexed(t, actor, before, fn)
+	}
+	prefix := actorEntry(actor, "")
+	c := index.Cursor()
+	var k []byte
+	if before == "" {
+		// The first key after the actor's range, then one back.
+		next := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
+		if k, _ = c.Seek(next); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+	} else if k, _ = c.Seek(actorEntry(actor, before)); k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	var ids []string
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+		ids = append(ids, string(k[len(prefix):]))
+	}
+	return ix.visit(t, ids, fn)
+}
+
+// visit calls fn for the records ids, in that order; they are read only
+// once the index is read, so that fn may write.
+func (ix actorIndexed[R]) visit(t *tx, ids []string, fn func(R) error) error {
+	records := t.read(ix.records)
+	for _, id := range ids {
+		raw := records.Get([]byte(id))
+		if raw == nil {
+			return fmt.Errorf("%s names %s %s, which does not exist", ix.index, ix.records, id)
+		}
+		rec, err := ix.decode([]byte(id), raw)
+		if err != nil {
+			return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanUnindexed is newestFirst on a file without the index: it reads every
+// record.
+func (ix actorIndexed[R]) scanUnindexed(t *tx, actor, before string, fn func(R) error) error {
+	records := t.read(ix.records)
+	if records == nil {
+		return nil
+	}
+	var ids []string
+	err := records.ForEach(func(k, raw []byte) error {
+		rec, err := ix.decode(k, raw)
+		if err != nil {
+			return fmt.Errorf("decode %s/%q: %w", ix.records, k, err)
+		}
+		if ix.actor(rec) == actor && (before == "" || string(k) < before) {
+			ids = append(ids, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(ids) // ForEach visits in key order.
+	return ix.visit(t, ids, fn)
+}
+
+// build fills the index from the records, replacing whatever it held, in
+// the transaction that upgrades an earlier schema version's file.
+func (ix actorIndexed[R]) build(btx *bolt.Tx, path string) error {
+	if err := btx.DeleteBucket(ix.index); err != nil && btx.Bucket(ix.index) != nil {
+		return fmt.Errorf("clear bucket %s in %s: %w", ix.index, path, err)
+	}
+	index, err := btx.CreateBucket(ix.index)
+	if err != nil {
+		return fmt.Errorf("create bucket %s in %s: %w", ix.index, path, err)
+	}
+	records := btx.Bucket(ix.records)
+	if records == nil {
+		return nil
+	}
+	var entries [][]byte
+	err = records.ForEach(func(k, raw []byte) error {
+		rec, err := ix.decode(k, raw)
+		if err != nil {
+			return fmt.Errorf("decode %s/%q: %w", ix.records, k, err)
+		}
+		entries = append(entries, actorEntry(ix.actor(rec), string(k)))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index %s of %s by actor: %w", ix.records, path, err)
+	}
+	slices.SortFunc(entries, bytes.Compare)
+	for _, e := range entries {
+		if err := index.Put(e, []byte{}); err != nil {
+			return fmt.Errorf("index %s of %s by actor: %w", ix.records, path, err)
+		}
+	}
+	return nil
+}
+
+func (t *tx) ForEachReservationOf(actor, before string, fn func(engine.Reservation) error) error {
+	return reservationActors.newestFirst(t, actor, before, fn)
+}
+
+func (t *tx) ForEachHoldOf(actor, before string, fn func(engine.Hold) error) error {
+	return holdActors.newestFirst(t, actor, before, fn)
+}
