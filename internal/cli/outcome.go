@@ -103,6 +103,10 @@ func describe(err error, status int, timeout time.Duration) string {
 			why += fmt.Sprintf(": %d %s", status, http.StatusText(status))
 		}
 		return why
+	case errors.As(err, &ee) && !client.Undecided(status, err):
+		return "reserved refused: " + ee.Error()
+	case errors.As(err, &ee) && status == 0:
+		return "the server failed: " + ee.Error()
 	case errors.As(err, &ee):
 		return fmt.Sprintf("the server failed: %d %s: %s", status, http.StatusText(status), ee)
 	}

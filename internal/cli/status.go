@@ -184,7 +184,10 @@ func (env *commandEnv) askHold(ctx context.Context, id string, asked bool) (*eng
 	cctx, cancel := env.callContext(ctx)
 	defer cancel()
 	h, err := env.client().Hold(cctx, id)
-	if err != nil {
+	switch {
+	case engine.ErrorCode(err) == engine.CodeUnknownHold:
+		return nil, fmt.Sprintf("%s: reserved knows no such hold of yours (it does not exist, or it is another actor's)", id)
+	case err != nil:
 		return nil, fmt.Sprintf("%s, cannot ask reserved: %s", id, describe(err, 0, env.timeout))
 	}
 	return &h, ""

@@ -211,10 +211,18 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	// socket that cannot be had refuses the start before anything (a new
 	// database file, the demo workshop) is created. Connections that
 	// arrive meanwhile wait in the listeners' backlogs.
-	sockLn, err := listenSocket(o.socket, stale, os.FileMode(mode))
+	sockLn, sockDirs, err := listenSocketIn(o.socket, stale, os.FileMode(mode))
 	if err != nil {
 		return err
 	}
+	// A start that fails from here on removes the directories made for
+	// the socket as well, after the deferred close removed the socket.
+	serving := false
+	defer func() {
+		if !serving {
+			removeDirs(sockDirs)
+		}
+	}()
 	defer sockLn.Close()
 	var tcpLn net.Listener
 	tcpAddr := ""
@@ -313,6 +321,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 	defer stopOutbox()
+	serving = true
 	errc := make(chan error, 2)
 	go func() { errc <- srv.ServeUnix(sockLn) }()
 	if tcpLn != nil {

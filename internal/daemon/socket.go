@@ -49,9 +49,54 @@ func probeSocket(path string) (stale bool, err error) {
 // permissions from the moment it exists (see bindSocket). Closing the
 // listener removes the file.
 func listenSocket(path string, stale bool, mode os.FileMode) (*net.UnixListener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create socket directory: %w", err)
+	ln, _, err := listenSocketIn(path, stale, mode)
+	return ln, err
+}
+
+// listenSocketIn is listenSocket that also returns the directories it
+// created for the socket, deepest first, so that a start that fails after
+// it can remove them again (removeDirs).
+func listenSocketIn(path string, stale bool, mode os.FileMode) (*net.UnixListener, []string, error) {
+	created, err := mkdirAll(filepath.Dir(path), 0o700)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create socket directory: %w", err)
 	}
+	ln, err := bindListener(path, stale, mode)
+	if err != nil {
+		removeDirs(created)
+		return nil, nil, err
+	}
+	return ln, created, nil
+}
+
+// mkdirAll is os.MkdirAll that returns the directories it created,
+// deepest first.
+func mkdirAll(dir string, perm os.FileMode) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) || filepath.Dir(d) == d {
+			break
+		}
+		missing = append(missing, d)
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return nil, err
+	}
+	return missing, nil
+}
+
+// removeDirs removes the directories dirs, deepest first, each only if it
+// is empty.
+func removeDirs(dirs []string) {
+	for _, d := range dirs {
+		if os.Remove(d) != nil {
+			return
+		}
+	}
+}
+
+// bindListener binds the socket at path, in a directory that exists.
+func bindListener(path string, stale bool, mode os.FileMode) (*net.UnixListener, error) {
 	if stale {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)

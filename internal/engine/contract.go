@@ -154,6 +154,9 @@ func decodeTokens(body []byte, members []Member) error {
 		name, _ := tok.(string) // Token guarantees object keys are strings.
 		m := findMember(members, name)
 		if m == nil {
+			if len(members) == 0 {
+				return Errorf(CodeRequestContract, "member %q is not allowed: the body must be the empty object {}", truncate(name, 40))
+			}
 			return Errorf(CodeRequestContract, "member %q is not allowed (allowed: %s)", truncate(name, 40), memberNames(members))
 		}
 		if seen[name] {

@@ -206,3 +206,22 @@ func TestTruncateKeepsCharactersWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeEmptyObject: the body of a confirmation or release is exactly
+// {}, and a member in it is refused by saying so.
+func TestDecodeEmptyObject(t *testing.T) {
+	for _, ok := range []string{`{}`, ` { } `, "{}\n"} {
+		if err := engine.DecodeEmptyObject([]byte(ok)); err != nil {
+			t.Errorf("DecodeEmptyObject(%q) = %v", ok, err)
+		}
+	}
+	err := engine.DecodeEmptyObject([]byte(`{"a":1}`))
+	if engine.ErrorCode(err) != engine.CodeRequestContract || engine.ErrorMessage(err) != `member "a" is not allowed: the body must be the empty object {}` {
+		t.Errorf("DecodeEmptyObject({\"a\":1}) = %v", err)
+	}
+	for _, bad := range []string{``, `[]`, `{}{}`, `null`} {
+		if err := engine.DecodeEmptyObject([]byte(bad)); engine.ErrorCode(err) != engine.CodeRequestContract {
+			t.Errorf("DecodeEmptyObject(%q) = %v, want request_contract", bad, err)
+		}
+	}
+}

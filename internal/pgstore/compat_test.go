@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/pgstore"
@@ -137,6 +138,24 @@ func TestSchema4GetsHolds(t *testing.T) {
 	}
 	if findings, err := engine.Check(t.Context(), s); err != nil || len(findings) != 0 {
 		t.Errorf("check after the upgrade: %v, %v", findings, err)
+	}
+	// A daemon of version 4 still running reads and writes workshops as
+	// below; after the migration that fails (undefined column) instead of
+	// deciding without the held places.
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	for _, old := range []string{
+		`SELECT id, title, capacity, reserved, max_quantity, version FROM workshops WHERE (id) = ($1) FOR UPDATE`,
+		`INSERT INTO workshops (id, title, capacity, reserved, max_quantity, version) VALUES ($1, 'x', 9, 0, 1, 1) ON CONFLICT (id) DO UPDATE SET reserved = EXCLUDED.reserved`,
+	} {
+		var pgErr *pgconn.PgError
+		_, err := conn.Exec(t.Context(), old, "go-basics")
+		if !errors.As(err, &pgErr) || pgErr.Code != "42703" {
+			t.Errorf("a version 4 statement on the migrated database: %v, want undefined_column", err)
+		}
 	}
 }
 

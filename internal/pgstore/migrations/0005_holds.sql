@@ -7,6 +7,13 @@
 -- in the same transaction as every hold, confirmation, release and cleanup.
 ALTER TABLE workshops ADD COLUMN holding BIGINT NOT NULL DEFAULT 0;
 
+-- A daemon of an earlier version, still running while this one migrates,
+-- would decide reservations by capacity minus reserved alone and overbook
+-- the places held by this version's daemons. Renaming the column it reads
+-- makes its every workshop read fail instead (an undecided answer, which
+-- its client retries with the same key, on a daemon of this version).
+ALTER TABLE workshops RENAME COLUMN reserved TO reserved_places;
+
 -- A hold request's receipt names the hold it made, its deadline and the
 -- time to live it asked for; a confirmation's or release's names the hold.
 ALTER TABLE receipts
