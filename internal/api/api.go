@@ -152,6 +152,41 @@ type WorkshopList struct {
 	Workshops []engine.Workshop `json:"workshops"`
 }
 
+// ReservationPage is the body of GET /api/v1/reservations: one page of a
+// person's reservations, newest first, and the cursor of the next page (""
+// when this is the last).
+type ReservationPage struct {
+	Reservations []ReservationItem `json:"reservations"`
+	NextCursor   string            `json:"next_cursor,omitempty"`
+}
+
+// ReservationItem is one reservation of a ReservationPage; Status is
+// active or cancelled.
+type ReservationItem struct {
+	ID          string    `json:"id"`
+	Workshop    string    `json:"workshop"`
+	Quantity    int       `json:"quantity"`
+	Status      string    `json:"status"`
+	CreatedAt   time.Time `json:"created_at"`
+	CancelledAt time.Time `json:"cancelled_at,omitzero"`
+}
+
+// ReservationItemOf returns r as a list shows it.
+func ReservationItemOf(r engine.Reservation) ReservationItem {
+	status := engine.ListActive
+	if r.Cancelled() {
+		status = engine.ListCancelled
+	}
+	return ReservationItem{ID: r.ID, Workshop: r.Workshop, Quantity: r.Quantity, Status: status, CreatedAt: r.CreatedAt, CancelledAt: r.CancelledAt}
+}
+
+// HoldPage is the body of GET /api/v1/holds: one page of a person's
+// holds, newest first, each with its state now.
+type HoldPage struct {
+	Holds      []engine.Hold `json:"holds"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
 // OperationPage is the body of GET /api/v1/admin/operations: one page of
 // stored operations, newest first, and the cursor of the next page ("" when
 // this is the last).

@@ -80,16 +80,9 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 // every actor, newest first, filtered by actor, since, outcome, one page of
 // at most limit with the cursor of the next.
 func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
-	q := r.URL.Query()
-	for name := range q {
-		switch name {
-		case "actor", "since", "outcome", "limit", "cursor":
-		default:
-			return engine.Errorf(engine.CodeRequestContract, "unknown query parameter %q (use actor, since, outcome, limit, cursor)", engine.Truncate(name, 40))
-		}
-		if len(q[name]) > 1 {
-			return engine.Errorf(engine.CodeRequestContract, "query parameter %q is given %d times", name, len(q[name]))
-		}
+	q, err := queryOf(r, "actor", "since", "outcome", "limit", "cursor")
+	if err != nil {
+		return err
 	}
 	f := engine.OperationFilter{Actor: q.Get("actor"), Outcome: q.Get("outcome"), After: q.Get("cursor")}
 	if v := q.Get("since"); v != "" {
@@ -99,12 +92,8 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ engine
 		}
 		f.Since = t
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return engine.Errorf(engine.CodeRequestContract, "query parameter \"limit\" must be from 1 to %d", engine.MaxOperationsLimit)
-		}
-		f.Limit = n
+	if f.Limit, err = queryLimit(q, engine.MaxOperationsLimit); err != nil {
+		return err
 	}
 	ops, next, err := s.eng.Operations(r.Context(), f)
 	if err != nil {

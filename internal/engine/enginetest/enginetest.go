@@ -86,6 +86,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CheckFindsHoldsSettledOutOfTime", testCheckFindsHoldsSettledOutOfTime},
 		{"ExpireHoldsSaysWhatIsLeft", testExpireHoldsSaysWhatIsLeft},
 		{"ConcurrentLastPlacesPastDeadlines", testConcurrentLastPlacesPastDeadlines},
+		{"ListReservations", testListReservations},
+		{"ListHolds", testListHolds},
+		{"ListVisitsOnlyItsPage", testListVisits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

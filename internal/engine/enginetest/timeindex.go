@@ -429,3 +429,19 @@ func testTimeOrderedScans(t *testing.T, h *harness) {
 		t.Fatal("oldest first before the cutoff visits other receipts than those created before it")
 	}
 }
+
+func (t *countingTx) ForEachReservation(fn func(engine.Reservation) error) error {
+	return t.Tx.ForEachReservation(counted(t.c, fn))
+}
+
+func (t *countingTx) ForEachHold(fn func(engine.Hold) error) error {
+	return t.Tx.ForEachHold(counted(t.c, fn))
+}
+
+func (t *countingTx) ForEachReservationOf(actor, before string, fn func(engine.Reservation) error) error {
+	return t.Tx.ForEachReservationOf(actor, before, counted(t.c, fn))
+}
+
+func (t *countingTx) ForEachHoldOf(actor, before string, fn func(engine.Hold) error) error {
+	return t.Tx.ForEachHoldOf(actor, before, counted(t.c, fn))
+}
