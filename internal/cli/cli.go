@@ -164,6 +164,7 @@ Exit status:
 		newReleaseCmd(env),
 		newNewIntentCmd(env),
 		newStatusCmd(env),
+		newListCmd(env),
 		newWorkshopsCmd(env),
 		newWhoamiCmd(env),
 		newVersionCmd(env),
