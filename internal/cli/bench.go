@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -116,14 +115,4 @@ func printBench(w io.Writer, r bench.Result) {
 	}
 	fmt.Fprintf(w, "verification  %s: workshop %s reserved %d -> %d (+%d), clients were told of %d reserved places\n",
 		verdict, r.Workshop, v.ReservedBefore, v.ReservedAfter, v.ReservedAfter-v.ReservedBefore, v.Reservations)
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -271,7 +271,9 @@ func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *inte
 	}
 	op := operation(in)
 	cctx, cancel := env.callContext(ctx)
+	stop := env.waiting("waiting for reserved's answer")
 	res, err := c.Send(cctx, in.Key, op)
+	stop()
 	cancel()
 	o := outcomeOf(op, in.Key, res, err, env.timeout)
 	lost, err := settle(j, in, o)
