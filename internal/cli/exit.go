@@ -8,7 +8,6 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
-	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/safefile"
 )
 
@@ -106,10 +105,11 @@ func errorLine(err error) string {
 }
 
 // refusedSocket reports whether err is the refusal of a socket that
-// belongs to someone else: reservectl refused it locally and sent nothing.
+// belongs to someone else, or one the system does not let the caller reach
+// (permission denied): nothing was sent, and retrying does not change it.
 func refusedSocket(err error) bool {
-	var owner *paths.SocketOwnerError
-	return errors.As(err, &owner)
+	var ce *client.ConnectError
+	return errors.As(err, &ce) && ce.Denied()
 }
 
 // exitMeanings are the words --json prints for each exit code.

@@ -15,13 +15,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
+	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
@@ -125,10 +130,39 @@ type ConnectError struct {
 
 func (e *ConnectError) Error() string {
 	var owner *paths.SocketOwnerError
-	if errors.As(e.Err, &owner) {
+	switch {
+	case errors.As(e.Err, &owner):
 		return fmt.Sprintf("cannot connect to reserved at %s: the socket %s", e.Where, owner.Reason())
+	case errors.Is(e.Err, fs.ErrPermission):
+		return fmt.Sprintf("cannot connect to reserved at %s: permission denied: %s", e.Where, deniedBy(e.Where))
 	}
 	return fmt.Sprintf("cannot connect to reserved at %s: is it running?", e.Where)
+}
+
+// Denied reports whether the daemon's socket could not be reached because
+// the system denied the caller: a local refusal, which retrying does not
+// change.
+func (e *ConnectError) Denied() bool {
+	var owner *paths.SocketOwnerError
+	return errors.As(e.Err, &owner) || errors.Is(e.Err, fs.ErrPermission)
+}
+
+// deniedBy says what denied the caller access to the socket at path: the
+// socket's own permissions (naming its owner and mode) or a directory on
+// its path that the caller may not search.
+func deniedBy(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Sprintf("you may not look into %s or a directory above it (uid %d)", filepath.Dir(path), os.Getuid())
+	}
+	owner := "uid ?"
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = "uid " + strconv.FormatUint(uint64(st.Uid), 10)
+		if u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10)); err == nil {
+			owner = u.Username + " (" + owner + ")"
+		}
+	}
+	return fmt.Sprintf("the socket belongs to %s with mode %04o, which does not let uid %d in; ask its owner, or use a socket of your own (--socket, RESERVED_SOCKET)", owner, fi.Mode().Perm(), os.Getuid())
 }
 
 func (e *ConnectError) Unwrap() error { return e.Err }
@@ -210,7 +244,7 @@ func (c *Client) sendError(method, path string, err error, sent bool) error {
 	var op *net.OpError
 	var owner *paths.SocketOwnerError
 	switch {
-	case errors.As(err, &owner):
+	case errors.As(err, &owner), !sent && errors.Is(err, fs.ErrPermission):
 		return &ConnectError{Where: c.where, Err: err}
 	case sent && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		return &SentError{Where: c.where, Err: err}

@@ -6,17 +6,16 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/paths/pathstest"
 )
 
 const (
@@ -571,7 +570,7 @@ func TestUnreadableStateFileIsReportedAndLeftUntouched(t *testing.T) {
 		if os.Geteuid() == 0 {
 			// Root reads files regardless of their mode: run this subtest
 			// again as the unprivileged uid 65534.
-			runAsNobody(t, "^TestUnreadableStateFileIsReportedAndLeftUntouched$/^permission$")
+			pathstest.RunAsNobody(t, "^TestUnreadableStateFileIsReportedAndLeftUntouched$/^permission$")
 			return
 		}
 		path := statePath(t)
@@ -891,42 +890,5 @@ func TestURLServer(t *testing.T) {
 		if got, err := intent.URLServer(raw); err == nil {
 			t.Errorf("URLServer(%q) = %q, want an error", raw, got)
 		}
-	}
-}
-
-// runAsNobody runs the test binary again as uid 65534 with -test.run=run,
-// from and in a directory that user can use, and fails t if that run fails
-// or runs no test.
-func runAsNobody(t *testing.T, run string) {
-	t.Helper()
-	const uid = 65534
-	dir, err := os.MkdirTemp("", "intent-nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
-		t.Fatal(err)
-	}
-	// The test binary may sit in a directory only root can enter.
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "intent.test")
-	if err := os.WriteFile(bin, raw, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run="+run, "-test.v")
-	cmd.Dir = dir
-	cmd.Env = []string{"TMPDIR=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: ") || strings.Contains(string(out), "--- SKIP") {
-		t.Fatalf("as uid %d: %v\n%s", uid, err, out)
 	}
 }
