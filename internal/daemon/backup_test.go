@@ -167,11 +167,11 @@ func TestBackupUnderLoadRestoresRecordedKeys(t *testing.T) {
 }
 
 // backupSeeded is how many reservations seedBackupDatabase makes.
-const backupSeeded = 18_000
+const backupSeeded = 15_000
 
 // seedBackupDatabase fills a new database at path with backupSeeded reservations
 // before a daemon opens it. It maps only the file while it writes, so that
-// the file ends at the 16 MiB that bbolt maps for it, some 14 MiB of them
+// the file ends at the 16 MiB that bbolt maps for it, most of them
 // in use: its snapshot is larger than what the loopback sockets of a backup
 // buffer, and a thousand or two more reservations make it outgrow a map of
 // its size.

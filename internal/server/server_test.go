@@ -298,6 +298,11 @@ func TestUnknownRoutesAreProblems(t *testing.T) {
 	wantProblem(t, resp, body, http.StatusNotFound, engine.CodeNotFound)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodDelete, path: api.PathReservations})
 	wantProblem(t, resp, body, http.StatusMethodNotAllowed, engine.CodeMethodNotAllowed)
+	if resp.Header.Get("Allow") != "GET, HEAD, POST" {
+		t.Errorf("Allow = %q", resp.Header.Get("Allow"))
+	}
+	resp, body = send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.CancelPath("0190a1b2c3d4e5f60718293a4b5c6d7e")})
+	wantProblem(t, resp, body, http.StatusMethodNotAllowed, engine.CodeMethodNotAllowed)
 	if resp.Header.Get("Allow") != "POST" {
 		t.Errorf("Allow = %q", resp.Header.Get("Allow"))
 	}
