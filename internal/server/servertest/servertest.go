@@ -41,6 +41,11 @@ type Options struct {
 	AllowedHosts   []string
 	// Clock, if set, is the engine's clock (engine.WithClock).
 	Clock func() time.Time
+	// CheckOpenAPI makes the clients of SocketClient and TCPClient check
+	// every exchange against docs/openapi.yaml (see OpenAPI.Check) and
+	// fail the test, naming the request, the status and the validator's
+	// findings, at each one that departs from it.
+	CheckOpenAPI bool
 }
 
 // Harness is a running server and its parts.
@@ -55,6 +60,9 @@ type Harness struct {
 	Alice   string // Bearer token of actor "alice".
 	Bob     string // Bearer token of actor "bob".
 	tcpAddr string
+	// The HTTP clients of SocketClient and TCPClient; nil means the
+	// client's own.
+	socketHTTP, tcpHTTP *http.Client
 }
 
 // Start serves a fresh store until the test ends.
@@ -110,6 +118,9 @@ func Start(tb testing.TB, opts Options) *Harness {
 	}
 	h.tcpAddr = tcp.Addr().String()
 	h.URL = "http://" + h.tcpAddr
+	if opts.CheckOpenAPI {
+		h.checkOpenAPI(tb)
+	}
 	var wg sync.WaitGroup
 	for _, serve := range []func() error{func() error { return h.Server.ServeUnix(sock) }, func() error { return h.Server.ServeTCP(tcp) }} {
 		wg.Go(func() {
@@ -124,6 +135,11 @@ func Start(tb testing.TB, opts Options) *Harness {
 		// Connections a client dialled but never used would hold Shutdown
 		// for five seconds (net/http's grace for new connections).
 		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+		for _, c := range []*http.Client{h.socketHTTP, h.tcpHTTP} {
+			if c != nil {
+				c.CloseIdleConnections()
+			}
+		}
 		if err := h.Server.Shutdown(ctx); err != nil {
 			tb.Errorf("shutdown: %v", err)
 		}
@@ -167,11 +183,27 @@ func (h *Harness) waitTCPServed(tb testing.TB) {
 func (h *Harness) TCPAddr() string { return h.tcpAddr }
 
 // SocketClient returns a client on the Unix socket.
-func (h *Harness) SocketClient() *client.Client { return &client.Client{Socket: h.Socket} }
+func (h *Harness) SocketClient() *client.Client {
+	return &client.Client{Socket: h.Socket, HTTPClient: h.socketHTTP}
+}
 
 // TCPClient returns a client on TCP with a bearer token ("" sends none).
 func (h *Harness) TCPClient(token string) *client.Client {
-	return &client.Client{BaseURL: h.URL, Token: token}
+	return &client.Client{BaseURL: h.URL, Token: token, HTTPClient: h.tcpHTTP}
+}
+
+// checkOpenAPI gives SocketClient and TCPClient HTTP clients that check
+// every exchange against docs/openapi.yaml.
+func (h *Harness) checkOpenAPI(tb testing.TB) {
+	tb.Helper()
+	o := LoadOpenAPI(tb)
+	var d net.Dialer
+	socket := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", h.Socket)
+	}}
+	h.socketHTTP = &http.Client{Transport: &checkingTransport{next: socket, openAPI: o, tb: tb, via: "Unix socket"}}
+	tcp := http.DefaultTransport.(*http.Transport).Clone()
+	h.tcpHTTP = &http.Client{Transport: &checkingTransport{next: tcp, openAPI: o, tb: tb, via: "TCP listener"}}
 }
 
 // Counts returns how many reservations and receipts the store holds.

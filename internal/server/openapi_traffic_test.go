@@ -1,0 +1,536 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+// traffic sends exchanges through a harness whose clients check each one
+// against docs/openapi.yaml, checks the status each one gets, and records
+// the statuses every route answered.
+type traffic struct {
+	t       *testing.T
+	h       *servertest.Harness
+	openAPI *servertest.OpenAPI
+	seen    map[string]map[int]bool // Statuses by route pattern.
+}
+
+func newTraffic(t *testing.T, opts servertest.Options) *traffic {
+	opts.CheckOpenAPI = true
+	return &traffic{t: t, h: servertest.Start(t, opts), openAPI: servertest.LoadOpenAPI(t), seen: map[string]map[int]bool{}}
+}
+
+func (tr *traffic) record(route string, status int) {
+	if tr.seen[route] == nil {
+		tr.seen[route] = map[int]bool{}
+	}
+	tr.seen[route][status] = true
+}
+
+// do sends c, an exchange of route, and checks that it gets want; it
+// returns the answer's body.
+func (tr *traffic) do(route string, c call, want int) []byte {
+	tr.t.Helper()
+	resp, body := send(tr.t, tr.h, c)
+	if resp.StatusCode != want {
+		tr.t.Errorf("%s %s (%s): %d, want %d: %s", c.method, c.path, tr.viaName(c.via), resp.StatusCode, want, body)
+	}
+	tr.record(route, resp.StatusCode)
+	return body
+}
+
+func (tr *traffic) viaName(via string) string {
+	switch via {
+	case viaSocket:
+		return "Unix socket"
+	case tr.h.Admin:
+		return "TCP as the admin"
+	case tr.h.Alice:
+		return "TCP as alice"
+	case viaNoToken:
+		return "TCP without a token"
+	}
+	return "TCP with another credential"
+}
+
+// raw writes request, the raw bytes of one request of route, on a new
+// connection to the Unix socket or (tcp) the TCP listener, reads the
+// answer, checks it against the document and checks that it is want. With
+// halfClose the connection's writing side is closed after the request.
+func (tr *traffic) raw(route string, tcp bool, request string, halfClose bool, want int) {
+	tr.t.Helper()
+	network, addr, where := "unix", tr.h.Socket, "Unix socket"
+	if tcp {
+		network, addr, where = "tcp", tr.h.TCPAddr(), "TCP listener"
+	}
+	conn, err := net.Dial(network, addr)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second)) // Only ends a hang.
+	if _, err := io.WriteString(conn, request); err != nil {
+		tr.t.Fatalf("%s on the %s: write: %v", route, where, err)
+	}
+	if halfClose {
+		if err := conn.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+			tr.t.Fatal(err)
+		}
+	}
+	method, target, _ := strings.Cut(strings.SplitN(request, " HTTP/", 2)[0], " ")
+	req, err := http.NewRequest(method, "http://localhost"+target, nil)
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		tr.t.Fatalf("%s %s on the %s: no answer: %v", method, target, where, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		tr.t.Fatalf("%s %s on the %s: read the answer: %v", method, target, where, err)
+	}
+	if resp.StatusCode != want {
+		tr.t.Errorf("%s %s on the %s: %d, want %d: %s", method, target, where, resp.StatusCode, want, body)
+	}
+	if err := tr.openAPI.Check(req, nil, resp, body); err != nil {
+		tr.t.Errorf("%s %s on the %s: %d %s departs from docs/openapi.yaml:\n%v", method, target, where, resp.StatusCode, resp.Header.Get("Content-Type"), err)
+	}
+	tr.record(route, resp.StatusCode)
+}
+
+// jsonCall is a call with a JSON body and, unless key is "", an
+// Idempotency-Key.
+func jsonCall(via, method, path, key, body string) call {
+	hd := http.Header{"Content-Type": {api.MediaJSON}}
+	if key != "" {
+		hd.Set(api.HeaderIdempotencyKey, key)
+	}
+	return call{via: via, method: method, path: path, header: hd, body: body}
+}
+
+// withHeader returns c with the header fields of kv (name, value, …) added.
+func withHeader(c call, kv ...string) call {
+	hd := c.header.Clone()
+	if hd == nil {
+		hd = http.Header{}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		hd.Set(kv[i], kv[i+1])
+	}
+	c.header = hd
+	return c
+}
+
+// routeSamples has, for every route pattern, a path that matches it and
+// the body of a well-formed request; the routes missing here make the
+// test fail, so that every new route gets checked.
+func routeSamples(reservation, hold string) map[string]struct{ path, body string } {
+	type sample = struct{ path, body string }
+	return map[string]sample{
+		"GET /healthz":                          {api.PathHealth, ""},
+		"GET /metrics":                          {api.PathMetrics, ""},
+		"GET /api/v1/whoami":                    {api.PathWhoAmI, ""},
+		"GET /api/v1/workshops":                 {api.PathWorkshops, ""},
+		"GET /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), ""},
+		"PUT /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), `{"capacity":3,"max_quantity":2,"title":"Demo"}`},
+		"POST /api/v1/reservations":             {api.PathReservations, `{"workshop":"workshop-demo","quantity":1}`},
+		"GET /api/v1/operations/{key}":          {api.PathOperations + "/" + uuid.NewString(), ""},
+		"GET /api/v1/reservations/{id}":         {api.ReservationPath(reservation), ""},
+		"POST /api/v1/reservations/{id}/cancel": {api.CancelPath(reservation), ""},
+		"POST /api/v1/holds":                    {api.PathHolds, holdBody(1, 60)},
+		"GET /api/v1/holds/{id}":                {api.HoldPath(hold), ""},
+		"POST /api/v1/holds/{id}/confirm":       {api.ConfirmPath(hold), "{}"},
+		"POST /api/v1/holds/{id}/release":       {api.ReleasePath(hold), "{}"},
+		"POST /api/v1/tokens":                   {api.PathTokens, `{"actor":"carol"}`},
+		"GET /api/v1/admin/backup":              {api.PathBackup, ""},
+		"GET /api/v1/admin/operations":          {api.PathAdminOps, ""},
+		"GET /api/v1/openapi.yaml":              {api.PathOpenAPI, ""},
+		"POST /api/v1/debug/faults":             {api.PathFaults, `{"fault":"garble_response","count":1}`},
+		"GET /{$}":                              {"/", ""},
+		"GET /app.js":                           {"/app.js", ""},
+		"GET /style.css":                        {"/style.css", ""},
+		"GET /favicon.svg":                      {"/favicon.svg", ""},
+		"GET " + api.PathLogin:                  {api.PathLogin + "?code=rlc_x", ""},
+		"POST " + api.PathSessions:              {api.PathSessions, `{"code":"rlc_x"}`},
+		"DELETE " + api.PathCurrentSession:      {api.PathCurrentSession, ""},
+		"POST " + api.PathLoginLinks:            {api.PathLoginLinks, ""},
+	}
+}
+
+// sampleCall is the well-formed request of route: its sample path and
+// body, a fresh Idempotency-Key, and a JSON Content-Type with a body.
+func sampleCall(via, route, path, body string) call {
+	method, _, _ := strings.Cut(route, " ")
+	c := call{via: via, method: method, path: path, header: http.Header{api.HeaderIdempotencyKey: {uuid.NewString()}}}
+	if body != "" {
+		c.header.Set("Content-Type", api.MediaJSON)
+		c.body = body
+	}
+	return c
+}
+
+// anyoneRoutes are the routes that need no credentials.
+var anyoneRoutes = map[string]bool{
+	"GET /healthz": true, "GET /api/v1/openapi.yaml": true, "GET /{$}": true, "GET /app.js": true, "GET /style.css": true,
+	"GET /favicon.svg": true, "GET " + api.PathLogin: true, "POST " + api.PathSessions: true, "DELETE " + api.PathCurrentSession: true,
+}
+
+// adminRoutes are the routes only admins may use on TCP.
+var adminRoutes = map[string]bool{
+	"GET /metrics": true, "PUT /api/v1/workshops/{id}": true, "POST /api/v1/tokens": true, "GET /api/v1/admin/backup": true,
+	"GET /api/v1/admin/operations": true, "POST /api/v1/debug/faults": true,
+}
+
+// bodyRoutes are the routes that read a JSON request body.
+var bodyRoutes = map[string]bool{
+	"PUT /api/v1/workshops/{id}": true, "POST /api/v1/reservations": true, "POST /api/v1/holds": true, "POST /api/v1/holds/{id}/confirm": true,
+	"POST /api/v1/holds/{id}/release": true, "POST /api/v1/tokens": true, "POST /api/v1/debug/faults": true, "POST " + api.PathSessions: true,
+}
+
+// TestOpenAPIMatchesTraffic sends a broad black-box suite through the real
+// server on both listeners, every route with its successes, replays and
+// every problem it can answer, the middleware's refusals included, and
+// checks every exchange against docs/openapi.yaml with an outside OpenAPI
+// 3.1 validator (servertest.Options.CheckOpenAPI). A failure names the
+// request, the status and the validator's findings.
+func TestOpenAPIMatchesTraffic(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	tr := newTraffic(t, servertest.Options{FaultInjection: true, Clock: clock.Now})
+	h := tr.h
+	ctx := t.Context()
+	const (
+		reservePattern = "POST /api/v1/reservations"
+		holdPattern    = "POST /api/v1/holds"
+	)
+	demo := servertest.Workshop
+	reserveBody := func(q int) string { return fmt.Sprintf(`{"workshop":%q,"quantity":%d}`, demo, q) }
+
+	// Anyone's routes, the identity and the metrics.
+	for _, via := range []string{viaSocket, h.Alice} {
+		tr.do("GET /healthz", call{via: via, method: http.MethodGet, path: api.PathHealth}, http.StatusOK)
+		tr.do("GET /api/v1/openapi.yaml", call{via: via, method: http.MethodGet, path: api.PathOpenAPI}, http.StatusOK)
+		tr.do("GET /api/v1/whoami", call{via: via, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
+		tr.do("GET /api/v1/workshops", call{via: via, method: http.MethodGet, path: api.PathWorkshops}, http.StatusOK)
+		tr.do("GET /api/v1/workshops/{id}", call{via: via, method: http.MethodGet, path: api.WorkshopPath(demo)}, http.StatusOK)
+		tr.do("GET /api/v1/workshops/{id}", call{via: via, method: http.MethodGet, path: api.WorkshopPath("no-such")}, http.StatusNotFound)
+	}
+	tr.do("GET /api/v1/whoami", call{via: "rsv_nope", method: http.MethodGet, path: api.PathWhoAmI}, http.StatusUnauthorized)
+	tr.do("GET /api/v1/whoami", withHeader(call{via: viaNoToken, method: http.MethodGet, path: api.PathWhoAmI}, "Authorization", "Basic eDp5"), http.StatusUnauthorized)
+	tr.do("GET /metrics", call{via: viaSocket, method: http.MethodGet, path: api.PathMetrics}, http.StatusOK)
+	tr.do("GET /metrics", call{via: h.Admin, method: http.MethodGet, path: api.PathMetrics}, http.StatusOK)
+
+	// Workshops.
+	put := func(via, id, body string, want int, kv ...string) {
+		tr.do("PUT /api/v1/workshops/{id}", withHeader(jsonCall(via, http.MethodPut, api.WorkshopPath(id), "", body), kv...), want)
+	}
+	put(h.Admin, "go-basics", `{"capacity":5,"title":"Go"}`, http.StatusCreated)
+	put(viaSocket, "go-basics", `{"capacity":6,"max_quantity":3,"title":"Go"}`, http.StatusOK, "If-Match", `"1"`)
+	put(h.Admin, "go-basics", `{"capacity":6}`, http.StatusPreconditionFailed, "If-Match", `"1"`)
+	put(h.Admin, "go-basics", `{"capacity":6}`, http.StatusPreconditionFailed, "If-Match", `1`)
+	put(h.Admin, "go-basics", `{"capacity":-1}`, http.StatusUnprocessableEntity)
+	put(h.Admin, "Bad_ID", `{"capacity":1}`, http.StatusUnprocessableEntity)
+	put(h.Admin, "go-basics", `{"capacity":1}`, http.StatusUnsupportedMediaType, "Content-Type", "text/plain")
+	put(h.Admin, "go-basics", `{"title":"`+strings.Repeat("x", api.MaxBodyBytes)+`"}`, http.StatusRequestEntityTooLarge)
+	put(h.Alice, "go-basics", `{"capacity":1}`, http.StatusForbidden)
+
+	// Reservations: the checks in their order, the decisions, replays.
+	reserve := func(via, key, body string, want int, kv ...string) []byte {
+		return tr.do(reservePattern, withHeader(jsonCall(via, http.MethodPost, api.PathReservations, key, body), kv...), want)
+	}
+	reserve(h.Alice, "", reserveBody(1), http.StatusBadRequest)
+	reserve(h.Alice, "nope", reserveBody(1), http.StatusBadRequest)
+	k1 := uuid.NewString()
+	reserve(h.Alice, k1, reserveBody(1), http.StatusUnsupportedMediaType, "Content-Type", "text/plain")
+	reserve(h.Alice, k1, `{"workshop":"`+strings.Repeat("a", api.MaxBodyBytes)+`"}`, http.StatusRequestEntityTooLarge)
+	reserve(h.Alice, k1, `{"workshop":"workshop-demo","quantity":1.0}`, http.StatusUnprocessableEntity)
+	reserve(h.Alice, k1, reserveBody(servertest.WorkshopMaxQuantity+1), http.StatusUnprocessableEntity)
+	reserve(h.Alice, k1, `{"workshop":"no-such","quantity":1}`, http.StatusNotFound)
+	var first engine.Answer
+	if err := json.Unmarshal(reserve(h.Alice, k1, reserveBody(1), http.StatusCreated), &first); err != nil {
+		t.Fatal(err)
+	}
+	reserve(h.Alice, `"`+k1+`"`, reserveBody(1), http.StatusCreated) // A replay, the key as a structured-field string.
+	reserve(h.Alice, k1, reserveBody(2), http.StatusConflict)        // operation_conflict.
+	reserve(viaSocket, uuid.NewString(), reserveBody(2), http.StatusCreated)
+	kFull := uuid.NewString()
+	reserve(h.Bob, kFull, reserveBody(1), http.StatusConflict) // unavailable, stored.
+	reserve(h.Bob, kFull, reserveBody(1), http.StatusConflict) // unavailable, replayed.
+	reserve(viaNoToken, uuid.NewString(), reserveBody(1), http.StatusUnauthorized)
+	put(h.Admin, demo, `{"capacity":1}`, http.StatusConflict) // capacity_below_reserved.
+
+	// Lookups.
+	for _, via := range []string{viaSocket, h.Alice} {
+		tr.do("GET /api/v1/reservations/{id}", call{via: via, method: http.MethodGet, path: api.ReservationPath(first.ReservationID)}, http.StatusOK)
+	}
+	tr.do("GET /api/v1/operations/{key}", call{via: h.Alice, method: http.MethodGet, path: api.PathOperations + "/" + k1}, http.StatusOK)
+	tr.do("GET /api/v1/operations/{key}", call{via: h.Bob, method: http.MethodGet, path: api.PathOperations + "/" + kFull}, http.StatusOK)
+	tr.do("GET /api/v1/reservations/{id}", call{via: h.Bob, method: http.MethodGet, path: api.ReservationPath(first.ReservationID)}, http.StatusNotFound)
+	tr.do("GET /api/v1/reservations/{id}", call{via: h.Bob, method: http.MethodGet, path: api.ReservationPath("nope")}, http.StatusNotFound)
+	tr.do("GET /api/v1/operations/{key}", call{via: h.Bob, method: http.MethodGet, path: api.PathOperations + "/" + k1}, http.StatusNotFound)
+	tr.do("GET /api/v1/operations/{key}", call{via: h.Bob, method: http.MethodGet, path: api.PathOperations + "/nope"}, http.StatusBadRequest)
+
+	// Cancellations.
+	cancel := func(via, key, id string, want int) {
+		c := call{via: via, method: http.MethodPost, path: api.CancelPath(id)}
+		if key != "" {
+			c.header = http.Header{api.HeaderIdempotencyKey: {key}}
+		}
+		tr.do("POST /api/v1/reservations/{id}/cancel", c, want)
+	}
+	kc := uuid.NewString()
+	cancel(h.Alice, "", first.ReservationID, http.StatusBadRequest)
+	cancel(h.Alice, kc, "0123456789abcdef0123456789abcdef", http.StatusNotFound)
+	cancel(h.Bob, kc, first.ReservationID, http.StatusNotFound)
+	cancel(h.Alice, kc, first.ReservationID, http.StatusOK)
+	cancel(h.Alice, kc, first.ReservationID, http.StatusOK)                       // Replayed.
+	cancel(viaSocket, uuid.NewString(), first.ReservationID, http.StatusConflict) // already_cancelled.
+	cancel(h.Alice, k1, first.ReservationID, http.StatusConflict)                 // operation_conflict: k1 reserved.
+
+	// Holds: held, replayed, confirmed, released, expired, unavailable.
+	hold := func(via, key, body string, want int, kv ...string) engine.Answer {
+		var a engine.Answer
+		if b := tr.do(holdPattern, withHeader(jsonCall(via, http.MethodPost, api.PathHolds, key, body), kv...), want); want == http.StatusCreated {
+			if err := json.Unmarshal(b, &a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a
+	}
+	settle := func(route, via, key, path string, want int) {
+		tr.do(route, jsonCall(via, http.MethodPost, path, key, "{}"), want)
+	}
+	const confirmPattern, releasePattern = "POST /api/v1/holds/{id}/confirm", "POST /api/v1/holds/{id}/release"
+	hold(h.Alice, "", holdBody(1, 60), http.StatusBadRequest)
+	hold(h.Alice, uuid.NewString(), holdBody(1, 60), http.StatusUnsupportedMediaType, "Content-Type", "text/plain")
+	hold(h.Alice, uuid.NewString(), holdBody(1, 10), http.StatusUnprocessableEntity)
+	hold(h.Alice, uuid.NewString(), `{"workshop":"no-such","quantity":1,"ttl_seconds":60}`, http.StatusNotFound)
+	kh := uuid.NewString()
+	held := hold(h.Alice, kh, holdBody(1, 60), http.StatusCreated)
+	hold(h.Alice, kh, holdBody(1, 60), http.StatusCreated)              // Replayed.
+	hold(h.Alice, kh, holdBody(1, 61), http.StatusConflict)             // operation_conflict.
+	hold(h.Bob, uuid.NewString(), holdBody(1, 60), http.StatusConflict) // unavailable.
+	tr.do("GET /api/v1/holds/{id}", call{via: h.Alice, method: http.MethodGet, path: api.HoldPath(held.HoldID)}, http.StatusOK)
+	tr.do("GET /api/v1/holds/{id}", call{via: viaSocket, method: http.MethodGet, path: api.HoldPath(held.HoldID)}, http.StatusOK)
+	tr.do("GET /api/v1/holds/{id}", call{via: h.Bob, method: http.MethodGet, path: api.HoldPath(held.HoldID)}, http.StatusNotFound)
+	settle(confirmPattern, h.Alice, "", api.ConfirmPath(held.HoldID), http.StatusBadRequest)
+	tr.do(confirmPattern, jsonCall(h.Alice, http.MethodPost, api.ConfirmPath(held.HoldID), uuid.NewString(), `{"x":1}`), http.StatusUnprocessableEntity)
+	settle(confirmPattern, h.Bob, uuid.NewString(), api.ConfirmPath(held.HoldID), http.StatusNotFound)
+	kConfirm := uuid.NewString()
+	settle(confirmPattern, h.Alice, kConfirm, api.ConfirmPath(held.HoldID), http.StatusCreated)
+	settle(confirmPattern, h.Alice, kConfirm, api.ConfirmPath(held.HoldID), http.StatusCreated) // Replayed.
+	settle(confirmPattern, h.Alice, uuid.NewString(), api.ConfirmPath(held.HoldID), http.StatusConflict)
+	settle(releasePattern, h.Alice, uuid.NewString(), api.ReleasePath(held.HoldID), http.StatusConflict)
+	settle(releasePattern, h.Alice, kConfirm, api.ReleasePath(held.HoldID), http.StatusConflict) // operation_conflict.
+	tr.do("GET /api/v1/holds/{id}", call{via: h.Alice, method: http.MethodGet, path: api.HoldPath(held.HoldID)}, http.StatusOK)
+	// Another place for the holds that follow.
+	put(h.Admin, demo, `{"capacity":5,"max_quantity":2,"title":"Demo"}`, http.StatusOK)
+	released := hold(h.Alice, uuid.NewString(), holdBody(1, 60), http.StatusCreated)
+	kRelease := uuid.NewString()
+	settle(releasePattern, h.Alice, kRelease, api.ReleasePath(released.HoldID), http.StatusOK)
+	settle(releasePattern, h.Alice, kRelease, api.ReleasePath(released.HoldID), http.StatusOK) // Replayed.
+	settle(releasePattern, h.Alice, uuid.NewString(), api.ReleasePath(released.HoldID), http.StatusConflict)
+	settle(confirmPattern, h.Alice, uuid.NewString(), api.ConfirmPath(released.HoldID), http.StatusConflict)
+	expiring := hold(h.Alice, uuid.NewString(), holdBody(1, engine.MinHoldTTLSeconds), http.StatusCreated)
+	clock.Advance(time.Duration(engine.MinHoldTTLSeconds+1) * time.Second)
+	tr.do("GET /api/v1/holds/{id}", call{via: h.Alice, method: http.MethodGet, path: api.HoldPath(expiring.HoldID)}, http.StatusOK)
+	settle(confirmPattern, h.Alice, uuid.NewString(), api.ConfirmPath(expiring.HoldID), http.StatusConflict)
+	settle(releasePattern, h.Alice, uuid.NewString(), api.ReleasePath(expiring.HoldID), http.StatusConflict)
+
+	// Receipts past their retention: 410 operation_expired.
+	clock.Advance(48 * time.Hour)
+	if _, err := h.Engine.ExpireReceipts(ctx, time.Hour, 1000); err != nil {
+		t.Fatal(err)
+	}
+	tr.do("GET /api/v1/operations/{key}", call{via: h.Alice, method: http.MethodGet, path: api.PathOperations + "/" + k1}, http.StatusGone)
+	reserve(h.Alice, k1, reserveBody(1), http.StatusGone)
+	cancel(h.Alice, kc, first.ReservationID, http.StatusGone)
+	hold(h.Alice, kh, holdBody(1, 60), http.StatusGone)
+	settle(confirmPattern, h.Alice, kConfirm, api.ConfirmPath(held.HoldID), http.StatusGone)
+	settle(releasePattern, h.Alice, kRelease, api.ReleasePath(released.HoldID), http.StatusGone)
+
+	// Tokens, admin routes, fault injection.
+	tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"carol"}`), http.StatusCreated)
+	tr.do("POST /api/v1/tokens", jsonCall(viaSocket, http.MethodPost, api.PathTokens, "", `{"actor":"dave","admin":true}`), http.StatusCreated)
+	tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"X"}`), http.StatusUnprocessableEntity)
+	tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"carol"}`+strings.Repeat(" ", api.MaxBodyBytes)), http.StatusRequestEntityTooLarge)
+	tr.do("GET /api/v1/admin/backup", call{via: viaSocket, method: http.MethodGet, path: api.PathBackup}, http.StatusOK)
+	tr.do("GET /api/v1/admin/backup", call{via: h.Admin, method: http.MethodGet, path: api.PathBackup}, http.StatusOK)
+	for _, q := range []string{"", "?limit=2", "?actor=alice&outcome=reserved&since=2026-01-01T00:00:00Z"} {
+		tr.do("GET /api/v1/admin/operations", call{via: h.Admin, method: http.MethodGet, path: api.PathAdminOps + q}, http.StatusOK)
+	}
+	tr.do("GET /api/v1/admin/operations", call{via: h.Admin, method: http.MethodGet, path: api.PathAdminOps + "?limit=0"}, http.StatusUnprocessableEntity)
+	tr.do("GET /api/v1/admin/operations", call{via: h.Admin, method: http.MethodGet, path: api.PathAdminOps + "?nope=1"}, http.StatusUnprocessableEntity)
+	tr.do("POST /api/v1/debug/faults", jsonCall(h.Admin, http.MethodPost, api.PathFaults, "", `{"fault":"nope"}`), http.StatusUnprocessableEntity)
+	tr.do("POST /api/v1/debug/faults", jsonCall(viaSocket, http.MethodPost, api.PathFaults, "", `{"fault":"fail_receipt_write","count":2}`), http.StatusOK)
+	reserve(h.Alice, uuid.NewString(), reserveBody(1), http.StatusInternalServerError)
+	hold(h.Alice, uuid.NewString(), holdBody(1, 60), http.StatusInternalServerError)
+
+	// The browser form and its sign-in (TCP only; the socket says 404).
+	for _, asset := range []struct{ route, path string }{{"GET /{$}", "/"}, {"GET /app.js", "/app.js"}, {"GET /style.css", "/style.css"}, {"GET /favicon.svg", "/favicon.svg"}} {
+		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path}, http.StatusOK)
+		tr.do(asset.route, call{via: viaSocket, method: http.MethodGet, path: asset.path}, http.StatusNotFound)
+	}
+	loginRoute, sessionsRoute, endRoute, linksRoute := "GET "+api.PathLogin, "POST "+api.PathSessions, "DELETE "+api.PathCurrentSession, "POST "+api.PathLoginLinks
+	var link api.LoginLinkResponse
+	if err := json.Unmarshal(tr.do(linksRoute, jsonCall(viaSocket, http.MethodPost, api.PathLoginLinks, "", `{"actor":"alice"}`), http.StatusCreated), &link); err != nil {
+		t.Fatal(err)
+	}
+	tr.do(linksRoute, call{via: viaSocket, method: http.MethodPost, path: api.PathLoginLinks}, http.StatusCreated)
+	tr.do(linksRoute, jsonCall(viaSocket, http.MethodPost, api.PathLoginLinks, "", `{"actor":"X"}`), http.StatusUnprocessableEntity)
+	tr.do(linksRoute, call{via: h.Alice, method: http.MethodPost, path: api.PathLoginLinks}, http.StatusForbidden)
+	u, err := url.Parse(link.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := u.Query().Get("code")
+	loginPath := api.PathLogin + "?" + url.Values{"code": {code}}.Encode()
+	tr.do(loginRoute, withHeader(call{via: viaNoToken, method: http.MethodGet, path: loginPath}, "Sec-Fetch-Site", "none"), http.StatusOK)
+	tr.do(loginRoute, withHeader(call{via: viaNoToken, method: http.MethodGet, path: loginPath}, "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
+	tr.do(loginRoute, call{via: viaNoToken, method: http.MethodGet, path: loginPath}, http.StatusForbidden)
+	tr.do(loginRoute, call{via: viaSocket, method: http.MethodGet, path: loginPath}, http.StatusNotFound)
+	sameOrigin := []string{"Sec-Fetch-Site", "same-origin", "Origin", h.URL}
+	tr.do(sessionsRoute, withHeader(jsonCall(viaNoToken, http.MethodPost, api.PathSessions, "", `{"code":"rlc_nope"}`), sameOrigin...), http.StatusUnauthorized)
+	tr.do(sessionsRoute, withHeader(jsonCall(viaNoToken, http.MethodPost, api.PathSessions, "", `{"code":1}`), sameOrigin...), http.StatusUnprocessableEntity)
+	tr.do(sessionsRoute, withHeader(jsonCall(viaNoToken, http.MethodPost, api.PathSessions, "", `{"code":"x"}`), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+	tr.do(sessionsRoute, jsonCall(viaNoToken, http.MethodPost, api.PathSessions, "", `{"code":"`+strings.Repeat("x", api.MaxBodyBytes)+`"}`), http.StatusRequestEntityTooLarge)
+	tr.do(sessionsRoute, jsonCall(viaSocket, http.MethodPost, api.PathSessions, "", `{"code":"x"}`), http.StatusNotFound)
+	var session api.SessionResponse
+	if err := json.Unmarshal(tr.do(sessionsRoute, withHeader(jsonCall(viaNoToken, http.MethodPost, api.PathSessions, "", `{"code":"`+code+`"}`), sameOrigin...), http.StatusCreated), &session); err != nil {
+		t.Fatal(err)
+	}
+	tr.do("GET /api/v1/whoami", call{via: session.Session, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
+	tr.do(endRoute, withHeader(call{via: session.Session, method: http.MethodDelete, path: api.PathCurrentSession}, sameOrigin...), http.StatusNoContent)
+	tr.do(endRoute, call{via: session.Session, method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusNoContent)
+	tr.do("GET /api/v1/whoami", call{via: session.Session, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusUnauthorized)
+	tr.do(endRoute, call{via: h.Alice, method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusUnauthorized)
+	tr.do(endRoute, call{via: viaSocket, method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusNotFound)
+
+	// Requests outside every route: the API's problems, net/http's answers
+	// elsewhere.
+	tr.do("unmatched", call{via: h.Alice, method: http.MethodGet, path: "/api/v1/nope"}, http.StatusNotFound)
+	tr.do("unmatched", call{via: viaSocket, method: http.MethodDelete, path: api.PathWhoAmI}, http.StatusMethodNotAllowed)
+	tr.do("unmatched", call{via: viaNoToken, method: http.MethodGet, path: "/nope"}, http.StatusNotFound)
+
+	// Every route: the refusals of the middleware, of authentication and
+	// of the framing, on the listeners that give them.
+	samples := routeSamples(first.ReservationID, held.HoldID)
+	for _, route := range server.RoutePatterns() {
+		s, ok := samples[route]
+		if !ok {
+			t.Errorf("route %s has no sample request in routeSamples", route)
+			continue
+		}
+		method, _, _ := strings.Cut(route, " ")
+		tr.do(route, withHeader(sampleCall(viaSocket, route, s.path, s.body), "Origin", "http://localhost"), http.StatusForbidden)
+		tr.do(route, withHeader(sampleCall(h.Admin, route, s.path, s.body), "Host", "evil.example"), http.StatusForbidden)
+		if method != http.MethodGet {
+			tr.do(route, withHeader(sampleCall(h.Admin, route, s.path, s.body), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"), http.StatusForbidden)
+		}
+		if !anyoneRoutes[route] {
+			tr.do(route, sampleCall(viaNoToken, route, s.path, s.body), http.StatusUnauthorized)
+		}
+		if adminRoutes[route] {
+			tr.do(route, sampleCall(h.Alice, route, s.path, s.body), http.StatusForbidden)
+		}
+		if bodyRoutes[route] {
+			tr.do(route, withHeader(sampleCall(h.Admin, route, s.path, s.body), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
+			tr.do(route, sampleCall(h.Admin, route, s.path, `{"x":"`+strings.Repeat("x", api.MaxBodyBytes)+`"}`), http.StatusRequestEntityTooLarge)
+			for _, tcp := range []bool{false, true} {
+				if !tcp && route == "POST "+api.PathSessions {
+					continue // Refused on the socket before its body is read.
+				}
+				tr.raw(route, tcp, fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+					method, s.path, h.Admin, uuid.NewString(), len(s.body)+10, s.body), true, http.StatusRequestTimeout)
+			}
+		}
+		for _, tcp := range []bool{false, true} {
+			tr.raw(route, tcp, fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", method, s.path), false, http.StatusBadRequest)
+			tr.raw(route, tcp, fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nX-Padding: %s\r\n\r\n", method, s.path, strings.Repeat("p", server.MaxHeaderBytes)), false, http.StatusRequestHeaderFieldsTooLarge)
+		}
+	}
+
+	// Every route answers a success somewhere.
+	for _, route := range server.RoutePatterns() {
+		ok := false
+		for status := range tr.seen[route] {
+			ok = ok || status/100 == 2
+		}
+		if !ok {
+			t.Errorf("route %s got no success in the suite (statuses %v)", route, slices.Sorted(maps.Keys(tr.seen[route])))
+		}
+	}
+}
+
+// TestOpenAPIMatchesStoreUnavailable checks every route's answer when the
+// store cannot serve: on TCP authentication needs the store, so every
+// route with credentials answers 503 store_unavailable with Retry-After;
+// on the socket every route that reaches the store does.
+func TestOpenAPIMatchesStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	tr := newTraffic(t, servertest.Options{FaultInjection: true})
+	if err := tr.h.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	id := "0123456789abcdef0123456789abcdef"
+	samples := routeSamples(id, id)
+	for _, route := range server.RoutePatterns() {
+		s, ok := samples[route]
+		if !ok {
+			t.Errorf("route %s has no sample request in routeSamples", route)
+			continue
+		}
+		if !anyoneRoutes[route] {
+			tr.do(route, sampleCall(tr.h.Admin, route, s.path, s.body), http.StatusServiceUnavailable)
+		}
+		if want, ok := socketUnavailable[route]; ok {
+			tr.do(route, sampleCall(viaSocket, route, s.path, s.body), want)
+		}
+	}
+	sameOrigin := []string{"Sec-Fetch-Site", "same-origin", "Origin", tr.h.URL}
+	tr.do("POST "+api.PathSessions, withHeader(sampleCall(viaNoToken, "POST "+api.PathSessions, api.PathSessions, `{"code":"rlc_x"}`), sameOrigin...), http.StatusServiceUnavailable)
+	tr.do("DELETE "+api.PathCurrentSession, call{via: "rss_x", method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusServiceUnavailable)
+}
+
+// socketUnavailable is what each route answers on the socket, where the
+// peer is known without the store, when the store cannot serve.
+var socketUnavailable = map[string]int{
+	"GET /healthz":                          http.StatusOK,
+	"GET /metrics":                          http.StatusOK,
+	"GET /api/v1/whoami":                    http.StatusOK,
+	"GET /api/v1/workshops":                 http.StatusServiceUnavailable,
+	"GET /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
+	"PUT /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
+	"POST /api/v1/reservations":             http.StatusServiceUnavailable,
+	"GET /api/v1/operations/{key}":          http.StatusServiceUnavailable,
+	"GET /api/v1/reservations/{id}":         http.StatusServiceUnavailable,
+	"POST /api/v1/reservations/{id}/cancel": http.StatusServiceUnavailable,
+	"POST /api/v1/holds":                    http.StatusServiceUnavailable,
+	"GET /api/v1/holds/{id}":                http.StatusServiceUnavailable,
+	"POST /api/v1/holds/{id}/confirm":       http.StatusServiceUnavailable,
+	"POST /api/v1/holds/{id}/release":       http.StatusServiceUnavailable,
+	"POST /api/v1/tokens":                   http.StatusServiceUnavailable,
+	"GET /api/v1/admin/backup":              http.StatusServiceUnavailable,
+	"GET /api/v1/admin/operations":          http.StatusServiceUnavailable,
+	"GET /api/v1/openapi.yaml":              http.StatusOK,
+	"POST " + api.PathLoginLinks:            http.StatusServiceUnavailable,
+}
