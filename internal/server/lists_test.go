@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,8 +28,12 @@ func TestListsOfOnesOwn(t *testing.T) {
 		if err := json.Unmarshal(body, &a); err != nil || resp.StatusCode != http.StatusCreated {
 			t.Fatalf("reserve: %d %s", resp.StatusCode, body)
 		}
-		ids = append([]string{a.ReservationID}, ids...)
+		ids = append(ids, a.ReservationID)
 	}
+	// Newest first is descending id order: ids start with their
+	// millisecond, and within one they are in id order.
+	slices.Sort(ids)
+	slices.Reverse(ids)
 	send(t, h, cancelCall(h.Alice, uuid.NewString(), ids[1]))
 
 	get := func(via, path string) (int, []byte) {

@@ -153,6 +153,8 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"GET /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), ""},
 		"PUT /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), `{"capacity":3,"max_quantity":2,"title":"Demo"}`},
 		"POST /api/v1/reservations":             {api.PathReservations, `{"workshop":"workshop-demo","quantity":1}`},
+		"GET /api/v1/reservations":              {api.PathReservations + "?status=all&limit=2", ""},
+		"GET /api/v1/holds":                     {api.PathHolds + "?status=all", ""},
 		"GET /api/v1/operations/{key}":          {api.PathOperations + "/" + uuid.NewString(), ""},
 		"GET /api/v1/reservations/{id}":         {api.ReservationPath(reservation), ""},
 		"POST /api/v1/reservations/{id}/cancel": {api.CancelPath(reservation), ""},
@@ -231,6 +233,9 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 		tr.do("GET /api/v1/openapi.yaml", call{via: via, method: http.MethodGet, path: api.PathOpenAPI}, http.StatusOK)
 		tr.do("GET /api/v1/whoami", call{via: via, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
 		tr.do("GET /api/v1/workshops", call{via: via, method: http.MethodGet, path: api.PathWorkshops}, http.StatusOK)
+		tr.do("GET /api/v1/reservations", call{via: via, method: http.MethodGet, path: api.PathReservations + "?status=all&limit=1"}, http.StatusOK)
+		tr.do("GET /api/v1/reservations", call{via: via, method: http.MethodGet, path: api.PathReservations + "?status=gone"}, http.StatusUnprocessableEntity)
+		tr.do("GET /api/v1/holds", call{via: via, method: http.MethodGet, path: api.PathHolds + "?status=all"}, http.StatusOK)
 		tr.do("GET /api/v1/workshops/{id}", call{via: via, method: http.MethodGet, path: api.WorkshopPath(demo)}, http.StatusOK)
 		tr.do("GET /api/v1/workshops/{id}", call{via: via, method: http.MethodGet, path: api.WorkshopPath("no-such")}, http.StatusNotFound)
 	}
