@@ -51,8 +51,7 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 	}
 	fp := Fingerprint(req)
 	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
-		now := clock()
-		return e.decide(tx, actor, key, req, fp, now, e.newID(now), e.newID(now))
+		return e.decide(tx, actor, key, req, fp, clock, func(now time.Time) (string, string) { return e.newID(now), e.newID(now) })
 	})
 	if err != nil && Undecided(ErrorCode(err)) {
 		err = fmt.Errorf("reserve: %w", err)
@@ -121,7 +120,8 @@ func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) (outs []Ou
 		outs, errs = make([]Outcome, len(items)), make([]error, len(items))
 		for i, it := range items {
 			var err error
-			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request), now, ids[i], eventIDs[i])
+			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request),
+				func() time.Time { return now }, func(time.Time) (string, string) { return ids[i], eventIDs[i] })
 			if err != nil {
 				return err
 			}
@@ -155,10 +155,12 @@ func checkActorKey(actor string, key OperationKey) error {
 
 // decide is the one reservation decision, run inside a write transaction. It
 // returns the outcome, or a refusal that stores nothing (decision), or an
-// error that must roll the transaction back (err). A reservation commits
-// with its confirmation event eventID in the outbox. It has no effects
-// outside tx.
-func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, now time.Time, id, eventID string) (out Outcome, decision, err error) {
+// error that must roll the transaction back (err). It reads the clock only
+// once it has read (on PostgreSQL locked) the workshop, so that the holds
+// whose deadline passed while it waited for that lock no longer count, and
+// mint then gives it the ids of the reservation and of its confirmation
+// event. It has no effects outside tx.
+func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, clock func() time.Time, mint func(time.Time) (id, eventID string)) (out Outcome, decision, err error) {
 	out, decision, found, err := lookUp(tx, actor, key, payload{kind: OperationReserve, req: req})
 	if err != nil || found {
 		return out, decision, err
@@ -167,6 +169,8 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 	if err != nil || decision != nil {
 		return Outcome{}, decision, err
 	}
+	now := clock()
+	id, eventID := mint(now)
 	rec := Receipt{
 		Actor: actor, OperationKey: key,
 		FingerprintVersion: ReserveFingerprintV1, Fingerprint: fp,

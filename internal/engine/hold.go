@@ -118,8 +118,7 @@ func (e *Engine) Hold(ctx context.Context, actor string, key OperationKey, req H
 	}
 	p := payload{kind: OperationHold, hold: req}
 	out, err := e.operate(ctx, actor, key, p, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
-		now := clock()
-		return decideHold(tx, actor, key, p, now, e.newID(now))
+		return decideHold(tx, actor, key, p, clock, e.newID)
 	})
 	if err != nil && Undecided(ErrorCode(err)) {
 		err = fmt.Errorf("hold: %w", err)
@@ -128,8 +127,9 @@ func (e *Engine) Hold(ctx context.Context, actor string, key OperationKey, req H
 }
 
 // decideHold is the one hold decision, run inside a write transaction, with
-// the same results as decide.
-func decideHold(tx Tx, actor string, key OperationKey, p payload, now time.Time, id string) (out Outcome, decision, err error) {
+// the same results as decide; like decide it reads the clock once the
+// workshop is read, and the new hold's deadline counts from then.
+func decideHold(tx Tx, actor string, key OperationKey, p payload, clock func() time.Time, newID func(time.Time) string) (out Outcome, decision, err error) {
 	out, decision, found, err := lookUp(tx, actor, key, p)
 	if err != nil || found {
 		return out, decision, err
@@ -139,6 +139,8 @@ func decideHold(tx Tx, actor string, key OperationKey, p payload, now time.Time,
 	if err != nil || decision != nil {
 		return Outcome{}, decision, err
 	}
+	now := clock()
+	id := newID(now)
 	v, fp := p.fingerprint()
 	rec := Receipt{
 		Actor: actor, OperationKey: key, FingerprintVersion: v, Fingerprint: fp,

@@ -26,12 +26,12 @@ func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, 
 	var w Workshop
 	var created bool
 	var decision error
-	now := e.now()
 	err := e.store.Update(ctx, func(tx Tx) error {
 		cur, ok, err := tx.Workshop(id)
 		if err != nil {
 			return fmt.Errorf("look up workshop %s: %w", id, err)
 		}
+		now := e.utcNow() // Read once the workshop is (on PostgreSQL) locked.
 		decision, created = nil, !ok
 		switch {
 		case ifMatch != nil && !ok:
