@@ -58,16 +58,16 @@ func Main() int {
 // stdout too (an intent's outcome as its outcome object, any other failure
 // as errorJSON).
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd(stdout, stderr)
+	root, env := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, errorLine(err))
-		if asJSON, _ := root.PersistentFlags().GetBool("json"); asJSON {
+		// With --json stdout holds one object: a command that printed its
+		// own (a status that then refused to ask) keeps it.
+		if asJSON, _ := root.PersistentFlags().GetBool("json"); asJSON && !env.printed {
 			if j := failureJSON(err); j != nil {
-				enc := json.NewEncoder(stdout)
-				enc.SetEscapeHTML(false)
-				enc.Encode(j)
+				env.printJSON(j)
 			}
 		}
 	}
@@ -87,10 +87,13 @@ type commandEnv struct {
 
 	stdout, stderr io.Writer
 	flags          *pflag.FlagSet
+	// printed is set once a JSON document was written to stdout.
+	printed bool
 }
 
-// newRootCmd returns the whole command tree of reservectl.
-func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+// newRoot returns the whole command tree of reservectl and the environment
+// its commands run with.
+func newRoot(stdout, stderr io.Writer) (*cobra.Command, *commandEnv) {
 	env := &commandEnv{stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "reservectl",
@@ -173,7 +176,7 @@ Exit status:
 		newImportCmd(env),
 		admin,
 	)
-	return root
+	return root, env
 }
 
 // resolve applies the environment to the global flags the command line did
@@ -260,6 +263,7 @@ func (env *commandEnv) openIntent() (*intent.Journal, *intent.Intent, error) {
 func (env *commandEnv) printJSON(v any) error {
 	enc := json.NewEncoder(env.stdout)
 	enc.SetEscapeHTML(false)
+	env.printed = true
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("print JSON: %w", err)
 	}

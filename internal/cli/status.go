@@ -111,6 +111,9 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 	if in.Attempts == 0 {
 		return fmt.Sprintf("nothing was sent yet: run 'reservectl %s --retry' to send it", in.Kind), nil, false, nil
 	}
+	if in.Settled() && in.Outcome.Status == intent.StatusRejected {
+		return "none: a rejection stores no receipt, so there is nothing to ask reserved", nil, false, nil
+	}
 	c := env.client()
 	who, err := env.whoami(ctx, c)
 	if err != nil {
