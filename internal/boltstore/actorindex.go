@@ -44,8 +44,20 @@ func actorEntry(actor, id string) []byte {
 	return append(e, id...)
 }
 
-// put writes the index entry of rec, stored under id.
+// put writes the index entry of rec, stored under id, and removes the
+// entry of the record it replaces if that had another actor.
 func (ix actorIndexed[R]) put(t *tx, id string, rec R) error {
+	if raw := t.read(ix.records).Get([]byte(id)); raw != nil {
+		old, err := ix.decode([]byte(id), raw)
+		if err != nil {
+			return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
+		}
+		if prev := ix.actor(old); prev != ix.actor(rec) {
+			if err := t.deleteRaw(ix.index, actorEntry(prev, id)); err != nil {
+				return err
+			}
+		}
+	}
 	return t.putRaw(ix.index, actorEntry(ix.actor(rec), id), []byte{})
 }
 
@@ -77,27 +89,78 @@ func (ix actorIndexed[R]) newestFirst(t *tx, actor, before string, fn func(R) er
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
 		ids = append(ids, string(k[len(prefix):]))
 	}
-	return ix.visit(t, ids, fn)
+	return ix.visit(t, actor, ids, fn)
 }
 
-// visit calls fn for the records ids, in that order; they are read only
-// once the index is read, so that fn may write.
-func (ix actorIndexed[R]) visit(t *tx, ids []string, fn func(R) error) error {
+// visit calls fn for the records ids of actor, in that order; they are read
+// only once the index is read, so that fn may write. An entry that names no
+// record, or one of another actor, is passed over (Check reports it): a
+// person is never shown what is not theirs.
+func (ix actorIndexed[R]) visit(t *tx, actor string, ids []string, fn func(R) error) error {
 	records := t.read(ix.records)
 	for _, id := range ids {
 		raw := records.Get([]byte(id))
 		if raw == nil {
-			return fmt.Errorf("%s names %s %s, which does not exist", ix.index, ix.records, id)
+			continue
 		}
 		rec, err := ix.decode([]byte(id), raw)
 		if err != nil {
 			return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
+		}
+		if ix.actor(rec) != actor {
+			continue
 		}
 		if err := fn(rec); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// verify reports every difference between the records and their index: a
+// record without its entry, and an entry that names no record or a record
+// of another actor.
+func (ix actorIndexed[R]) verify(t *tx) ([]engine.Finding, error) {
+	index, records := t.read(ix.index), t.read(ix.records)
+	if index == nil || records == nil {
+		return nil, nil // A read-only open of an older file: no index to check.
+	}
+	var findings []engine.Finding
+	err := index.ForEach(func(e, _ []byte) error {
+		i := bytes.IndexByte(e, 0)
+		if i < 0 {
+			findings = append(findings, engine.Finding{Kind: engine.FindingActorIndex, Detail: fmt.Sprintf("%s entry %q has no actor separator", ix.index, e)})
+			return nil
+		}
+		actor, id := string(e[:i]), e[i+1:]
+		raw := records.Get(id)
+		if raw == nil {
+			findings = append(findings, engine.Finding{Kind: engine.FindingActorIndex, Detail: fmt.Sprintf("%s lists %s %s of %s, which does not exist", ix.index, ix.records, id, actor)})
+			return nil
+		}
+		rec, err := ix.decode(id, raw)
+		if err != nil {
+			return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
+		}
+		if owner := ix.actor(rec); owner != actor {
+			findings = append(findings, engine.Finding{Kind: engine.FindingActorIndex, Detail: fmt.Sprintf("%s lists %s %s under %s, but it is %s's", ix.index, ix.records, id, actor, owner)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = records.ForEach(func(k, raw []byte) error {
+		rec, err := ix.decode(k, raw)
+		if err != nil {
+			return fmt.Errorf("decode %s/%q: %w", ix.records, k, err)
+		}
+		if index.Get(actorEntry(ix.actor(rec), string(k))) == nil {
+			findings = append(findings, engine.Finding{Kind: engine.FindingActorIndex, Detail: fmt.Sprintf("%s %s of %s is missing from %s", ix.records, k, ix.actor(rec), ix.index)})
+		}
+		return nil
+	})
+	return findings, err
 }
 
 // scanUnindexed is newestFirst on a file without the index: it reads every
@@ -122,7 +185,7 @@ func (ix actorIndexed[R]) scanUnindexed(t *tx, actor, before string, fn func(R) 
 		return err
 	}
 	slices.Reverse(ids) // ForEach visits in key order.
-	return ix.visit(t, ids, fn)
+	return ix.visit(t, actor, ids, fn)
 }
 
 // build fills the index from the records, replacing whatever it held, in

@@ -394,11 +394,11 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 }
 
 // checkTimeIndexes reports the differences between the records and their
-// time indexes.
+// time and actor indexes.
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify} {
 			more, err := verify(t)
 			if err != nil {
 				return err

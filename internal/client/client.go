@@ -126,6 +126,8 @@ func (c *Client) Where() string {
 type ConnectError struct {
 	Where string
 	Err   error
+	// Socket says that Where is a Unix socket's path (else a base URL).
+	Socket bool
 }
 
 func (e *ConnectError) Error() string {
@@ -133,8 +135,10 @@ func (e *ConnectError) Error() string {
 	switch {
 	case errors.As(e.Err, &owner):
 		return fmt.Sprintf("cannot connect to reserved at %s: the socket %s", e.Where, owner.Reason())
-	case errors.Is(e.Err, fs.ErrPermission):
+	case e.Socket && errors.Is(e.Err, fs.ErrPermission):
 		return fmt.Sprintf("cannot connect to reserved at %s: permission denied: %s", e.Where, deniedBy(e.Where))
+	case !e.Socket && errors.Is(e.Err, fs.ErrPermission):
+		return fmt.Sprintf("cannot connect to reserved at %s: %v", e.Where, e.Err)
 	}
 	return fmt.Sprintf("cannot connect to reserved at %s: is it running?", e.Where)
 }
@@ -144,7 +148,7 @@ func (e *ConnectError) Error() string {
 // change.
 func (e *ConnectError) Denied() bool {
 	var owner *paths.SocketOwnerError
-	return errors.As(e.Err, &owner) || errors.Is(e.Err, fs.ErrPermission)
+	return errors.As(e.Err, &owner) || (e.Socket && errors.Is(e.Err, fs.ErrPermission))
 }
 
 // deniedBy says what denied the caller access to the socket at path: the
@@ -243,13 +247,14 @@ func (c *Client) request(ctx context.Context, method, path string, header http.H
 func (c *Client) sendError(method, path string, err error, sent bool) error {
 	var op *net.OpError
 	var owner *paths.SocketOwnerError
+	socket := c.BaseURL == ""
 	switch {
-	case errors.As(err, &owner), !sent && errors.Is(err, fs.ErrPermission):
-		return &ConnectError{Where: c.where, Err: err}
+	case errors.As(err, &owner), socket && !sent && errors.Is(err, fs.ErrPermission):
+		return &ConnectError{Where: c.where, Err: err, Socket: socket}
 	case sent && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		return &SentError{Where: c.where, Err: err}
 	case !sent && errors.As(err, &op) && op.Op == "dial":
-		return &ConnectError{Where: c.where, Err: err}
+		return &ConnectError{Where: c.where, Err: err, Socket: socket}
 	}
 	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
 }

@@ -294,3 +294,18 @@ func TestBrokenAfterSending(t *testing.T) {
 		t.Fatalf("err = %v, want a ConnectError", err)
 	}
 }
+
+// TestPermissionDeniedOnTCP: a connect that the system refuses over TCP (a
+// firewall, a security module) is not a local refusal of the socket: it is
+// not Denied, and its message names the URL without looking for it on
+// disk.
+func TestPermissionDeniedOnTCP(t *testing.T) {
+	tcp := &client.ConnectError{Where: "http://127.0.0.1:8080", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrPermission}}
+	if tcp.Denied() || strings.Contains(tcp.Error(), "directory") || !strings.Contains(tcp.Error(), "cannot connect to reserved at http://127.0.0.1:8080: dial tcp: permission denied") {
+		t.Errorf("TCP permission error: Denied=%v, %q", tcp.Denied(), tcp.Error())
+	}
+	sock := &client.ConnectError{Where: "/nonexistent/r.sock", Err: os.ErrPermission, Socket: true}
+	if !sock.Denied() || !strings.Contains(sock.Error(), "permission denied: you may not look into /nonexistent") {
+		t.Errorf("socket permission error: Denied=%v, %q", sock.Denied(), sock.Error())
+	}
+}
