@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/reserve/reserve/internal/filelock"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -42,5 +43,33 @@ func TestFailedStartLeavesNoSocketDirectory(t *testing.T) {
 			mustNotExist(t, sockDir)
 			mustNotExist(t, filepath.Dir(sockDir))
 		})
+	}
+}
+
+// TestSocketLockIsRespected: a daemon that starts while another holds
+// the socket's lock (as one does from before it probes a stale socket
+// until it stops) refuses the socket at once and leaves it alone, so that
+// of two daemons starting together on a stale socket the second never
+// removes the socket the first has just made.
+func TestSocketLockIsRespected(t *testing.T) {
+	dir := t.TempDir()
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	staleSocket(t, socket)
+	lock, err := filelock.TryLock(socket + ".lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, env(dir), "reserved: another reserved is already serving on socket "+socket+" (or starting on it: it holds "+socket+".lock)\n",
+		"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "")
+	if fi, err := os.Lstat(socket); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Errorf("the socket was touched: %v %v", fi, err)
+	}
+	mustNotExist(t, filepath.Join(dir, "reserved.db"))
+	lock.Close()
+	p := launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", socket, "--listen", "", "--log-format", "json")
+	p.socket = socket
+	p.waitServing(t)
+	if code := p.stop(t); code != 0 {
+		t.Errorf("exit code = %d", code)
 	}
 }

@@ -200,30 +200,17 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// Probe the socket first: a second daemon fails here at once, before it
-	// waits for the database lock.
-	stale, err := probeSocket(o.socket)
+	// The listeners come up before the store is opened, so that a socket
+	// or port that cannot be had refuses the start before anything (a new
+	// database file, the demo workshop) is created; a second daemon on the
+	// socket fails at once, before it waits for the database lock.
+	// Connections that arrive meanwhile wait in the listeners' backlogs.
+	sockLn, releaseSocket, err := claimSocket(o.socket, os.FileMode(mode))
 	if err != nil {
 		return err
 	}
-
-	// The listeners come up before the store is opened, so that a port or
-	// socket that cannot be had refuses the start before anything (a new
-	// database file, the demo workshop) is created. Connections that
-	// arrive meanwhile wait in the listeners' backlogs.
-	sockLn, sockDirs, err := listenSocketIn(o.socket, stale, os.FileMode(mode))
-	if err != nil {
-		return err
-	}
-	// A start that fails from here on removes the directories made for
-	// the socket as well, after the deferred close removed the socket.
 	serving := false
-	defer func() {
-		if !serving {
-			removeDirs(sockDirs)
-		}
-	}()
-	defer sockLn.Close()
+	defer func() { releaseSocket(!serving) }()
 	var tcpLn net.Listener
 	tcpAddr := ""
 	if o.listen != "" {

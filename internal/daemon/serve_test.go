@@ -163,7 +163,7 @@ func TestSecondDaemonFailsFast(t *testing.T) {
 	first := start(t, dir, socket)
 	db := filepath.Join(dir, "reserved.db")
 
-	mustFail(t, env(dir), "reserved: another reserved is already serving on socket "+socket+"\n",
+	mustFail(t, env(dir), "reserved: another reserved is already serving on socket "+socket+" (or starting on it: it holds "+socket+".lock)\n",
 		"serve", "--db", db, "--socket", socket, "--listen", "")
 	mustFail(t, env(dir), "reserved: database "+db+" is in use by another reserved\n",
 		"serve", "--db", db, "--socket", filepath.Join(short, "other.sock"), "--listen", "")

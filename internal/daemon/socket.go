@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reserve/reserve/internal/filelock"
 	"github.com/reserve/reserve/internal/paths"
 )
 
@@ -44,29 +45,53 @@ func probeSocket(path string) (stale bool, err error) {
 	return false, fmt.Errorf("socket %s exists and could not be probed: %w", path, err)
 }
 
-// listenSocket listens on the socket path with the given permissions,
-// replacing a socket file that probeSocket found stale. The file has those
-// permissions from the moment it exists (see bindSocket). Closing the
-// listener removes the file.
-func listenSocket(path string, stale bool, mode os.FileMode) (*net.UnixListener, error) {
-	ln, _, err := listenSocketIn(path, stale, mode)
-	return ln, err
-}
-
-// listenSocketIn is listenSocket that also returns the directories it
-// created for the socket, deepest first, so that a start that fails after
-// it can remove them again (removeDirs).
-func listenSocketIn(path string, stale bool, mode os.FileMode) (*net.UnixListener, []string, error) {
+// claimSocket takes the socket path for this daemon: it creates the
+// socket's directory if need be, takes the lock file path+".lock" (so
+// that of two daemons starting at once only one probes and replaces a
+// stale socket, and the other fails at once instead of removing the first
+// one's new socket), probes the socket (probeSocket) and listens on it
+// (bindListener). release closes the listener (which removes the socket)
+// and drops the lock; after a failed start (failed) it also removes the
+// lock file and the directories that claimSocket created.
+func claimSocket(path string, mode os.FileMode) (ln *net.UnixListener, release func(failed bool), err error) {
 	created, err := mkdirAll(filepath.Dir(path), 0o700)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create socket directory: %w", err)
 	}
-	ln, err := bindListener(path, stale, mode)
+	lockPath := path + ".lock"
+	_, statErr := os.Lstat(lockPath)
+	newLock := errors.Is(statErr, fs.ErrNotExist)
+	lock, err := filelock.TryLock(lockPath)
 	if err != nil {
 		removeDirs(created)
+		if errors.Is(err, filelock.ErrLocked) {
+			return nil, nil, fmt.Errorf("another reserved is already serving on socket %s (or starting on it: it holds %s)", path, lockPath)
+		}
+		return nil, nil, fmt.Errorf("socket %s: %w", path, err)
+	}
+	undo := func() {
+		lock.Close()
+		if newLock {
+			os.Remove(lockPath)
+		}
+		removeDirs(created)
+	}
+	stale, err := probeSocket(path)
+	if err == nil {
+		ln, err = bindListener(path, stale, mode)
+	}
+	if err != nil {
+		undo()
 		return nil, nil, err
 	}
-	return ln, created, nil
+	return ln, func(failed bool) {
+		ln.Close()
+		if failed {
+			undo()
+			return
+		}
+		lock.Close()
+	}, nil
 }
 
 // mkdirAll is os.MkdirAll that returns the directories it created,
@@ -95,7 +120,10 @@ func removeDirs(dirs []string) {
 	}
 }
 
-// bindListener binds the socket at path, in a directory that exists.
+// bindListener listens on the socket path, in a directory that exists,
+// with the given permissions, replacing a socket file that probeSocket
+// found stale. The file has those permissions from the moment it exists
+// (see bindSocket). Closing the listener removes the file.
 func bindListener(path string, stale bool, mode os.FileMode) (*net.UnixListener, error) {
 	if stale {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
