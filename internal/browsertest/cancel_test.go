@@ -1,6 +1,7 @@
 package browsertest_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -52,11 +53,16 @@ func (tb *tab) reserve(quantity int) string {
 	return id
 }
 
-// cancelKey returns the operation key of the cancel intent in
-// sessionStorage.
+// cancelKey returns the operation key of the cancellation of the form's
+// reservation in sessionStorage.
 func (tb *tab) cancelKey() string {
 	tb.t.Helper()
-	return eval[string](tb, `JSON.parse(sessionStorage.getItem("reserve.cancel")).operation`)
+	f := tb.form()
+	var op struct{ Operation string }
+	if err := json.Unmarshal([]byte(f.CancelIntent), &op); err != nil || op.Operation == "" {
+		tb.t.Fatalf("the page keeps no cancellation of its reservation: %+v", f)
+	}
+	return op.Operation
 }
 
 // A reservation just made can be cancelled: the page keeps its own cancel
