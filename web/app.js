@@ -900,7 +900,7 @@
     el.submit.textContent = state.sending === "reserve" ? t("sending") : intent && !settled ? t("retry") : t("reserve");
     el.cancel.hidden = !reserved || Boolean(cancel && cancel.outcome);
     el.cancel.disabled = Boolean(state.sending);
-    el.cancel.textContent = cancelOpen ? t("retryCancel") : t("cancel");
+    el.cancel.textContent = reserved ? t(buttonText("cancel", intent.outcome.reservation_id)) : t("cancel");
     el.newIntent.hidden = !settled || cancelOpen;
     if (settled) {
       el.newIntent.textContent = intent.outcome.status === "reserved" ? t("anotherReservation") : t("changeSelection");
@@ -1027,6 +1027,16 @@
     return li;
   }
 
+  // buttonText returns the text key of the button of kind on target: what
+  // is happening while it is sent, its retry while it is open, else what
+  // it starts.
+  function buttonText(kind, target) {
+    const key = opKey(kind, target);
+    const o = OPERATIONS[kind];
+    if (state.sending === key) return o.pending;
+    return state.ops[key] && !state.ops[key].outcome ? o.retry : o.start;
+  }
+
   // fillItem shows an item's state and its buttons: while an operation on
   // the item is open only its retry, else the operations a live item
   // allows, and none once an operation on it is settled.
@@ -1047,7 +1057,7 @@
       const kind = b.dataset.kind;
       b.hidden = open ? open.kind !== kind : Boolean(latest) || !s.live;
       b.disabled = Boolean(state.sending);
-      setText(b, t(open && open.kind === kind ? OPERATIONS[kind].retry : OPERATIONS[kind].start));
+      setText(b, t(buttonText(kind, item.id)));
     }
   }
 

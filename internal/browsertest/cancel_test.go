@@ -211,8 +211,8 @@ func TestCancelDoubleClickSendsOnePost(t *testing.T) {
 	cancel := tb.node("cancel")
 	tb.do("double click", chromedp.MouseClickNode(cancel, chromedp.ClickCount(1)), chromedp.MouseClickNode(cancel, chromedp.ClickCount(2)))
 	tb.waitStatus("cancelling")
-	if f := tb.form(); !f.CancelDisabled || !f.NewIntentHidden {
-		t.Errorf("while the POST is held: %+v, want #cancel disabled and no new intent", f)
+	if f := tb.form(); !f.CancelDisabled || !f.NewIntentHidden || f.Cancel != "Cancelling…" {
+		t.Errorf("while the POST is held: %+v, want #cancel disabled saying \"Cancelling…\" and no new intent", f)
 	}
 	if _, n := d.cancels(t); n != 0 {
 		t.Fatalf("%d cancellations reached the daemon while the browser holds the request", n)
