@@ -5,12 +5,23 @@
 // 409 "unavailable" answer is authoritative; anything else leaves the intent
 // open with "outcome unclear — retry". Nothing is ever sent by itself.
 //
-// Cancelling the reservation just made is an intent of its own, with the
-// same rules: {operation, reservation_id, actor} is written to
-// sessionStorage ("reserve.cancel") before the first send, every retry sends
-// that key again, and only a 200 "cancelled" or a 409 "already_cancelled"
-// for that reservation settles it. While a cancellation is open, the page
-// offers only its retry.
+// Intents belong to the actor who made them. The form's intent is kept
+// under "reserve.intent.<actor>" and the actor's other operations under
+// "reserve.ops.<actor>", so one tab that sees several sign-ins keeps each
+// person's intents apart: a page signed in as one actor reads and writes
+// only that actor's keys, never shows another actor's intents or name, and
+// offers an actor's open intents again, with their retry, when that actor
+// signs in again in the tab. Signing out with an open intent asks first,
+// and keeps the intent for its actor.
+//
+// "Your reservations" lists the actor's own reservations and holds. Each
+// cancellation of a reservation, and each confirmation or release of a
+// hold, is an intent of its own with the same rules: {operation, kind,
+// target, workshop, quantity, actor} is written to sessionStorage before
+// the first send, every retry sends that key again, and only that kind's
+// authoritative answer about that reservation or hold settles it. While an
+// operation on an item is open, the item offers only its retry; the list is
+// read again after every answer.
 //
 // Signing in: a login link leads to /login?code=…, where the daemon serves
 // this page only when the browser was not sent there by another site or
@@ -26,12 +37,18 @@
 "use strict";
 
 (function () {
-  const STORAGE_KEY = "reserve.intent";
-  const CANCEL_KEY = "reserve.cancel";
+  const INTENT_PREFIX = "reserve.intent."; // + actor: the form's intent.
+  const OPS_PREFIX = "reserve.ops."; // + actor: {"<kind>:<target>": operation}.
   const SESSION_KEY = "reserve.session";
   const LOGIN_PATH = "/login";
   const LANG_KEY = "reserve.lang";
+  const LIST_LIMIT = 50;
   const RESERVATION_ID = /^[0-9a-f]{32}$/;
+  const WORKSHOP_ID = /^[a-z][a-z0-9-]{1,40}$/;
+
+  // places and plaetze keep the two languages' texts short.
+  const places = (q) => `${q} ${q === 1 ? "place" : "places"}`;
+  const plaetze = (q) => `${q} ${q === 1 ? "Platz" : "Plätze"}`;
 
   const TEXT = {
     en: {
@@ -56,26 +73,61 @@
       loginFailed: "This login link is not valid: it was used already, has expired (links last 5 minutes), or was copied incompletely. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       loginError: "Signing in did not work: the reservation service could not be reached or had a problem. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       noWorkshops: "There are no workshops to reserve yet.",
-      reserved: (q, w) => `Reserved: ${q} ${q === 1 ? "place" : "places"} in ${w}.`,
+      reserved: (q, w) => `Reserved: ${places(q)} in ${w}.`,
       unavailable: (q, w) => `Unavailable: ${w} has no ${q === 1 ? "place" : q + " places"} left for this reservation.`,
       unclear: "Outcome unclear — retry. Your reservation may or may not have been made; retrying sends the same request again and cannot reserve twice.",
       unclearSignIn: "Outcome unclear — retry. Your session has ended: sign in again, then retry.",
-      resumed: "An earlier attempt of this reservation has no confirmed outcome. Press Retry to get its answer — nothing is sent until you do.",
-      otherActor: (a) => `A reservation prepared by ${a} in this tab was not resumed and nothing was sent for it.`,
+      resumed: (q, w) => `Your reservation of ${places(q)} in ${w} was sent earlier and its outcome is not known. Press Retry to get its answer — nothing is sent until you do, and it cannot reserve twice.`,
       noStorage: "This browser does not let the page keep your reservation (session storage is unavailable), so it cannot be prepared safely. Nothing was sent.",
       receipt: (id) => `Reservation number: ${id}`,
       anotherReservation: "Start another reservation",
       changeSelection: "Change selection",
-      invalidQuantity: (max) => `Choose between 1 and ${max} places.`,
+      invalidQuantity: (max) => `Choose between 1 and ${max} places. Nothing was sent.`,
       chooseWorkshop: "Choose a workshop.",
       cancel: "Cancel reservation",
       retryCancel: "Retry cancellation",
       cancelling: "Cancelling…",
-      cancelled: (q, w) => `Cancelled: ${q} ${q === 1 ? "place" : "places"} in ${w} ${q === 1 ? "is" : "are"} free again.`,
+      cancelled: (q, w) => `Cancelled: ${places(q)} in ${w} ${q === 1 ? "is" : "are"} free again.`,
       alreadyCancelled: "Already cancelled: this reservation was cancelled before; this cancellation changed nothing.",
       cancelUnclear: "Cancellation unclear — retry. The reservation may or may not have been cancelled; retrying sends the same cancellation again and cannot cancel anything else.",
       cancelUnclearSignIn: "Cancellation unclear — retry. Your session has ended: sign in again, then retry.",
-      cancelResumed: "An earlier cancellation of this reservation has no confirmed outcome. Press Retry cancellation to get its answer — nothing is sent until you do.",
+      cancelResumed: "A cancellation of this reservation was sent earlier and its outcome is not known. Press Retry cancellation to get its answer — nothing is sent until you do.",
+      confirm: "Confirm",
+      retryConfirm: "Retry confirmation",
+      confirming: "Confirming…",
+      confirmed: (q, w) => `Confirmed: ${places(q)} in ${w} ${q === 1 ? "is" : "are"} now your reservation.`,
+      confirmExpired: "Not confirmed: this hold had expired and its places were given back.",
+      confirmReleased: "Not confirmed: this hold was released before.",
+      alreadyConfirmed: "Already confirmed: this hold was confirmed before; this confirmation changed nothing.",
+      confirmUnclear: "Confirmation unclear — retry. The hold may or may not have been confirmed; retrying sends the same confirmation again and cannot reserve twice.",
+      confirmUnclearSignIn: "Confirmation unclear — retry. Your session has ended: sign in again, then retry.",
+      confirmResumed: "A confirmation of this hold was sent earlier and its outcome is not known. Press Retry confirmation to get its answer — nothing is sent until you do.",
+      release: "Release",
+      retryRelease: "Retry release",
+      releasing: "Releasing…",
+      released: (q, w) => `Released: ${places(q)} in ${w} ${q === 1 ? "is" : "are"} free again.`,
+      releaseExpired: "Nothing to release: this hold had expired and its places were given back already.",
+      releaseConfirmed: "Not released: this hold was confirmed before; cancel its reservation instead.",
+      alreadyReleased: "Already released: this hold was released before; this release changed nothing.",
+      releaseUnclear: "Release unclear — retry. The hold may or may not have been released; retrying sends the same release again.",
+      releaseUnclearSignIn: "Release unclear — retry. Your session has ended: sign in again, then retry.",
+      releaseResumed: "A release of this hold was sent earlier and its outcome is not known. Press Retry release to get its answer — nothing is sent until you do.",
+      mineTitle: "Your reservations",
+      mineLoading: "Loading your reservations…",
+      mineFailed: "Your reservations could not be loaded; they are shown as this page last knew them.",
+      mineEmpty: "You have no reservations or holds yet.",
+      mineMore: (n) => `Showing your newest ${n} reservations and holds.`,
+      item: (q, w) => `${places(q)} in ${w}`,
+      stateActive: "reserved",
+      stateCancelled: "cancelled",
+      stateHeld: (left) => `held, ${left} left`,
+      stateExpired: "hold expired",
+      stateConfirmed: "hold confirmed",
+      stateReleased: "hold released",
+      stateUnknown: "state not known",
+      signOutWarning: (n, a) => `${n === 1 ? "One request of yours has" : n + " requests of yours have"} no known outcome yet. Signing out does not undo ${n === 1 ? "it" : "them"}: the page keeps ${n === 1 ? "it" : "them"} in this tab for ${a}. Sign in again here as ${a} to retry.`,
+      signOutAnyway: "Sign out anyway",
+      staySignedIn: "Stay signed in",
     },
     de: {
       title: "Platz reservieren",
@@ -99,26 +151,61 @@
       loginFailed: "Dieser Anmeldelink ist ungültig: Er wurde schon benutzt, ist abgelaufen (Links gelten 5 Minuten) oder wurde unvollständig kopiert. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
       loginError: "Die Anmeldung hat nicht geklappt: Der Reservierungsdienst war nicht erreichbar oder hatte ein Problem. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
       noWorkshops: "Es gibt noch keine Workshops.",
-      reserved: (q, w) => `Reserviert: ${q} ${q === 1 ? "Platz" : "Plätze"} in ${w}.`,
+      reserved: (q, w) => `Reserviert: ${plaetze(q)} in ${w}.`,
       unavailable: (q, w) => `Nicht verfügbar: In ${w} ist für diese Reservierung ${q === 1 ? "kein Platz" : "nicht " + q + " Plätze"} mehr frei.`,
       unclear: "Ergebnis unklar — erneut versuchen. Die Reservierung ist vielleicht schon erfolgt; ein erneuter Versuch sendet dieselbe Anfrage und kann nicht doppelt reservieren.",
       unclearSignIn: "Ergebnis unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
-      resumed: "Für einen früheren Versuch dieser Reservierung gibt es noch kein bestätigtes Ergebnis. Mit „Erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
-      otherActor: (a) => `Eine von ${a} in diesem Tab vorbereitete Reservierung wurde nicht fortgesetzt; dafür wurde nichts gesendet.`,
+      resumed: (q, w) => `Ihre Reservierung von ${plaetze(q)} in ${w} wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet, und doppelt reservieren kann es nicht.`,
       noStorage: "Dieser Browser erlaubt der Seite nicht, Ihre Reservierung zu speichern (Session Storage nicht verfügbar); sie kann daher nicht sicher vorbereitet werden. Es wurde nichts gesendet.",
       receipt: (id) => `Reservierungsnummer: ${id}`,
       anotherReservation: "Weitere Reservierung beginnen",
       changeSelection: "Auswahl ändern",
-      invalidQuantity: (max) => `Wählen Sie 1 bis ${max} Plätze.`,
+      invalidQuantity: (max) => `Wählen Sie 1 bis ${max} Plätze. Es wurde nichts gesendet.`,
       chooseWorkshop: "Wählen Sie einen Workshop.",
       cancel: "Reservierung stornieren",
       retryCancel: "Stornierung erneut versuchen",
       cancelling: "Wird storniert…",
-      cancelled: (q, w) => `Storniert: ${q} ${q === 1 ? "Platz" : "Plätze"} in ${w} ${q === 1 ? "ist" : "sind"} wieder frei.`,
+      cancelled: (q, w) => `Storniert: ${plaetze(q)} in ${w} ${q === 1 ? "ist" : "sind"} wieder frei.`,
       alreadyCancelled: "Bereits storniert: Diese Reservierung wurde schon früher storniert; diese Stornierung hat nichts geändert.",
       cancelUnclear: "Stornierung unklar — erneut versuchen. Die Reservierung ist vielleicht schon storniert; ein erneuter Versuch sendet dieselbe Stornierung noch einmal und kann nichts anderes stornieren.",
       cancelUnclearSignIn: "Stornierung unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
-      cancelResumed: "Für eine frühere Stornierung dieser Reservierung gibt es noch kein bestätigtes Ergebnis. Mit „Stornierung erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
+      cancelResumed: "Eine Stornierung dieser Reservierung wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Stornierung erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
+      confirm: "Bestätigen",
+      retryConfirm: "Bestätigung erneut versuchen",
+      confirming: "Wird bestätigt…",
+      confirmed: (q, w) => `Bestätigt: ${plaetze(q)} in ${w} ${q === 1 ? "ist" : "sind"} jetzt Ihre Reservierung.`,
+      confirmExpired: "Nicht bestätigt: Diese Vormerkung war abgelaufen, ihre Plätze wurden freigegeben.",
+      confirmReleased: "Nicht bestätigt: Diese Vormerkung wurde schon früher freigegeben.",
+      alreadyConfirmed: "Bereits bestätigt: Diese Vormerkung wurde schon früher bestätigt; diese Bestätigung hat nichts geändert.",
+      confirmUnclear: "Bestätigung unklar — erneut versuchen. Die Vormerkung ist vielleicht schon bestätigt; ein erneuter Versuch sendet dieselbe Bestätigung und kann nicht doppelt reservieren.",
+      confirmUnclearSignIn: "Bestätigung unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
+      confirmResumed: "Eine Bestätigung dieser Vormerkung wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Bestätigung erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
+      release: "Freigeben",
+      retryRelease: "Freigabe erneut versuchen",
+      releasing: "Wird freigegeben…",
+      released: (q, w) => `Freigegeben: ${plaetze(q)} in ${w} ${q === 1 ? "ist" : "sind"} wieder frei.`,
+      releaseExpired: "Nichts freizugeben: Diese Vormerkung war abgelaufen, ihre Plätze waren schon frei.",
+      releaseConfirmed: "Nicht freigegeben: Diese Vormerkung wurde schon bestätigt; stornieren Sie stattdessen ihre Reservierung.",
+      alreadyReleased: "Bereits freigegeben: Diese Vormerkung wurde schon früher freigegeben; diese Freigabe hat nichts geändert.",
+      releaseUnclear: "Freigabe unklar — erneut versuchen. Die Vormerkung ist vielleicht schon freigegeben; ein erneuter Versuch sendet dieselbe Freigabe noch einmal.",
+      releaseUnclearSignIn: "Freigabe unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
+      releaseResumed: "Eine Freigabe dieser Vormerkung wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Freigabe erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
+      mineTitle: "Ihre Reservierungen",
+      mineLoading: "Ihre Reservierungen werden geladen…",
+      mineFailed: "Ihre Reservierungen konnten nicht geladen werden; sie erscheinen so, wie die Seite sie zuletzt kannte.",
+      mineEmpty: "Sie haben noch keine Reservierungen oder Vormerkungen.",
+      mineMore: (n) => `Es werden Ihre neuesten ${n} Reservierungen und Vormerkungen gezeigt.`,
+      item: (q, w) => `${plaetze(q)} in ${w}`,
+      stateActive: "reserviert",
+      stateCancelled: "storniert",
+      stateHeld: (left) => `vorgemerkt, noch ${left}`,
+      stateExpired: "Vormerkung abgelaufen",
+      stateConfirmed: "Vormerkung bestätigt",
+      stateReleased: "Vormerkung freigegeben",
+      stateUnknown: "Stand nicht bekannt",
+      signOutWarning: (n, a) => `${n === 1 ? "Eine Ihrer Anfragen hat" : n + " Ihrer Anfragen haben"} noch kein bekanntes Ergebnis. Abmelden macht sie nicht rückgängig: Die Seite behält sie in diesem Tab für ${a}. Melden Sie sich hier wieder als ${a} an, um es erneut zu versuchen.`,
+      signOutAnyway: "Trotzdem abmelden",
+      staySignedIn: "Angemeldet bleiben",
     },
   };
 
@@ -139,6 +226,15 @@
     actor: $("actor"),
     lang: $("lang"),
     logout: $("logout"),
+    signOut: $("sign-out"),
+    signOutWarning: $("sign-out-warning"),
+    signOutWarningText: $("sign-out-warning-text"),
+    signOutConfirm: $("sign-out-confirm"),
+    signOutStay: $("sign-out-stay"),
+    mine: $("mine"),
+    mineStatus: $("mine-status"),
+    holdList: $("hold-list"),
+    reservationList: $("reservation-list"),
   };
 
   const state = {
@@ -146,12 +242,17 @@
     session: null, // This tab's browser session, sent as a bearer credential.
     actor: null,
     workshops: [],
-    intent: null, // {operation, payload: {workshop, quantity}, actor, outcome?}
-    cancel: null, // {operation, reservation_id, actor, outcome?} for intent's reservation.
-    sending: false,
+    intent: null, // The form's: {operation, payload: {workshop, quantity}, actor, outcome?}.
+    ops: {}, // The actor's cancellations, confirmations and releases, by opKey.
+    tries: {}, // opKey → "unclear" or "signIn": sent on this page, answered without a verdict.
+    sending: null, // "reserve", or the opKey of the operation on its way.
     message: null, // [textKey, ...args] of the status line
     notice: null,
     pageError: null, // [textKey] when the page cannot work at all.
+    mine: { reservations: [], holds: [], loaded: false, failed: false, more: false },
+    mineRead: 0, // The number of the latest read of the list; older answers are dropped.
+    skew: 0, // The daemon's clock less this browser's, in ms, from the list's Date header.
+    signOutWarning: false,
   };
 
   function chooseLanguage() {
@@ -164,46 +265,85 @@
     return (navigator.language || "en").toLowerCase().startsWith("de") ? "de" : "en";
   }
 
+  // workshop marks a message argument that names a workshop by id: it is
+  // shown as the workshop's title as the page knows it when it renders, so
+  // a message made before the workshops were loaded still names the title.
+  const workshop = (id) => ({ workshopID: id });
+
   function t(key, ...args) {
     const v = TEXT[state.lang][key];
-    return typeof v === "function" ? v(...args) : v;
+    const shown = args.map((a) => (a && typeof a === "object" && "workshopID" in a ? workshopTitle(a.workshopID) : a));
+    return typeof v === "function" ? v(...shown) : v;
   }
 
   // Storage. Every access may throw (storage disabled, quota), and the
-  // callers treat a throw as "the intent cannot be kept".
-  function loadIntent() {
-    const raw = sessionStorage.getItem(STORAGE_KEY);
+  // callers treat a throw as "the intent cannot be kept". Only the signed-in
+  // actor's keys are ever read or written.
+  function loadIntent(actor) {
+    const raw = sessionStorage.getItem(INTENT_PREFIX + actor);
     if (raw === null) return null;
     const v = JSON.parse(raw);
     const ok = v && typeof v.operation === "string" && v.payload &&
       typeof v.payload.workshop === "string" && Number.isInteger(v.payload.quantity) &&
-      typeof v.actor === "string";
-    return ok ? v : null;
-  }
-
-  function saveIntent(intent) {
-    sessionStorage.setItem(STORAGE_KEY, JSON.stringify(intent));
-  }
-
-  function clearIntent() {
-    sessionStorage.removeItem(STORAGE_KEY);
-    sessionStorage.removeItem(CANCEL_KEY);
-  }
-
-  // loadCancel returns the kept cancel intent for the reservation id, or
-  // null when there is none (a kept one for another reservation or actor is
-  // not this page's business and is left alone).
-  function loadCancel(reservationID, actor) {
-    const raw = sessionStorage.getItem(CANCEL_KEY);
-    if (raw === null) return null;
-    const v = JSON.parse(raw);
-    const ok = v && typeof v.operation === "string" && v.reservation_id === reservationID &&
       v.actor === actor;
     return ok ? v : null;
   }
 
-  function saveCancel(cancel) {
-    sessionStorage.setItem(CANCEL_KEY, JSON.stringify(cancel));
+  function saveIntent(intent) {
+    sessionStorage.setItem(INTENT_PREFIX + intent.actor, JSON.stringify(intent));
+  }
+
+  function clearIntent(actor) {
+    sessionStorage.removeItem(INTENT_PREFIX + actor);
+  }
+
+  // OPERATIONS names, for each kind of operation on a listed item, its
+  // route and body and the text keys of its buttons and messages. target is
+  // the reservation id of a cancellation and the hold id of the others.
+  const OPERATIONS = {
+    cancel: {
+      path: (id) => "/api/v1/reservations/" + encodeURIComponent(id) + "/cancel",
+      body: null,
+      start: "cancel", retry: "retryCancel", pending: "cancelling",
+      outcomes: { cancelled: "cancelled", already_cancelled: "alreadyCancelled" },
+    },
+    confirm: {
+      path: (id) => "/api/v1/holds/" + encodeURIComponent(id) + "/confirm",
+      body: "{}",
+      start: "confirm", retry: "retryConfirm", pending: "confirming",
+      outcomes: { reserved: "confirmed", expired: "confirmExpired", released: "confirmReleased", already_confirmed: "alreadyConfirmed" },
+    },
+    release: {
+      path: (id) => "/api/v1/holds/" + encodeURIComponent(id) + "/release",
+      body: "{}",
+      start: "release", retry: "retryRelease", pending: "releasing",
+      outcomes: { released: "released", expired: "releaseExpired", already_confirmed: "releaseConfirmed", already_released: "alreadyReleased" },
+    },
+  };
+
+  const opKey = (kind, target) => kind + ":" + target;
+
+  // loadOps returns the actor's kept operations, leaving out any entry that
+  // is not one (another actor's, another kind, a malformed one).
+  function loadOps(actor) {
+    const raw = sessionStorage.getItem(OPS_PREFIX + actor);
+    const v = raw === null ? {} : JSON.parse(raw);
+    const ops = {};
+    for (const [key, op] of Object.entries(v && typeof v === "object" ? v : {})) {
+      const ok = op && typeof op.operation === "string" && Object.hasOwn(OPERATIONS, op.kind) &&
+        typeof op.target === "string" && RESERVATION_ID.test(op.target) && key === opKey(op.kind, op.target) &&
+        typeof op.workshop === "string" && Number.isInteger(op.quantity) && op.actor === actor;
+      if (ok) ops[key] = op;
+    }
+    return ops;
+  }
+
+  // saveOp keeps op among the actor's operations; state.ops changes only
+  // once it is kept.
+  function saveOp(op) {
+    const ops = Object.assign({}, state.ops, { [opKey(op.kind, op.target)]: op });
+    sessionStorage.setItem(OPS_PREFIX + op.actor, JSON.stringify(ops));
+    state.ops = ops;
   }
 
   // loadSession returns the session this tab kept, or null.
@@ -235,7 +375,7 @@
 
   // api sends one request to the daemon with this tab's session and never a
   // cookie (credentials: "omit"), so a cookie that any server of this host
-  // set has no part in it.
+  // set has no part in it. A failure to get any answer throws.
   async function api(method, path, options) {
     const headers = Object.assign({}, options && options.headers);
     if (state.session) headers.Authorization = "Bearer " + state.session;
@@ -247,16 +387,30 @@
     } catch (e) {
       body = undefined; // Not JSON at all.
     }
-    return { status: resp.status, body };
+    return { status: resp.status, body, date: resp.headers.get("Date") };
+  }
+
+  // post sends an operation under its key; no answer at all is status 0.
+  async function post(path, key, body) {
+    const headers = { "Idempotency-Key": key };
+    if (body !== null) headers["Content-Type"] = "application/json";
+    try {
+      return await api("POST", path, body === null ? { headers } : { headers, body });
+    } catch (e) {
+      return { status: 0, body: undefined }; // Network error: no answer at all.
+    }
   }
 
   async function start() {
     el.lang.addEventListener("click", switchLanguage);
     el.form.addEventListener("submit", onSubmit);
     el.newIntent.addEventListener("click", onNewIntent);
-    el.cancel.addEventListener("click", onCancel);
+    el.cancel.addEventListener("click", onFormCancel);
     el.workshop.addEventListener("change", applyLimits);
     el.logout.addEventListener("submit", onSignOut);
+    el.signOutConfirm.addEventListener("click", signOut);
+    el.signOutStay.addEventListener("click", onStay);
+    el.mine.addEventListener("click", onListClick);
     render();
 
     state.session = loadSession();
@@ -287,26 +441,22 @@
     state.actor = who.body.actor;
     el.form.hidden = false;
     el.logout.hidden = false;
+    el.mine.hidden = false;
 
     try {
-      const saved = loadIntent();
-      if (saved && saved.actor !== state.actor) {
-        state.notice = ["otherActor", saved.actor];
-      } else if (saved) {
+      const saved = loadIntent(state.actor);
+      if (saved) {
         state.intent = saved;
-        state.message = saved.outcome ? outcomeMessage(saved) : ["resumed"];
-        if (saved.outcome && saved.outcome.status === "reserved") {
-          state.cancel = loadCancel(saved.outcome.reservation_id, state.actor);
-          if (state.cancel) {
-            state.message = state.cancel.outcome ? cancelMessage(state.cancel) : ["cancelResumed"];
-          }
-        }
+        const p = saved.payload;
+        state.message = saved.outcome ? outcomeMessage(saved) : ["resumed", p.quantity, workshop(p.workshop)];
       }
+      state.ops = loadOps(state.actor);
     } catch (e) {
       state.notice = ["noStorage"];
     }
-    await loadWorkshops();
+    await Promise.all([loadWorkshops(), loadMine()]);
     render();
+    setInterval(renderMine, 1000); // The holds' countdowns.
   }
 
   // signInWith redeems a login code for a session of this tab. The session
@@ -331,11 +481,40 @@
     state.pageError = [r.status === 401 || r.status === 422 ? "loginFailed" : "loginError"];
   }
 
-  // onSignOut ends this tab's session on the daemon, forgets it and loads
-  // the signed-out page. Should the daemon not answer, the session is
-  // forgotten all the same and ends by itself when it expires.
-  async function onSignOut(event) {
+  // openIntents counts the actor's intents whose outcome is not known.
+  function openIntents() {
+    let n = state.intent && !state.intent.outcome ? 1 : 0;
+    for (const op of Object.values(state.ops)) {
+      if (!op.outcome) n++;
+    }
+    return n;
+  }
+
+  // onSignOut signs out at once when the actor has no open intent, and
+  // otherwise first says what becomes of them; only "Sign out anyway" then
+  // signs out.
+  function onSignOut(event) {
     event.preventDefault();
+    if (openIntents() === 0) {
+      signOut();
+      return;
+    }
+    state.signOutWarning = true;
+    render();
+    el.signOutConfirm.focus();
+  }
+
+  function onStay() {
+    state.signOutWarning = false;
+    render();
+    el.signOut.focus();
+  }
+
+  // signOut ends this tab's session on the daemon, forgets it and loads the
+  // signed-out page; the actor's intents stay kept in this tab. Should the
+  // daemon not answer, the session is forgotten all the same and ends by
+  // itself when it expires.
+  async function signOut() {
     try {
       await api("DELETE", "/api/v1/sessions/current");
     } catch (e) {
@@ -369,6 +548,43 @@
     }
   }
 
+  // loadMine reads the actor's newest reservations and holds. A failed
+  // read keeps what the page knew; only the latest read is shown.
+  async function loadMine() {
+    const n = ++state.mineRead;
+    const query = "?status=all&limit=" + LIST_LIMIT;
+    let rs, hs;
+    try {
+      [rs, hs] = await Promise.all([api("GET", "/api/v1/reservations" + query), api("GET", "/api/v1/holds" + query)]);
+    } catch (e) {
+      rs = hs = { status: 0 };
+    }
+    if (n !== state.mineRead) return;
+    const ok = rs.status === 200 && rs.body && Array.isArray(rs.body.reservations) &&
+      hs.status === 200 && hs.body && Array.isArray(hs.body.holds);
+    if (!ok) {
+      state.mine.failed = true;
+      return;
+    }
+    const item = (x, id) => x && typeof x[id] === "string" && RESERVATION_ID.test(x[id]) &&
+      typeof x.workshop === "string" && Number.isInteger(x.quantity);
+    state.mine = {
+      reservations: rs.body.reservations.filter((x) => item(x, "id")),
+      holds: hs.body.holds.filter((x) => item(x, "hold_id")),
+      loaded: true,
+      failed: false,
+      more: typeof rs.body.next_cursor === "string" || typeof hs.body.next_cursor === "string",
+    };
+    const date = Date.parse(hs.date || "");
+    if (!Number.isNaN(date)) state.skew = date - Date.now();
+  }
+
+  // refresh reads availability and the list again after an answer.
+  async function refresh() {
+    await Promise.all([loadWorkshops(), loadMine()]);
+    render();
+  }
+
   function currentPayload() {
     return { workshop: el.workshop.value, quantity: Number(el.quantity.value) };
   }
@@ -377,11 +593,12 @@
     return state.workshops.find((w) => w.id === el.workshop.value);
   }
 
+  // applyLimits shows the selected workshop's limit. It never changes the
+  // quantity chosen: one out of range is refused when sent, not rewritten.
   function applyLimits() {
     const w = selectedWorkshop();
     const max = w ? Math.max(1, w.max_quantity) : 1;
     el.quantity.max = String(max);
-    if (Number(el.quantity.value) > max) el.quantity.value = String(max);
     el.quantityHint.textContent = t("quantityHint", max);
   }
 
@@ -399,6 +616,7 @@
       if (!Number.isInteger(payload.quantity) || payload.quantity < 1 || payload.quantity > w.max_quantity) {
         state.message = ["invalidQuantity", w.max_quantity];
         render();
+        el.quantity.focus();
         return;
       }
       const intent = { operation: crypto.randomUUID(), payload, actor: state.actor };
@@ -418,20 +636,13 @@
   }
 
   async function send(intent) {
-    state.sending = true;
+    state.sending = "reserve";
     state.message = ["sending"];
     render();
-    let r;
-    try {
-      r = await api("POST", "/api/v1/reservations", {
-        headers: { "Content-Type": "application/json", "Idempotency-Key": intent.operation },
-        body: JSON.stringify({ workshop: intent.payload.workshop, quantity: intent.payload.quantity }),
-      });
-    } catch (e) {
-      r = { status: 0, body: undefined }; // Network error: no answer at all.
-    }
-    state.sending = false;
-    const outcome = authoritative(r, intent.payload);
+    const p = intent.payload;
+    const r = await post("/api/v1/reservations", intent.operation, JSON.stringify({ workshop: p.workshop, quantity: p.quantity }));
+    state.sending = null;
+    const outcome = authoritative(r, p);
     if (outcome) {
       intent.outcome = outcome;
       try {
@@ -447,48 +658,86 @@
     // The button that was pressed may be gone now: keep keyboard users on
     // the one that leads on.
     if (outcome) el.newIntent.focus();
-    await loadWorkshops(); // Availability has changed, whatever the answer says.
-    render();
+    await refresh(); // Availability has changed, whatever the answer says.
   }
 
-  // answerMembers lists the members of each answer's body, exactly: a body
-  // with any other member is not the documented answer.
-  const answerMembers = {
-    reserved: "quantity,reservation_id,status,workshop",
-    unavailable: "quantity,status,workshop",
-    cancelled: "quantity,reservation_id,status,workshop",
-    already_cancelled: "quantity,reservation_id,status,workshop",
+  // ANSWERS lists, for each kind of operation the page sends, its
+  // authoritative answers: the HTTP status each is sent with and exactly
+  // the members of its body. A body with any other member, or with that
+  // status word under another HTTP status, is not the documented answer.
+  const ANSWERS = {
+    reserve: {
+      reserved: [201, "quantity,reservation_id,status,workshop"],
+      unavailable: [409, "quantity,status,workshop"],
+    },
+    cancel: {
+      cancelled: [200, "quantity,reservation_id,status,workshop"],
+      already_cancelled: [409, "quantity,reservation_id,status,workshop"],
+    },
+    confirm: {
+      reserved: [201, "hold_id,quantity,reservation_id,status,workshop"],
+      expired: [409, "hold_id,quantity,status,workshop"],
+      released: [409, "hold_id,quantity,status,workshop"],
+      already_confirmed: [409, "hold_id,quantity,status,workshop"],
+    },
+    release: {
+      released: [200, "hold_id,quantity,status,workshop"],
+      expired: [409, "hold_id,quantity,status,workshop"],
+      already_confirmed: [409, "hold_id,quantity,status,workshop"],
+      already_released: [409, "hold_id,quantity,status,workshop"],
+    },
   };
 
-  // answerBody returns the body of r when it is an answer's, with exactly
-  // that answer's members, else null.
-  function answerBody(r) {
+  // answerBody returns the body of r when it is one of kind's answers, sent
+  // with its HTTP status, with exactly that answer's members and ids of the
+  // right form, else null.
+  function answerBody(kind, r) {
     const b = r.body;
-    if (!b || typeof b !== "object" || Array.isArray(b)) return null;
-    if (answerMembers[b.status] !== Object.keys(b).sort().join(",")) return null;
+    if (!b || typeof b !== "object" || Array.isArray(b) || typeof b.status !== "string") return null;
+    const a = Object.hasOwn(ANSWERS[kind], b.status) ? ANSWERS[kind][b.status] : null;
+    if (!a || a[0] !== r.status || a[1] !== Object.keys(b).sort().join(",")) return null;
     if (typeof b.workshop !== "string" || b.workshop === "" || !Number.isInteger(b.quantity) || b.quantity < 1) return null;
+    for (const id of ["reservation_id", "hold_id"]) {
+      if (id in b && !(typeof b[id] === "string" && RESERVATION_ID.test(b[id]))) return null;
+    }
     return b;
   }
 
-  // authoritative returns the settled outcome of an answer, or null when the
-  // answer does not say for sure what happened.
+  // authoritative returns the settled outcome of an answer to a
+  // reservation, or null when the answer does not say for sure what
+  // happened: it must be about the workshop and quantity asked for.
   function authoritative(r, payload) {
-    const b = answerBody(r);
-    if (!b) return null;
-    if (r.status === 201 && b.status === "reserved" && b.workshop === payload.workshop &&
-        b.quantity === payload.quantity && RESERVATION_ID.test(b.reservation_id)) {
-      return { status: "reserved", reservation_id: b.reservation_id };
-    }
-    if (r.status === 409 && b.status === "unavailable" && b.workshop === payload.workshop &&
-        b.quantity === payload.quantity) {
-      return { status: "unavailable" };
-    }
-    return null;
+    const b = answerBody("reserve", r);
+    if (!b || b.workshop !== payload.workshop || b.quantity !== payload.quantity) return null;
+    return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
+  }
+
+  // opAuthoritative returns the settled outcome of an answer to a
+  // cancellation, confirmation or release, or null when it does not say
+  // for sure what happened: it must be about the reservation (cancel) or
+  // hold (confirm, release) it was sent for, in a well-formed workshop.
+  function opAuthoritative(r, op) {
+    const b = answerBody(op.kind, r);
+    const target = op.kind === "cancel" ? b && b.reservation_id : b && b.hold_id;
+    if (!b || target !== op.target || !WORKSHOP_ID.test(b.workshop)) return null;
+    return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
   }
 
   function outcomeMessage(intent) {
     const p = intent.payload;
-    return intent.outcome.status === "reserved" ? ["reserved", p.quantity, workshopTitle(p.workshop)] : ["unavailable", p.quantity, workshopTitle(p.workshop)];
+    return [intent.outcome.status === "reserved" ? "reserved" : "unavailable", p.quantity, workshop(p.workshop)];
+  }
+
+  // opMessage is what the page says about an operation now: its outcome,
+  // that it is on its way, that its answer was no verdict, or (kept from
+  // before this page) that it was sent and its outcome is not known.
+  function opMessage(op) {
+    const o = OPERATIONS[op.kind];
+    const key = opKey(op.kind, op.target);
+    if (op.outcome) return [o.outcomes[op.outcome.status], op.quantity, workshop(op.workshop)];
+    if (state.sending === key) return [o.pending];
+    const tried = state.tries[key];
+    return [op.kind + (tried === "signIn" ? "UnclearSignIn" : tried === "unclear" ? "Unclear" : "Resumed")];
   }
 
   function workshopTitle(id) {
@@ -496,86 +745,90 @@
     return w ? w.title : id;
   }
 
-  // onCancel starts (or retries) the cancellation of the reservation just
-  // made: its cancel intent is kept before the first send, and a retry sends
-  // the same key.
-  async function onCancel() {
-    if (state.sending) return; // A second click while sending does nothing.
+  // formCancel returns the cancellation of the reservation the form made,
+  // if there is one.
+  function formCancel() {
+    const intent = state.intent;
+    if (!intent || !intent.outcome || intent.outcome.status !== "reserved") return null;
+    return state.ops[opKey("cancel", intent.outcome.reservation_id)] || null;
+  }
+
+  function onFormCancel() {
     const intent = state.intent;
     if (!intent || !intent.outcome || intent.outcome.status !== "reserved") return;
-    if (!state.cancel) {
-      const cancel = { operation: crypto.randomUUID(), reservation_id: intent.outcome.reservation_id, actor: state.actor };
+    const p = intent.payload;
+    runOp("cancel", intent.outcome.reservation_id, p.workshop, p.quantity, el.cancel);
+  }
+
+  // onListClick starts or retries the operation of a button of the list.
+  function onListClick(event) {
+    const button = event.target.closest("button[data-kind]");
+    if (!button) return;
+    const li = button.closest("li");
+    runOp(button.dataset.kind, li.dataset.id, li.dataset.workshop, Number(li.dataset.quantity), button);
+  }
+
+  // runOp starts (or retries) the operation of kind on target: a new one is
+  // kept before its first send, an open one is sent again with its key, a
+  // settled one is never sent again.
+  async function runOp(kind, target, workshopID, quantity, button) {
+    if (state.sending) return; // A second click while sending does nothing.
+    const key = opKey(kind, target);
+    let op = state.ops[key];
+    if (!op) {
+      // Another operation open on the same item needs its answer first.
+      if (Object.values(state.ops).some((o) => o.target === target && !o.outcome)) return;
+      op = { operation: crypto.randomUUID(), kind, target, workshop: workshopID, quantity, actor: state.actor };
       try {
-        saveCancel(cancel); // Before the first send, or not at all.
+        saveOp(op); // Before the first send, or not at all.
       } catch (e) {
         state.notice = ["noStorage"];
         render();
         return;
       }
-      state.cancel = cancel;
       state.notice = null;
-    } else if (state.cancel.outcome) {
-      return; // Settled: only "new intent" leads on.
+    } else if (op.outcome) {
+      return; // Settled: nothing more to send.
     }
-    await sendCancel(state.cancel);
-  }
-
-  async function sendCancel(cancel) {
-    state.sending = true;
-    state.message = ["cancelling"];
+    state.sending = key;
     render();
-    let r;
-    try {
-      r = await api("POST", "/api/v1/reservations/" + encodeURIComponent(cancel.reservation_id) + "/cancel", {
-        headers: { "Idempotency-Key": cancel.operation },
-      });
-    } catch (e) {
-      r = { status: 0, body: undefined }; // Network error: no answer at all.
-    }
-    state.sending = false;
-    const outcome = cancelAuthoritative(r, cancel);
+    const r = await post(OPERATIONS[kind].path(target), op.operation, OPERATIONS[kind].body);
+    state.sending = null;
+    const outcome = opAuthoritative(r, op);
     if (outcome) {
-      cancel.outcome = outcome;
+      delete state.tries[key];
+      const settled = Object.assign({}, op, { outcome });
       try {
-        saveCancel(cancel);
+        saveOp(settled);
       } catch (e) {
-        // The answer is shown; keeping it for a reload is best effort.
+        state.ops = Object.assign({}, state.ops, { [key]: settled }); // Shown; keeping it is best effort.
       }
-      state.message = cancelMessage(cancel);
     } else {
-      state.message = [r.status === 401 ? "cancelUnclearSignIn" : "cancelUnclear"];
+      state.tries[key] = r.status === 401 ? "signIn" : "unclear";
     }
     render();
-    (outcome ? el.newIntent : el.cancel).focus();
-    await loadWorkshops(); // Availability may have changed.
-    render();
-  }
-
-  // cancelAuthoritative returns the settled outcome of an answer to a
-  // cancellation, or null when it does not say for sure what happened.
-  function cancelAuthoritative(r, cancel) {
-    const b = answerBody(r);
-    if (!b || b.reservation_id !== cancel.reservation_id) return null;
-    if (r.status === 200 && b.status === "cancelled") return { status: "cancelled" };
-    if (r.status === 409 && b.status === "already_cancelled") return { status: "already_cancelled" };
-    return null;
-  }
-
-  function cancelMessage(cancel) {
-    if (cancel.outcome.status === "already_cancelled") return ["alreadyCancelled"];
-    const p = state.intent.payload;
-    return ["cancelled", p.quantity, workshopTitle(p.workshop)];
+    // Keep keyboard users where the answer is: on the form's way on, on the
+    // retry, or on the list item whose buttons are gone.
+    if (button === el.cancel) {
+      (outcome ? el.newIntent : el.cancel).focus();
+    } else if (button.isConnected && !button.hidden) {
+      button.focus();
+    } else {
+      const li = $((kind === "cancel" ? "reservation-" : "hold-") + target);
+      if (li) li.focus();
+    }
+    await refresh(); // Availability and the list may have changed.
   }
 
   function onNewIntent() {
-    if (state.cancel && !state.cancel.outcome) return; // An open cancellation first needs its answer.
+    const cancel = formCancel();
+    if (cancel && !cancel.outcome) return; // An open cancellation first needs its answer.
     try {
-      clearIntent();
+      clearIntent(state.actor);
     } catch (e) {
       // Nothing kept, nothing to clear.
     }
     state.intent = null;
-    state.cancel = null;
     state.message = null;
     state.notice = null;
     render();
@@ -608,6 +861,16 @@
     if (keep && ids.includes(keep)) el.workshop.value = keep;
   }
 
+  // setText and setData change a node only when it differs, so that the
+  // list's once-a-second render leaves nodes under the pointer alone.
+  function setText(node, text) {
+    if (node.textContent !== text) node.textContent = text;
+  }
+
+  function setData(node, name, value) {
+    if (node.dataset[name] !== value) node.dataset[name] = value;
+  }
+
   function render() {
     document.documentElement.lang = state.lang;
     document.title = t("title");
@@ -618,6 +881,7 @@
     el.lang.lang = state.lang === "de" ? "en" : "de";
     el.actor.hidden = !state.actor;
     el.actor.textContent = state.actor ? t("signedInAs", state.actor) : "";
+    el.actor.dataset.actor = state.actor || "";
 
     renderOptions();
     applyLimits();
@@ -629,26 +893,172 @@
 
     const settled = Boolean(intent && intent.outcome);
     const reserved = settled && intent.outcome.status === "reserved";
-    const cancel = state.cancel;
+    const cancel = formCancel();
     const cancelOpen = Boolean(cancel && !cancel.outcome);
     el.submit.hidden = settled;
-    el.submit.disabled = state.sending || (!intent && state.workshops.length === 0);
-    el.submit.textContent = intent && !settled ? t("retry") : t("reserve");
+    el.submit.disabled = Boolean(state.sending) || (!intent && state.workshops.length === 0);
+    el.submit.textContent = state.sending === "reserve" ? t("sending") : intent && !settled ? t("retry") : t("reserve");
     el.cancel.hidden = !reserved || Boolean(cancel && cancel.outcome);
-    el.cancel.disabled = state.sending;
-    el.cancel.textContent = cancelOpen ? t("retryCancel") : t("cancel");
+    el.cancel.disabled = Boolean(state.sending);
+    el.cancel.textContent = reserved ? t(buttonText("cancel", intent.outcome.reservation_id)) : t("cancel");
     el.newIntent.hidden = !settled || cancelOpen;
     if (settled) {
       el.newIntent.textContent = intent.outcome.status === "reserved" ? t("anotherReservation") : t("changeSelection");
     }
-    el.receipt.hidden = !(settled && intent.outcome.status === "reserved");
-    el.receipt.textContent = el.receipt.hidden ? "" : t("receipt", intent.outcome.reservation_id);
-    el.status.textContent = state.message ? t(...state.message) : "";
-    el.status.dataset.kind = state.message ? state.message[0] : "";
+    el.receipt.hidden = !reserved;
+    el.receipt.textContent = reserved ? t("receipt", intent.outcome.reservation_id) : "";
+    const message = cancel ? opMessage(cancel) : state.message;
+    el.status.textContent = message ? t(...message) : "";
+    el.status.dataset.kind = message ? message[0] : "";
     el.notice.hidden = !state.notice;
     el.notice.textContent = state.notice ? t(...state.notice) : "";
     el.pageError.hidden = !state.pageError;
     el.pageError.textContent = state.pageError ? t(...state.pageError) : "";
+    const open = openIntents();
+    el.signOutWarning.hidden = !(state.signOutWarning && open > 0);
+    el.signOutWarningText.textContent = el.signOutWarning.hidden ? "" : t("signOutWarning", open, state.actor);
+    renderMine();
+  }
+
+  // shownItems returns the listed items and, for every open operation of
+  // kinds on an item the list does not show (the list could not be read,
+  // or the item is past its first page), an item made from the operation
+  // itself, so that its retry is always offered.
+  function shownItems(items, idOf, kinds) {
+    const shown = items.map((x) => Object.assign({}, x, { id: x[idOf] }));
+    const ids = new Set(shown.map((x) => x.id));
+    for (const op of Object.values(state.ops)) {
+      if (kinds.includes(op.kind) && !op.outcome && !ids.has(op.target)) {
+        shown.push({ id: op.target, workshop: op.workshop, quantity: op.quantity });
+        ids.add(op.target);
+      }
+    }
+    return shown;
+  }
+
+  // remaining returns the time until a hold's deadline by the daemon's
+  // clock, in whole seconds (rounded up), and 0 once it has passed.
+  function remaining(h) {
+    const left = Date.parse(h.expires_at) - (Date.now() + state.skew);
+    return Number.isNaN(left) || left <= 0 ? 0 : Math.ceil(left / 1000);
+  }
+
+  function clock(s) {
+    const two = (n) => String(n).padStart(2, "0");
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+    return (h > 0 ? h + ":" + two(m) : String(m)) + ":" + two(s % 60);
+  }
+
+  function renderMine() {
+    if (!state.actor) return;
+    const m = state.mine;
+    const reservations = shownItems(m.reservations, "id", ["cancel"]);
+    const holds = shownItems(m.holds, "hold_id", ["confirm", "release"]);
+    const line = m.failed ? t("mineFailed") : !m.loaded ? t("mineLoading") :
+      reservations.length + holds.length === 0 ? t("mineEmpty") : m.more ? t("mineMore", LIST_LIMIT) : "";
+    setText(el.mineStatus, line);
+    syncList(el.holdList, holds, "hold", ["confirm", "release"], holdState);
+    syncList(el.reservationList, reservations, "reservation", ["cancel"], reservationState);
+  }
+
+  // reservationState returns what a reservation item shows and whether it
+  // may start a cancellation.
+  function reservationState(r) {
+    if (r.status === "active") return { text: t("stateActive"), live: true, state: "active" };
+    if (r.status === "cancelled") return { text: t("stateCancelled"), live: false, state: "cancelled" };
+    return { text: t("stateUnknown"), live: false, state: "" };
+  }
+
+  // holdState returns what a hold item shows and whether it may start a
+  // confirmation or a release: only a held hold before its deadline.
+  function holdState(h) {
+    if (h.state === "held") {
+      const left = remaining(h);
+      return left > 0 ? { text: t("stateHeld", clock(left)), live: true, state: "held" } : { text: t("stateExpired"), live: false, state: "expired" };
+    }
+    const word = { confirmed: "stateConfirmed", released: "stateReleased", expired: "stateExpired" }[h.state];
+    return { text: t(word || "stateUnknown"), live: false, state: word ? h.state : "" };
+  }
+
+  // syncList shows items in ul, one li per item (id "<prefix>-<id>"),
+  // reusing the li already shown for an item so that focus and a pointer
+  // on its buttons stay where they are.
+  function syncList(ul, items, prefix, kinds, stateOf) {
+    const old = new Map([...ul.children].map((li) => [li.id, li]));
+    let at = ul.firstChild;
+    for (const item of items) {
+      const id = prefix + "-" + item.id;
+      const li = old.get(id) || newItem(id, item.id, prefix, kinds);
+      fillItem(li, item, kinds, stateOf(item));
+      if (li === at) {
+        at = at.nextSibling;
+      } else {
+        ul.insertBefore(li, at);
+      }
+    }
+    while (at) {
+      const next = at.nextSibling;
+      at.remove();
+      at = next;
+    }
+  }
+
+  function newItem(id, target, prefix, kinds) {
+    const li = document.createElement("li");
+    li.id = id;
+    li.className = prefix;
+    li.tabIndex = -1;
+    const what = document.createElement("p");
+    what.className = "item-what";
+    const status = document.createElement("p");
+    status.className = "item-status";
+    status.setAttribute("role", "status");
+    const actions = document.createElement("div");
+    actions.className = "actions";
+    for (const kind of kinds) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.id = kind + "-" + target;
+      b.className = "secondary " + kind + (kind === "confirm" ? "" : " danger");
+      b.dataset.kind = kind;
+      actions.append(b);
+    }
+    li.append(what, status, actions);
+    return li;
+  }
+
+  // buttonText returns the text key of the button of kind on target: what
+  // is happening while it is sent, its retry while it is open, else what
+  // it starts.
+  function buttonText(kind, target) {
+    const key = opKey(kind, target);
+    const o = OPERATIONS[kind];
+    if (state.sending === key) return o.pending;
+    return state.ops[key] && !state.ops[key].outcome ? o.retry : o.start;
+  }
+
+  // fillItem shows an item's state and its buttons: while an operation on
+  // the item is open only its retry, else the operations a live item
+  // allows, and none once an operation on it is settled.
+  function fillItem(li, item, kinds, s) {
+    li.dataset.id = item.id;
+    li.dataset.workshop = item.workshop;
+    li.dataset.quantity = String(item.quantity);
+    setData(li, "state", s.state);
+    const ops = kinds.map((k) => state.ops[opKey(k, item.id)]).filter(Boolean);
+    const open = ops.find((o) => !o.outcome);
+    const latest = open || ops.find((o) => o.outcome);
+    setText(li.querySelector(".item-what"), t("item", item.quantity, workshop(item.workshop)) + " · " + s.text);
+    const status = li.querySelector(".item-status");
+    const message = latest ? opMessage(latest) : null;
+    setText(status, message ? t(...message) : "");
+    setData(status, "kind", message ? message[0] : "");
+    for (const b of li.querySelectorAll("button[data-kind]")) {
+      const kind = b.dataset.kind;
+      b.hidden = open ? open.kind !== kind : Boolean(latest) || !s.live;
+      b.disabled = Boolean(state.sending);
+      setText(b, t(buttonText(kind, item.id)));
+    }
   }
 
   start();

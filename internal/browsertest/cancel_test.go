@@ -1,6 +1,7 @@
 package browsertest_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -52,11 +53,16 @@ func (tb *tab) reserve(quantity int) string {
 	return id
 }
 
-// cancelKey returns the operation key of the cancel intent in
-// sessionStorage.
+// cancelKey returns the operation key of the cancellation of the form's
+// reservation in sessionStorage.
 func (tb *tab) cancelKey() string {
 	tb.t.Helper()
-	return eval[string](tb, `JSON.parse(sessionStorage.getItem("reserve.cancel")).operation`)
+	f := tb.form()
+	var op struct{ Operation string }
+	if err := json.Unmarshal([]byte(f.CancelIntent), &op); err != nil || op.Operation == "" {
+		tb.t.Fatalf("the page keeps no cancellation of its reservation: %+v", f)
+	}
+	return op.Operation
 }
 
 // A reservation just made can be cancelled: the page keeps its own cancel
@@ -205,8 +211,8 @@ func TestCancelDoubleClickSendsOnePost(t *testing.T) {
 	cancel := tb.node("cancel")
 	tb.do("double click", chromedp.MouseClickNode(cancel, chromedp.ClickCount(1)), chromedp.MouseClickNode(cancel, chromedp.ClickCount(2)))
 	tb.waitStatus("cancelling")
-	if f := tb.form(); !f.CancelDisabled || !f.NewIntentHidden {
-		t.Errorf("while the POST is held: %+v, want #cancel disabled and no new intent", f)
+	if f := tb.form(); !f.CancelDisabled || !f.NewIntentHidden || f.Cancel != "Cancelling…" {
+		t.Errorf("while the POST is held: %+v, want #cancel disabled saying \"Cancelling…\" and no new intent", f)
 	}
 	if _, n := d.cancels(t); n != 0 {
 		t.Fatalf("%d cancellations reached the daemon while the browser holds the request", n)

@@ -37,8 +37,8 @@ func TestDoubleClickWhileHeldSendsOnePost(t *testing.T) {
 	tb.do("double click", chromedp.MouseClickNode(submit, chromedp.ClickCount(1)), chromedp.MouseClickNode(submit, chromedp.ClickCount(2)))
 	tb.waitStatus("sending")
 	f := tb.form()
-	if !f.SubmitDisabled || !f.QuantityDisabled || !f.WorkshopDisabled {
-		t.Errorf("while the POST is held: %+v, want #submit disabled and the choice locked", f)
+	if !f.SubmitDisabled || !f.QuantityDisabled || !f.WorkshopDisabled || f.Submit != "Sending…" {
+		t.Errorf("while the POST is held: %+v, want #submit disabled saying \"Sending…\" and the choice locked", f)
 	}
 	if n := d.posts(t); n != 0 {
 		t.Fatalf("%d POSTs reached the daemon while the browser holds the request", n)
@@ -208,44 +208,6 @@ func TestUnavailableStaysUnavailableAfterCapacityRaise(t *testing.T) {
 	}
 	if got := d.requests(t, "POST "+api.PathReservations); got["replayed"] != 1 || got["unavailable"] != 2 || got["created"] != 1 {
 		t.Errorf("reservation requests by outcome %v, want 2 refusals, 1 replayed refusal, 1 created", got)
-	}
-}
-
-// Test 5: an open intent of one actor is not resumed, and nothing is sent
-// for it, when another actor signs in in the same tab; the page says so.
-func TestOtherActorsIntentNotResumed(t *testing.T) {
-	d := startDaemon(t)
-	tb := openTab(t, d)
-	tb.signIn("")
-	tb.leaveUnclear()
-	owner := tb.form().Intent
-
-	session := eval[string](tb, `sessionStorage.getItem("`+sessionKey+`")`)
-	tb.clickToLoad("sign-out")
-	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
-	if f := tb.form(); f.FormShown || f.Intent != owner {
-		t.Errorf("after signing out: %+v, want only the sign-in explanation, the intent kept", f)
-	}
-	if kept := eval[bool](tb, `sessionStorage.getItem("`+sessionKey+`") !== null`); kept {
-		t.Errorf("the tab kept its session after signing out")
-	}
-	if status, _ := d.whoAmI(t, http.Header{"Authorization": {"Bearer " + session}}); status != http.StatusUnauthorized {
-		t.Errorf("whoami with the signed-out session: %d, want 401 (ended on the daemon)", status)
-	}
-	sent, posts := tb.sentPosts(), d.posts(t)
-	tb.signIn("bob")
-	f := tb.form()
-	if !strings.Contains(f.Notice, "was not resumed and nothing was sent") || f.Kind == "resumed" || f.WorkshopDisabled || f.QuantityDisabled || f.Submit != "Reserve" || !f.NewIntentHidden {
-		t.Errorf("signed in as bob: %+v, want a notice and an open choice", f)
-	}
-	if n := tb.sentPosts() - sent; n != 0 {
-		t.Errorf("the page sent %d reservation requests for bob, want none", n)
-	}
-	if n := d.posts(t) - posts; n != 0 {
-		t.Errorf("%d POSTs reached the daemon, want none", n)
-	}
-	if got := eval[string](tb, `document.getElementById("actor").textContent`); got != "Signed in as bob" {
-		t.Errorf("the page shows %q, want Signed in as bob", got)
 	}
 }
 

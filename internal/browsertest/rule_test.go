@@ -16,8 +16,8 @@ import (
 )
 
 // ruleSource returns the part of web/app.js that decides which answers
-// settle an intent: the reservation id pattern, the answer members and the
-// functions from answerBody to cancelAuthoritative.
+// settle an intent: the id patterns, the table of answers and the
+// functions answerBody, authoritative and opAuthoritative.
 func ruleSource(t *testing.T) string {
 	t.Helper()
 	src, err := web.Assets.ReadFile("app.js")
@@ -27,10 +27,11 @@ func ruleSource(t *testing.T) string {
 	var parts []string
 	for _, re := range []string{
 		`(?m)^  const RESERVATION_ID = .*;$`,
-		`(?ms)^  const answerMembers = \{$.*?^  \};$`,
-		`(?ms)^  function answerBody\(r\) \{$.*?^  \}$`,
+		`(?m)^  const WORKSHOP_ID = .*;$`,
+		`(?ms)^  const ANSWERS = \{$.*?^  \};$`,
+		`(?ms)^  function answerBody\(kind, r\) \{$.*?^  \}$`,
 		`(?ms)^  function authoritative\(r, payload\) \{$.*?^  \}$`,
-		`(?ms)^  function cancelAuthoritative\(r, cancel\) \{$.*?^  \}$`,
+		`(?ms)^  function opAuthoritative\(r, op\) \{$.*?^  \}$`,
 	} {
 		part := regexp.MustCompile(re).Find(src)
 		if part == nil {
@@ -44,8 +45,9 @@ func ruleSource(t *testing.T) string {
 // TestBrowserRuleIsClassify evaluates the browser's rule for settling an
 // intent in Chromium for every (HTTP status, body) of a table and compares
 // it with client.Classify, the rule of every Go client: the page settles a
-// reservation or a cancellation exactly on the answers that Classify calls
-// that operation's authoritative answer, with the same status word. (The
+// reservation, a cancellation, a confirmation or a release exactly on the
+// answers that Classify calls that operation's authoritative answer, with
+// the same status word. (The
 // page never settles on a problem: a refusal leaves its intent open for a
 // retry with the same key, which gets the same refusal.)
 func TestBrowserRuleIsClassify(t *testing.T) {
@@ -53,12 +55,14 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 	const id, other = "0190a1b2c3d4e5f60718293a4b5c6d7e", "0190a1b2c3d4e5f60718293a4b5c6d7f"
 	req := engine.Request{Workshop: "w-1", Quantity: 2}
 	bodies := []string{"", "{", "[]", "null", `"reserved"`}
-	// The members of the answers to holds, confirmations and releases
-	// are none of a reservation's or a cancellation's.
-	extras := []string{"", `,"x":1`, `,"hold_id":"` + other + `"`, `,"expires_at":"2026-12-01T10:10:00Z"`}
-	for _, status := range []string{engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld, engine.StatusReleased} {
+	// id is the reservation cancelled and the hold confirmed or released;
+	// the answers to holds carry members that no other answer has.
+	extras := []string{"", `,"x":1`, `,"hold_id":"` + id + `"`, `,"hold_id":"` + other + `"`, `,"hold_id":"ABC"`, `,"expires_at":"2026-12-01T10:10:00Z"`}
+	statuses := []string{engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
+		engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased}
+	for _, status := range statuses {
 		for _, rid := range []string{id, other, "", "empty", "abc"} {
-			for _, w := range []string{"w-1", "w-2", ""} {
+			for _, w := range []string{"w-1", "w-2", "", "W_1"} {
 				for _, q := range []string{"2", "3", "0", `"2"`} {
 					m := `"status":"` + status + `"`
 					switch rid {
@@ -85,7 +89,7 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 		Body   string               `json:"body"`
 	}
 	var checks []check
-	for _, kind := range []engine.OperationKind{engine.OperationReserve, engine.OperationCancel} {
+	for _, kind := range []engine.OperationKind{engine.OperationReserve, engine.OperationCancel, engine.OperationConfirm, engine.OperationRelease} {
 		for _, status := range []int{200, 201, 400, 401, 404, 408, 409, 410, 422, 429, 500, 503} {
 			for _, b := range bodies {
 				checks = append(checks, check{kind, status, b})
@@ -95,12 +99,12 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 	input, _ := json.Marshal(checks)
 	script := fmt.Sprintf(`(() => {
 %s
-const payload = {workshop: %q, quantity: %d}, cancel = {reservation_id: %q};
+const payload = {workshop: %q, quantity: %d}, target = %q;
 return %s.map((c) => {
   let body;
   try { body = c.body === "" ? null : JSON.parse(c.body); } catch (e) { body = undefined; }
   const r = {status: c.status, body};
-  const o = c.kind === "reserve" ? authoritative(r, payload) : cancelAuthoritative(r, cancel);
+  const o = c.kind === "reserve" ? authoritative(r, payload) : opAuthoritative(r, {kind: c.kind, target});
   return o ? o.status : "";
 });
 })()`, ruleSource(t), req.Workshop, req.Quantity, id, input)
@@ -114,11 +118,15 @@ return %s.map((c) => {
 	if len(got) != len(checks) {
 		t.Fatalf("the page's rule gave %d results for %d answers", len(got), len(checks))
 	}
+	ops := map[engine.OperationKind]client.Operation{
+		engine.OperationReserve: client.Reserving(req),
+		engine.OperationCancel:  client.Cancelling(id),
+		engine.OperationConfirm: client.Confirming(id),
+		engine.OperationRelease: client.Releasing(id),
+	}
+	settled := map[string]bool{} // "kind status" of every answer the table holds.
 	for i, c := range checks {
-		op := client.Reserving(req)
-		if c.Kind == engine.OperationCancel {
-			op = client.Cancelling(id)
-		}
+		op := ops[c.Kind]
 		ct := api.MediaJSON
 		if strings.Contains(c.Body, `"code"`) {
 			ct = api.MediaProblem
@@ -127,9 +135,19 @@ return %s.map((c) => {
 		want := ""
 		if res.Decided {
 			want = res.Answer.Status
+			settled[string(c.Kind)+" "+want] = true
 		}
 		if got[i] != want {
 			t.Errorf("%s answered %d %s: the page settles on %q, Classify on %q", c.Kind, c.Status, c.Body, got[i], want)
+		}
+	}
+	// The table holds every authoritative answer of every kind, so that the
+	// comparison cannot pass by missing one.
+	for kind := range ops {
+		for _, status := range statuses {
+			if api.StatusOfAnswer(kind, status) != 0 && !settled[string(kind)+" "+status] {
+				t.Errorf("the table has no authoritative %s answer %q", kind, status)
+			}
 		}
 	}
 }

@@ -275,14 +275,20 @@ type formState struct {
 	SignInShown      bool   `json:"signInShown"`
 	FormShown        bool   `json:"formShown"`
 	Focus            string `json:"focus"`
-	Intent           string `json:"intent"`       // sessionStorage's reserve.intent, raw.
-	CancelIntent     string `json:"cancelIntent"` // sessionStorage's reserve.cancel, raw.
+	Actor            string `json:"actor"`        // The signed-in actor, "" when there is none.
+	Intent           string `json:"intent"`       // The actor's reserve.intent.<actor>, raw.
+	CancelIntent     string `json:"cancelIntent"` // The cancellation of the form's reservation, JSON.
 }
 
 // form reads the page's state.
 func (tb *tab) form() formState {
 	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[formState](`(() => {
 		const $ = (id) => document.getElementById(id);
+		const actor = $("actor").dataset.actor || "";
+		const intent = actor && sessionStorage.getItem("reserve.intent." + actor);
+		const reserved = intent && JSON.parse(intent).outcome;
+		const ops = actor && JSON.parse(sessionStorage.getItem("reserve.ops." + actor) || "{}");
+		const cancel = reserved && reserved.reservation_id && ops["cancel:" + reserved.reservation_id];
 		return {
 			kind: $("status").dataset.kind || "", status: $("status").textContent,
 			notice: $("notice").hidden ? "" : $("notice").textContent,
@@ -293,8 +299,8 @@ func (tb *tab) form() formState {
 			workshopDisabled: $("workshop").disabled, quantityDisabled: $("quantity").disabled, quantity: $("quantity").value,
 			signInShown: !$("signin").hidden, formShown: !$("reservation-form").hidden,
 			focus: document.activeElement ? document.activeElement.id : "",
-			intent: sessionStorage.getItem("reserve.intent") || "",
-			cancelIntent: sessionStorage.getItem("reserve.cancel") || "",
+			actor, intent: intent || "",
+			cancelIntent: cancel ? JSON.stringify(cancel) : "",
 		};
 	})()`))
 	if err != nil {
@@ -303,10 +309,28 @@ func (tb *tab) form() formState {
 	return v
 }
 
-// intentKey returns the operation key of the intent in sessionStorage.
+// intentKey returns the operation key of the signed-in actor's intent in
+// sessionStorage.
 func (tb *tab) intentKey() string {
 	tb.t.Helper()
-	return eval[string](tb, `JSON.parse(sessionStorage.getItem("reserve.intent")).operation`)
+	return eval[string](tb, `JSON.parse(sessionStorage.getItem("reserve.intent." + document.getElementById("actor").dataset.actor)).operation`)
+}
+
+// storedIntent returns actor's intent in sessionStorage, raw ("" for none),
+// whoever is signed in.
+func (tb *tab) storedIntent(actor string) string {
+	tb.t.Helper()
+	return eval[string](tb, fmt.Sprintf(`sessionStorage.getItem(%q) || ""`, "reserve.intent."+actor))
+}
+
+// opKey returns the operation key of actor's kept operation of kind
+// (cancel, confirm, release) on target, "" when there is none.
+func (tb *tab) opKey(actor, kind, target string) string {
+	tb.t.Helper()
+	return eval[string](tb, fmt.Sprintf(`(() => {
+		const op = JSON.parse(sessionStorage.getItem(%q) || "{}")[%q];
+		return op ? op.operation : "";
+	})()`, "reserve.ops."+actor, kind+":"+target))
 }
 
 // screenshot writes a PNG of the page to $RESERVE_SCREENSHOTS/name.png when
