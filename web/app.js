@@ -346,6 +346,39 @@
     state.ops = ops;
   }
 
+  // migrateStorage moves what an earlier version of this page kept in the
+  // tab for whoever was signed in, under one key each, to the keys of the
+  // actor it belongs to: the form's intent ("reserve.intent", its actor
+  // inside) and a cancellation of its reservation ("reserve.cancel"), which
+  // becomes one of the actor's operations. An actor's own newer keys win.
+  // Nothing kept is dropped unread: an open intent there may have been sent.
+  function migrateStorage() {
+    try {
+      const raw = sessionStorage.getItem("reserve.intent");
+      const intent = raw === null ? null : JSON.parse(raw);
+      if (intent && typeof intent.actor === "string" && intent.actor !== "") {
+        if (sessionStorage.getItem(INTENT_PREFIX + intent.actor) === null) {
+          sessionStorage.setItem(INTENT_PREFIX + intent.actor, raw);
+        }
+        const rawCancel = sessionStorage.getItem("reserve.cancel");
+        const cancel = rawCancel === null ? null : JSON.parse(rawCancel);
+        const reserved = intent.outcome && intent.outcome.reservation_id;
+        if (cancel && typeof cancel.operation === "string" && cancel.actor === intent.actor &&
+          cancel.reservation_id === reserved && intent.payload &&
+          sessionStorage.getItem(OPS_PREFIX + intent.actor) === null) {
+          const op = { kind: "cancel", target: reserved, operation: cancel.operation, workshop: intent.payload.workshop,
+            quantity: intent.payload.quantity, actor: intent.actor };
+          if (cancel.outcome) op.outcome = cancel.outcome;
+          sessionStorage.setItem(OPS_PREFIX + intent.actor, JSON.stringify({ [opKey("cancel", reserved)]: op }));
+        }
+      }
+      sessionStorage.removeItem("reserve.intent");
+      sessionStorage.removeItem("reserve.cancel");
+    } catch (e) {
+      // Storage disabled or a record that is not JSON: leave it as it is.
+    }
+  }
+
   // loadSession returns the session this tab kept, or null.
   function loadSession() {
     try {
@@ -413,6 +446,7 @@
     el.mine.addEventListener("click", onListClick);
     render();
 
+    migrateStorage();
     state.session = loadSession();
     if (location.pathname === LOGIN_PATH) {
       const code = new URLSearchParams(location.search).get("code");

@@ -1,6 +1,7 @@
 package browsertest_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -210,5 +211,38 @@ func TestReloadNamesWorkshopTitle(t *testing.T) {
 	tb.waitStatus("reserved")
 	if f := tb.form(); f.Status != want {
 		t.Errorf("after the reload the status is %q, want %q", f.Status, want)
+	}
+}
+
+// TestIntentOfAnEarlierPageVersion: a tab that kept an open intent under
+// the single key an earlier version of the page used ("reserve.intent",
+// the actor inside) gets it back after the page is upgraded and reloaded:
+// moved to the actor's own key, offered with its retry under the same key,
+// and nothing sent by itself.
+func TestIntentOfAnEarlierPageVersion(t *testing.T) {
+	d := startDaemon(t)
+	tb := openTab(t, d)
+	tb.signIn("")
+	actor := eval[string](tb, `document.getElementById("actor").dataset.actor`)
+	const key = "5b1c2a34-8d4e-4f60-9a7b-0c1d2e3f4a5b"
+	old := fmt.Sprintf(`{"operation":%q,"payload":{"workshop":%q,"quantity":1},"actor":%q}`, key, demo, actor)
+	eval[bool](tb, fmt.Sprintf(`(sessionStorage.removeItem("reserve.intent." + %q), sessionStorage.setItem("reserve.intent", %q), true)`, actor, old))
+	sent := tb.sentPosts()
+	tb.do("reload", chromedp.Reload())
+	tb.waitStatus("resumed")
+	f := tb.form()
+	if f.Submit != "Retry" || !f.WorkshopDisabled || f.Intent == "" || !strings.Contains(f.Intent, key) {
+		t.Fatalf("after the upgrade: %+v, want the old intent offered with Retry", f)
+	}
+	if eval[bool](tb, `sessionStorage.getItem("reserve.intent") !== null`) {
+		t.Error("the old key is still there")
+	}
+	if n := tb.sentPosts() - sent; n != 0 {
+		t.Errorf("the page sent %d reservation requests by itself", n)
+	}
+	tb.click("submit")
+	tb.waitStatus("reserved")
+	if v := d.receipt(t, key); v.HTTPStatus != 201 {
+		t.Errorf("the retry's receipt = %+v, want the reservation under the old key", v)
 	}
 }
