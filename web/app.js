@@ -74,7 +74,7 @@
       loginError: "Signing in did not work: the reservation service could not be reached or had a problem. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       noWorkshops: "There are no workshops to reserve yet.",
       reserved: (q, w) => `Reserved: ${places(q)} in ${w}.`,
-      unavailable: (q, w) => `Unavailable: ${w} has no ${q === 1 ? "place" : q + " places"} left for this reservation.`,
+      unavailable: (q, w) => `Unavailable: ${w} does not have ${q === 1 ? "a free place" : q + " free places"} for this reservation.`,
       unclear: "Outcome unclear — retry. Your reservation may or may not have been made; retrying sends the same request again and cannot reserve twice.",
       unclearSignIn: "Outcome unclear — retry. Your session has ended: sign in again, then retry.",
       resumed: (q, w) => `Your reservation of ${places(q)} in ${w} was sent earlier and its outcome is not known. Press Retry to get its answer — nothing is sent until you do, and it cannot reserve twice.`,

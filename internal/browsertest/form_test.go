@@ -148,6 +148,9 @@ func TestNewIntentThenUnavailable(t *testing.T) {
 	if f.NewIntentHidden || f.NewIntent != "Change selection" || !f.SubmitHidden || f.Receipt != "" {
 		t.Errorf("after unavailable: %+v, want only \"Change selection\"", f)
 	}
+	if want := "Unavailable: Demo workshop does not have 2 free places for this reservation."; !strings.HasPrefix(f.Status, want) {
+		t.Errorf("unavailable status %q, want it to start %q", f.Status, want)
+	}
 	if k := tb.intentKey(); k == firstKey {
 		t.Errorf("the new intent reused the key %s", k)
 	}
