@@ -26,6 +26,10 @@ func ParseOperationKey(raw string) (OperationKey, error) {
 	return OperationKey(s), nil
 }
 
+// IsOperationKey reports whether k has the form of an operation key: a
+// lowercase canonical UUIDv4, without the quotes a header may add.
+func IsOperationKey(k OperationKey) bool { return isCanonicalUUIDv4(string(k)) }
+
 // isCanonicalUUIDv4 reports whether s matches
 // ^[a-f0-9]{8}-[a-f0-9]{4}-4[a-f0-9]{3}-[89ab][a-f0-9]{3}-[a-f0-9]{12}$.
 func isCanonicalUUIDv4(s string) bool {

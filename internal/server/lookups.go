@@ -9,9 +9,9 @@ import (
 
 // getOperation is GET /api/v1/operations/{key}: the caller's own receipt.
 func (s *Server) getOperation(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	key, err := engine.ParseOperationKey(r.PathValue("key"))
-	if err != nil {
-		return err
+	key := engine.OperationKey(r.PathValue("key"))
+	if !engine.IsOperationKey(key) {
+		return engine.Errorf(engine.CodeInvalidIdempotencyKey, "operation key %q in the path is not a lowercase canonical UUIDv4 (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx)", engine.Truncate(string(key), 80))
 	}
 	infoOf(r).opKey = string(key)
 	rec, err := s.eng.Operation(r.Context(), who.Actor, key)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -232,6 +233,15 @@ func TestReservations(t *testing.T) {
 		wantProblem(t, resp, body, http.StatusNotFound, engine.CodeUnknownOperation)
 		resp, body = send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.PathOperations + "/" + strings.ToUpper(key)})
 		wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeInvalidIdempotencyKey)
+		// The key comes from the path, and the refusal says so, not that
+		// a header is wrong; the quotes a header may add are no key here.
+		for _, bad := range []string{"nope", `"` + key + `"`} {
+			resp, body = send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.PathOperations + "/" + url.PathEscape(bad)})
+			wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeInvalidIdempotencyKey)
+			if !strings.Contains(string(body), "in the path is not a lowercase canonical UUIDv4") || strings.Contains(string(body), "Idempotency-Key") {
+				t.Errorf("GET /api/v1/operations/%s: %s", bad, body)
+			}
+		}
 	})
 	t.Run("ReservationVisibility", func(t *testing.T) {
 		path := api.ReservationPath(a.ReservationID)
