@@ -189,38 +189,13 @@ func (ix actorIndexed[R]) scanUnindexed(t *tx, actor, before string, fn func(R) 
 }
 
 // build fills the index from the records, replacing whatever it held, in
-// the transaction that upgrades an earlier schema version's file.
+// the transaction that upgrades an earlier schema version's file. Entries
+// of many actors interleave, so pages keep bbolt's default fill.
 func (ix actorIndexed[R]) build(btx *bolt.Tx, path string) error {
-	if err := btx.DeleteBucket(ix.index); err != nil && btx.Bucket(ix.index) != nil {
-		return fmt.Errorf("clear bucket %s in %s: %w", ix.index, path, err)
-	}
-	index, err := btx.CreateBucket(ix.index)
-	if err != nil {
-		return fmt.Errorf("create bucket %s in %s: %w", ix.index, path, err)
-	}
-	records := btx.Bucket(ix.records)
-	if records == nil {
-		return nil
-	}
-	var entries [][]byte
-	err = records.ForEach(func(k, raw []byte) error {
+	return buildIndex(btx, path, ix.records, ix.index, bolt.DefaultFillPercent, func(k, raw []byte) ([]byte, error) {
 		rec, err := ix.decode(k, raw)
-		if err != nil {
-			return fmt.Errorf("decode %s/%q: %w", ix.records, k, err)
-		}
-		entries = append(entries, actorEntry(ix.actor(rec), string(k)))
-		return nil
+		return actorEntry(ix.actor(rec), string(k)), err
 	})
-	if err != nil {
-		return fmt.Errorf("index %s of %s by actor: %w", ix.records, path, err)
-	}
-	slices.SortFunc(entries, bytes.Compare)
-	for _, e := range entries {
-		if err := index.Put(e, []byte{}); err != nil {
-			return fmt.Errorf("index %s of %s by actor: %w", ix.records, path, err)
-		}
-	}
-	return nil
 }
 
 func (t *tx) ForEachReservationOf(actor, before string, fn func(engine.Reservation) error) error {

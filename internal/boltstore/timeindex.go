@@ -244,36 +244,46 @@ func (ix timeIndexed[R]) scanUnindexed(t *tx, keep func(engine.TimePosition) boo
 // build fills the index from the records, replacing whatever it held, in
 // the transaction that upgrades an earlier schema version's file.
 func (ix timeIndexed[R]) build(btx *bolt.Tx, path string) error {
-	if err := btx.DeleteBucket(ix.index); err != nil && btx.Bucket(ix.index) != nil {
-		return fmt.Errorf("clear bucket %s in %s: %w", ix.index, path, err)
+	return buildIndex(btx, path, ix.records, ix.index, appendOnlyFill, func(k, raw []byte) ([]byte, error) {
+		rec, err := ix.decode(k, raw)
+		return timeEntry(ix.created(rec), k), err
+	})
+}
+
+// buildIndex fills the bucket index with the entries (empty values) that
+// entry makes of the records of the bucket records, replacing whatever it
+// held, in the transaction that upgrades an earlier schema version's file.
+// The entries are written in key order, so that every page is filled once
+// (to fill, as full as the writes that follow will leave it).
+func buildIndex(btx *bolt.Tx, path string, records, index []byte, fill float64, entry func(k, raw []byte) ([]byte, error)) error {
+	if err := btx.DeleteBucket(index); err != nil && btx.Bucket(index) != nil {
+		return fmt.Errorf("clear bucket %s in %s: %w", index, path, err)
 	}
-	index, err := btx.CreateBucket(ix.index)
+	b, err := btx.CreateBucket(index)
 	if err != nil {
-		return fmt.Errorf("create bucket %s in %s: %w", ix.index, path, err)
+		return fmt.Errorf("create bucket %s in %s: %w", index, path, err)
 	}
-	records := btx.Bucket(ix.records)
-	if records == nil {
+	recs := btx.Bucket(records)
+	if recs == nil {
 		return nil
 	}
 	var entries [][]byte
-	err = records.ForEach(func(k, raw []byte) error {
-		rec, err := ix.decode(k, raw)
+	err = recs.ForEach(func(k, raw []byte) error {
+		e, err := entry(k, raw)
 		if err != nil {
-			return fmt.Errorf("decode %s/%q: %w", ix.records, k, err)
+			return fmt.Errorf("decode %s/%q: %w", records, k, err)
 		}
-		entries = append(entries, timeEntry(ix.created(rec), k))
+		entries = append(entries, e)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("index %s of %s: %w", ix.records, path, err)
+		return fmt.Errorf("build %s of %s: %w", index, path, err)
 	}
-	// In key order every page is filled once, and then as full as the
-	// appends that follow leave them.
 	slices.SortFunc(entries, bytes.Compare)
-	index.FillPercent = appendOnlyFill
+	b.FillPercent = fill
 	for _, e := range entries {
-		if err := index.Put(e, []byte{}); err != nil {
-			return fmt.Errorf("index %s of %s: %w", ix.records, path, err)
+		if err := b.Put(e, []byte{}); err != nil {
+			return fmt.Errorf("build %s of %s: %w", index, path, err)
 		}
 	}
 	return nil
