@@ -65,22 +65,7 @@ func TestConfirmAfterRowLockWait(t *testing.T) {
 		confirmed <- result{out, err}
 	}()
 	// Wait until the confirmation waits for the hold's row lock.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int
-		err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%FROM holds%FOR UPDATE%'`).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the confirmation never waited for the hold's row lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForRowLock(t, s, "holds")
 	later.Add(int64(time.Nanosecond)) // The deadline has come.
 	r, err := eng.Reserve(ctx, "bob", "5b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", engine.Request{Workshop: "go-basics", Quantity: 1})
 	if err != nil || r.Answer.Status != engine.StatusReserved {
@@ -108,5 +93,27 @@ func TestConfirmAfterRowLockWait(t *testing.T) {
 	}
 	for _, f := range findings {
 		t.Errorf("Check finding: %s", f)
+	}
+}
+
+// waitForRowLock polls, with a deadline, until a statement of s waits for
+// a row lock that a SELECT … FROM table … FOR UPDATE asked for.
+func waitForRowLock(t *testing.T, s *pgstore.Store, table string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		err := s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%FROM '||$1||'%FOR UPDATE%'`, table).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement waited for a row lock of %s within 30s", table)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

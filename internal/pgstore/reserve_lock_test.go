@@ -49,20 +49,7 @@ func TestReserveAfterWorkshopLockWait(t *testing.T) {
 		}
 		done <- out
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int
-		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM workshops%FOR UPDATE%'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never waited")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForRowLock(t, s, "workshops")
 	later.Add(int64(time.Nanosecond)) // the hold's deadline has come
 	close(release)
 	<-lockDone
