@@ -47,8 +47,10 @@ func holdJanitor(ctx context.Context, eng *engine.Engine, every time.Duration, e
 			}
 		}
 		if total > 0 {
-			expired(total)
+			// The log line comes first, so whoever sees the count has
+			// the line to read too.
 			logger.Info("holds past their deadline cleaned up", "count", total)
+			expired(total)
 		}
 		select {
 		case <-ctx.Done():
