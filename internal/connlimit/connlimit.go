@@ -46,11 +46,12 @@ type held struct {
 
 // Options tune a Listener.
 type Options struct {
-	// OnShed is called after an idle connection was closed to admit a new
-	// one, OnShedWaiting after a connection that had not finished its
-	// first request header was, and OnRefuse after a new connection was
-	// closed because every connection was busy with a request. Any may be
-	// nil.
+	// OnShed is called when an idle connection is closed to admit a new
+	// one, OnShedWaiting when a connection that had not finished its
+	// first request header is, and OnRefuse when a new connection is
+	// closed because every connection was busy with a request. Each is
+	// called just before the close, so that whoever sees the connection
+	// closed also sees what the call counted. Any may be nil.
 	OnShed, OnShedWaiting, OnRefuse func()
 }
 
@@ -73,14 +74,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		admitted, shed, onShed := l.admit(c)
 		if shed != nil {
-			shed.Close()
 			call(onShed)
+			shed.Close()
 		}
 		if admitted {
 			return c, nil
 		}
-		c.Close()
 		call(l.onRefuse)
+		c.Close()
 	}
 }
 
@@ -92,7 +93,7 @@ func call(f func()) {
 
 // admit counts c in if there is room, making room by giving up the longest
 // idle connection or else the one waiting longest for its first header,
-// which the caller must close and then call onShed. Admitted, c waits for
+// which the caller must close after it called onShed. Admitted, c waits for
 // its first header.
 func (l *Listener) admit(c net.Conn) (admitted bool, shed net.Conn, onShed func()) {
 	l.mu.Lock()
