@@ -68,6 +68,10 @@ type Config struct {
 	// capacity, which needs an admin. Nobody else should reserve in it
 	// during the run, or the check at the end fails.
 	Workshop string
+	// Keep lists a workshop the run creates; without it the workshop is
+	// created hidden, so that it never shows in the workshop list (the
+	// browser's), during the run or after it.
+	Keep bool
 	// Quantity is the places of each reservation (1 if 0).
 	Quantity int
 	// ReplayRatio is the share of intents that resend an intent the same
@@ -107,6 +111,7 @@ type Result struct {
 	Clients         int           `json:"clients"`
 	Workshop        string        `json:"workshop"`
 	CreatedWorkshop bool          `json:"created_workshop"`
+	HiddenWorkshop  bool          `json:"hidden_workshop"`
 	Quantity        int           `json:"quantity"`
 	ReplayRatio     float64       `json:"replay_ratio"`
 	LostAnswerRatio float64       `json:"lost_answer_ratio"`
@@ -175,6 +180,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.ReplayRatio, res.LostAnswerRatio = cfg.ReplayRatio, cfg.LostAnswerRatio
 
 	res.Workshop, res.CreatedWorkshop = cfg.Workshop, cfg.Workshop == ""
+	res.HiddenWorkshop = res.CreatedWorkshop && !cfg.Keep
 	if res.CreatedWorkshop {
 		if res.Workshop, err = createWorkshop(ctx, c, cfg); err != nil {
 			return Result{}, err
@@ -270,14 +276,16 @@ func newClient(cfg Config) (*client.Client, Result) {
 	return c, res
 }
 
-// createWorkshop creates a workshop of its own for the run.
+// createWorkshop creates a workshop of its own for the run, hidden unless
+// cfg.Keep.
 func createWorkshop(ctx context.Context, c *client.Client, cfg Config) (string, error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	id := "bench-" + hex.EncodeToString(suffix)
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	spec := engine.WorkshopSpec{Capacity: createdCapacity, MaxQuantity: cfg.Quantity, Title: "reservectl bench"}
+	hidden := !cfg.Keep
+	spec := engine.WorkshopSpec{Capacity: createdCapacity, MaxQuantity: cfg.Quantity, Title: "reservectl bench", Hidden: &hidden}
 	if _, _, err := c.PutWorkshop(ctx, id, spec, nil); err != nil {
 		if code := engine.ErrorCode(err); code == engine.CodeForbidden || code == engine.CodeUnauthenticated {
 			return "", fmt.Errorf("create workshop %s: %w (creating the bench's workshop needs an admin; name an existing one with --workshop)", id, err)

@@ -52,10 +52,34 @@ func TestRunOverTCP(t *testing.T) {
 		t.Errorf("latency = %+v", res.Latency)
 	}
 	w, err := h.Engine.Workshop(context.Background(), res.Workshop)
-	if err != nil || w.Reserved != int(o.Created) {
-		t.Errorf("workshop %s = %+v, %v; want %d reserved", res.Workshop, w, err, o.Created)
+	if err != nil || w.Reserved != int(o.Created) || !w.Hidden || !res.HiddenWorkshop {
+		t.Errorf("workshop %s = %+v, %v; want %d reserved, hidden", res.Workshop, w, err, o.Created)
 	}
 	h.MustCheckClean(t)
+}
+
+// TestCreatedWorkshopListing: the workshop a run creates is hidden from
+// the workshop list, and listed with Keep.
+func TestCreatedWorkshopListing(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+	for _, keep := range []bool{false, true} {
+		res, err := bench.Run(ctx, bench.Config{BaseURL: h.URL, Token: h.Admin, Clients: 2, Count: 10, Keep: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		ws, err := h.Engine.Workshops(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			listed = listed || w.ID == res.Workshop
+		}
+		if listed != keep || res.HiddenWorkshop == keep {
+			t.Errorf("keep %t: workshop %s listed %t, result says hidden %t", keep, res.Workshop, listed, res.HiddenWorkshop)
+		}
+	}
 }
 
 // TestRunOnSocketNamedWorkshop fills a small named workshop over the

@@ -37,8 +37,12 @@ import (
 // version's file for writing builds the indexes, in the transaction that
 // marks it version 4, before the store serves anything. A read-only open
 // leaves such a file as it is: its time-ordered scans read every record
-// instead, and the buckets it lacks read as empty.
-const SchemaVersion = 4
+// instead, and the buckets it lacks read as empty. Version 5 adds hidden
+// workshops (format 3 of a workshop); it changes no earlier record, and an
+// earlier file is marked 5 when it is opened for writing, so that a
+// reserved of version 4, which cannot read a hidden workshop, refuses the
+// whole file with a clear message.
+const SchemaVersion = 5
 
 // The buckets, declared once and created by Open.
 var (

@@ -94,7 +94,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	}
 	db.Close()
 	_, err = boltstore.Open(path, boltstore.Options{})
-	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this reserved understands (4)") {
+	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this reserved understands (5)") {
 		t.Fatalf("open of newer schema: %v", err)
 	}
 }

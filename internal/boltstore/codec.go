@@ -258,11 +258,17 @@ func decodeReservation(key, raw []byte) (engine.Reservation, error) {
 // stored as it is.
 //
 // and one with places in open holds as format=2, the same fields, then
-// varint holding.
+// varint holding; a hidden one as format=3, the fields of format 2, then
+// uvarint flags (workshopHidden). A workshop is written in the lowest
+// format that holds it, so a record an earlier version wrote is rewritten
+// byte for byte.
 func encodeWorkshop(w engine.Workshop) []byte {
 	b := make([]byte, 0, 40+len(w.Title))
 	format := byte(recordFormat1)
-	if w.Holding != 0 {
+	switch {
+	case w.Hidden:
+		format = recordWorkshopFlags
+	case w.Holding != 0:
 		format = recordWorkshopHolding
 	}
 	b = append(b, format)
@@ -271,15 +277,26 @@ func encodeWorkshop(w engine.Workshop) []byte {
 	b = binary.AppendVarint(b, int64(w.Reserved))
 	b = binary.AppendVarint(b, int64(w.MaxQuantity))
 	b = binary.AppendUvarint(b, w.Version)
-	if format == recordWorkshopHolding {
+	if format >= recordWorkshopHolding {
 		b = binary.AppendVarint(b, int64(w.Holding))
+	}
+	if format == recordWorkshopFlags {
+		b = binary.AppendUvarint(b, workshopHidden)
 	}
 	return b
 }
 
-// recordWorkshopHolding is the format byte of a workshop with places in
-// open holds, new in schema version 4.
-const recordWorkshopHolding = 2
+const (
+	// recordWorkshopHolding is the format byte of a workshop with places
+	// in open holds, new in schema version 4.
+	recordWorkshopHolding = 2
+	// recordWorkshopFlags is the format byte of a workshop with flags,
+	// new in schema version 5.
+	recordWorkshopFlags = 3
+	// workshopHidden is the flag of a hidden workshop; no other flag is
+	// defined, and a record with another one is refused as damaged.
+	workshopHidden = 1
+)
 
 func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 	if isJSON(raw) {
@@ -290,15 +307,21 @@ func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 		return engine.Workshop{ID: r.ID, Title: r.Title, Capacity: r.Capacity, Reserved: r.Reserved, MaxQuantity: r.MaxQuantity, Version: r.Version}, nil
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordWorkshopHolding)
+	format := d.formatOf(recordFormat1, recordWorkshopHolding, recordWorkshopFlags)
 	w := engine.Workshop{ID: string(key)}
 	w.Title = string(d.bytes())
 	w.Capacity = int(d.varint())
 	w.Reserved = int(d.varint())
 	w.MaxQuantity = int(d.varint())
 	w.Version = d.uvarint()
-	if format == recordWorkshopHolding {
+	if format >= recordWorkshopHolding {
 		w.Holding = int(d.varint())
+	}
+	if format == recordWorkshopFlags {
+		if flags := d.uvarint(); flags != workshopHidden && d.err == nil {
+			d.fail(fmt.Errorf("unknown workshop flags %#x", flags))
+		}
+		w.Hidden = true
 	}
 	return w, d.end()
 }

@@ -189,6 +189,9 @@ func TestWorkshopRoundTrip(t *testing.T) {
 		{ID: "go-basics", Title: "Go basics — für alle", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7},
 		{ID: "empty", Capacity: 0, Reserved: 0, MaxQuantity: 1, Version: 1},
 		{ID: "broken", Capacity: 2, Reserved: -3, MaxQuantity: 1, Version: 1 << 40}, // Check must see it as stored.
+		{ID: "holding", Title: "Held", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Holding: 3},
+		{ID: "hidden", Title: "Hidden", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Hidden: true},
+		{ID: "hidden-holding", Title: "Hidden", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Holding: 3, Hidden: true},
 	} {
 		checkRoundTrip(t, []byte(w.ID), w, encodeWorkshop, decodeWorkshop)
 	}
@@ -198,6 +201,34 @@ func TestWorkshopRoundTrip(t *testing.T) {
 	want := engine.Workshop{ID: "go-basics", Title: "Go basics", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7}
 	if err != nil || w != want {
 		t.Fatalf("JSON workshop = %+v, %v; want %+v", w, err, want)
+	}
+}
+
+// TestWorkshopFormats pins the bytes of each workshop format: a listed
+// workshop is written exactly as schema versions 2 to 4 wrote it (format 1,
+// or 2 with places in open holds), so rewriting it changes no byte, and
+// only a hidden one takes format 3, which an earlier version refuses.
+func TestWorkshopFormats(t *testing.T) {
+	base := engine.Workshop{ID: "w", Title: "T", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7}
+	holding, hidden := base, base
+	holding.Holding = 3
+	hidden.Holding, hidden.Hidden = 3, true
+	for _, tc := range []struct {
+		w    engine.Workshop
+		want []byte
+	}{
+		{base, []byte{1, 1, 'T', 60, 24, 8, 7}},
+		{holding, []byte{2, 1, 'T', 60, 24, 8, 7, 6}},
+		{hidden, []byte{3, 1, 'T', 60, 24, 8, 7, 6, 1}},
+	} {
+		if got := encodeWorkshop(tc.w); !bytes.Equal(got, tc.want) {
+			t.Errorf("encodeWorkshop(%+v) = %v, want %v", tc.w, got, tc.want)
+		}
+	}
+	for _, flags := range []byte{0, 2, 3} {
+		if w, err := decodeWorkshop([]byte("w"), []byte{3, 1, 'T', 60, 24, 8, 7, 6, flags}); err == nil {
+			t.Errorf("a workshop with flags %d decoded as %+v", flags, w)
+		}
 	}
 }
 

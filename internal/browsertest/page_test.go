@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/reserve/reserve/internal/bench"
 )
 
 // The page speaks German to a German browser, and its switch changes the
@@ -76,5 +78,35 @@ func TestSignedOutPageExplainsSignIn(t *testing.T) {
 	}
 	if n := tb.sentPosts(); n != 0 {
 		t.Errorf("the page sent %d reservation requests, want none", n)
+	}
+}
+
+// TestBenchWorkshopsStayOutOfTheList: the workshop a bench run creates is
+// not offered by the form, during the run or after it; one kept with Keep
+// is.
+func TestBenchWorkshopsStayOutOfTheList(t *testing.T) {
+	d := startDaemon(t)
+	run := func(keep bool) string {
+		t.Helper()
+		res, err := bench.Run(d.ctx(t), bench.Config{Socket: d.socket.Socket, Clients: 2, Count: 10, Keep: keep})
+		if err != nil {
+			t.Fatalf("bench (keep %t): %v", keep, err)
+		}
+		return res.Workshop
+	}
+	hidden := run(false)
+	tb := openTab(t, d)
+	tb.signIn("")
+	offered := func() string {
+		return eval[string](tb, `[...document.getElementById("workshop").options].map(o => o.value).join(" ")`)
+	}
+	if got := offered(); got != demo {
+		t.Errorf("after a bench the form offers %q, want only %s (not %s)", got, demo, hidden)
+	}
+	kept := run(true)
+	tb.do("reload", chromedp.Reload())
+	tb.waitReady()
+	if got := offered(); !strings.Contains(got, kept) || strings.Contains(got, hidden) {
+		t.Errorf("after a bench with Keep the form offers %q, want %s and not %s", got, kept, hidden)
 	}
 }

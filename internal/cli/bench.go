@@ -16,7 +16,7 @@ import (
 func newBenchCmd(env *commandEnv) *cobra.Command {
 	var cfg bench.Config
 	cmd := &cobra.Command{
-		Use:   "bench [--clients N] [--duration D | --count N] [--workshop ID] [--replay-ratio R] [--lost-answer-ratio R]",
+		Use:   "bench [--clients N] [--duration D | --count N] [--workshop ID | --keep] [--replay-ratio R] [--lost-answer-ratio R]",
 		Short: "Load a reserved with concurrent reservations and check the count afterwards",
 		Long: `bench runs --clients concurrent clients (each with one kept-alive connection)
 that send new reservations of --quantity places, each with its own operation
@@ -32,8 +32,10 @@ retried with the same key, after its Retry-After when it has one.
 
 Without --workshop, bench creates a workshop "bench-<random>" with a capacity
 of 1,000,000,000, which needs an admin (the daemon's user on the socket, or
-an admin token). A named workshop must not be used by anyone else during the
-run.
+an admin token). It is created hidden, so it never shows in the workshop
+list (the browser's, or "reservectl workshops" without --hidden); --keep
+creates it listed. A named workshop must not be used by anyone else during
+the run.
 
 It prints the throughput, the p50/p95/p99/max latency of single requests and
 the outcome counts; on a terminal a progress line runs meanwhile. Finally it
@@ -49,6 +51,9 @@ authoritative answer, it says so and exits 1.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("duration") && cmd.Flags().Changed("count") {
 				return usageErrorf("--duration and --count exclude each other")
+			}
+			if cfg.Keep && cfg.Workshop != "" {
+				return usageErrorf("--keep applies to the workshop bench creates, not to one named with --workshop")
 			}
 			cfg.Socket, cfg.BaseURL, cfg.Token, cfg.Timeout = env.socket, env.server, env.token, env.timeout
 			if isTerminal(env.stdout) && !env.json {
@@ -82,6 +87,7 @@ authoritative answer, it says so and exits 1.`,
 	f.IntVar(&cfg.Count, "count", 0, "how many intents to send instead of a duration")
 	f.StringVar(&cfg.Workshop, "workshop", "", "workshop to reserve in (default: create one, needs an admin)")
 	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
+	f.BoolVar(&cfg.Keep, "keep", false, "list the workshop bench creates (default: created hidden)")
 	f.IntVar(&cfg.Quantity, "quantity", 1, "places per reservation")
 	f.Float64Var(&cfg.ReplayRatio, "replay-ratio", 0, "share of intents that repeat a settled intent, 0 to 1")
 	f.Float64Var(&cfg.LostAnswerRatio, "lost-answer-ratio", 0, "share of new intents whose first answer is ignored and that are sent again, 0 to 1")
@@ -91,7 +97,10 @@ authoritative answer, it says so and exits 1.`,
 // printBench writes a bench result for people.
 func printBench(w io.Writer, r bench.Result) {
 	created := "named"
-	if r.CreatedWorkshop {
+	switch {
+	case r.HiddenWorkshop:
+		created = "created, hidden"
+	case r.CreatedWorkshop:
 		created = "created"
 	}
 	o, v := r.Outcomes, r.Verification

@@ -15,20 +15,23 @@ import (
 
 // newWorkshopsCmd returns "workshops".
 func newWorkshopsCmd(env *commandEnv) *cobra.Command {
-	return &cobra.Command{
+	var withHidden bool
+	cmd := &cobra.Command{
 		Use:   "workshops",
 		Short: "List the workshops with their capacity and free places",
 		Long: `workshops lists every workshop: its capacity, the places reserved, held (by
 holds whose deadline has not passed) and still available, the most places
 one reservation may take, and its version (for "reservectl admin workshop
-set --if-match").`,
+set --if-match"). Hidden workshops (see "reservectl admin workshop set
+--hidden") are left out unless --hidden is given; they are marked so.`,
 		Example: `  reservectl workshops
+  reservectl workshops --hidden
   reservectl --json workshops`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := env.callContext(cmd.Context())
 			defer cancel()
-			list, err := env.client().Workshops(ctx)
+			list, err := env.client().Workshops(ctx, withHidden)
 			if err != nil {
 				return fmt.Errorf("list workshops: %w", err)
 			}
@@ -36,12 +39,18 @@ set --if-match").`,
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tCAPACITY\tRESERVED\tHELD\tAVAILABLE\tMAX\tVERSION\tTITLE")
 				for _, w := range list {
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", w.ID, w.Capacity, w.Reserved, w.Held, w.Available, w.MaxQuantity, w.Version, w.Title)
+					title := w.Title
+					if w.Hidden {
+						title += " (hidden)"
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", w.ID, w.Capacity, w.Reserved, w.Held, w.Available, w.MaxQuantity, w.Version, title)
 				}
 				return tw.Flush()
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&withHidden, "hidden", false, "also list the hidden workshops")
+	return cmd
 }
 
 // completeWorkshops completes a --workshop flag with the ids of the
@@ -54,7 +63,7 @@ func completeWorkshops(env *commandEnv) func(*cobra.Command, []string, string) (
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), time.Second)
 		defer cancel()
-		ws, err := env.client().Workshops(ctx)
+		ws, err := env.client().Workshops(ctx, false)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}

@@ -326,10 +326,15 @@ func (c *Client) WhoAmI(ctx context.Context) (engine.Principal, error) {
 	return p, err
 }
 
-// Workshops lists every workshop.
-func (c *Client) Workshops(ctx context.Context) ([]engine.Workshop, error) {
+// Workshops lists the listed workshops, and the hidden ones too when
+// withHidden is set.
+func (c *Client) Workshops(ctx context.Context, withHidden bool) ([]engine.Workshop, error) {
 	var l api.WorkshopList
-	_, err := c.call(ctx, http.MethodGet, api.PathWorkshops, nil, nil, &l, http.StatusOK)
+	path := api.PathWorkshops
+	if withHidden {
+		path += "?include_hidden=true"
+	}
+	_, err := c.call(ctx, http.MethodGet, path, nil, nil, &l, http.StatusOK)
 	return l.Workshops, err
 }
 

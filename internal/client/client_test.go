@@ -43,7 +43,7 @@ func TestZeroClientUsesTheDefaultSocket(t *testing.T) {
 func TestConnectError(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "nobody.sock")
 	t.Setenv("RESERVED_SOCKET", socket)
-	_, err := new(client.Client).Workshops(context.Background())
+	_, err := new(client.Client).Workshops(context.Background(), false)
 	var ce *client.ConnectError
 	if !errors.As(err, &ce) || err.Error() != "cannot connect to reserved at "+socket+": is it running?" || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("err = %v", err)
@@ -95,7 +95,7 @@ func TestTypedCalls(t *testing.T) {
 	if err != nil || res.Quantity != 2 || res.OperationKey != key {
 		t.Errorf("reservation = %+v %v", res, err)
 	}
-	if ws, err := alice.Workshops(ctx); err != nil || len(ws) != 2 {
+	if ws, err := alice.Workshops(ctx, false); err != nil || len(ws) != 2 {
 		t.Errorf("workshops = %v %v", ws, err)
 	}
 	if w, err := alice.Workshop(ctx, "go-basics"); err != nil || w.Reserved != 2 {

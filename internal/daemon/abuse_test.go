@@ -229,7 +229,7 @@ func TestBadTokensChangeNothing(t *testing.T) {
 	if after := fileHash(t, db); after != before {
 		t.Error("the database file changed")
 	}
-	ws, err := p.socketClient().Workshops(context.Background())
+	ws, err := p.socketClient().Workshops(context.Background(), false)
 	if err != nil || len(ws) != 1 || ws[0].Reserved != 0 || ws[0].Capacity != 3 {
 		t.Errorf("workshops after the bad tokens = %+v, %v", ws, err)
 	}

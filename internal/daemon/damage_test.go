@@ -205,7 +205,7 @@ func TestDamageWhileServing(t *testing.T) {
 			p.waitServing(t)
 			ctx := context.Background()
 			c := p.socketClient()
-			if ws, err := c.Workshops(ctx); err != nil || len(ws) != 1 || ws[0].Reserved != 30 {
+			if ws, err := c.Workshops(ctx, false); err != nil || len(ws) != 1 || ws[0].Reserved != 30 {
 				t.Fatalf("workshops before the damage = %+v %v", ws, err)
 			}
 			tt.damage(t, path)

@@ -221,7 +221,7 @@ func TestSocketFileHandling(t *testing.T) {
 	if p.url != "" {
 		t.Errorf("RESERVED_LISTEN='' still serves TCP on %s", p.url)
 	}
-	if ws, err := p.socketClient().Workshops(context.Background()); err != nil || len(ws) != 0 {
+	if ws, err := p.socketClient().Workshops(context.Background(), false); err != nil || len(ws) != 0 {
 		t.Errorf("workshops with --no-demo = %v %v", ws, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "env.db")); err != nil {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -18,7 +19,10 @@ type Principal struct {
 // neither confirmed nor released nor cleaned up after their deadline), some
 // of which may have passed their deadline; Held is what a view shows: the
 // places of the open holds whose deadline has not passed at the time of the
-// read, and Available is capacity minus reserved minus held.
+// read, and Available is capacity minus reserved minus held. A Hidden
+// workshop is left out of the workshop list unless the list asks for hidden
+// ones; it is otherwise a workshop like any other: it can be read, reserved
+// and held by its id, and its stored answers replay as stored.
 type Workshop struct {
 	ID          string `json:"id"`
 	Title       string `json:"title"`
@@ -28,16 +32,20 @@ type Workshop struct {
 	Available   int    `json:"available"`
 	MaxQuantity int    `json:"max_quantity"`
 	Version     uint64 `json:"version"`
+	Hidden      bool   `json:"hidden,omitempty"`
 	Holding     int    `json:"-"`
 }
 
 // WorkshopSpec is an admin's desired state of a workshop. A zero MaxQuantity
 // or empty Title keeps the current value on update; on create they default to
-// the capacity (at least 1) and the id.
+// the capacity (at least 1) and the id. A nil Hidden keeps the workshop as
+// listed or hidden as it is; a new workshop is listed unless Hidden says
+// otherwise.
 type WorkshopSpec struct {
 	Capacity    int    `json:"capacity"`
 	MaxQuantity int    `json:"max_quantity,omitempty"`
 	Title       string `json:"title,omitempty"`
+	Hidden      *bool  `json:"hidden,omitempty"`
 }
 
 // DecodeWorkshopSpec decodes the body of PUT /api/v1/workshops/{id} with the
@@ -48,8 +56,24 @@ func DecodeWorkshopSpec(body []byte) (WorkshopSpec, error) {
 		IntMember("capacity", true, 0, maxQuantity, &s.Capacity),
 		IntMember("max_quantity", false, 1, maxQuantity, &s.MaxQuantity),
 		StringMember("title", false, validateTitle, &s.Title),
+		optionalBool(BoolMember("hidden", false, new(bool)), &s.Hidden),
 	})
 	return s, err
+}
+
+// optionalBool makes m, a BoolMember, also point *dst at its value when the
+// member is present, so that an absent member stays nil.
+func optionalBool(m Member, dst **bool) Member {
+	set := m.set
+	m.set = func(tok json.Token) error {
+		if err := set(tok); err != nil {
+			return err
+		}
+		b := tok.(bool)
+		*dst = &b
+		return nil
+	}
+	return m
 }
 
 func validateTitle(t string) error {

@@ -62,6 +62,9 @@ func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, 
 		if spec.Title != "" {
 			w.Title = spec.Title
 		}
+		if spec.Hidden != nil {
+			w.Hidden = *spec.Hidden
+		}
 		w.Version++
 		if err := tx.PutWorkshop(w); err != nil {
 			return err
@@ -100,13 +103,17 @@ func (e *Engine) Workshop(ctx context.Context, id string) (Workshop, error) {
 	return w, nil
 }
 
-// Workshops returns every workshop in id order.
-func (e *Engine) Workshops(ctx context.Context) ([]Workshop, error) {
+// Workshops returns the listed workshops in id order, and the hidden ones
+// too when withHidden is set.
+func (e *Engine) Workshops(ctx context.Context, withHidden bool) ([]Workshop, error) {
 	ws := []Workshop{}
 	now := e.now()
 	err := e.store.View(ctx, func(tx Tx) error {
 		ws = ws[:0]
 		return tx.ForEachWorkshop(func(w Workshop) error {
+			if w.Hidden && !withHidden {
+				return nil
+			}
 			w, err := viewAt(tx, w, now)
 			ws = append(ws, w)
 			return err

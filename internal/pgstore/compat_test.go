@@ -29,7 +29,9 @@ func schemaAsOf(t *testing.T, names ...string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pgtest.Exec(t, dsn, string(sql))
+		for _, step := range pgstore.MigrationSteps(string(sql)) {
+			pgtest.Exec(t, dsn, step)
+		}
 		pgtest.Exec(t, dsn, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, v+1, name)
 	}
 	return dsn
@@ -219,5 +221,44 @@ func TestSchema4GetsTimeIndexes(t *testing.T) {
 	}
 	if findings, err := s.Check(t.Context()); err != nil || len(findings) != 0 {
 		t.Fatalf("check: %v, %v", findings, err)
+	}
+}
+
+// TestSchema7GetsHiddenWorkshops: a database as schema versions 1–7 made
+// it, with a workshop and a receipt as version 7 wrote them, gets hidden
+// workshops on open: the workshop stays listed, its receipt replays byte
+// for byte, hiding it leaves it out of the list only, and an update by a
+// daemon of version 7 (which names no hidden column) keeps it hidden.
+func TestSchema7GetsHiddenWorkshops(t *testing.T) {
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status", "0005_holds", "0006_time_index", "0007_actor_index")
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	const key = "f47ac10b-58cc-4372-a567-0e02b2c3d470"
+	body := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
+	pgtest.Exec(t, dsn, `INSERT INTO workshops (id, title, capacity, reserved_places, max_quantity, version, holding) VALUES ('go-basics', 'Go', 3, 0, 2, 1, 0)`)
+	pgtest.Exec(t, dsn, `INSERT INTO receipts (actor, operation_key, fingerprint_version, fingerprint, workshop, quantity, status, body, reservation_id, created_at)
+		VALUES ('alice', $1, 1, $2, 'go-basics', 2, 'unavailable', $3, NULL, $4)`, key, engine.Fingerprint(req), []byte(body), time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	eng := engine.New(s)
+	if ws, err := eng.Workshops(t.Context(), false); err != nil || len(ws) != 1 || ws[0].Hidden {
+		t.Fatalf("workshops after the upgrade = %+v, %v", ws, err)
+	}
+	hidden := true
+	if w, _, err := eng.PutWorkshop(t.Context(), "go-basics", engine.WorkshopSpec{Capacity: 3, Hidden: &hidden}, nil); err != nil || !w.Hidden {
+		t.Fatalf("hide = %+v, %v", w, err)
+	}
+	if ws, err := eng.Workshops(t.Context(), false); err != nil || len(ws) != 0 {
+		t.Errorf("listed workshops after hiding = %+v, %v", ws, err)
+	}
+	out, err := eng.Reserve(t.Context(), "alice", key, req)
+	if err != nil || !out.Replayed || string(out.Answer.JSON()) != body {
+		t.Fatalf("replay of a version 7 receipt = %+v %s, %v; want %s", out, out.Answer.JSON(), err, body)
+	}
+	pgtest.Exec(t, dsn, `INSERT INTO workshops (id, title, capacity, reserved_places, max_quantity, version, holding) VALUES ('go-basics', 'Go', 5, 0, 2, 3, 0)
+		ON CONFLICT (id) DO UPDATE SET title = EXCLUDED.title, capacity = EXCLUDED.capacity, reserved_places = EXCLUDED.reserved_places,
+		max_quantity = EXCLUDED.max_quantity, version = EXCLUDED.version, holding = EXCLUDED.holding`)
+	if ws, err := eng.Workshops(t.Context(), true); err != nil || len(ws) != 1 || !ws[0].Hidden || ws[0].Capacity != 5 {
+		t.Errorf("workshops after an update by a version 7 daemon = %+v, %v", ws, err)
 	}
 }

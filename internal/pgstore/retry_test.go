@@ -147,7 +147,7 @@ func TestDeadlockIsRetried(t *testing.T) {
 	if len(codes) < 1 || len(codes) > 2 || slices.ContainsFunc(codes, func(c string) bool { return c != "40P01" }) {
 		t.Fatalf("retries with SQLSTATE %v, want one or two 40P01", codes)
 	}
-	ws, err := engine.New(s).Workshops(t.Context())
+	ws, err := engine.New(s).Workshops(t.Context(), false)
 	if err != nil {
 		t.Fatal(err)
 	}

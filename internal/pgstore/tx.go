@@ -36,13 +36,13 @@ type table[T any] struct {
 
 var workshops = table[engine.Workshop]{
 	name:    "workshops",
-	columns: []string{"id", "title", "capacity", "reserved_places", "max_quantity", "version", "holding"},
+	columns: []string{"id", "title", "capacity", "reserved_places", "max_quantity", "version", "holding", "hidden"},
 	keys:    1,
 	values: func(w engine.Workshop) []any {
-		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version, w.Holding}
+		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version, w.Holding, w.Hidden}
 	},
 	dests: func(w *engine.Workshop) []any {
-		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version, &w.Holding}
+		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version, &w.Holding, &w.Hidden}
 	},
 }
 

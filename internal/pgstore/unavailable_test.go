@@ -105,7 +105,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	timedOut := false
 	for i := 0; i < 4 && !timedOut; i++ {
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-		_, err := eng.Workshops(ctx)
+		_, err := eng.Workshops(ctx, false)
 		cancel()
 		wantUnavailable(t, "a read while the database hangs", err)
 		timedOut = errors.Is(err, context.DeadlineExceeded)

@@ -255,6 +255,11 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	put(h.Admin, "go-basics", `{"capacity":-1}`, http.StatusUnprocessableEntity)
 	put(h.Admin, "Bad_ID", `{"capacity":1}`, http.StatusUnprocessableEntity)
 	put(h.Admin, "go-basics", `{"capacity":1}`, http.StatusUnsupportedMediaType, "Content-Type", "text/plain")
+	put(h.Admin, "hidden-one", `{"capacity":2,"hidden":true}`, http.StatusCreated)
+	put(h.Admin, "hidden-one", `{"capacity":2,"hidden":"yes"}`, http.StatusUnprocessableEntity)
+	tr.do("GET /api/v1/workshops", call{via: h.Alice, method: http.MethodGet, path: api.PathWorkshops + "?include_hidden=true"}, http.StatusOK)
+	tr.do("GET /api/v1/workshops", call{via: h.Alice, method: http.MethodGet, path: api.PathWorkshops + "?include_hidden=maybe"}, http.StatusUnprocessableEntity)
+	tr.do("GET /api/v1/workshops/{id}", call{via: h.Alice, method: http.MethodGet, path: api.WorkshopPath("hidden-one")}, http.StatusOK)
 	put(h.Admin, "go-basics", `{"title":"`+strings.Repeat("x", api.MaxBodyBytes)+`"}`, http.StatusRequestEntityTooLarge)
 	put(h.Alice, "go-basics", `{"capacity":1}`, http.StatusForbidden)
 

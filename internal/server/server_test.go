@@ -189,6 +189,62 @@ func TestWorkshops(t *testing.T) {
 	h.MustCheckClean(t)
 }
 
+// TestHiddenWorkshops: "hidden" in a workshop's PUT body hides it from the
+// list, which shows it again with include_hidden=true; the workshop's own
+// answers name the flag only when it is set; bad values are refused.
+func TestHiddenWorkshops(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	listed := func(query string) string {
+		t.Helper()
+		resp, body := send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.PathWorkshops + query})
+		var list api.WorkshopList
+		if err := json.Unmarshal(body, &list); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("list%s = %d %s", query, resp.StatusCode, body)
+		}
+		var ids []string
+		for _, w := range list.Workshops {
+			ids = append(ids, w.ID)
+		}
+		return strings.Join(ids, " ")
+	}
+	put := func(body string) (*http.Response, []byte) {
+		return send(t, h, call{via: h.Admin, method: http.MethodPut, path: api.WorkshopPath("bench-1"), body: body})
+	}
+	resp, body := put(`{"capacity":5,"hidden":true}`)
+	if resp.StatusCode != http.StatusCreated || !bytes.Contains(body, []byte(`"version":1,"hidden":true}`)) {
+		t.Fatalf("create hidden = %d %s", resp.StatusCode, body)
+	}
+	if got := listed(""); got != servertest.Workshop {
+		t.Errorf("listed = %q, want only %s", got, servertest.Workshop)
+	}
+	if got := listed("?include_hidden=false"); got != servertest.Workshop {
+		t.Errorf("listed with include_hidden=false = %q", got)
+	}
+	if got := listed("?include_hidden=true"); got != "bench-1 "+servertest.Workshop {
+		t.Errorf("listed with include_hidden=true = %q", got)
+	}
+	resp, body = send(t, h, call{via: h.Bob, method: http.MethodGet, path: api.WorkshopPath("bench-1")})
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"hidden":true`)) {
+		t.Errorf("get hidden = %d %s", resp.StatusCode, body)
+	}
+	for _, bad := range []string{"?include_hidden=yes", "?include_hidden=1", "?include_hidden=true&include_hidden=true", "?hidden=true"} {
+		resp, body := send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.PathWorkshops + bad})
+		wantProblem(t, resp, body, http.StatusUnprocessableEntity, engine.CodeRequestContract)
+	}
+	for _, bad := range []string{`{"capacity":5,"hidden":"true"}`, `{"capacity":5,"hidden":1}`, `{"capacity":5,"hidden":null}`} {
+		resp, body := put(bad)
+		wantProblem(t, resp, body, http.StatusUnprocessableEntity, engine.CodeRequestContract)
+	}
+	resp, body = put(`{"capacity":5,"hidden":false}`)
+	if resp.StatusCode != http.StatusOK || bytes.Contains(body, []byte(`hidden`)) {
+		t.Errorf("list it again = %d %s", resp.StatusCode, body)
+	}
+	if got := listed(""); got != "bench-1 "+servertest.Workshop {
+		t.Errorf("listed after listing it again = %q", got)
+	}
+	h.MustCheckClean(t)
+}
+
 func TestReservations(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
 	key := uuid.NewString()

@@ -9,9 +9,22 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// listWorkshops is GET /api/v1/workshops.
+// listWorkshops is GET /api/v1/workshops: the listed workshops, and the
+// hidden ones too with include_hidden=true.
 func (s *Server) listWorkshops(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
-	ws, err := s.eng.Workshops(r.Context())
+	q, err := queryOf(r, "include_hidden")
+	if err != nil {
+		return err
+	}
+	var withHidden bool
+	switch v := q.Get("include_hidden"); v {
+	case "", "false":
+	case "true":
+		withHidden = true
+	default:
+		return engine.Errorf(engine.CodeRequestContract, "query parameter \"include_hidden\" must be true or false, not %q", engine.Truncate(v, 40))
+	}
+	ws, err := s.eng.Workshops(r.Context(), withHidden)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"OperationLookupIsPerActor", testOperationLookup},
 		{"ReservationVisibility", testReservationVisibility},
 		{"WorkshopAdmin", testWorkshopAdmin},
+		{"HiddenWorkshops", testHiddenWorkshops},
 		{"ReserveBatch", testReserveBatch},
 		{"Tokens", testTokens},
 		{"LoginCodesAndSessions", testLoginCodesAndSessions},
@@ -520,12 +522,59 @@ func testWorkshopAdmin(t *testing.T, h *harness) {
 		_, _, err := h.eng.PutWorkshop(h.ctx, bad.id, bad.spec, nil)
 		wantCode(t, err, engine.CodeRequestContract)
 	}
-	ws, err := h.eng.Workshops(h.ctx)
+	ws, err := h.eng.Workshops(h.ctx, false)
 	if err != nil || len(ws) != 1 || ws[0].ID != "go-basics" {
 		t.Fatalf("Workshops = %+v, %v", ws, err)
 	}
 	_, err = h.eng.Workshop(h.ctx, "nope")
 	wantCode(t, err, engine.CodeUnknownWorkshop)
+}
+
+// testHiddenWorkshops: a hidden workshop is left out of the list unless it
+// asks for hidden ones, and is otherwise a workshop like any other; an
+// update that does not name the flag keeps it.
+func testHiddenWorkshops(t *testing.T, h *harness) {
+	h.workshop("listed", 5, 2)
+	yes, no := true, false
+	w, created, err := h.eng.PutWorkshop(h.ctx, "bench-1", engine.WorkshopSpec{Capacity: 5, Hidden: &yes}, nil)
+	if err != nil || !created || !w.Hidden {
+		t.Fatalf("create hidden = %+v, %v, %v", w, created, err)
+	}
+	ids := func(withHidden bool) []string {
+		t.Helper()
+		ws, err := h.eng.Workshops(h.ctx, withHidden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, w := range ws {
+			ids = append(ids, w.ID)
+		}
+		return ids
+	}
+	if got := ids(false); !slices.Equal(got, []string{"listed"}) {
+		t.Errorf("listed workshops = %q", got)
+	}
+	if got := ids(true); !slices.Equal(got, []string{"bench-1", "listed"}) {
+		t.Errorf("all workshops = %q", got)
+	}
+	out, err := h.eng.Reserve(h.ctx, "alice", newKey(), engine.Request{Workshop: "bench-1", Quantity: 2})
+	if err != nil || out.Answer.Status != engine.StatusReserved {
+		t.Fatalf("reserve in a hidden workshop = %+v, %v", out, err)
+	}
+	if w, err = h.eng.Workshop(h.ctx, "bench-1"); err != nil || !w.Hidden || w.Reserved != 2 {
+		t.Fatalf("hidden workshop = %+v, %v", w, err)
+	}
+	if w, _, err = h.eng.PutWorkshop(h.ctx, "bench-1", engine.WorkshopSpec{Capacity: 6}, nil); err != nil || !w.Hidden {
+		t.Fatalf("an update without the flag = %+v, %v", w, err)
+	}
+	if w, _, err = h.eng.PutWorkshop(h.ctx, "bench-1", engine.WorkshopSpec{Capacity: 6, Hidden: &no}, nil); err != nil || w.Hidden {
+		t.Fatalf("listing it again = %+v, %v", w, err)
+	}
+	if got := ids(false); !slices.Equal(got, []string{"bench-1", "listed"}) {
+		t.Errorf("listed workshops after listing it again = %q", got)
+	}
+	h.mustCheckClean()
 }
 
 func testReserveBatch(t *testing.T, h *harness) {

@@ -52,7 +52,7 @@ func (h *harness) wantPlaces(id string, reserved, held int) {
 		h.t.Fatalf("workshop %s: reserved=%d held=%d available=%d capacity=%d, want reserved=%d held=%d",
 			id, w.Reserved, w.Held, w.Available, w.Capacity, reserved, held)
 	}
-	ws, err := h.eng.Workshops(h.ctx)
+	ws, err := h.eng.Workshops(h.ctx, false)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,0 +1,12 @@
+package pgstore
+
+// MigrationSteps splits the SQL of a migration file as the runner does:
+// one step (the whole file, in a transaction) or, for a file marked to run
+// outside a transaction, one step per statement.
+func MigrationSteps(sql string) []string {
+	m := migration{sql: sql}
+	if !m.outsideTransaction() {
+		return []string{sql}
+	}
+	return m.statements()
+}
