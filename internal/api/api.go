@@ -24,8 +24,12 @@ const (
 	MediaBackup          = "application/octet-stream"
 )
 
-// MaxBodyBytes bounds every request body the API reads (4 KiB).
-const MaxBodyBytes = 4096
+// MaxBodyBytes bounds every request body the API reads (4 KiB) but a
+// batch's, which MaxBatchBytes bounds (256 KiB).
+const (
+	MaxBodyBytes  = 4096
+	MaxBatchBytes = 256 << 10
+)
 
 // Paths of the API. Routes with an id are built by the functions below.
 const (
@@ -35,6 +39,7 @@ const (
 	PathWorkshops    = "/api/v1/workshops"
 	PathReservations = "/api/v1/reservations"
 	PathHolds        = "/api/v1/holds"
+	PathBatches      = "/api/v1/batches"
 	PathOperations   = "/api/v1/operations"
 	PathTokens       = "/api/v1/tokens"
 	PathFaults       = "/api/v1/debug/faults"
@@ -145,6 +150,24 @@ type Problem struct {
 	Status int    `json:"status"`
 	Code   string `json:"code"`
 	Detail string `json:"detail,omitempty"`
+}
+
+// BatchAnswer is the body of the answer to POST /api/v1/batches: 200 with
+// Results, or 409 with Status "batch_refused" for an atomic batch refused
+// as a whole (nothing stored).
+type BatchAnswer struct {
+	Status  string        `json:"status,omitempty"`
+	Results []BatchResult `json:"results"`
+}
+
+// BatchResult is one item's result in a batch: its key, the HTTP status
+// and body it gets as a single reservation (its answer or its problem),
+// and whether that answer was replayed from its receipt.
+type BatchResult struct {
+	Key      string          `json:"key"`
+	Status   int             `json:"status"`
+	Replayed bool            `json:"replayed"`
+	Body     json.RawMessage `json:"body"`
 }
 
 // WorkshopList is the body of GET /api/v1/workshops.

@@ -36,6 +36,10 @@ const (
 	// was purged after the retention period; only its tombstone is left, so
 	// the operation is not repeated and its answer cannot be replayed.
 	CodeOperationExpired = "operation_expired"
+	// CodeBatchRefused means an atomic batch was refused as a whole: an
+	// item that could not be reserved refused them all, and nothing was
+	// stored for any item. The same batch sent again is decided afresh.
+	CodeBatchRefused = "batch_refused"
 	// CodeUnknownWorkshop means no workshop has the requested id.
 	CodeUnknownWorkshop = "unknown_workshop"
 	// CodeUnknownOperation means the caller has no receipt for that key.
@@ -100,7 +104,7 @@ func Undecided(code string) bool { return undecidedCodes[code] }
 // Codes lists every stable error code, for documentation and tests.
 var Codes = []string{
 	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
-	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeUnknownWorkshop,
+	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
 	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeInternal,

@@ -112,7 +112,7 @@ func (t failingTx) PutReceipt(r engine.Receipt) error {
 // Answers returns next with the answer faults. They shape only committed
 // answers of idempotent operations, the responses that carry the
 // Idempotent-Replayed header with a JSON body (refusals are problem
-// details): a delay holds the answer after the commit, until the client
+// details), and the JSON answers of batches: a delay holds the answer after the commit, until the client
 // gives up or Release; a garble sends a 200 whose body is half the answer
 // and then not JSON.
 func (in *Injector) Answers(next http.Handler) http.Handler {
@@ -140,7 +140,8 @@ func (w *answerWriter) WriteHeader(status int) {
 	w.decided = true
 	h := w.Header()
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	if h.Get(api.HeaderReplayed) == "" || mt != api.MediaJSON {
+	idempotent := h.Get(api.HeaderReplayed) != "" || (w.r.Method == http.MethodPost && w.r.URL.Path == api.PathBatches)
+	if !idempotent || mt != api.MediaJSON {
 		w.ResponseWriter.WriteHeader(status)
 		return
 	}

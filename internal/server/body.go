@@ -12,20 +12,27 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// readJSONBody checks that the request carries application/json and reads at
-// most api.MaxBodyBytes of it. A body announced or found to be larger is
-// refused with CodeBodyTooLarge without reading the rest, and the connection
-// is closed after the answer so the server does not drain it either.
 // BodyTimeout is how long a request body may take to arrive after its
-// header; API bodies are at most api.MaxBodyBytes.
+// header; API bodies are at most api.MaxBodyBytes, a batch's at most
+// api.MaxBatchBytes.
 const BodyTimeout = 5 * time.Second
 
+// readJSONBody checks that the request carries application/json and reads at
+// most api.MaxBodyBytes of it (readJSONBodyUpTo).
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return readJSONBodyUpTo(w, r, api.MaxBodyBytes)
+}
+
+// readJSONBodyUpTo checks that the request carries application/json and
+// reads at most max bytes of it. A body announced or found to be larger is
+// refused with CodeBodyTooLarge without reading the rest, and the connection
+// is closed after the answer so the server does not drain it either.
+func readJSONBodyUpTo(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		return nil, engine.Errorf(engine.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", engine.Truncate(ct, 60))
 	}
-	tooLarge := engine.Errorf(engine.CodeBodyTooLarge, "the body must be at most %d bytes", api.MaxBodyBytes)
-	if r.ContentLength > api.MaxBodyBytes {
+	tooLarge := engine.Errorf(engine.CodeBodyTooLarge, "the body must be at most %d bytes", max)
+	if r.ContentLength > max {
 		w.Header().Set("Connection", "close")
 		return nil, tooLarge
 	}
@@ -39,7 +46,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	// for one while the request is decided.
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(BodyTimeout))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err == nil {
 		rc.SetReadDeadline(time.Time{})
 	}

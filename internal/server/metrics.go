@@ -18,6 +18,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	commits  prometheus.Histogram
+	batches  prometheus.Histogram
 	connCap  *prometheus.CounterVec
 	holds    *prometheus.CounterVec
 	ratios   *ratioWindow
@@ -51,6 +52,11 @@ func NewMetrics() *Metrics {
 			Help:    "Store writes (mostly reservations) that shared one durable group commit.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
+		batches: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "reserved_batch_items",
+			Help:    "Items per decided batch (POST /api/v1/batches). Each batch is one store write: reserved_reservations_per_commit counts how many batches and single operations shared a commit.",
+			Buckets: []float64{1, 10, 50, 100, 200, 500, 1000},
+		}),
 		connCap: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_connections_at_cap_total",
 			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; shed_waiting: with none idle, the one waiting longest for its first request header; refused_new: a new one, because every one was busy with a request).",
@@ -64,7 +70,7 @@ func NewMetrics() *Metrics {
 		m.holds.WithLabelValues(e)
 	}
 	m.ratios = newRatioWindow(time.Now)
-	m.reg.MustRegister(m.requests, m.latency, m.commits, m.connCap, m.holds,
+	m.reg.MustRegister(m.requests, m.latency, m.commits, m.batches, m.connCap, m.holds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.ratios.collectors()...)
 	return m
@@ -97,6 +103,9 @@ func (m *Metrics) trackConnections(kind string, open, idle, waiting func() int) 
 // ObserveCommit records the size of one group commit. It has the signature
 // of boltstore.Options.OnCommit.
 func (m *Metrics) ObserveCommit(calls int) { m.commits.Observe(float64(calls)) }
+
+// observeBatch records the items of one decided batch.
+func (m *Metrics) observeBatch(items int) { m.batches.Observe(float64(items)) }
 
 // HoldsExpired counts n holds past their deadline that the hold janitor
 // cleaned up.

@@ -19,6 +19,7 @@ var statusByCode = map[string]int{
 	engine.CodeRequestContract:       http.StatusUnprocessableEntity,
 	engine.CodeOperationConflict:     http.StatusConflict,
 	engine.CodeOperationExpired:      http.StatusGone,
+	engine.CodeBatchRefused:          http.StatusConflict,
 	engine.CodeUnknownWorkshop:       http.StatusNotFound,
 	engine.CodeUnknownOperation:      http.StatusNotFound,
 	engine.CodeUnknownReservation:    http.StatusNotFound,
@@ -78,18 +79,30 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 	case engine.CodeStoreUnavailable:
 		w.Header().Set("Retry-After", storeRetryAfter)
 	}
-	detail := engine.ErrorMessage(err)
+	writeProblem(w, status, code, problemDetail(err))
+}
+
+// problemDetail is the detail of the problem that answers err:
+// engine.ErrorMessage, and for an expired operation what its tombstone
+// says it was answered.
+func problemDetail(err error) string {
 	var expired *engine.ExpiredError
 	if errors.As(err, &expired) {
 		a := expired.Tombstone.Answer
-		detail = expired.Describe(fmt.Sprintf("%d %s", StatusOfAnswer(a), a.Status)).Message
+		return expired.Describe(fmt.Sprintf("%d %s", StatusOfAnswer(a), a.Status)).Message
 	}
-	writeProblem(w, status, code, detail)
+	return engine.ErrorMessage(err)
+}
+
+// problemJSON is the JSON of an RFC 9457 problem detail with a stable code.
+func problemJSON(status int, code, detail string) []byte {
+	body, _ := json.Marshal(api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	return body
 }
 
 // writeProblem writes an RFC 9457 problem detail with a stable code.
 func writeProblem(w http.ResponseWriter, status int, code, detail string) {
-	body, _ := json.Marshal(api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	body := problemJSON(status, code, detail)
 	h := w.Header()
 	h.Set("Content-Type", api.MediaProblem)
 	h.Set("Cache-Control", "no-store")

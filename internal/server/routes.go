@@ -39,6 +39,7 @@ func (s *Server) routes() []route {
 		{"GET /api/v1/workshops/{id}", actor, s.getWorkshop},
 		{"PUT /api/v1/workshops/{id}", admin, s.putWorkshop},
 		{"POST /api/v1/reservations", actor, s.reserve},
+		{"POST /api/v1/batches", actor, s.batch},
 		{"GET /api/v1/reservations", actor, s.listReservations},
 		{"GET /api/v1/operations/{key}", actor, s.getOperation},
 		{"GET /api/v1/reservations/{id}", actor, s.getReservation},

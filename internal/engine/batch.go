@@ -1,0 +1,230 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// MaxBatchItems bounds the items of one batch.
+const MaxBatchItems = 1000
+
+// BatchEntry is one item of a batch as it came: its operation key and
+// request, or Invalid, the refusal of the item itself (a key that is not
+// an operation key, a request that breaks the contract), which stores
+// nothing and is the item's result.
+type BatchEntry struct {
+	Key     OperationKey
+	Request Request
+	Invalid error
+}
+
+// BatchResult is the decision about a batch. Refused reports an atomic
+// batch refused as a whole, which stored nothing. Items are in the order
+// of the entries: each an Outcome (Err nil) or a refusal that stored
+// nothing for that item (Err, an *Error).
+type BatchResult struct {
+	Refused bool
+	Items   []BatchItemResult
+}
+
+// BatchItemResult is one item's result in a batch.
+type BatchItemResult struct {
+	Key     OperationKey
+	Outcome Outcome
+	Err     error
+}
+
+// errBatchRefused rolls back the transaction of an atomic batch that an
+// item refused.
+var errBatchRefused = errors.New("atomic batch refused")
+
+// Batch decides the reservations of entries for actor, each exactly as
+// Reserve decides one under its own key (same checks, receipt,
+// fingerprint and answer, so either endpoint replays the other's byte for
+// byte), all in one write transaction. A key given twice is one operation:
+// with the same request the later item replays the earlier one's answer,
+// with another it is CodeOperationConflict.
+//
+// Without atomic every item is decided on its own. With atomic the batch is
+// all or nothing: if any item would not be reserved (invalid, refused,
+// unavailable, a conflict, a replayed answer other than reserved), nothing
+// is stored for any item and Refused is set; the items that caused it keep
+// their reason and every other item gets CodeBatchRefused. An atomic batch
+// whose items are all replays of reservations replays them, so a lost
+// answer to it can be asked again.
+//
+// A failure of the store rolls back the whole batch, atomic or not, and is
+// the error: no item was decided.
+func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, atomic bool) (BatchResult, error) {
+	if err := ValidateActor(actor); err != nil {
+		return BatchResult{}, Errorf(CodeUnauthenticated, "%v", err)
+	}
+	if len(entries) == 0 || len(entries) > MaxBatchItems {
+		return BatchResult{}, Errorf(CodeRequestContract, "a batch has from 1 to %d items, not %d", MaxBatchItems, len(entries))
+	}
+	fps := make([]string, len(entries))
+	for i, en := range entries {
+		if en.Invalid == nil {
+			if err := checkOperation(actor, en.Key, en.Request); err != nil {
+				entries[i].Invalid = err
+				continue
+			}
+			fps[i] = Fingerprint(en.Request)
+		}
+	}
+	var res BatchResult
+	mint := func(now time.Time) (string, string) { return e.newID(now), e.newID(now) }
+	err := e.store.Update(ctx, func(tx Tx) error {
+		res = BatchResult{Items: make([]BatchItemResult, len(entries))}
+		for i, en := range entries {
+			it := &res.Items[i]
+			it.Key = en.Key
+			if en.Invalid != nil {
+				it.Err = en.Invalid
+			} else {
+				var err error
+				it.Outcome, it.Err, err = e.decide(tx, actor, en.Key, en.Request, fps[i], e.utcNow, mint)
+				if err != nil {
+					return err
+				}
+			}
+			if atomic && !reserves(*it) {
+				res.Refused = true
+			}
+		}
+		if res.Refused {
+			return errBatchRefused
+		}
+		return nil
+	})
+	if errors.Is(err, errBatchRefused) {
+		for i := range res.Items {
+			if it := &res.Items[i]; reserves(*it) {
+				*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeBatchRefused, "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored")}
+			}
+		}
+		return res, nil
+	}
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("batch of %d: %w", len(entries), err)
+	}
+	return res, nil
+}
+
+// reserves reports whether an item's result is a reservation, made now or
+// replayed.
+func reserves(it BatchItemResult) bool {
+	return it.Err == nil && it.Outcome.Answer.Status == StatusReserved
+}
+
+// DecodeBatch decodes the body of POST /api/v1/batches,
+// {"atomic":bool,"items":[{"key":…,"workshop":…,"quantity":…},…]}
+// ("atomic" optional, false by default), with the strict rules of every
+// body. The body is read as a stream of tokens and each item is decoded
+// from its own bytes, so the cost grows with the items, not with items
+// times body. A body that is not such an object, or has no items or more
+// than MaxBatchItems, is an error for the whole batch. An item that breaks
+// the contract is an entry whose Invalid says how, and the others stand.
+func DecodeBatch(body []byte) (atomic bool, entries []BatchEntry, err error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return false, nil, contractSyntax(err, "body must be one JSON object")
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return false, nil, Errorf(CodeRequestContract, "body must be one JSON object, not %s", describeToken(tok))
+	}
+	var sawAtomic, sawItems bool
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false, nil, contractSyntax(err, "malformed JSON object")
+		}
+		switch name, _ := tok.(string); name {
+		case "atomic":
+			if sawAtomic {
+				return false, nil, Errorf(CodeRequestContract, "member \"atomic\" appears more than once")
+			}
+			sawAtomic = true
+			val, err := dec.Token()
+			if err != nil {
+				return false, nil, contractSyntax(err, "malformed value for member \"atomic\"")
+			}
+			b, ok := val.(bool)
+			if !ok {
+				return false, nil, Errorf(CodeRequestContract, "member \"atomic\" must be true or false, not %s", describeToken(val))
+			}
+			atomic = b
+		case "items":
+			if sawItems {
+				return false, nil, Errorf(CodeRequestContract, "member \"items\" appears more than once")
+			}
+			sawItems = true
+			if entries, err = decodeItems(dec); err != nil {
+				return false, nil, err
+			}
+		default:
+			return false, nil, Errorf(CodeRequestContract, "member %q is not allowed (allowed: \"atomic\", \"items\")", truncate(name, 40))
+		}
+	}
+	if _, err := dec.Token(); err != nil { // The closing '}'.
+		return false, nil, contractSyntax(err, "malformed JSON object")
+	}
+	if tok, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return false, nil, contractSyntax(err, "unexpected data after the JSON object")
+		}
+		return false, nil, Errorf(CodeRequestContract, "unexpected data after the JSON object: %s", describeToken(tok))
+	}
+	if !sawItems {
+		return false, nil, Errorf(CodeRequestContract, "member \"items\" is missing")
+	}
+	if len(entries) == 0 {
+		return false, nil, Errorf(CodeRequestContract, "member \"items\" must hold from 1 to %d items, not none", MaxBatchItems)
+	}
+	return atomic, entries, nil
+}
+
+// decodeItems decodes the array of a batch's items, each strictly from its
+// own bytes.
+func decodeItems(dec *json.Decoder) ([]BatchEntry, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, contractSyntax(err, "malformed value for member \"items\"")
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, Errorf(CodeRequestContract, "member \"items\" must be an array, not %s", describeToken(tok))
+	}
+	var entries []BatchEntry
+	for dec.More() {
+		if len(entries) == MaxBatchItems {
+			return nil, Errorf(CodeRequestContract, "member \"items\" must hold at most %d items", MaxBatchItems)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, contractSyntax(err, fmt.Sprintf("malformed item %d", len(entries)+1))
+		}
+		var en BatchEntry
+		var key string
+		err := DecodeStrict(raw, []Member{
+			StringMember("key", true, nil, &key),
+			StringMember("workshop", true, ValidateWorkshopID, &en.Request.Workshop),
+			IntMember("quantity", true, 1, maxQuantity, &en.Request.Quantity),
+		})
+		en.Key = OperationKey(key)
+		if err != nil {
+			en.Invalid = Errorf(CodeRequestContract, "item %d: %s", len(entries)+1, ErrorMessage(err))
+		}
+		entries = append(entries, en)
+	}
+	if _, err := dec.Token(); err != nil { // The closing ']'.
+		return nil, contractSyntax(err, "malformed value for member \"items\"")
+	}
+	return entries, nil
+}
