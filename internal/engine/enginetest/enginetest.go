@@ -91,6 +91,11 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ListReservations", testListReservations},
 		{"ListHolds", testListHolds},
 		{"ListVisitsOnlyItsPage", testListVisits},
+		{"BatchItemsAreSingleReservations", testBatchItems},
+		{"BatchAtomicRefusalStoresNothing", testBatchAtomicRefusal},
+		{"BatchMixedReplayAndNew", testBatchMixedReplay},
+		{"BatchFailedReceiptWriteRollsBackAll", testBatchFailReceiptWrite},
+		{"ConcurrentOverlappingBatches", testConcurrentOverlappingBatches},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
