@@ -153,6 +153,7 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"GET /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), ""},
 		"PUT /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), `{"capacity":3,"max_quantity":2,"title":"Demo"}`},
 		"POST /api/v1/reservations":             {api.PathReservations, `{"workshop":"workshop-demo","quantity":1}`},
+		"POST /api/v1/batches":                  {api.PathBatches, `{"items":[{"key":"` + uuid.NewString() + `","workshop":"workshop-demo","quantity":1}]}`},
 		"GET /api/v1/reservations":              {api.PathReservations + "?status=all&limit=2", ""},
 		"GET /api/v1/holds":                     {api.PathHolds + "?status=all", ""},
 		"GET /api/v1/operations/{key}":          {api.PathOperations + "/" + uuid.NewString(), ""},
@@ -287,6 +288,21 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	reserve(h.Bob, kFull, reserveBody(1), http.StatusConflict) // unavailable, replayed.
 	reserve(viaNoToken, uuid.NewString(), reserveBody(1), http.StatusUnauthorized)
 	put(h.Admin, demo, `{"capacity":1}`, http.StatusConflict) // capacity_below_reserved.
+
+	// Batches: decided item by item, atomic refusals, whole-batch problems.
+	batch := func(via, body string, want int, kv ...string) []byte {
+		return tr.do("POST /api/v1/batches", withHeader(jsonCall(via, http.MethodPost, api.PathBatches, "", body), kv...), want)
+	}
+	item := func(key, workshop string, q int) string {
+		return fmt.Sprintf(`{"key":%q,"workshop":%q,"quantity":%d}`, key, workshop, q)
+	}
+	kb := uuid.NewString()
+	batch(h.Alice, `{"items":[`+item(kb, "go-basics", 1)+`,`+item(kb, "go-basics", 1)+`,`+item(k1, demo, 2)+`,`+item("nope", demo, 1)+`,{"key":"x"}]}`, http.StatusOK)
+	batch(h.Alice, `{"atomic":true,"items":[`+item(uuid.NewString(), "go-basics", 1)+`,`+item(uuid.NewString(), "no-such", 1)+`]}`, http.StatusConflict)
+	batch(h.Alice, `{"items":[]}`, http.StatusUnprocessableEntity)
+	batch(h.Alice, `{"items":[`+strings.Repeat(item(kb, "go-basics", 1)+",", api.MaxBatchBytes/40)+item(kb, "go-basics", 1)+`]}`, http.StatusRequestEntityTooLarge)
+	batch(h.Alice, `{"items":[`+item(kb, "go-basics", 1)+`]}`, http.StatusUnsupportedMediaType, "Content-Type", "text/plain")
+	batch(viaNoToken, `{"items":[`+item(kb, "go-basics", 1)+`]}`, http.StatusUnauthorized)
 
 	// Lookups.
 	for _, via := range []string{viaSocket, h.Alice} {

@@ -31,6 +31,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeRequestContract:       422,
 		engine.CodeOperationConflict:     409,
 		engine.CodeOperationExpired:      410,
+		engine.CodeBatchRefused:          409,
 		engine.CodeUnknownWorkshop:       404,
 		engine.CodeUnknownOperation:      404,
 		engine.CodeUnknownReservation:    404,
