@@ -92,9 +92,10 @@ type Options struct {
 	// MaxBatch bounds how many Updates share one commit. Zero means 1024.
 	MaxBatch int
 	// OnCommit, if set, is told how many Updates shared each successful
-	// commit, before their callers return (for the daemon's batch-size
-	// metric); without group commit it is always 1.
-	OnCommit func(calls int)
+	// commit and how many of them were batches (engine.IsBatch), before
+	// their callers return (for the daemon's metrics); without group
+	// commit calls is always 1.
+	OnCommit func(calls, batches int)
 	// ReadOnly opens the file without taking the writer's lock exclusively.
 	ReadOnly bool
 	// AcceptRollback lets Open proceed when one of the file's two meta
@@ -123,7 +124,7 @@ type Store struct {
 	path     string
 	group    bool
 	maxBatch int
-	onCommit func(int)
+	onCommit func(calls, batches int)
 	calls    chan call
 	loopDone chan struct{}
 
@@ -148,8 +149,9 @@ type Store struct {
 
 // call is one Update waiting for the group committer.
 type call struct {
-	fn  func(engine.Tx) error
-	err chan error
+	fn    func(engine.Tx) error
+	err   chan error
+	batch bool // The Update of a batch (engine.IsBatch).
 }
 
 // Open opens the database at path, or creates it (mode 0600) if path does
@@ -330,11 +332,11 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 			return s.db.Update(func(btx *bolt.Tx) error { return s.safeCall(fn, &tx{b: btx}) })
 		})
 		if err == nil && s.onCommit != nil {
-			s.onCommit(1)
+			s.onCommit(1, batches(engine.IsBatch(ctx)))
 		}
 		return err
 	}
-	c := call{fn: fn, err: make(chan error, 1)}
+	c := call{fn: fn, err: make(chan error, 1), batch: engine.IsBatch(ctx)}
 	s.calls <- c
 	return <-c.err
 }
@@ -477,6 +479,14 @@ func (s *Store) commitLoop(nice int, started chan<- error) {
 	}
 }
 
+// batches counts a batch's Update as one.
+func batches(batch bool) int {
+	if batch {
+		return 1
+	}
+	return 0
+}
+
 // commit runs batch in one transaction. A call whose function fails is
 // answered with its error (its writes were rolled back with the transaction)
 // and the others run again without it.
@@ -516,7 +526,11 @@ func (s *Store) commit(batch []call) {
 		// Told before anyone is answered, so that whoever has an answer
 		// also sees the commit in the metric.
 		if err == nil && s.onCommit != nil {
-			s.onCommit(len(batch))
+			n := 0
+			for _, c := range batch {
+				n += batches(c.batch)
+			}
+			s.onCommit(len(batch), n)
 		}
 		for _, c := range batch {
 			c.err <- err

@@ -98,7 +98,7 @@ func commitSizes(t *testing.T, opts boltstore.Options, n int) []int {
 	t.Helper()
 	var mu sync.Mutex
 	var batches []int
-	opts.OnCommit = func(n int) {
+	opts.OnCommit = func(n, _ int) {
 		mu.Lock()
 		defer mu.Unlock()
 		batches = append(batches, n)
@@ -157,4 +157,59 @@ type signalOnUpdate struct {
 func (s *signalOnUpdate) Update(ctx context.Context, fn func(engine.Tx) error) error {
 	s.once()
 	return s.Store.Update(ctx, fn)
+}
+
+// TestCommitCountsBatches: concurrent batches and single reservations
+// share group commits, and OnCommit counts the batches among the Updates
+// of each commit.
+func TestCommitCountsBatches(t *testing.T) {
+	var mu sync.Mutex
+	var calls, batches, commits int
+	s := mustOpen(t, boltstore.Options{OnCommit: func(c, b int) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls, batches, commits = calls+c, batches+b, commits+1
+	}})
+	ctx := context.Background()
+	eng := engine.New(s)
+	if _, _, err := eng.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 100, MaxQuantity: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	calls, batches, commits = 0, 0, 0
+	mu.Unlock()
+	release := holdWriter(t, s)
+	var queued, wg sync.WaitGroup
+	queued.Add(4)
+	queuing := engine.New(&signalOnUpdate{Store: s, once: queued.Done})
+	for i := range 4 {
+		wg.Go(func() {
+			if i == 0 {
+				if _, err := queuing.Reserve(ctx, "alice", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "go-basics", Quantity: 1}); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			entries := []engine.BatchEntry{
+				{Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: "go-basics", Quantity: 1}},
+				{Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: "go-basics", Quantity: 1}},
+			}
+			if res, err := queuing.Batch(ctx, "bob", entries, i == 3); err != nil || res.Refused {
+				t.Errorf("batch: %+v, %v", res, err)
+			}
+		})
+	}
+	queued.Wait()
+	release()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	// The Update that held the writer is one more call, and a commit of
+	// its own.
+	if calls != 5 || batches != 3 || commits < 2 || commits > 5 {
+		t.Errorf("%d commits of %d calls with %d batches; want 5 calls with 3 batches", commits, calls, batches)
+	}
+	if w, err := eng.Workshop(ctx, "go-basics"); err != nil || w.Reserved != 7 {
+		t.Errorf("workshop = %+v, %v", w, err)
+	}
 }

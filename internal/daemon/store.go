@@ -88,7 +88,7 @@ func (f *storeFlags) effectiveKind() string {
 type storeOptions struct {
 	readOnly      bool      // Change nothing (for check): no new file, no migration.
 	noGroupCommit bool      // bolt: one commit per update.
-	onCommit      func(int) // bolt: told the size of every commit.
+	onCommit      func(calls, batches int) // bolt: told the size of every commit.
 	committerNice int       // bolt: the group committer thread's nice value, 0 to leave it.
 	// acceptRollback, bolt: open a file one of whose meta pages is damaged
 	// at the older transaction the other records.

@@ -39,6 +39,13 @@ type BatchItemResult struct {
 	Err     error
 }
 
+// batchKey marks the context of a batch's store write.
+type batchKey struct{}
+
+// IsBatch reports whether ctx is the context of the store write (Update)
+// of a batch, for a store that reports how many batches shared a commit.
+func IsBatch(ctx context.Context) bool { return ctx.Value(batchKey{}) != nil }
+
 // errBatchRefused rolls back the transaction of an atomic batch that an
 // item refused.
 var errBatchRefused = errors.New("atomic batch refused")
@@ -79,7 +86,7 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 	}
 	var res BatchResult
 	mint := func(now time.Time) (string, string) { return e.newID(now), e.newID(now) }
-	err := e.store.Update(ctx, func(tx Tx) error {
+	err := e.store.Update(context.WithValue(ctx, batchKey{}, true), func(tx Tx) error {
 		res = BatchResult{Items: make([]BatchItemResult, len(entries))}
 		for i, en := range entries {
 			it := &res.Items[i]

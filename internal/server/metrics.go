@@ -19,9 +19,11 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	commits  prometheus.Histogram
 	batches  prometheus.Histogram
-	connCap  *prometheus.CounterVec
-	holds    *prometheus.CounterVec
-	ratios   *ratioWindow
+	// batchCommits is batches per commit.
+	batchCommits prometheus.Histogram
+	connCap      *prometheus.CounterVec
+	holds        *prometheus.CounterVec
+	ratios       *ratioWindow
 }
 
 // The events of reserved_holds_total.
@@ -57,6 +59,11 @@ func NewMetrics() *Metrics {
 			Help:    "Items per decided batch (POST /api/v1/batches). Each batch is one store write: reserved_reservations_per_commit counts how many batches and single operations shared a commit.",
 			Buckets: []float64{1, 10, 50, 100, 200, 500, 1000},
 		}),
+		batchCommits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "reserved_batches_per_commit",
+			Help:    "Batches that shared one durable group commit, for the commits with at least one batch (bbolt store).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
+		}),
 		connCap: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_connections_at_cap_total",
 			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; shed_waiting: with none idle, the one waiting longest for its first request header; refused_new: a new one, because every one was busy with a request).",
@@ -70,7 +77,7 @@ func NewMetrics() *Metrics {
 		m.holds.WithLabelValues(e)
 	}
 	m.ratios = newRatioWindow(time.Now)
-	m.reg.MustRegister(m.requests, m.latency, m.commits, m.batches, m.connCap, m.holds,
+	m.reg.MustRegister(m.requests, m.latency, m.commits, m.batches, m.batchCommits, m.connCap, m.holds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.ratios.collectors()...)
 	return m
@@ -100,9 +107,14 @@ func (m *Metrics) trackConnections(kind string, open, idle, waiting func() int) 
 	}
 }
 
-// ObserveCommit records the size of one group commit. It has the signature
-// of boltstore.Options.OnCommit.
-func (m *Metrics) ObserveCommit(calls int) { m.commits.Observe(float64(calls)) }
+// ObserveCommit records the size of one group commit and, for a commit
+// with batches, how many. It has the signature of boltstore.Options.OnCommit.
+func (m *Metrics) ObserveCommit(calls, batches int) {
+	m.commits.Observe(float64(calls))
+	if batches > 0 {
+		m.batchCommits.Observe(float64(batches))
+	}
+}
 
 // observeBatch records the items of one decided batch.
 func (m *Metrics) observeBatch(items int) { m.batches.Observe(float64(items)) }

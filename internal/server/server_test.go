@@ -383,6 +383,7 @@ func TestMetrics(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
 	send(t, h, reservationCall(h.Alice, uuid.NewString(), `{"workshop":"workshop-demo","quantity":1}`))
 	send(t, h, call{via: viaNoToken, method: http.MethodGet, path: api.PathWhoAmI})
+	send(t, h, batchCall(h.Alice, batchBody(false, [3]any{uuid.NewString(), servertest.Workshop, 1}, [3]any{uuid.NewString(), servertest.Workshop, 1})))
 
 	resp, body := send(t, h, call{via: viaSocket, method: http.MethodGet, path: api.PathMetrics})
 	if resp.StatusCode != http.StatusOK {
@@ -393,6 +394,10 @@ func TestMetrics(t *testing.T) {
 		`reserved_http_requests_total{outcome="rejected",route="GET /api/v1/whoami"} 1`,
 		`reserved_http_request_duration_seconds_bucket{route="POST /api/v1/reservations",le="+Inf"} 1`,
 		`reserved_reservations_per_commit_count`,
+		`reserved_http_requests_total{outcome="ok",route="POST /api/v1/batches"} 1`,
+		`reserved_batch_items_bucket{le="1"} 0`,
+		`reserved_batch_items_bucket{le="10"} 1`,
+		`reserved_batches_per_commit_sum 1`,
 		`go_goroutines`,
 	} {
 		if !bytes.Contains(body, []byte(want)) {
