@@ -86,10 +86,10 @@ func (f *storeFlags) effectiveKind() string {
 
 // storeOptions tune how a store is opened.
 type storeOptions struct {
-	readOnly      bool      // Change nothing (for check): no new file, no migration.
-	noGroupCommit bool      // bolt: one commit per update.
+	readOnly      bool                     // Change nothing (for check): no new file, no migration.
+	noGroupCommit bool                     // bolt: one commit per update.
 	onCommit      func(calls, batches int) // bolt: told the size of every commit.
-	committerNice int       // bolt: the group committer thread's nice value, 0 to leave it.
+	committerNice int                      // bolt: the group committer thread's nice value, 0 to leave it.
 	// acceptRollback, bolt: open a file one of whose meta pages is damaged
 	// at the older transaction the other records.
 	acceptRollback bool
