@@ -74,14 +74,13 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 	if len(entries) == 0 || len(entries) > MaxBatchItems {
 		return BatchResult{}, Errorf(CodeRequestContract, "a batch has from 1 to %d items, not %d", MaxBatchItems, len(entries))
 	}
-	fps := make([]string, len(entries))
+	// Each entry's refusal of its own, or else its fingerprint.
+	invalid, fps := make([]error, len(entries)), make([]string, len(entries))
 	for i, en := range entries {
-		if en.Invalid == nil {
-			if err := checkOperation(actor, en.Key, en.Request); err != nil {
-				entries[i].Invalid = err
-				continue
+		if invalid[i] = en.Invalid; invalid[i] == nil {
+			if invalid[i] = checkOperation(actor, en.Key, en.Request); invalid[i] == nil {
+				fps[i] = Fingerprint(en.Request)
 			}
-			fps[i] = Fingerprint(en.Request)
 		}
 	}
 	var res BatchResult
@@ -91,8 +90,8 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 		for i, en := range entries {
 			it := &res.Items[i]
 			it.Key = en.Key
-			if en.Invalid != nil {
-				it.Err = en.Invalid
+			if invalid[i] != nil {
+				it.Err = invalid[i]
 			} else {
 				var err error
 				it.Outcome, it.Err, err = e.decide(tx, actor, en.Key, en.Request, fps[i], e.utcNow, mint)

@@ -161,3 +161,42 @@ func FuzzParseOperationKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeBatch: DecodeBatch never panics, accepts only valid JSON, and
+// an accepted batch has from 1 to MaxBatchItems entries, each either
+// refused on its own or a request that DecodeRequest accepts as the
+// single reservation's body.
+func FuzzDecodeBatch(f *testing.F) {
+	for _, seed := range []string{
+		`{"items":[{"key":"f47ac10b-58cc-4372-a567-0e02b2c3d479","workshop":"go","quantity":1}]}`,
+		`{"atomic":true,"items":[{"key":"k","workshop":"go","quantity":1},{"workshop":"go"},5,null]}`,
+		`{"items":[]}`, `{"items":{}}`, `{"atomic":1}`, `[]`, `{"items":[{"key":}]}`, `{"items":[{}]} x`,
+		`{"items":[{"key":"a","workshop":"go","quantity":1,"key":"b"}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, entries, err := engine.DecodeBatch(body)
+		if err != nil {
+			if engine.ErrorCode(err) != engine.CodeRequestContract {
+				t.Fatalf("error %v is not request_contract", err)
+			}
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted invalid JSON %q", body)
+		}
+		if len(entries) < 1 || len(entries) > engine.MaxBatchItems {
+			t.Fatalf("accepted %d entries", len(entries))
+		}
+		for i, en := range entries {
+			if en.Invalid != nil {
+				continue
+			}
+			single, _ := json.Marshal(en.Request)
+			if _, err := engine.DecodeRequest(single); err != nil {
+				t.Fatalf("entry %d %+v is not a valid request: %v", i, en, err)
+			}
+		}
+	})
+}
