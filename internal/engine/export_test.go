@@ -6,3 +6,10 @@ var (
 	DecodeTokens = decodeTokens
 	DecodePlain  = decodePlain
 )
+
+// DecodeBatchTokens and DecodeBatchPlain expose the two paths of
+// DecodeBatch to FuzzDecodeBatch.
+var (
+	DecodeBatchTokens = decodeBatchTokens
+	DecodeBatchPlain  = decodeBatchPlain
+)

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -172,11 +173,21 @@ func FuzzDecodeBatch(f *testing.F) {
 		`{"atomic":true,"items":[{"key":"k","workshop":"go","quantity":1},{"workshop":"go"},5,null]}`,
 		`{"items":[]}`, `{"items":{}}`, `{"atomic":1}`, `[]`, `{"items":[{"key":}]}`, `{"items":[{}]} x`,
 		`{"items":[{"key":"a","workshop":"go","quantity":1,"key":"b"}]}`,
+		` { "atomic" : false , "items" : [ {"key":"f47ac10b-58cc-4372-a567-0e02b2c3d479","workshop":"go","quantity":2} , {"quantity":1,"key":"x","workshop":"go"} ] } `,
+		`{"items":[{"key":"\u0041","workshop":"go","quantity":1}],"atomic":true}`,
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, entries, err := engine.DecodeBatch(body)
+		atomic, entries, err := engine.DecodeBatch(body)
+		if pa, pe, ok := engine.DecodeBatchPlain(body); ok {
+			ta, te, terr := engine.DecodeBatchTokens(body)
+			if terr != nil || ta != pa || !reflect.DeepEqual(te, pe) {
+				t.Fatalf("the plain path decoded %q as %t %+v, the token path as %t %+v, %v", body, pa, pe, ta, te, terr)
+			}
+		} else if ta, te, terr := engine.DecodeBatchTokens(body); ta != atomic || !reflect.DeepEqual(te, entries) || (terr == nil) != (err == nil) {
+			t.Fatalf("DecodeBatch = %t %+v %v, the token path %t %+v %v", atomic, entries, err, ta, te, terr)
+		}
 		if err != nil {
 			if engine.ErrorCode(err) != engine.CodeRequestContract {
 				t.Fatalf("error %v is not request_contract", err)
