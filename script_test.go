@@ -246,14 +246,20 @@ func cmdWaitPlaces(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmdFault arms an injected fault of a daemon started with
-// --enable-fault-injection.
+// --enable-fault-injection, for the next answer or the next N.
 //
-//	fault fail_receipt_write|garble_response|delay_response [DELAY_MS]
+//	fault [-count=N] fail_receipt_write|garble_response|delay_response [DELAY_MS]
 func cmdFault(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 1 || len(args) > 2 {
-		ts.Fatalf("usage: fault NAME [DELAY_MS]")
+	f := api.Fault{Count: 1}
+	if len(args) > 0 && strings.HasPrefix(args[0], "-count=") {
+		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "-count="))
+		ts.Check(err)
+		f.Count, args = n, args[1:]
 	}
-	f := api.Fault{Fault: args[0], Count: 1}
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: fault [-count=N] NAME [DELAY_MS]")
+	}
+	f.Fault = args[0]
 	if len(args) == 2 {
 		ms, err := strconv.Atoi(args[1])
 		ts.Check(err)

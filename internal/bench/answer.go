@@ -26,12 +26,12 @@ type answer struct {
 
 // readAnswer reads one HTTP/1.1 response to a POST from br: the status
 // line, the headers the bench looks at, and a body of Content-Length bytes
-// (at most maxAnswerBytes). It keeps no header map and copies little more
+// (at most limit). It keeps no header map and copies little more
 // than the body, unlike http.ReadResponse, because the load generator shares the
 // machine's CPUs with the daemon it measures. A response it does not
 // understand (chunked, without a length, informational) is an error, which
 // the bench counts as an unclear answer; the daemon sends none of them.
-func readAnswer(br *bufio.Reader) (answer, error) {
+func readAnswer(br *bufio.Reader, limit int) (answer, error) {
 	var a answer
 	line, err := readLine(br)
 	if err != nil {
@@ -84,8 +84,8 @@ func readAnswer(br *bufio.Reader) (answer, error) {
 	if length < 0 {
 		return a, errors.New("answer without Content-Length")
 	}
-	if length > maxAnswerBytes {
-		return a, fmt.Errorf("answer of %d bytes, more than %d", length, maxAnswerBytes)
+	if length > limit {
+		return a, fmt.Errorf("answer of %d bytes, more than %d", length, limit)
 	}
 	a.body = make([]byte, length)
 	if _, err := io.ReadFull(br, a.body); err != nil {

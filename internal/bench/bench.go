@@ -62,8 +62,14 @@ type Config struct {
 	// are zero).
 	Duration time.Duration
 	// Count, if positive, is the number of intents to send (new ones and
-	// replays) instead of a duration.
+	// replays; with Batch, batches) instead of a duration.
 	Count int
+	// Batch, if positive, makes every intent a batch of Batch new
+	// reservations, each under its own key, sent as one non-atomic
+	// request (POST /api/v1/batches) instead of a single reservation. A
+	// replay and a lost-answer retry resend a whole batch, the same items
+	// under the same keys. At most engine.MaxBatchItems.
+	Batch int
 	// Workshop is the workshop to reserve in; empty creates one with a large
 	// capacity, which needs an admin. Nobody else should reserve in it
 	// during the run, or the check at the end fails.
@@ -104,7 +110,8 @@ type Snapshot struct {
 }
 
 // Result is what a run measured. Latencies are those of single HTTP
-// requests, in milliseconds.
+// requests, in milliseconds: of one reservation each, or with Batch of one
+// batch of Batch reservations each (LatencyOf says which).
 type Result struct {
 	Transport       string        `json:"transport"`
 	Target          string        `json:"target"`
@@ -113,6 +120,7 @@ type Result struct {
 	CreatedWorkshop bool          `json:"created_workshop"`
 	HiddenWorkshop  bool          `json:"hidden_workshop"`
 	Quantity        int           `json:"quantity"`
+	Batch           int           `json:"batch,omitempty"`
 	ReplayRatio     float64       `json:"replay_ratio"`
 	LostAnswerRatio float64       `json:"lost_answer_ratio"`
 	Elapsed         time.Duration `json:"-"`
@@ -121,9 +129,12 @@ type Result struct {
 	Intents         int64         `json:"intents"`
 	RequestsPerSec  float64       `json:"requests_per_second"`
 	CreatedPerSec   float64       `json:"reservations_per_second"`
-	Latency         Latency       `json:"latency_ms"`
-	Outcomes        Outcomes      `json:"outcomes"`
-	Verification    Verification  `json:"verification"`
+	// LatencyOf is what one latency is of: "request" (one reservation)
+	// or "batch of N".
+	LatencyOf    string       `json:"latency_of"`
+	Latency      Latency      `json:"latency_ms"`
+	Outcomes     Outcomes     `json:"outcomes"`
+	Verification Verification `json:"verification"`
 }
 
 // Latency holds percentiles of request latency in milliseconds.
@@ -136,7 +147,9 @@ type Latency struct {
 
 // Outcomes counts answers. Created and Unavailable count first answers,
 // Replayed counts answers marked as replays (of a deliberate replay, of a
-// lost-answer retry or of a retry after an unclear answer).
+// lost-answer retry or of a retry after an unclear answer); with batches
+// these three and Rejected count the items, and LostAnswers, Unclear,
+// Unsettled and ReplayChanged the batches.
 type Outcomes struct {
 	Created       int64            `json:"created"`
 	Replayed      int64            `json:"replayed"`
@@ -176,7 +189,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	c, res := newClient(cfg)
-	res.Clients, res.Quantity = cfg.Clients, cfg.Quantity
+	res.Clients, res.Quantity, res.Batch = cfg.Clients, cfg.Quantity, cfg.Batch
+	res.LatencyOf = "request"
+	if cfg.Batch > 0 {
+		res.LatencyOf = fmt.Sprintf("batch of %d", cfg.Batch)
+	}
 	res.ReplayRatio, res.LostAnswerRatio = cfg.ReplayRatio, cfg.LostAnswerRatio
 
 	res.Workshop, res.CreatedWorkshop = cfg.Workshop, cfg.Workshop == ""
@@ -199,7 +216,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	stopProgress := r.progress()
 	var wg sync.WaitGroup
 	for i := range cfg.Clients {
-		wg.Go(func() { r.worker(ctx, i) })
+		if cfg.Batch > 0 {
+			wg.Go(func() { r.batchWorker(ctx, i) })
+		} else {
+			wg.Go(func() { r.worker(ctx, i) })
+		}
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(r.start)
@@ -244,6 +265,8 @@ func withDefaults(cfg Config) (Config, error) {
 		err = fmt.Errorf("lost-answer ratio must be between 0 and 1, not %g", cfg.LostAnswerRatio)
 	case cfg.Workshop != "" && engine.ValidateWorkshopID(cfg.Workshop) != nil:
 		err = fmt.Errorf("workshop %w", engine.ValidateWorkshopID(cfg.Workshop))
+	case cfg.Batch < 0 || cfg.Batch > engine.MaxBatchItems:
+		err = fmt.Errorf("batch must be from 1 to %d reservations, not %d", engine.MaxBatchItems, cfg.Batch)
 	case cfg.Quantity < 1 || cfg.Quantity > createdCapacity:
 		err = fmt.Errorf("quantity must be from 1 to %d, not %d", createdCapacity, cfg.Quantity)
 	case cfg.BaseURL != "":
@@ -446,6 +469,144 @@ func (r *run) worker(ctx context.Context, id int) {
 	r.reserved += reserved
 	r.intents += intents
 	r.outcomes.add(out)
+}
+
+// settledBatch is a batch with the answers to its items, kept for
+// replays.
+type settledBatch struct {
+	items   []client.BatchItem
+	answers []client.Result
+}
+
+// batchWorker is one bench client that sends batches of cfg.Batch new
+// reservations.
+func (r *run) batchWorker(ctx context.Context, id int) {
+	rng := mrand.New(mrand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+	req := engine.Request{Workshop: r.workshop, Quantity: r.cfg.Quantity}
+	wc := newWire(r.dial, r.host(), r.cfg.Token, req)
+	var (
+		pool     []settledBatch
+		maxPool  = max(1, poolSize/r.cfg.Batch)
+		lat      = make([]time.Duration, 0, 1024)
+		out      = Outcomes{Rejected: map[string]int64{}}
+		reserved int
+		intents  int64
+	)
+	send := func(items []client.BatchItem) (reply client.BatchReply, err error) {
+		for attempt := 1; ; attempt++ {
+			start := time.Now()
+			reply, err = wc.batch(ctx, items, r.cfg.Timeout)
+			lat = append(lat, time.Since(start))
+			r.requests.Add(1)
+			if r.cfg.afterRequest != nil {
+				r.cfg.afterRequest()
+			}
+			if (err == nil && reply.Decided) || attempt == maxAttempts || ctx.Err() != nil {
+				return reply, err
+			}
+			out.Unclear++
+			r.unclear.Add(1)
+			if wc.retryAfter > 0 && r.cfg.wait(ctx, wc.retryAfter) != nil {
+				return reply, err
+			}
+		}
+	}
+	// refused counts a batch refused as a whole, and reports whether it
+	// was; an undecided one counts as unsettled.
+	refused := func(reply client.BatchReply, err error) bool {
+		switch {
+		case err != nil || !reply.Decided:
+			out.Unsettled++
+		case reply.Problem != nil:
+			out.Rejected[reply.Problem.Code]++
+		case reply.Refused:
+			out.Rejected[engine.CodeBatchRefused]++
+		default:
+			return false
+		}
+		return true
+	}
+	for ctx.Err() == nil && r.claim() {
+		intents++
+		if len(pool) > 0 && rng.Float64() < r.cfg.ReplayRatio {
+			s := pool[rng.IntN(len(pool))]
+			reply, err := send(s.items)
+			if refused(reply, err) {
+				continue
+			}
+			if !sameAnswers(reply.Items, s.answers) {
+				out.ReplayChanged++
+				continue
+			}
+			out.Replayed += int64(len(reply.Items))
+			continue
+		}
+		items := make([]client.BatchItem, r.cfg.Batch)
+		for i := range items {
+			items[i] = client.BatchItem{Key: engine.OperationKey(uuid.NewString()), Request: req}
+		}
+		var first []client.Result
+		if rng.Float64() < r.cfg.LostAnswerRatio {
+			reply, err := send(items) // The answer is "lost": only counted.
+			out.LostAnswers++
+			if err == nil && reply.Decided && reply.Items != nil && !reply.Refused {
+				for _, it := range reply.Items {
+					if it.Answer.Status != "" {
+						r.count(&out, it)
+					}
+				}
+				first = reply.Items
+			}
+		}
+		reply, err := send(items)
+		if refused(reply, err) {
+			continue
+		}
+		if first != nil && !sameAnswers(reply.Items, first) {
+			out.ReplayChanged++
+		}
+		keep := true
+		for _, it := range reply.Items {
+			if it.Problem != nil {
+				out.Rejected[it.Problem.Code]++
+				keep = false
+				continue
+			}
+			r.count(&out, it)
+			if it.Answer.Status == engine.StatusReserved {
+				reserved++
+			}
+		}
+		if !keep {
+			continue
+		}
+		if s := (settledBatch{items, reply.Items}); len(pool) < maxPool {
+			pool = append(pool, s)
+		} else {
+			pool[rng.IntN(maxPool)] = s
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.latencies = append(r.latencies, lat...)
+	r.reserved += reserved
+	r.intents += intents
+	r.outcomes.add(out)
+}
+
+// sameAnswers reports whether got repeats want item by item: every item
+// marked as a replay, with the first answer's status and byte-identical
+// body.
+func sameAnswers(got, want []client.Result) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if !got[i].Replayed || got[i].Status != want[i].Status || string(got[i].Body) != string(want[i].Body) {
+			return false
+		}
+	}
+	return true
 }
 
 // count records a first answer (created or unavailable) or a replay.

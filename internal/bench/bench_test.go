@@ -141,7 +141,7 @@ func TestRunRefusals(t *testing.T) {
 		t.Errorf("unknown workshop: %v", err)
 	}
 	for _, cfg := range []bench.Config{
-		{Clients: -1}, {Count: -1}, {ReplayRatio: 1.5}, {LostAnswerRatio: -0.1}, {Workshop: "Bad"}, {Quantity: -2},
+		{Clients: -1}, {Count: -1}, {ReplayRatio: 1.5}, {LostAnswerRatio: -0.1}, {Workshop: "Bad"}, {Quantity: -2}, {Batch: -1}, {Batch: engine.MaxBatchItems + 1},
 	} {
 		if _, err := bench.Run(ctx, cfg); !errors.Is(err, bench.ErrConfig) {
 			t.Errorf("Run(%+v) = %v, want ErrConfig", cfg, err)
@@ -215,6 +215,103 @@ func TestRunRetriesStoreUnavailable(t *testing.T) {
 	}
 	if len(keys) != 5 {
 		t.Errorf("%d keys sent for 5 intents: a 503 must be resent with the same key", len(keys))
+	}
+	h.MustCheckClean(t)
+}
+
+// TestRunBatches runs the bench with batches through a proxy in front of a
+// real server that answers the first batches 503 store_unavailable with
+// Retry-After: every request is a batch of the configured size, an unclear
+// batch and a lost-answer batch are resent as the same batch (the same
+// body, so the same keys), replays come back item by item, and the counts
+// are of items and verify against the store.
+func TestRunBatches(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+	target, err := url.Parse(h.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size, outage = 25, 2
+	var mu sync.Mutex
+	var singles, unavailable int
+	bodies := map[string]int{}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == api.PathReservations {
+			mu.Lock()
+			singles++
+			mu.Unlock()
+		}
+		if r.Method == http.MethodPost && r.URL.Path == api.PathBatches {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Error(err)
+			}
+			var b struct {
+				Items []json.RawMessage `json:"items"`
+			}
+			if err := json.Unmarshal(body, &b); err != nil || len(b.Items) != size {
+				t.Errorf("batch of %d items (%v), want %d", len(b.Items), err, size)
+			}
+			mu.Lock()
+			bodies[string(body)]++
+			down := unavailable < outage
+			if down {
+				unavailable++
+			}
+			mu.Unlock()
+			if down {
+				w.Header().Set("Content-Type", api.MediaProblem)
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				json.NewEncoder(w).Encode(api.Problem{Type: "about:blank", Title: "Service Unavailable", Status: 503, Code: engine.CodeStoreUnavailable, Detail: "the store is unavailable"})
+				return
+			}
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+
+	var waits int
+	cfg := bench.WithWait(bench.Config{BaseURL: proxy.URL, Token: h.Admin, Clients: 4, Count: 40, Batch: size, ReplayRatio: 0.3, LostAnswerRatio: 0.3},
+		func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			waits++
+			mu.Unlock()
+			return nil
+		})
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run = %v (outcomes %+v)", err, res.Outcomes)
+	}
+	o, v := res.Outcomes, res.Verification
+	if res.Batch != size || res.LatencyOf != "batch of 25" || res.Intents != 40 {
+		t.Errorf("batch %d, latency of %q, %d intents: want batches of %d, 40 intents", res.Batch, res.LatencyOf, res.Intents, size)
+	}
+	if o.Created == 0 || o.Created%size != 0 || o.Replayed == 0 || o.Replayed%size != 0 || o.LostAnswers == 0 || o.Unclear != outage || waits != outage {
+		t.Errorf("outcomes %+v, %d waits: want whole batches created and replayed, lost answers, %d unclear batches waited for", o, waits, outage)
+	}
+	// Every intent sends one batch, a lost answer and an unclear answer one
+	// more, and each resend is the same batch as before.
+	var sent, resent int
+	for _, n := range bodies {
+		sent += n
+		resent += n - 1
+	}
+	if singles != 0 || int64(sent) != res.Requests || res.Requests != res.Intents+o.LostAnswers+o.Unclear {
+		t.Errorf("%d single and %d batch requests, result says %d requests for %d intents, %d lost answers, %d unclear", singles, sent, res.Requests, res.Intents, o.LostAnswers, o.Unclear)
+	}
+	if resent < int(o.LostAnswers+o.Unclear) {
+		t.Errorf("%d batches sent again, want at least the %d lost and unclear ones", resent, o.LostAnswers+o.Unclear)
+	}
+	if !v.OK || v.ReservedAfter != int(o.Created) || v.Reservations != int(o.Created) {
+		t.Errorf("verification = %+v, created %d", v, o.Created)
+	}
+	w, err := h.Engine.Workshop(ctx, res.Workshop)
+	if err != nil || w.Reserved != int(o.Created) {
+		t.Errorf("workshop %s = %+v, %v; want %d reserved", res.Workshop, w, err, o.Created)
 	}
 	h.MustCheckClean(t)
 }

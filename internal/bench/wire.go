@@ -14,8 +14,13 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// maxAnswerBytes bounds how much of an answer the bench reads.
-const maxAnswerBytes = 64 << 10
+// maxAnswerBytes bounds how much of an answer to a reservation the bench
+// reads, maxBatchAnswerBytes of an answer to a batch (up to
+// engine.MaxBatchItems results).
+const (
+	maxAnswerBytes      = 64 << 10
+	maxBatchAnswerBytes = 1 << 20
+)
 
 // wire is one bench client's own keep-alive HTTP/1.1 connection. It writes
 // a reservation request from preformatted bytes and reads the answer with
@@ -27,7 +32,10 @@ type wire struct {
 	dial   func(ctx context.Context) (net.Conn, error)
 	prefix []byte // Request line and the headers before Idempotency-Key.
 	body   []byte // The JSON payload, the same for every request.
-	op     client.Operation
+	// batchPrefix is the request line and the headers of a batch before
+	// its Content-Length.
+	batchPrefix []byte
+	op          client.Operation
 
 	conn net.Conn
 	br   *bufio.Reader
@@ -38,49 +46,101 @@ type wire struct {
 
 func newWire(dial func(ctx context.Context) (net.Conn, error), host, token string, req engine.Request) *wire {
 	body, _ := json.Marshal(req) // A string and an int always encode.
-	prefix := "POST " + api.PathReservations + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: " + api.MediaJSON + "\r\n"
+	headers := " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: " + api.MediaJSON + "\r\n"
 	if token != "" {
-		prefix += "Authorization: Bearer " + token + "\r\n"
+		headers += "Authorization: Bearer " + token + "\r\n"
 	}
-	prefix += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
-	return &wire{dial: dial, prefix: []byte(prefix), body: body, op: client.Reserving(req)}
+	prefix := "POST " + api.PathReservations + headers + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
+	return &wire{dial: dial, prefix: []byte(prefix), body: body, op: client.Reserving(req), batchPrefix: []byte("POST " + api.PathBatches + headers)}
 }
 
 // reserve sends the reservation for key and returns like client.Send: the
 // classified answer, or the error of no answer at all (transport failure,
 // an answer it cannot read). After an answer that is neither the
 // operation's answer nor a problem the connection is closed.
-func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout time.Duration) (res client.Result, err error) {
+func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout time.Duration) (client.Result, error) {
+	w.buf = append(append(append(append(w.buf[:0], w.prefix...), api.HeaderIdempotencyKey+": "...), key...), "\r\n\r\n"...)
+	w.buf = append(w.buf, w.body...)
+	a, err := w.roundTrip(ctx, timeout, maxAnswerBytes)
+	if err != nil {
+		return client.Result{}, err
+	}
+	res := client.Classify(w.op, client.Reply{Status: a.status, ContentType: a.mediaType, Replayed: a.replayed, Body: a.body})
+	if res.Answer.Status == "" && res.Problem == nil {
+		w.hangUp()
+	}
+	return res, nil
+}
+
+// batch sends items as one non-atomic batch and returns like
+// client.ReserveBatch. After an answer that is neither the batch's answer
+// nor a problem the connection is closed.
+func (w *wire) batch(ctx context.Context, items []client.BatchItem, timeout time.Duration) (client.BatchReply, error) {
+	type item struct {
+		Key      engine.OperationKey `json:"key"`
+		Workshop string              `json:"workshop"`
+		Quantity int                 `json:"quantity"`
+	}
+	body := struct {
+		Atomic bool   `json:"atomic"`
+		Items  []item `json:"items"`
+	}{Items: make([]item, len(items))}
+	for i, it := range items {
+		body.Items[i] = item{it.Key, it.Request.Workshop, it.Request.Quantity}
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return client.BatchReply{}, fmt.Errorf("batch: encode: %w", err)
+	}
+	w.buf = append(append(w.buf[:0], w.batchPrefix...), "Content-Length: "...)
+	w.buf = append(strconv.AppendInt(w.buf, int64(len(payload)), 10), "\r\n\r\n"...)
+	w.buf = append(w.buf, payload...)
+	a, err := w.roundTrip(ctx, timeout, maxBatchAnswerBytes)
+	if err != nil {
+		return client.BatchReply{}, err
+	}
+	reply := client.ClassifyBatch(items, client.Reply{Status: a.status, ContentType: a.mediaType, Replayed: a.replayed, Body: a.body})
+	if reply.Items == nil && reply.Problem == nil {
+		w.hangUp()
+	}
+	return reply, nil
+}
+
+// roundTrip writes the request in w.buf on the connection, dialled first if
+// there is none, and reads its answer of at most limit bytes. A failure
+// closes the connection.
+func (w *wire) roundTrip(ctx context.Context, timeout time.Duration, limit int) (answer, error) {
 	w.retryAfter = 0
 	if w.conn == nil {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
-		w.conn, err = w.dial(dctx)
+		conn, err := w.dial(dctx)
 		cancel()
 		if err != nil {
-			return res, fmt.Errorf("connect: %w", err)
+			return answer{}, fmt.Errorf("connect: %w", err)
 		}
-		w.br = bufio.NewReader(w.conn)
+		w.conn, w.br = conn, bufio.NewReader(conn)
 	}
-	defer func() {
-		if (err != nil || (res.Answer.Status == "" && res.Problem == nil)) && w.conn != nil {
-			w.conn.Close()
-			w.conn = nil
-		}
-	}()
 	w.conn.SetDeadline(time.Now().Add(timeout))
-	w.buf = append(append(append(append(w.buf[:0], w.prefix...), api.HeaderIdempotencyKey+": "...), key...), "\r\n\r\n"...)
-	w.buf = append(w.buf, w.body...)
 	if _, err := w.conn.Write(w.buf); err != nil {
-		return res, fmt.Errorf("send: %w", err)
+		w.hangUp()
+		return answer{}, fmt.Errorf("send: %w", err)
 	}
-	a, err := readAnswer(w.br)
+	a, err := readAnswer(w.br, limit)
 	w.retryAfter = a.retryAfter
 	if err != nil {
-		return res, fmt.Errorf("read answer: %w", err)
+		w.hangUp()
+		return a, fmt.Errorf("read answer: %w", err)
 	}
 	if a.close {
+		w.hangUp()
+	}
+	return a, nil
+}
+
+// hangUp closes the connection; the next request dials a new one.
+func (w *wire) hangUp() {
+	if w.conn != nil {
 		w.conn.Close()
 		w.conn = nil
 	}
-	return client.Classify(w.op, client.Reply{Status: a.status, ContentType: a.mediaType, Replayed: a.replayed, Body: a.body}), nil
 }

@@ -16,7 +16,7 @@ import (
 func newBenchCmd(env *commandEnv) *cobra.Command {
 	var cfg bench.Config
 	cmd := &cobra.Command{
-		Use:   "bench [--clients N] [--duration D | --count N] [--workshop ID | --keep] [--replay-ratio R] [--lost-answer-ratio R]",
+		Use:   "bench [--clients N] [--duration D | --count N] [--batch N] [--workshop ID | --keep] [--replay-ratio R] [--lost-answer-ratio R]",
 		Short: "Load a reserved with concurrent reservations and check the count afterwards",
 		Long: `bench runs --clients concurrent clients (each with one kept-alive connection)
 that send new reservations of --quantity places, each with its own operation
@@ -30,6 +30,13 @@ ignored, as if it had been lost, and that are sent again with the same key.
 An unclear answer (timeout, 5xx such as 503 store_unavailable, garbled) is
 retried with the same key, after its Retry-After when it has one.
 
+--batch N makes every intent a batch of N new reservations, each with its
+own key, sent as one non-atomic request (POST /api/v1/batches); --count then
+counts batches. A replay or a lost-answer retry resends the whole batch, the
+same items under the same keys, and every item must come back as a replay
+of its first answer, byte for byte. Reservations per second count the
+reserved items; the latencies are those of whole batch requests.
+
 Without --workshop, bench creates a workshop "bench-<random>" with a capacity
 of 1,000,000,000, which needs an admin (the daemon's user on the socket, or
 an admin token). It is created hidden, so it never shows in the workshop
@@ -37,7 +44,8 @@ list (the browser's, or "reservectl workshops" without --hidden); --keep
 creates it listed. A named workshop must not be used by anyone else during
 the run.
 
-It prints the throughput, the p50/p95/p99/max latency of single requests and
+It prints the throughput, the p50/p95/p99/max latency of single requests
+(with --batch, of batch requests of N reservations each) and
 the outcome counts; on a terminal a progress line runs meanwhile. Finally it
 reads the workshop through the API and checks that its reserved places grew
 by exactly the reservations the clients were told about. If not, or if a
@@ -46,6 +54,7 @@ authoritative answer, it says so and exits 1.`,
 		Example: `  reservectl bench                                     # 64 clients, 10s, on the socket
   reservectl --server http://127.0.0.1:8080 --token "$ADMIN_TOKEN" bench --clients 64 --duration 20s
   reservectl bench --count 10000 --replay-ratio 0.2 --lost-answer-ratio 0.05
+  reservectl bench --clients 8 --batch 100 --duration 10s      # batches of 100 reservations
   reservectl --json bench --workshop my-workshop --duration 5s`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -89,6 +98,7 @@ authoritative answer, it says so and exits 1.`,
 	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
 	f.BoolVar(&cfg.Keep, "keep", false, "list the workshop bench creates (default: created hidden)")
 	f.IntVar(&cfg.Quantity, "quantity", 1, "places per reservation")
+	f.IntVar(&cfg.Batch, "batch", 0, "send batches of this many new reservations per request (0: single reservations)")
 	f.Float64Var(&cfg.ReplayRatio, "replay-ratio", 0, "share of intents that repeat a settled intent, 0 to 1")
 	f.Float64Var(&cfg.LostAnswerRatio, "lost-answer-ratio", 0, "share of new intents whose first answer is ignored and that are sent again, 0 to 1")
 	return cmd
@@ -106,8 +116,13 @@ func printBench(w io.Writer, r bench.Result) {
 	o, v := r.Outcomes, r.Verification
 	fmt.Fprintf(w, "target        %s %s, %d clients, workshop %s (%s), quantity %d\n", r.Transport, r.Target, r.Clients, r.Workshop, created, r.Quantity)
 	fmt.Fprintf(w, "load          replay ratio %g, lost-answer ratio %g\n", r.ReplayRatio, r.LostAnswerRatio)
-	fmt.Fprintf(w, "requests      %d in %.2fs: %.0f requests/s, %.0f new reservations/s (%d intents)\n", r.Requests, r.Seconds, r.RequestsPerSec, r.CreatedPerSec, r.Intents)
-	fmt.Fprintf(w, "latency       p50 %.2fms  p95 %.2fms  p99 %.2fms  max %.2fms\n", r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max)
+	intents, per := fmt.Sprintf("%d intents", r.Intents), ""
+	if r.Batch > 0 {
+		intents = fmt.Sprintf("%d batches of %d", r.Intents, r.Batch)
+		per = fmt.Sprintf("per batch of %d: ", r.Batch)
+	}
+	fmt.Fprintf(w, "requests      %d in %.2fs: %.0f requests/s, %.0f new reservations/s (%s)\n", r.Requests, r.Seconds, r.RequestsPerSec, r.CreatedPerSec, intents)
+	fmt.Fprintf(w, "latency       %sp50 %.2fms  p95 %.2fms  p99 %.2fms  max %.2fms\n", per, r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max)
 	fmt.Fprintf(w, "outcomes      created %d  replayed %d  unavailable %d  lost answers %d  unclear (retried) %d  unsettled %d  replay changed %d\n",
 		o.Created, o.Replayed, o.Unavailable, o.LostAnswers, o.Unclear, o.Unsettled, o.ReplayChanged)
 	if len(o.Rejected) > 0 {

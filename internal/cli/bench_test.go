@@ -42,3 +42,19 @@ func TestPrintBench(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintBenchBatches: with batches the summary says how many batches of
+// how many items, and that the latency is per batch.
+func TestPrintBenchBatches(t *testing.T) {
+	var out bytes.Buffer
+	printBench(&out, bench.Result{Transport: "socket", Clients: 2, Workshop: "w1", Quantity: 1, Batch: 50,
+		Requests: 4, Intents: 4, Seconds: 1, RequestsPerSec: 4, CreatedPerSec: 200, LatencyOf: "batch of 50"})
+	for _, want := range []string{
+		"requests      4 in 1.00s: 4 requests/s, 200 new reservations/s (4 batches of 50)\n",
+		"latency       per batch of 50: p50 0.00ms",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

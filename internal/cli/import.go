@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,11 +16,13 @@ import (
 
 	"github.com/reserve/reserve/internal/batch"
 	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 )
 
-// The plan is rewritten when this many outcomes are not yet on disk, or
-// planFlushEvery after the first of them came in, whichever is first. A
+// The plan is rewritten once a batch's answer leaves this many outcomes
+// not yet on disk, or planFlushEvery after the first of them came in,
+// whichever is first; the outcomes of one batch are written together. A
 // crash loses at most these outcomes, and their rows are only resent with
 // their own keys, which replays their answers.
 const (
@@ -30,11 +33,16 @@ const (
 // maxParallel bounds --parallel.
 const maxParallel = 64
 
+// defaultBatchSize is the default of --batch-size, which is at most
+// engine.MaxBatchItems.
+const defaultBatchSize = 200
+
 // newImportCmd returns "import FILE.csv".
 func newImportCmd(env *commandEnv) *cobra.Command {
 	var (
-		parallel int
-		progress string
+		parallel  int
+		batchSize int
+		progress  string
 	)
 	cmd := &cobra.Command{
 		Use:   "import FILE.csv",
@@ -51,14 +59,20 @@ reported with its line number, nothing is sent and no plan is written.
 
 Before anything is sent, import writes a plan file next to the CSV
 (FILE.csv.plan, fsync'd) that gives every row its own operation key. Rows are
-then sent with at most --parallel requests at once, and each authoritative
-answer (reserved, unavailable, rejected) is recorded in the plan, which is
-rewritten atomically as outcomes come in. Running the same import again
-resumes: settled rows are skipped, and rows without an authoritative answer
-(never sent, timed out, lost, garbled, a server error) are sent again with
-their own keys, so the server replays what it already decided and no row is
-ever reserved twice. The plan is locked while an import runs: a second import
-of the same file exits 2 at once.
+then sent in batches of --batch-size rows (one request each, POST
+/api/v1/batches, not atomic: every row is decided on its own, exactly as a
+single reservation under its own key; --batch-size 1 sends each row as a
+batch of one), with at most --parallel batches at once. Each row's
+authoritative answer (reserved, unavailable, rejected) is recorded in the
+plan, which is rewritten atomically as the batches' answers come in. A batch
+without an authoritative answer (timed out, lost, garbled, a server error)
+leaves all its rows unclear and is sent again as the same batch, the same
+rows under the same keys, after a pause of one second, up to 3 times in one
+run. Running the same import again resumes: settled rows are skipped, and
+rows still unclear are sent again with their own keys, so the server replays
+what it already decided and no row is ever reserved twice. The plan is
+locked while an import runs: a second import of the same file exits 2 at
+once.
 
 A rerun refuses a CSV that changed since its plan was written, naming the
 first row that differs, and a plan made by another actor or for another
@@ -66,8 +80,10 @@ server. To import a changed file as new reservations, give it a new name (or
 move its plan away).
 
 The summary (stdout) counts all rows of the plan: reserved, unavailable,
-rejected and unclear. A progress bar is shown on stderr when it is a
-terminal (--progress).
+rejected and unclear. On stderr, import names every rejected row, every row
+left unclear and every batch it sends again; a progress bar, redrawn as
+each batch's answer comes in, is shown there when it is a terminal
+(--progress).
 
 Exit status:
    0  every row is settled (reserved, unavailable or rejected)
@@ -76,7 +92,7 @@ Exit status:
       another actor or server): nothing was sent
    1  anything else`,
 		Example: `  reservectl import orders.csv
-  reservectl import --parallel 16 orders.csv
+  reservectl import --parallel 8 --batch-size 500 orders.csv
   reservectl import orders.csv || reservectl import orders.csv   # settle what was unclear
   reservectl --json import orders.csv
 
@@ -89,6 +105,9 @@ Exit status:
 			if parallel < 1 || parallel > maxParallel {
 				return usageErrorf("--parallel must be from 1 to %d, not %d", maxParallel, parallel)
 			}
+			if batchSize < 1 || batchSize > engine.MaxBatchItems {
+				return usageErrorf("--batch-size must be from 1 to %d, not %d", engine.MaxBatchItems, batchSize)
+			}
 			var show bool
 			switch progress {
 			case "auto":
@@ -99,10 +118,11 @@ Exit status:
 			default:
 				return usageErrorf("--progress %q: use auto, always or never", progress)
 			}
-			return env.importCSV(cmd.Context(), args[0], parallel, show)
+			return env.importCSV(cmd.Context(), args[0], parallel, batchSize, show)
 		},
 	}
-	cmd.Flags().IntVar(&parallel, "parallel", 4, "how many rows are sent at once")
+	cmd.Flags().IntVar(&parallel, "parallel", 4, "how many batches are sent at once")
+	cmd.Flags().IntVar(&batchSize, "batch-size", defaultBatchSize, fmt.Sprintf("rows per request, from 1 to %d", engine.MaxBatchItems))
 	cmd.Flags().StringVar(&progress, "progress", "auto", "progress bar on stderr: auto (when stderr is a terminal), always or never")
 	return cmd
 }
@@ -139,7 +159,7 @@ func (e *unclearError) Error() string {
 func (e *unclearError) ExitCode() int { return ExitUnknown }
 
 // importCSV runs or resumes the import of path.
-func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int, showProgress bool) error {
+func (env *commandEnv) importCSV(ctx context.Context, path string, parallel, batchSize int, showProgress bool) error {
 	server, err := env.serverID()
 	if err != nil {
 		return &usageError{err: err}
@@ -202,7 +222,7 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 			return usageErrorf("the plan %s belongs to actor %q but you are %q; its keys are %s's, so nothing was sent", pf.Path(), plan.Actor, who.Actor, plan.Actor)
 		}
 	}
-	sent, err := env.sendRows(ctx, c, pf, plan, pending, parallel, showProgress)
+	sent, err := env.sendRows(ctx, c, pf, plan, pending, parallel, batchSize, showProgress)
 	if err != nil {
 		return err
 	}
@@ -220,41 +240,47 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel int,
 	return nil
 }
 
-// rowResult is the outcome of one send of one plan row.
-type rowResult struct {
-	index int
-	o     outcome
+// batchSend is the answer to one send of one batch of plan rows: the
+// batch's reply, or the error of no answer at all. final says that the
+// batch is not sent again in this run.
+type batchSend struct {
+	rows  []int
+	reply client.BatchReply
+	err   error
+	final bool
 }
 
-// sendRows sends the pending rows of plan with at most parallel requests at
-// once, records their outcomes and rewrites the plan in batches. It returns
-// how many rows it sent.
-func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel int, showProgress bool) (int, error) {
+// sendRows sends the pending rows of plan in batches of at most batchSize
+// rows, with at most parallel batches in flight, records the rows'
+// outcomes and rewrites the plan as they come in. A batch without an
+// authoritative answer is sent again as the same batch, up to
+// batchAttempts times. It returns how many rows it sent.
+func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel, batchSize int, showProgress bool) (int, error) {
 	if len(pending) == 0 {
 		return 0, nil
 	}
-	// At most parallel rows are in flight: each takes a slot of sem before
-	// its goroutine starts. A cancelled ctx stops the sending of new rows.
-	results := make(chan rowResult)
+	// At most parallel batches are in flight: each takes a slot of sem
+	// before its goroutine starts. A cancelled ctx stops the sending of
+	// new batches and of resends.
+	results := make(chan batchSend)
 	go func() {
 		defer close(results)
 		sem := make(chan struct{}, parallel)
 		var wg sync.WaitGroup
 		defer wg.Wait()
-		for _, i := range pending {
+		for rows := range slices.Chunk(pending, batchSize) {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
-			row := plan.Rows[i]
+			items := make([]client.BatchItem, len(rows))
+			for j, i := range rows {
+				items[j] = client.BatchItem{Key: plan.Rows[i].Key, Request: plan.Rows[i].Request()}
+			}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				cctx, cancel := env.callContext(ctx)
-				op := client.Reserving(row.Request())
-				res, err := c.Send(cctx, row.Key, op)
-				cancel()
-				results <- rowResult{index: i, o: outcomeOf(op, row.Key, res, err, env.timeout)}
+				env.sendBatch(ctx, c, rows, items, results)
 			})
 		}
 	}()
@@ -276,7 +302,7 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 	}
 	for {
 		select {
-		case res, ok := <-results:
+		case bs, ok := <-results:
 			if !ok {
 				flush()
 				bar.done()
@@ -285,21 +311,10 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 				}
 				return sent, nil
 			}
-			sent++
-			r := &plan.Rows[res.index]
-			r.Attempts++
-			if res.o.authoritative() {
-				// A pending row is open, so settling it cannot fail.
-				r.Settle(res.o.rowOutcome())
-				r.LastError = ""
-			} else {
-				r.LastError = res.o.why
-				fmt.Fprintf(bar.out(), "line %d (%s): unclear: %s\n", r.Line, r.Row, r.LastError)
-			}
-			if r.Outcome != nil && r.Outcome.Status == intent.StatusRejected {
-				fmt.Fprintf(bar.out(), "line %d (%s): rejected: %s: %s\n", r.Line, r.Row, r.Outcome.Code, r.Outcome.Detail)
-			}
-			dirty++
+			sent += env.recordBatch(plan, bs, bar)
+			// The outcomes of one batch are recorded together: the plan
+			// is rewritten between batches, never inside one.
+			dirty += len(bs.rows)
 			if dirty >= planFlushRows {
 				flush()
 			}
@@ -308,6 +323,83 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 			flush()
 		}
 	}
+}
+
+// batchAttempts bounds how often one run sends a batch that got no
+// authoritative answer; batchRetryPause is the pause before each resend.
+const (
+	batchAttempts   = 3
+	batchRetryPause = time.Second
+)
+
+// sendBatch sends the batch of items (the plan rows rows) and reports every
+// answer to results. An undecided answer is followed by a resend of the
+// same batch, the same items under the same keys, so the daemon replays
+// every item it had decided; a decided one (item results, or a refusal of
+// the whole batch) is final.
+func (env *commandEnv) sendBatch(ctx context.Context, c *client.Client, rows []int, items []client.BatchItem, results chan<- batchSend) {
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := env.callContext(ctx)
+		reply, err := c.ReserveBatch(cctx, items, false)
+		cancel()
+		bs := batchSend{rows: rows, reply: reply, err: err}
+		bs.final = (err == nil && reply.Decided) || attempt == batchAttempts || ctx.Err() != nil
+		results <- bs
+		if bs.final {
+			return
+		}
+		t := time.NewTimer(batchRetryPause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// recordBatch records one answer to a batch in plan and reports it, and
+// returns how many rows it sent. A row is settled only by its own item
+// result in the documented answer to the whole batch; every other answer
+// (none, garbled, a server error, a refusal of the whole batch) leaves
+// every row of the batch unclear.
+func (env *commandEnv) recordBatch(plan *batch.Plan, bs batchSend, bar *progressBar) int {
+	why := ""
+	switch r := bs.reply; {
+	case bs.err != nil:
+		why = describe(bs.err, 0, env.timeout)
+	case r.Items != nil && !r.Refused:
+	case r.Problem != nil && r.Decided:
+		why = "reserved refused the whole batch: " + r.Problem.Error()
+	case r.Problem != nil:
+		why = describe(r.Problem, r.Status, env.timeout)
+	default:
+		why = describe(&client.UnexpectedResponseError{Status: r.Status, ContentType: r.ContentType, Body: r.Body}, r.Status, env.timeout)
+	}
+	for j, i := range bs.rows {
+		r := &plan.Rows[i]
+		r.Attempts++
+		if why != "" {
+			r.LastError = why
+			if bs.final {
+				fmt.Fprintf(bar.out(), "line %d (%s): unclear: %s\n", r.Line, r.Row, why)
+			}
+			continue
+		}
+		o := outcomeOf(client.Reserving(r.Request()), r.Key, bs.reply.Items[j], nil, env.timeout)
+		// A pending row is open, and the documented answer decides each
+		// item, so settling it cannot fail.
+		r.Settle(o.rowOutcome())
+		r.LastError = ""
+		if r.Outcome.Status == intent.StatusRejected {
+			fmt.Fprintf(bar.out(), "line %d (%s): rejected: %s: %s\n", r.Line, r.Row, r.Outcome.Code, r.Outcome.Detail)
+		}
+	}
+	if why != "" && !bs.final {
+		first := plan.Rows[bs.rows[0]]
+		fmt.Fprintf(bar.out(), "batch of %s from line %d: unclear: %s; sending the same batch again\n", count(len(bs.rows), "row"), first.Line, why)
+	}
+	return len(bs.rows)
 }
 
 // rowOutcome is the authoritative o as an import plan records it.
