@@ -22,12 +22,17 @@ import (
 
 // The plan is rewritten once a batch's answer leaves this many outcomes
 // not yet on disk, or planFlushEvery after the first of them came in,
-// whichever is first; the outcomes of one batch are written together. A
-// crash loses at most these outcomes, and their rows are only resent with
-// their own keys, which replays their answers.
+// whichever is first, but never sooner after the last rewrite than
+// planFlushSpacing times the time that rewrite took: a rewrite costs the
+// whole plan, so a large plan is rewritten less often and rewriting takes
+// at most a fixed share of the import. The outcomes of one batch are
+// written together. A crash loses at most the outcomes since the last
+// rewrite, and their rows are only resent with their own keys, which
+// replays their answers.
 const (
-	planFlushRows  = 64
-	planFlushEvery = 250 * time.Millisecond
+	planFlushRows    = 64
+	planFlushEvery   = 250 * time.Millisecond
+	planFlushSpacing = 4
 )
 
 // maxParallel bounds --parallel.
@@ -146,9 +151,6 @@ type unclearError struct {
 }
 
 func (e *unclearError) Error() string {
-	if e.n == 1 {
-		return fmt.Sprintf("1 row is still unclear (its key is in %s); run the same import again to settle it", e.plan)
-	}
 	if e.n == 1 {
 		return fmt.Sprintf("1 row is still unclear (its key is in %s); run the same import again to settle it", e.plan)
 	}
@@ -290,21 +292,30 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 	defer tick.Stop()
 	dirty, sent := 0, 0
 	var saveErr error
-	flush := func() {
+	var nextSave time.Time // No rewrite before then (planFlushSpacing).
+	save := func() {
 		if dirty == 0 || saveErr != nil {
 			return
 		}
+		start := time.Now()
 		if err := pf.Save(plan); err != nil {
 			saveErr = err
 			return
 		}
+		end := time.Now()
+		nextSave = end.Add(planFlushSpacing * end.Sub(start))
 		dirty = 0
+	}
+	flush := func() {
+		if time.Now().After(nextSave) {
+			save()
+		}
 	}
 	for {
 		select {
 		case bs, ok := <-results:
 			if !ok {
-				flush()
+				save()
 				bar.done()
 				if saveErr != nil {
 					return sent, fmt.Errorf("record outcomes: %w", saveErr)
