@@ -307,8 +307,13 @@ func createWorkshop(ctx context.Context, c *client.Client, cfg Config) (string, 
 	id := "bench-" + hex.EncodeToString(suffix)
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	hidden := !cfg.Keep
-	spec := engine.WorkshopSpec{Capacity: createdCapacity, MaxQuantity: cfg.Quantity, Title: "reservectl bench", Hidden: &hidden}
+	spec := engine.WorkshopSpec{Capacity: createdCapacity, MaxQuantity: cfg.Quantity, Title: "reservectl bench"}
+	if !cfg.Keep {
+		// Sent only when it hides the workshop, so that --keep works
+		// with a daemon that has no hidden workshops.
+		hidden := true
+		spec.Hidden = &hidden
+	}
 	if _, _, err := c.PutWorkshop(ctx, id, spec, nil); err != nil {
 		if code := engine.ErrorCode(err); code == engine.CodeForbidden || code == engine.CodeUnauthenticated {
 			return "", fmt.Errorf("create workshop %s: %w (creating the bench's workshop needs an admin; name an existing one with --workshop)", id, err)
@@ -594,15 +599,18 @@ func (r *run) batchWorker(ctx context.Context, id int) {
 	r.outcomes.add(out)
 }
 
-// sameAnswers reports whether got repeats want item by item: every item
-// marked as a replay, with the first answer's status and byte-identical
-// body.
+// sameAnswers reports whether got repeats want item by item: every
+// answered item marked as a replay, every refused item refused again, each
+// with the first answer's status and byte-identical body.
 func sameAnswers(got, want []client.Result) bool {
 	if len(got) != len(want) {
 		return false
 	}
 	for i := range got {
-		if !got[i].Replayed || got[i].Status != want[i].Status || string(got[i].Body) != string(want[i].Body) {
+		// A refused item stored nothing, so it is refused again rather
+		// than replayed: only the same problem is asked of it.
+		replayed := got[i].Replayed || (got[i].Problem != nil && want[i].Problem != nil)
+		if !replayed || got[i].Status != want[i].Status || string(got[i].Body) != string(want[i].Body) {
 			return false
 		}
 	}

@@ -76,21 +76,9 @@ func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout tim
 // client.ReserveBatch. After an answer that is neither the batch's answer
 // nor a problem the connection is closed.
 func (w *wire) batch(ctx context.Context, items []client.BatchItem, timeout time.Duration) (client.BatchReply, error) {
-	type item struct {
-		Key      engine.OperationKey `json:"key"`
-		Workshop string              `json:"workshop"`
-		Quantity int                 `json:"quantity"`
-	}
-	body := struct {
-		Atomic bool   `json:"atomic"`
-		Items  []item `json:"items"`
-	}{Items: make([]item, len(items))}
-	for i, it := range items {
-		body.Items[i] = item{it.Key, it.Request.Workshop, it.Request.Quantity}
-	}
-	payload, err := json.Marshal(body)
+	payload, err := client.EncodeBatch(items, false)
 	if err != nil {
-		return client.BatchReply{}, fmt.Errorf("batch: encode: %w", err)
+		return client.BatchReply{}, err
 	}
 	w.buf = append(append(w.buf[:0], w.batchPrefix...), "Content-Length: "...)
 	w.buf = append(strconv.AppendInt(w.buf, int64(len(payload)), 10), "\r\n\r\n"...)

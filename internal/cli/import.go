@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/batch"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
@@ -72,8 +73,10 @@ authoritative answer (reserved, unavailable, rejected) is recorded in the
 plan, which is rewritten atomically as the batches' answers come in. A batch
 without an authoritative answer (timed out, lost, garbled, a server error)
 leaves all its rows unclear and is sent again as the same batch, the same
-rows under the same keys, after a pause of one second, up to 3 times in one
-run. Running the same import again resumes: settled rows are skipped, and
+rows under the same keys, after a pause of one second, at most 3 sends in
+all in one run. A batch the daemon refuses as a whole (a decided problem,
+such as a daemon too old for batches) ends the import with exit 1: its
+rows stay unclear in the plan for a run after the cause is fixed. Running the same import again resumes: settled rows are skipped, and
 rows still unclear are sent again with their own keys, so the server replays
 what it already decided and no row is ever reserved twice. The plan is
 locked while an import runs: a second import of the same file exits 2 at
@@ -95,7 +98,7 @@ Exit status:
   75  some rows are still unclear: run the same import again
    2  usage error or refused (bad rows, changed CSV, another import running,
       another actor or server): nothing was sent
-   1  anything else`,
+   1  anything else, such as a batch refused as a whole`,
 		Example: `  reservectl import orders.csv
   reservectl import --parallel 8 --batch-size 500 orders.csv
   reservectl import orders.csv || reservectl import orders.csv   # settle what was unclear
@@ -224,7 +227,7 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel, bat
 			return usageErrorf("the plan %s belongs to actor %q but you are %q; its keys are %s's, so nothing was sent", pf.Path(), plan.Actor, who.Actor, plan.Actor)
 		}
 	}
-	sent, err := env.sendRows(ctx, c, pf, plan, pending, parallel, batchSize, showProgress)
+	sent, refusal, err := env.sendRows(ctx, c, pf, plan, pending, parallel, batchSize, showProgress)
 	if err != nil {
 		return err
 	}
@@ -236,10 +239,25 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel, bat
 	}); err != nil {
 		return err
 	}
+	if refusal != nil {
+		return refusalError(refusal, c, sum.Unclear, pf.Path())
+	}
 	if sum.Unclear > 0 {
 		return &unclearError{n: sum.Unclear, plan: pf.Path()}
 	}
 	return nil
+}
+
+// refusalError ends an import whose batch the daemon refused as a whole
+// (the problem p, decided): sending it again would be refused again, so the
+// import exits 1, not 75, and says what to fix. Its rows stay unclear in
+// the plan, and a later run once the cause is fixed sends them.
+func refusalError(p *engine.Error, c *client.Client, unclear int, plan string) error {
+	hint := "fix the cause and run the same import again"
+	if p.Code == engine.CodeNotFound || p.Code == engine.CodeMethodNotAllowed {
+		hint = "the daemon is older than this reservectl and takes no batches (POST " + api.PathBatches + "): upgrade it, then run the same import again"
+	}
+	return fmt.Errorf("reserved at %s refused a batch as a whole: %v; %s still unclear in %s: %s", c.Where(), p, count(unclear, "row"), plan, hint)
 }
 
 // batchSend is the answer to one send of one batch of plan rows: the
@@ -256,10 +274,12 @@ type batchSend struct {
 // rows, with at most parallel batches in flight, records the rows'
 // outcomes and rewrites the plan as they come in. A batch without an
 // authoritative answer is sent again as the same batch, up to
-// batchAttempts times. It returns how many rows it sent.
-func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel, batchSize int, showProgress bool) (int, error) {
+// batchAttempts times. It returns how many rows it sent (each row once,
+// however often its batch was sent) and the first decided refusal of a
+// whole batch.
+func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch.PlanFile, plan *batch.Plan, pending []int, parallel, batchSize int, showProgress bool) (sent int, refusal *engine.Error, err error) {
 	if len(pending) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	// At most parallel batches are in flight: each takes a slot of sem
 	// before its goroutine starts. A cancelled ctx stops the sending of
@@ -290,7 +310,7 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 	bar := newProgressBar(env.stderr, showProgress, plan)
 	tick := time.NewTicker(planFlushEvery)
 	defer tick.Stop()
-	dirty, sent := 0, 0
+	dirty := 0
 	var saveErr error
 	var nextSave time.Time // No rewrite before then (planFlushSpacing).
 	save := func() {
@@ -318,11 +338,16 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 				save()
 				bar.done()
 				if saveErr != nil {
-					return sent, fmt.Errorf("record outcomes: %w", saveErr)
+					return sent, nil, fmt.Errorf("record outcomes: %w", saveErr)
 				}
-				return sent, nil
+				return sent, refusal, nil
 			}
-			sent += env.recordBatch(plan, bs, bar)
+			if bs.final {
+				sent += len(bs.rows)
+			}
+			if p := env.recordBatch(plan, bs, bar); p != nil && refusal == nil {
+				refusal = p
+			}
 			// The outcomes of one batch are recorded together: the plan
 			// is rewritten between batches, never inside one.
 			dirty += len(bs.rows)
@@ -370,11 +395,11 @@ func (env *commandEnv) sendBatch(ctx context.Context, c *client.Client, rows []i
 }
 
 // recordBatch records one answer to a batch in plan and reports it, and
-// returns how many rows it sent. A row is settled only by its own item
-// result in the documented answer to the whole batch; every other answer
-// (none, garbled, a server error, a refusal of the whole batch) leaves
-// every row of the batch unclear.
-func (env *commandEnv) recordBatch(plan *batch.Plan, bs batchSend, bar *progressBar) int {
+// returns the problem of a decided refusal of the whole batch. A row is
+// settled only by its own item result in the documented answer to the
+// whole batch; every other answer (none, garbled, a server error, a
+// refusal of the whole batch) leaves every row of the batch unclear.
+func (env *commandEnv) recordBatch(plan *batch.Plan, bs batchSend, bar *progressBar) (refusal *engine.Error) {
 	why := ""
 	switch r := bs.reply; {
 	case bs.err != nil:
@@ -382,6 +407,7 @@ func (env *commandEnv) recordBatch(plan *batch.Plan, bs batchSend, bar *progress
 	case r.Items != nil && !r.Refused:
 	case r.Problem != nil && r.Decided:
 		why = "reserved refused the whole batch: " + r.Problem.Error()
+		refusal = r.Problem
 	case r.Problem != nil:
 		why = describe(r.Problem, r.Status, env.timeout)
 	default:
@@ -410,7 +436,7 @@ func (env *commandEnv) recordBatch(plan *batch.Plan, bs batchSend, bar *progress
 		first := plan.Rows[bs.rows[0]]
 		fmt.Fprintf(bar.out(), "batch of %s from line %d: unclear: %s; sending the same batch again\n", count(len(bs.rows), "row"), first.Line, why)
 	}
-	return len(bs.rows)
+	return refusal
 }
 
 // rowOutcome is the authoritative o as an import plan records it.

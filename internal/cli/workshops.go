@@ -19,7 +19,7 @@ func newWorkshopsCmd(env *commandEnv) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "workshops",
 		Short: "List the workshops with their capacity and free places",
-		Long: `workshops lists every workshop: its capacity, the places reserved, held (by
+		Long: `workshops lists the workshops: each one's capacity, the places reserved, held (by
 holds whose deadline has not passed) and still available, the most places
 one reservation may take, and its version (for "reservectl admin workshop
 set --if-match"). Hidden workshops (see "reservectl admin workshop set

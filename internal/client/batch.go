@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 
@@ -32,9 +33,11 @@ type BatchReply struct {
 	// answer to its single reservation (Classify).
 	Items []Result
 	// Refused reports an atomic batch refused as a whole: nothing was
-	// stored for any item, the items that caused it carry their reason and
-	// the others the problem batch_refused. The same batch sent again
-	// later is decided afresh.
+	// stored for any item. An item replayed from its receipt carries that
+	// answer (stored before), an item that caused the refusal its problem,
+	// and every other item the problem batch_refused, with Decided false:
+	// its operation is still open, and the same batch sent again later is
+	// decided afresh.
 	Refused bool
 	Problem *engine.Error
 	Decided bool
@@ -45,6 +48,20 @@ type BatchReply struct {
 // at all: the daemon unreachable (*ConnectError), the connection broken, a
 // timeout; the batch is then undecided.
 func (c *Client) ReserveBatch(ctx context.Context, items []BatchItem, atomic bool) (BatchReply, error) {
+	payload, err := EncodeBatch(items, atomic)
+	if err != nil {
+		return BatchReply{}, err
+	}
+	resp, data, err := c.Do(ctx, http.MethodPost, api.PathBatches, nil, payload)
+	if err != nil {
+		return BatchReply{}, err
+	}
+	return ClassifyBatch(items, replyOf(resp, data)), nil
+}
+
+// EncodeBatch is the body of POST /api/v1/batches that sends items, atomic
+// or not.
+func EncodeBatch(items []BatchItem, atomic bool) ([]byte, error) {
 	type item struct {
 		Key      engine.OperationKey `json:"key"`
 		Workshop string              `json:"workshop"`
@@ -59,13 +76,9 @@ func (c *Client) ReserveBatch(ctx context.Context, items []BatchItem, atomic boo
 	}
 	payload, err := json.Marshal(body)
 	if err != nil {
-		return BatchReply{}, fmt.Errorf("batch: encode: %w", err)
+		return nil, fmt.Errorf("batch: encode: %w", err)
 	}
-	resp, data, err := c.Do(ctx, http.MethodPost, api.PathBatches, nil, payload)
-	if err != nil {
-		return BatchReply{}, err
-	}
-	return ClassifyBatch(items, replyOf(resp, data)), nil
+	return payload, nil
 }
 
 // ClassifyBatch is the rule of Classify for the answer to a batch of
@@ -81,13 +94,17 @@ func ClassifyBatch(items []BatchItem, reply Reply) BatchReply {
 		var a api.BatchAnswer
 		dec := json.NewDecoder(bytes.NewReader(reply.Body))
 		dec.DisallowUnknownFields()
-		if dec.Decode(&a) != nil || dec.More() || len(a.Results) != len(items) {
+		if dec.Decode(&a) != nil || len(a.Results) != len(items) {
 			return r
 		}
+		if _, err := dec.Token(); err != io.EOF {
+			return r // Data after the answer.
+		}
+		var refused bool
 		switch {
 		case reply.Status == http.StatusOK && a.Status == "":
 		case reply.Status == http.StatusConflict && a.Status == engine.CodeBatchRefused:
-			r.Refused = true
+			refused = true
 		default:
 			return r
 		}
@@ -100,8 +117,19 @@ func ClassifyBatch(items []BatchItem, reply Reply) BatchReply {
 			if !results[i].Decided {
 				return r
 			}
+			if refused {
+				// Nothing of a refused batch was stored: only a replay
+				// (stored before) is an answer, and batch_refused decides
+				// nothing about its item, which a later batch may make.
+				switch p := results[i].Problem; {
+				case p == nil && !results[i].Replayed:
+					return r
+				case p != nil && p.Code == engine.CodeBatchRefused:
+					results[i].Decided = false
+				}
+			}
 		}
-		r.Items, r.Decided = results, true
+		r.Items, r.Refused, r.Decided = results, refused, true
 	case api.MediaProblem:
 		if p := problemOf(reply.Body); p != nil {
 			r.Problem, r.Decided = p, decides(reply.Status, p.Code)

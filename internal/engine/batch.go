@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -60,13 +61,22 @@ var errBatchRefused = errors.New("atomic batch refused")
 // Without atomic every item is decided on its own. With atomic the batch is
 // all or nothing: if any item would not be reserved (invalid, refused,
 // unavailable, a conflict, a replayed answer other than reserved), nothing
-// is stored for any item and Refused is set; the items that caused it keep
-// their reason and every other item gets CodeBatchRefused. An atomic batch
-// whose items are all replays of reservations replays them, so a lost
-// answer to it can be asked again.
+// is stored for any item and Refused is set. Then an item replayed from
+// its receipt keeps its replay (it was decided before), an item that caused
+// the refusal keeps its reason (which stored nothing), and every other
+// item gets CodeBatchRefused. An atomic batch whose items are all replays
+// of reservations replays them, so a lost answer to it can be asked again.
 //
-// A failure of the store rolls back the whole batch, atomic or not, and is
-// the error: no item was decided.
+// Batch first looks every item up in a read transaction: a batch whose
+// items are all decided already (or, atomic, that its invalid items or
+// its replays refuse) is answered from there, without the writer. In the
+// write transaction it takes the batch's workshops in id order before it
+// decides any item, so that batches over the same workshops never wait for
+// each other in a cycle (on PostgreSQL, the row locks).
+//
+// A failure of the store is the error, and the outcome is unknown: the
+// write transaction rolled back, or its commit failed without telling
+// whether it took effect; the same batch sent again settles it.
 func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, atomic bool) (BatchResult, error) {
 	if err := ValidateActor(actor); err != nil {
 		return BatchResult{}, Errorf(CodeUnauthenticated, "%v", err)
@@ -83,43 +93,167 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 			}
 		}
 	}
+	if res, done, err := e.batchFromSnapshot(ctx, actor, entries, invalid, atomic); err != nil || done {
+		if err != nil {
+			return BatchResult{}, fmt.Errorf("batch of %d: %w", len(entries), err)
+		}
+		return res, nil
+	}
+	workshops := batchWorkshops(entries, invalid)
 	var res BatchResult
 	mint := func(now time.Time) (string, string) { return e.newID(now), e.newID(now) }
 	err := e.store.Update(context.WithValue(ctx, batchKey{}, true), func(tx Tx) error {
-		res = BatchResult{Items: make([]BatchItemResult, len(entries))}
-		for i, en := range entries {
-			it := &res.Items[i]
-			it.Key = en.Key
-			if invalid[i] != nil {
-				it.Err = invalid[i]
-			} else {
-				var err error
-				it.Outcome, it.Err, err = e.decide(tx, actor, en.Key, en.Request, fps[i], e.utcNow, mint)
-				if err != nil {
-					return err
-				}
-			}
-			if atomic && !reserves(*it) {
-				res.Refused = true
+		for _, id := range workshops {
+			if _, _, err := tx.Workshop(id); err != nil {
+				return fmt.Errorf("look up workshop %s: %w", id, err)
 			}
 		}
-		if res.Refused {
-			return errBatchRefused
+		var err error
+		res, _, err = eachItem(entries, invalid, atomic, func(i int) (Outcome, error, bool, error) {
+			out, decision, err := e.decide(tx, actor, entries[i].Key, entries[i].Request, fps[i], e.utcNow, mint)
+			return out, decision, true, err
+		})
+		if err == nil && res.Refused {
+			err = errBatchRefused
 		}
-		return nil
+		return err
 	})
 	if errors.Is(err, errBatchRefused) {
-		for i := range res.Items {
-			if it := &res.Items[i]; reserves(*it) {
-				*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeBatchRefused, "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored")}
-			}
-		}
-		return res, nil
+		err = e.replaysAfterRefusal(ctx, actor, entries, &res)
 	}
 	if err != nil {
 		return BatchResult{}, fmt.Errorf("batch of %d: %w", len(entries), err)
 	}
+	if res.Refused {
+		return refused(res, entries), nil
+	}
 	return res, nil
+}
+
+// replaysAfterRefusal reads again, once the refused transaction has rolled
+// back, the items it found replayed: the receipt such an item replayed may
+// have been written by another Update of the same group commit, which the
+// refusal rolled back with it (and which the store then ran again, making
+// another answer). A receipt found now is the item's replay; an item
+// without one now is left without a result, which refused answers as
+// batch_refused.
+func (e *Engine) replaysAfterRefusal(ctx context.Context, actor string, entries []BatchEntry, res *BatchResult) error {
+	return e.store.View(ctx, func(tx Tx) error {
+		for i := range res.Items {
+			it := &res.Items[i]
+			if !it.Outcome.Replayed || it.Err != nil {
+				continue
+			}
+			out, decision, found, err := lookUp(tx, actor, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request})
+			if err != nil {
+				return err
+			}
+			if !found {
+				out, decision = Outcome{}, nil
+			}
+			it.Outcome, it.Err = out, decision
+		}
+		return nil
+	})
+}
+
+// batchFromSnapshot looks every valid entry up in one read transaction and
+// answers the batch from there when it can (done): when every valid entry
+// has been decided before (its replay or its conflict), or, atomic, when
+// an invalid entry or a replay refuses it. Answering a refusal from a
+// snapshot is sound because a refused atomic batch stores nothing.
+func (e *Engine) batchFromSnapshot(ctx context.Context, actor string, entries []BatchEntry, invalid []error, atomic bool) (res BatchResult, done bool, err error) {
+	err = e.store.View(ctx, func(tx Tx) error {
+		var err error
+		res, done, err = eachItem(entries, invalid, atomic, func(i int) (Outcome, error, bool, error) {
+			return lookUp(tx, actor, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request})
+		})
+		return err
+	})
+	if err != nil {
+		return BatchResult{}, false, err
+	}
+	if res.Refused {
+		return refused(res, entries), true, nil
+	}
+	return res, done, nil
+}
+
+// eachItem is the result of every entry: an invalid entry's refusal, or
+// what one returns for entry i, its outcome or refusal if it settled it,
+// or else nothing (all reports whether every entry was settled). Refused is
+// set for an atomic batch with a settled item that is not a reservation.
+// An error of one ends it.
+func eachItem(entries []BatchEntry, invalid []error, atomic bool, one func(i int) (out Outcome, decision error, settled bool, err error)) (res BatchResult, all bool, err error) {
+	res, all = BatchResult{Items: make([]BatchItemResult, len(entries))}, true
+	for i, en := range entries {
+		it := &res.Items[i]
+		it.Key = en.Key
+		if invalid[i] != nil {
+			it.Err = invalid[i]
+		} else {
+			out, decision, settled, err := one(i)
+			if err != nil {
+				return BatchResult{}, false, err
+			}
+			if !settled {
+				all = false
+				continue
+			}
+			it.Outcome, it.Err = out, decision
+		}
+		if atomic && !reserves(*it) {
+			res.Refused = true
+		}
+	}
+	return res, all, nil
+}
+
+// refused is the answer of an atomic batch refused as a whole, which stored
+// nothing: an item replayed from its receipt keeps its replay, an item that
+// was refused keeps its reason (a key given twice with another payload
+// says so: the earlier item stored nothing either), and every other item,
+// including one that would have been reserved or found no places, gets
+// CodeBatchRefused; so no item that was not stored before looks decided.
+func refused(res BatchResult, entries []BatchEntry) BatchResult {
+	first := make(map[OperationKey]int, len(entries))
+	for i := range res.Items {
+		it := &res.Items[i]
+		earlier, repeated := first[it.Key]
+		if !repeated {
+			first[it.Key] = i
+		}
+		switch {
+		case it.Outcome.Replayed && it.Err == nil:
+		case repeated && ErrorCode(it.Err) == CodeOperationConflict:
+			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeOperationConflict, "item %d has the operation key of item %d with another payload; a different operation needs a new operation key", i+1, earlier+1)}
+		case it.Err != nil:
+		default:
+			detail := "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
+			switch it.Outcome.Answer.Status {
+			case StatusReserved:
+				detail = "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored"
+			case StatusUnavailable:
+				detail = "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
+			}
+			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeBatchRefused, "%s", detail)}
+		}
+	}
+	res.Refused = true
+	return res
+}
+
+// batchWorkshops returns the workshops of the valid entries, each once, in
+// id order.
+func batchWorkshops(entries []BatchEntry, invalid []error) []string {
+	var ids []string
+	for i, en := range entries {
+		if invalid[i] == nil {
+			ids = append(ids, en.Request.Workshop)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // reserves reports whether an item's result is a reservation, made now or
@@ -277,6 +411,29 @@ func plainStringEnd(b []byte, i int) int {
 	return -1
 }
 
+// itemError is the refusal of item n, raw, that DecodeStrict refused with
+// err, checked in the order of the single reservation: the item's operation
+// key first (missing, or not an operation key), then its request. It also
+// returns the item's key as far as it can be read.
+func itemError(n int, raw []byte, err error) (OperationKey, error) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		if i := skipSpace(raw, 0); i < len(raw) && raw[i] != '{' {
+			return "", Errorf(CodeRequestContract, "item %d must be a JSON object", n)
+		}
+		return "", Errorf(CodeRequestContract, "item %d: %s", n, ErrorMessage(err))
+	}
+	k, ok := members["key"]
+	if !ok {
+		return "", Errorf(CodeMissingIdempotencyKey, "item %d has no member \"key\": every item needs an operation key of its own, a lowercase canonical UUIDv4", n)
+	}
+	var key string
+	if json.Unmarshal(k, &key) != nil || !isCanonicalUUIDv4(key) {
+		return OperationKey(key), Errorf(CodeInvalidIdempotencyKey, "item %d: member \"key\" must be a lowercase canonical UUIDv4 operation key", n)
+	}
+	return OperationKey(key), Errorf(CodeRequestContract, "item %d: %s", n, ErrorMessage(err))
+}
+
 // itemMembers are the members of one item of a batch.
 func itemMembers(key *string, req *Request) []Member {
 	return []Member{
@@ -373,7 +530,7 @@ func decodeItems(dec *json.Decoder) ([]BatchEntry, error) {
 		err := DecodeStrict(raw, itemMembers(&key, &en.Request))
 		en.Key = OperationKey(key)
 		if err != nil {
-			en.Invalid = Errorf(CodeRequestContract, "item %d: %s", len(entries)+1, ErrorMessage(err))
+			en.Key, en.Invalid = itemError(len(entries)+1, raw, err)
 		}
 		entries = append(entries, en)
 	}

@@ -109,12 +109,13 @@ func (t failingTx) PutReceipt(r engine.Receipt) error {
 	return t.Tx.PutReceipt(r)
 }
 
-// Answers returns next with the answer faults. They shape only committed
-// answers of idempotent operations, the responses that carry the
-// Idempotent-Replayed header with a JSON body (refusals are problem
-// details), and the JSON answers of batches: a delay holds the answer after the commit, until the client
-// gives up or Release; a garble sends a 200 whose body is half the answer
-// and then not JSON.
+// Answers returns next with the answer faults. They shape only the answers
+// of idempotent operations that decided something, the responses that carry
+// the Idempotent-Replayed header with a JSON body (refusals are problem
+// details), and the JSON answers of batches (also the 409 of a refused
+// atomic batch, which stored nothing): a delay holds the answer after the
+// decision, until the client gives up or Release; a garble sends a 200
+// whose body is half the answer and then not JSON.
 func (in *Injector) Answers(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(&answerWriter{ResponseWriter: w, r: r, in: in}, r)

@@ -3,12 +3,14 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/reserve/reserve/internal/engine"
@@ -377,5 +379,85 @@ func TestConcurrentCreatesOfOneWorkshop(t *testing.T) {
 	}
 	if creators != 1 || w.Version != admins {
 		t.Fatalf("%d admins created the workshop, version %d; want 1 and %d", creators, w.Version, admins)
+	}
+}
+
+// pausingStore pauses each of the first two write transactions after its
+// first workshop read, which on PostgreSQL locks the row, until the other
+// has read one too or half a second has passed.
+type pausingStore struct {
+	*pgstore.Store
+	mu     sync.Mutex
+	n      int
+	locked [2]chan struct{} // Closed by the first and the second transaction.
+}
+
+func (s *pausingStore) Update(ctx context.Context, fn func(engine.Tx) error) error {
+	s.mu.Lock()
+	me := s.n
+	s.n++
+	s.mu.Unlock()
+	first := me < 2
+	return s.Store.Update(ctx, func(tx engine.Tx) error {
+		return fn(&pausingTx{Tx: tx, s: s, me: me, first: &first})
+	})
+}
+
+type pausingTx struct {
+	engine.Tx
+	s     *pausingStore
+	me    int
+	first *bool
+}
+
+func (t *pausingTx) Workshop(id string) (engine.Workshop, bool, error) {
+	w, ok, err := t.Tx.Workshop(id)
+	if *t.first {
+		*t.first = false
+		close(t.s.locked[t.me])
+		select {
+		case <-t.s.locked[1-t.me]:
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return w, ok, err
+}
+
+// TestCrossingBatchesDoNotDeadlock sends two batches over the same two
+// workshops in opposite orders at once, each paused after its first row
+// lock until the other has one: a batch takes its workshops in id order
+// before deciding any item, so the second waits for the first instead of
+// locking the other row, and PostgreSQL never has a deadlock to break.
+func TestCrossingBatchesDoNotDeadlock(t *testing.T) {
+	var r retries
+	s := mustOpen(t, pgstore.Options{OnRetry: r.record})
+	mustWorkshops(t, engine.New(s), "ws-a", "ws-b")
+	eng := engine.New(&pausingStore{Store: s, locked: [2]chan struct{}{make(chan struct{}), make(chan struct{})}})
+	batch := func(workshops ...string) []engine.BatchEntry {
+		var entries []engine.BatchEntry
+		for _, w := range workshops {
+			entries = append(entries, engine.BatchEntry{Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: w, Quantity: 1}})
+		}
+		return entries
+	}
+	errs := make(chan error, 2)
+	for _, order := range [][]string{{"ws-a", "ws-b"}, {"ws-b", "ws-a"}} {
+		go func() {
+			res, err := eng.Batch(t.Context(), "alice", batch(order...), false)
+			if err == nil && (res.Items[0].Err != nil || res.Items[1].Err != nil) {
+				err = fmt.Errorf("items: %v, %v", res.Items[0].Err, res.Items[1].Err)
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.codes) != 0 {
+		t.Errorf("retries with SQLSTATE %v, want none", r.codes)
 	}
 }

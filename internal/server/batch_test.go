@@ -107,14 +107,16 @@ func TestAtomicBatch(t *testing.T) {
 	if status != http.StatusConflict || a.Status != engine.CodeBatchRefused || len(a.Results) != 3 {
 		t.Fatalf("atomic batch over capacity = %d %+v", status, a)
 	}
-	for i, want := range []string{engine.CodeBatchRefused, engine.CodeBatchRefused} {
+	// Nothing was stored, so no item looks decided: the one without places
+	// says so in its batch_refused problem.
+	for i := range 3 {
 		var p api.Problem
-		if json.Unmarshal(a.Results[i].Body, &p); p.Code != want || a.Results[i].Status != http.StatusConflict {
-			t.Errorf("item %d = %d %s, want %s", i+1, a.Results[i].Status, a.Results[i].Body, want)
+		if json.Unmarshal(a.Results[i].Body, &p); p.Code != engine.CodeBatchRefused || a.Results[i].Status != http.StatusConflict || a.Results[i].Replayed {
+			t.Errorf("item %d = %d %s, want batch_refused", i+1, a.Results[i].Status, a.Results[i].Body)
 		}
 	}
-	if r := a.Results[2]; r.Status != http.StatusConflict || !strings.Contains(string(r.Body), `"status":"unavailable"`) {
-		t.Errorf("the unavailable item = %d %s", r.Status, r.Body)
+	if r := a.Results[2]; !strings.Contains(string(r.Body), "too few places") {
+		t.Errorf("the item without places = %d %s", r.Status, r.Body)
 	}
 	if n := reserved(t, h, "course"); n != 0 {
 		t.Fatalf("a refused atomic batch reserved %d places", n)
@@ -133,6 +135,11 @@ func TestAtomicBatch(t *testing.T) {
 		if status != http.StatusOK || !again.Results[i].Replayed || string(again.Results[i].Body) != string(a.Results[i].Body) {
 			t.Errorf("replay of item %d = %d %+v", i+1, status, again.Results[i])
 		}
+	}
+	// A refused atomic batch keeps the replay of an item stored before.
+	status, a = sendBatch(t, h, h.Alice, batchBody(true, [3]any{k1, "course", 2}, [3]any{uuid.NewString(), "course", 1}))
+	if status != http.StatusConflict || a.Results[0].Status != 201 || !a.Results[0].Replayed || string(a.Results[0].Body) != string(again.Results[0].Body) {
+		t.Errorf("atomic batch with a replay and no places = %d %+v", status, a)
 	}
 	// An atomic batch with an invalid item stores nothing either.
 	k4 := uuid.NewString()
@@ -200,4 +207,38 @@ func reserved(t *testing.T, h *servertest.Harness, id string) int {
 		t.Fatal(err)
 	}
 	return w.Reserved
+}
+
+// TestBatchItemChecksInOrder: an invalid item is checked as the single
+// reservation is, its operation key first, and refused on its own.
+func TestBatchItemChecksInOrder(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	good := uuid.NewString()
+	status, a := sendBatch(t, h, h.Alice, `{"items":[{"workshop":"workshop-demo","quantity":1},{"key":"nope","quantity":"x"},5,{"key":"`+uuid.NewString()+`","workshop":"workshop-demo","quantity":"1"},{"key":"`+good+`","workshop":"workshop-demo","quantity":1}]}`)
+	if status != http.StatusOK || len(a.Results) != 5 {
+		t.Fatalf("batch = %d %+v", status, a)
+	}
+	for i, want := range []struct {
+		status int
+		code   string
+		detail string
+	}{
+		{400, engine.CodeMissingIdempotencyKey, `item 1 has no member "key"`},
+		{400, engine.CodeInvalidIdempotencyKey, `item 2: member "key" must be`},
+		{422, engine.CodeRequestContract, "item 3 must be a JSON object"},
+		{422, engine.CodeRequestContract, `item 4: member "quantity" must be`},
+		{201, "", ""},
+	} {
+		var p api.Problem
+		json.Unmarshal(a.Results[i].Body, &p)
+		if a.Results[i].Status != want.status || p.Code != want.code || !strings.HasPrefix(p.Detail, want.detail) {
+			t.Errorf("item %d = %d %s; want %d %s %q…", i+1, a.Results[i].Status, a.Results[i].Body, want.status, want.code, want.detail)
+		}
+	}
+	if a.Results[1].Key != "nope" || a.Results[4].Key != good {
+		t.Errorf("keys = %q, %q", a.Results[1].Key, a.Results[4].Key)
+	}
+	if n := reserved(t, h, servertest.Workshop); n != 1 {
+		t.Errorf("reserved %d places, want 1", n)
+	}
 }

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -102,10 +103,11 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 		entries []engine.BatchEntry
 		reasons map[int]string // Item index to its reason: an error code, or "unavailable".
 	}{
-		"unavailable":    {[]engine.BatchEntry{entry(k1, "course", 2), entry(k2, "course", 2), entry(k3, "course", 1)}, map[int]string{2: engine.StatusUnavailable}},
+		"unavailable":    {[]engine.BatchEntry{entry(k1, "course", 2), entry(k2, "course", 2), entry(k3, "course", 1)}, map[int]string{}},
 		"unknown":        {[]engine.BatchEntry{entry(k1, "course", 1), entry(k2, "nope", 1)}, map[int]string{1: engine.CodeUnknownWorkshop}},
 		"conflict":       {[]engine.BatchEntry{entry(k1, "course", 1), entry(taken, "other", 2)}, map[int]string{1: engine.CodeOperationConflict}},
 		"same key":       {[]engine.BatchEntry{entry(k1, "course", 1), entry(k1, "course", 2)}, map[int]string{1: engine.CodeOperationConflict}},
+		"replay kept":    {[]engine.BatchEntry{entry(taken, "other", 1), entry(k2, "course", 2), entry(k3, "course", 3)}, map[int]string{0: "replayed " + engine.StatusReserved, 2: engine.CodeRequestContract}},
 		"invalid":        {[]engine.BatchEntry{entry(k1, "course", 1), entry("bad", "course", 1)}, map[int]string{1: engine.CodeInvalidIdempotencyKey}},
 		"over max":       {[]engine.BatchEntry{entry(k1, "course", 3)}, map[int]string{0: engine.CodeRequestContract}},
 		"stored refusal": {[]engine.BatchEntry{entry(k1, "course", 1), entry(unavailableKey, "full", 1)}, map[int]string{1: engine.CodeUnknownWorkshop}},
@@ -119,8 +121,11 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 		for i, it := range res.Items {
 			reason, ok := tc.reasons[i]
 			got := engine.ErrorCode(it.Err)
-			if it.Err == nil {
-				got = it.Outcome.Answer.Status
+			switch {
+			case it.Err == nil && it.Outcome.Replayed:
+				got = "replayed " + it.Outcome.Answer.Status
+			case it.Err == nil:
+				got = it.Outcome.Answer.Status // Never: an item not stored before looks decided.
 			}
 			if !ok {
 				reason = engine.CodeBatchRefused
@@ -128,6 +133,12 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 			if got != reason {
 				t.Errorf("%s: item %d = %q, want %q", name, i+1, got, reason)
 			}
+		}
+		if name == "unavailable" && !strings.Contains(engine.ErrorMessage(res.Items[2].Err), "too few places") {
+			t.Errorf("unavailable: the item without places says %v", res.Items[2].Err)
+		}
+		if name == "same key" && !strings.Contains(engine.ErrorMessage(res.Items[1].Err), "item 2 has the operation key of item 1") {
+			t.Errorf("same key: the conflict says %v", res.Items[1].Err)
 		}
 		if after, afterReceipts := h.counts(); after != before || afterReceipts != beforeReceipts {
 			t.Errorf("%s: a refused atomic batch stored %d reservations and %d receipts", name, after-before, afterReceipts-beforeReceipts)
