@@ -190,3 +190,25 @@ func cleanupHot1M() {
 		os.RemoveAll(hot1M.dir)
 	}
 }
+
+// BenchmarkBatch100Parallel16 is 16 clients making batches of 100 new
+// reservations on one workshop through the engine alone (no HTTP), sharing
+// group commits; one op is one batch, reservations/s counts items and the
+// percentiles are those of a batch.
+func BenchmarkBatch100Parallel16(b *testing.B) {
+	const items = 100
+	eng := benchEngine(b, boltstore.Options{})
+	ks := keys(b.N * items)
+	runClients(b, 16, func(i int) error {
+		entries := make([]engine.BatchEntry, items)
+		for j := range entries {
+			entries[j] = engine.BatchEntry{Key: ks[i*items+j], Request: engine.Request{Workshop: "bench", Quantity: 1}}
+		}
+		res, err := eng.Batch(context.Background(), "bench", entries, false)
+		if err == nil && res.Items[0].Outcome.Answer.Status != engine.StatusReserved {
+			err = engine.Errorf(engine.CodeInternal, "unexpected outcome %+v", res.Items[0])
+		}
+		return err
+	})
+	b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "reservations/s")
+}
