@@ -362,7 +362,8 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 }
 
 // batchAttempts bounds how often one run sends a batch that got no
-// authoritative answer; batchRetryPause is the pause before each resend.
+// authoritative answer; batchRetryPause is the pause before each resend,
+// or the answer's Retry-After when that is longer.
 const (
 	batchAttempts   = 3
 	batchRetryPause = time.Second
@@ -384,7 +385,7 @@ func (env *commandEnv) sendBatch(ctx context.Context, c *client.Client, rows []i
 		if bs.final {
 			return
 		}
-		t := time.NewTimer(batchRetryPause)
+		t := time.NewTimer(max(batchRetryPause, reply.RetryAfter))
 		select {
 		case <-t.C:
 		case <-ctx.Done():

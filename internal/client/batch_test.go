@@ -1,9 +1,13 @@
 package client_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
@@ -71,5 +75,29 @@ func TestClassifyBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReplyRetryAfter: an answer's Retry-After in seconds reaches the
+// reply, bounded; an HTTP date or garbage reads as none.
+func TestReplyRetryAfter(t *testing.T) {
+	for header, want := range map[string]time.Duration{
+		"7": 7 * time.Second, " 2 ": 2 * time.Second, "3600": client.MaxRetryAfter,
+		"": 0, "-1": 0, "soon": 0, "Wed, 21 Oct 2026 07:28:00 GMT": 0,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if header != "" {
+				w.Header().Set("Retry-After", header)
+			}
+			w.Header().Set("Content-Type", api.MediaProblem)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"type":"about:blank","title":"x","status":503,"code":"store_unavailable"}`))
+		}))
+		c := &client.Client{BaseURL: srv.URL, Token: "rsv_x"}
+		reply, err := c.ReserveBatch(context.Background(), []client.BatchItem{{Key: "f47ac10b-58cc-4372-a567-0e02b2c3d479", Request: engine.Request{Workshop: "go", Quantity: 1}}}, false)
+		srv.Close()
+		if err != nil || reply.RetryAfter != want || reply.Decided {
+			t.Errorf("Retry-After %q: reply %+v, %v; want RetryAfter %v, undecided", header, reply, err, want)
+		}
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"mime"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
@@ -96,6 +99,23 @@ type Reply struct {
 	ContentType string
 	Replayed    bool
 	Body        []byte
+	// RetryAfter is the answer's Retry-After in whole seconds (at most
+	// MaxRetryAfter), zero without one: how long the server asks a client
+	// to wait before it sends an undecided request again.
+	RetryAfter time.Duration
+}
+
+// MaxRetryAfter bounds Reply.RetryAfter.
+const MaxRetryAfter = time.Minute
+
+// retryAfter reads a Retry-After of delay-seconds; an HTTP date or
+// anything else reads as none.
+func retryAfter(v string) time.Duration {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return min(time.Duration(n)*time.Second, MaxRetryAfter)
 }
 
 // Result is what one answer to an operation means. Exactly one of three

@@ -404,7 +404,8 @@ func (op Operation) route() (string, []byte, error) {
 
 // replyOf is the Reply of resp with its whole body.
 func replyOf(resp *http.Response, body []byte) Reply {
-	return Reply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Replayed: resp.Header.Get(api.HeaderReplayed) == "true", Body: body}
+	return Reply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Replayed: resp.Header.Get(api.HeaderReplayed) == "true", Body: body,
+		RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 }
 
 // Reserve sends the reservation req under key (Send) and returns the
