@@ -92,7 +92,7 @@ type Options struct {
 	// MaxBatch bounds how many Updates share one commit. Zero means 1024.
 	MaxBatch int
 	// OnCommit, if set, is told how many Updates shared each successful
-	// commit and how many of them were batches (engine.IsBatch), before
+	// commit and how many of them were batches (engine.BatchItems), before
 	// their callers return (for the daemon's metrics); without group
 	// commit calls is always 1.
 	OnCommit func(calls, batches int)
@@ -151,7 +151,7 @@ type Store struct {
 type call struct {
 	fn    func(engine.Tx) error
 	err   chan error
-	batch bool // The Update of a batch (engine.IsBatch).
+	items int // The items of a batch's Update (engine.BatchItems), else 0.
 }
 
 // Open opens the database at path, or creates it (mode 0600) if path does
@@ -332,11 +332,11 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 			return s.db.Update(func(btx *bolt.Tx) error { return s.safeCall(fn, &tx{b: btx}) })
 		})
 		if err == nil && s.onCommit != nil {
-			s.onCommit(1, batches(engine.IsBatch(ctx)))
+			s.onCommit(1, batches(engine.BatchItems(ctx)))
 		}
 		return err
 	}
-	c := call{fn: fn, err: make(chan error, 1), batch: engine.IsBatch(ctx)}
+	c := call{fn: fn, err: make(chan error, 1), items: engine.BatchItems(ctx)}
 	s.calls <- c
 	return <-c.err
 }
@@ -463,14 +463,16 @@ func (s *Store) commitLoop(nice int, started chan<- error) {
 	batch := make([]call, 0, s.maxBatch)
 	for c := range s.calls {
 		batch = append(batch[:0], c)
+		items := c.items
 	fill:
-		for len(batch) < s.maxBatch {
+		for len(batch) < s.maxBatch && items < maxCommitItems {
 			select {
 			case c, ok := <-s.calls:
 				if !ok {
 					break fill
 				}
 				batch = append(batch, c)
+				items += c.items
 			default:
 				break fill
 			}
@@ -479,13 +481,20 @@ func (s *Store) commitLoop(nice int, started chan<- error) {
 	}
 }
 
-// batches counts a batch's Update as one.
-func batches(batch bool) int {
-	if batch {
+// batches counts a batch's Update (one of items items) as one.
+func batches(items int) int {
+	if items > 0 {
 		return 1
 	}
 	return 0
 }
+
+// maxCommitItems bounds the reservations one group commit takes from
+// batches: a commit takes a batch whatever its size, but no more calls
+// once its batches hold this many items, so that a commit (its memory, its
+// latency, and the work a failing call makes the others do again) stays
+// bounded when the calls are batches of up to 1,000 items each.
+const maxCommitItems = 10_000
 
 // commit runs batch in one transaction. A call whose function fails is
 // answered with its error (its writes were rolled back with the transaction)
@@ -528,7 +537,7 @@ func (s *Store) commit(batch []call) {
 		if err == nil && s.onCommit != nil {
 			n := 0
 			for _, c := range batch {
-				n += batches(c.batch)
+				n += batches(c.items)
 			}
 			s.onCommit(len(batch), n)
 		}

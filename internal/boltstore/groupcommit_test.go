@@ -213,3 +213,52 @@ func TestCommitCountsBatches(t *testing.T) {
 		t.Errorf("workshop = %+v, %v", w, err)
 	}
 }
+
+// TestCommitBoundedByItems: batches queued behind a held writer share
+// commits of at most about 10,000 items: 12 batches of 1,000 take at least
+// two commits, none with more than 10 of them.
+func TestCommitBoundedByItems(t *testing.T) {
+	var mu sync.Mutex
+	var perCommit []int
+	s := mustOpen(t, boltstore.Options{OnCommit: func(_, b int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b > 0 {
+			perCommit = append(perCommit, b)
+		}
+	}})
+	ctx := context.Background()
+	if _, _, err := engine.New(s).PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 100_000, MaxQuantity: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	var queued, wg sync.WaitGroup
+	queued.Add(12)
+	queuing := engine.New(&signalOnUpdate{Store: s, once: queued.Done})
+	for range 12 {
+		wg.Go(func() {
+			entries := make([]engine.BatchEntry, engine.MaxBatchItems)
+			for i := range entries {
+				entries[i] = engine.BatchEntry{Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: "go-basics", Quantity: 1}}
+			}
+			if _, err := queuing.Batch(ctx, "bob", entries, false); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	queued.Wait()
+	release()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	total := 0
+	for _, b := range perCommit {
+		total += b
+		if b > 10 {
+			t.Errorf("a commit took %d batches of 1,000", b)
+		}
+	}
+	if total != 12 || len(perCommit) < 2 {
+		t.Errorf("batches per commit %v, want 12 in at least two commits", perCommit)
+	}
+}

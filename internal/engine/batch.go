@@ -40,12 +40,18 @@ type BatchItemResult struct {
 	Err     error
 }
 
-// batchKey marks the context of a batch's store write.
+// batchKey marks the context of a batch's store write with its number of
+// items.
 type batchKey struct{}
 
-// IsBatch reports whether ctx is the context of the store write (Update)
-// of a batch, for a store that reports how many batches shared a commit.
-func IsBatch(ctx context.Context) bool { return ctx.Value(batchKey{}) != nil }
+// BatchItems is the number of items of the batch whose store write
+// (Update) ctx is the context of, and 0 for any other write: for a store
+// that reports how many batches shared a commit, or bounds a commit by the
+// items in it.
+func BatchItems(ctx context.Context) int {
+	n, _ := ctx.Value(batchKey{}).(int)
+	return n
+}
 
 // errBatchRefused rolls back the transaction of an atomic batch that an
 // item refused.
@@ -102,7 +108,7 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 	workshops := batchWorkshops(entries, invalid)
 	var res BatchResult
 	mint := func(now time.Time) (string, string) { return e.newID(now), e.newID(now) }
-	err := e.store.Update(context.WithValue(ctx, batchKey{}, true), func(tx Tx) error {
+	err := e.store.Update(context.WithValue(ctx, batchKey{}, len(entries)), func(tx Tx) error {
 		for _, id := range workshops {
 			if _, _, err := tx.Workshop(id); err != nil {
 				return fmt.Errorf("look up workshop %s: %w", id, err)
