@@ -70,7 +70,9 @@ for cmd in reserved reservectl; do
     -o "$root/usr/bin/$cmd" "./cmd/$cmd"
 done
 
-go run ./internal/tools/gendocs -version "$version" "$work/docs"
+# The man pages are dated by the commit, not the day of the build.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)} \
+  go run ./internal/tools/gendocs -version "$version" "$work/docs"
 install -d "$root/usr/share/man/man1"
 for page in "$work"/docs/man/man1/*.1; do
   gzip -9n <"$page" >"$root/usr/share/man/man1/$(basename "$page").gz"
