@@ -18,7 +18,10 @@ cd "$(dirname "$0")/.."
 
 die() { echo "package.sh: $*" >&2; exit 1; }
 
-[ $# -le 1 ] || die "usage: scripts/package.sh [VERSION]"
+if [ $# -gt 1 ]; then
+  echo "usage: scripts/package.sh [VERSION]" >&2
+  exit 2
+fi
 
 # debian_version turns a git description (v1.2.3-4-gabc1234-dirty) into a
 # Debian version (1.2.3+4.gabc1234.dirty) that sorts after its tag and
@@ -47,7 +50,7 @@ fi
 
 goarch=$(go env GOARCH)
 case $goarch in
-amd64 | arm64 | riscv64 | ppc64el | s390x) arch=$goarch ;;
+amd64 | arm64 | riscv64 | s390x) arch=$goarch ;;
 386) arch=i386 ;;
 arm) arch=armhf ;;
 ppc64le) arch=ppc64el ;;
@@ -105,6 +108,8 @@ Description: idempotent workshop reservations over HTTP
  reserved.service as the system user "reserved".
 CONTROL
 
-deb=$out/reserve_${version}_${arch}.deb
-dpkg-deb --build --root-owner-group "$root" "$deb" >/dev/null
-echo "$deb"
+# Built aside and moved into place, so a failure leaves no partial package.
+name=reserve_${version}_${arch}.deb
+dpkg-deb --build --root-owner-group "$root" "$work/$name" >/dev/null
+mv "$work/$name" "$out/$name"
+echo "$out/$name"
