@@ -119,7 +119,7 @@ func Listeners() (map[string]*os.File, error) {
 		list = strings.Split(names, ":")
 	}
 	if len(list) != n {
-		return nil, fmt.Errorf("%s=%q names %d file descriptors, %s=%d passes %d", EnvListenNames, names, len(list), EnvListenFDs, n, n)
+		return nil, fmt.Errorf("%s=%d passes %d file descriptors but %s=%q names %d; name each one (FileDescriptorName= or systemd-socket-activate --fdname)", EnvListenFDs, n, n, EnvListenNames, names, len(list))
 	}
 	files := make(map[string]*os.File, n)
 	for i, name := range list {
@@ -131,6 +131,16 @@ func Listeners() (map[string]*os.File, error) {
 		files[name] = os.NewFile(uintptr(fd), name)
 	}
 	return files, nil
+}
+
+// Listener returns the listening socket of an inherited file, which it
+// closes: an error if the file is not a socket or not listening.
+func Listener(f *os.File) (net.Listener, error) {
+	defer f.Close()
+	if err := checkListening(f); err != nil {
+		return nil, err
+	}
+	return net.FileListener(f)
 }
 
 func closeAll(files map[string]*os.File) error {
