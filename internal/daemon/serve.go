@@ -124,7 +124,11 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 		Long: `serve opens the database and serves the HTTP API until SIGINT or SIGTERM.
 
 On the Unix socket the caller's uid is its identity (actor unix-<username>;
-root and the daemon's own user are admins). On TCP every request needs an
+root, the daemon's own user and members of --admin-group are admins).
+
+Under systemd it sends READY=1, STOPPING=1 and, with WATCHDOG_USEC, watchdog
+pings while the store answers reads (Type=notify); listeners passed by socket
+activation named "socket" and "tcp" replace --socket and --listen. On TCP every request needs an
 Authorization: Bearer token, created by an admin with POST /api/v1/tokens.
 A new database gets the demo workshop "workshop-demo" unless --no-demo.
 
