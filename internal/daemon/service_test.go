@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
@@ -13,8 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/paths/pathstest"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -348,4 +351,91 @@ func TestAdminGroupUnknown(t *testing.T) {
 	}
 	mustNotExist(t, socket)
 	mustNotExist(t, filepath.Join(dir, "reserved.db"))
+}
+
+// TestWatchdogAndReadyzFollowPostgres runs reserved on PostgreSQL through
+// a proxy and takes the database away, cut off (connections refused) or
+// stalled (accepted, never answered): /readyz answers 503
+// store_unavailable within a bounded time, /livez stays 200, and the
+// watchdog pings stop, each missed one logged; once the database is back,
+// the pings and /readyz's 200 return.
+func TestWatchdogAndReadyzFollowPostgres(t *testing.T) {
+	for _, outage := range []string{"Cut", "Stall"} {
+		t.Run(outage, func(t *testing.T) {
+			dsn, _ := pgtest.FreshSchema(t)
+			proxy, via := pgtest.NewProxy(t, dsn)
+			dir := t.TempDir()
+			socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+			notify, msgs := notifySocket(t)
+			p := launch(t, env(dir, "NOTIFY_SOCKET="+notify, "WATCHDOG_USEC=400000"),
+				"serve", "--store", "postgres", "--dsn", via, "--socket", socket, "--listen", "", "--log-format", "json")
+			p.socket = socket
+			if m := next(t, msgs, "READY=1"); m != "READY=1" {
+				t.Fatalf("first notification = %q", m)
+			}
+			if m := next(t, msgs, "WATCHDOG=1"); m != "WATCHDOG=1" {
+				t.Fatalf("notification = %q, want WATCHDOG=1", m)
+			}
+			p.waitServing(t)
+			ctx := context.Background()
+			get := func(path string) (*http.Response, []byte) {
+				t.Helper()
+				resp, body, err := p.socketClient().Do(ctx, http.MethodGet, path, nil, nil)
+				if err != nil {
+					t.Fatalf("GET %s: %v", path, err)
+				}
+				return resp, body
+			}
+			if resp, body := get(api.PathReady); resp.StatusCode != http.StatusOK {
+				t.Fatalf("/readyz with the database up = %d %s", resp.StatusCode, body)
+			}
+			if outage == "Cut" {
+				proxy.Cut()
+			} else {
+				proxy.Stall()
+			}
+			servertest.Eventually(t, startTimeout, "/readyz 503", func() bool {
+				resp, body := get(api.PathReady)
+				return wantStoreUnavailable(resp, body) == nil
+			})
+			if resp, body := get(api.PathLive); resp.StatusCode != http.StatusOK {
+				t.Errorf("/livez with the database down = %d %s", resp.StatusCode, body)
+			}
+			missed := func() int {
+				recs, _ := p.logs.Records()
+				n := 0
+				for _, r := range recs {
+					if r["msg"] == "no watchdog ping: the store does not answer reads" {
+						n++
+					}
+				}
+				return n
+			}
+			// A ping sent before the outage may still be on its way until
+			// the first missed one is logged; none may come after.
+			var first int
+			servertest.Eventually(t, startTimeout, "a missed watchdog ping", func() bool { first = missed(); return first > 0 })
+			servertest.Eventually(t, startTimeout, "another missed watchdog ping", func() bool { return missed() > first })
+			for len(msgs) > 0 {
+				<-msgs
+			}
+			mark := missed()
+			servertest.Eventually(t, startTimeout, "two more missed watchdog pings", func() bool { return missed() >= mark+2 })
+			for len(msgs) > 0 {
+				if m := <-msgs; m == "WATCHDOG=1" {
+					t.Fatal("a watchdog ping was sent while the database was down")
+				}
+			}
+			proxy.Restore()
+			if m := next(t, msgs, "WATCHDOG=1"); m != "WATCHDOG=1" {
+				t.Fatalf("notification after the database came back = %q, want WATCHDOG=1", m)
+			}
+			if resp, body := get(api.PathReady); resp.StatusCode != http.StatusOK {
+				t.Errorf("/readyz after the database came back = %d %s", resp.StatusCode, body)
+			}
+			if code := p.stop(t); code != 0 {
+				t.Errorf("exit code = %d", code)
+			}
+		})
+	}
 }
