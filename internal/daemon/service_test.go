@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/paths/pathstest"
 	"github.com/reserve/reserve/internal/pgstore/pgtest"
@@ -437,5 +438,36 @@ func TestWatchdogAndReadyzFollowPostgres(t *testing.T) {
 				t.Errorf("exit code = %d", code)
 			}
 		})
+	}
+}
+
+// TestNoReadyWithoutStore: a daemon whose store cannot be opened (another
+// process holds the database's lock) never says READY=1, although its
+// listeners were already up, and exits with an error.
+func TestNoReadyWithoutStore(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "reserved.db")
+	held, err := boltstore.Open(db, boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	notify, msgs := notifySocket(t)
+	p := launch(t, env(dir, "NOTIFY_SOCKET="+notify), serveArgs(dir, socket)...)
+	if code := p.wait(t); code == 0 {
+		t.Fatalf("reserved served on a locked database:\n%s", p.logs)
+	}
+	// Everything the daemon sent is queued before this marker.
+	c, err := net.Dial("unixgram", notify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("marker"))
+	c.Close()
+	for m := next(t, msgs, "marker"); m != "marker"; m = next(t, msgs, "marker") {
+		if m == "READY=1" {
+			t.Fatal("READY=1 was sent although the store never opened")
+		}
 	}
 }
