@@ -44,7 +44,15 @@ func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Cont
 	if info.framing != nil {
 		c = info.framing.NetConn()
 	}
-	cred, err := peercred.Get(c)
+	// The supplementary groups (SO_PEERGROUPS, Linux 4.13 and later) are
+	// read only when they decide something.
+	var cred peercred.Cred
+	var err error
+	if len(s.adminGIDs) > 0 {
+		cred, err = peercred.Get(c)
+	} else {
+		cred.UID, err = peercred.UID(c)
+	}
 	if err != nil {
 		info.peerErr = fmt.Errorf("read peer credentials: %w", err)
 	} else {
