@@ -34,6 +34,8 @@ const (
 // Paths of the API. Routes with an id are built by the functions below.
 const (
 	PathHealth       = "/healthz"
+	PathLive         = "/livez"
+	PathReady        = "/readyz"
 	PathMetrics      = "/metrics"
 	PathWhoAmI       = "/api/v1/whoami"
 	PathWorkshops    = "/api/v1/workshops"

@@ -110,11 +110,12 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func newVersionCmd(stdout io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:     "version",
-		Short:   "Print the version of reserved",
+		Short:   "Print the version of reserved and the revision it was built from",
 		Example: "  reserved version",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			fmt.Fprintln(stdout, version.Line("reserved"))
+			fmt.Fprintln(stdout, "revision "+version.RevisionLabel())
 			return nil
 		},
 	}

@@ -64,6 +64,7 @@ type serveOptions struct {
 	committerNice   int
 	acceptRollback  bool
 	maxTCPConns     int
+	adminGroup      string
 	maxSocketConns  int
 	// Whether the caps were given, rather than defaults that may be
 	// lowered to fit the open file limit.
@@ -111,6 +112,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.acceptRollback, "accept-rollback", false, "bolt: when one of the database's two meta pages is damaged, serve the older transaction the intact one records and lose the newest (its reservations, receipts and changes) instead of refusing to start; only when no backup can be restored, e.g. reserved serve --db reserved.db --accept-rollback")
 	f.IntVar(&o.maxTCPConns, "max-tcp-connections", defaultMaxTCPConns, fmt.Sprintf("most connections the TCP listener holds at once, e.g. --max-tcp-connections 512; at the cap the one idle longest is closed to admit a new one, with none idle the one waiting longest for its first request header, and with every one busy with a request the new one; together with --max-socket-connections it must fit in the open file limit (RLIMIT_NOFILE) less %d files kept for the database and others, or the defaults are lowered to fit", fdReserve))
 	f.IntVar(&o.maxSocketConns, "max-socket-connections", defaultMaxSocketConns, "most connections the Unix socket holds at once, on top of TCP's, e.g. --max-socket-connections 64; at the cap as with --max-tcp-connections")
+	f.StringVar(&o.adminGroup, "admin-group", "", "members of this group (by name or gid; the peer's primary or a supplementary group, as the kernel recorded them when it connected) are admins on the Unix socket, besides root and the daemon's own user, e.g. --admin-group reserve-admin")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this TCP address, e.g. 127.0.0.1:6060 (for profiling only)")
 }
 
@@ -122,7 +124,11 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 		Long: `serve opens the database and serves the HTTP API until SIGINT or SIGTERM.
 
 On the Unix socket the caller's uid is its identity (actor unix-<username>;
-root and the daemon's own user are admins). On TCP every request needs an
+root, the daemon's own user and members of --admin-group are admins).
+
+Under systemd it sends READY=1, STOPPING=1 and, with WATCHDOG_USEC, watchdog
+pings while the store answers reads (Type=notify); listeners passed by socket
+activation named "socket" and "tcp" replace --socket and --listen. On TCP every request needs an
 Authorization: Bearer token, created by an admin with POST /api/v1/tokens.
 A new database gets the demo workshop "workshop-demo" unless --no-demo.
 
@@ -190,6 +196,29 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil || mode > 0o777 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--socket-mode %q is not an octal permission such as 0600", o.socketMode)}
 	}
+	var adminGIDs []uint32
+	if o.adminGroup != "" {
+		gid, err := lookupGroup(o.adminGroup)
+		if err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
+		adminGIDs = []uint32{gid}
+	}
+	notifier, err := newServiceNotifier(logger)
+	if err != nil {
+		return err
+	}
+	// Listeners passed by socket activation replace --socket and --listen.
+	inheritedSock, inheritedTCP, err := inheritedListeners()
+	if err != nil {
+		return err
+	}
+	if inheritedSock != nil {
+		o.socket = inheritedSock.Addr().String()
+	}
+	if inheritedTCP != nil {
+		o.listen = inheritedTCP.Addr().String()
+	}
 	if o.socket == "" {
 		return &exitError{code: ExitUsage, err: errors.New("--socket must not be empty")}
 	}
@@ -205,15 +234,20 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	// database file, the demo workshop) is created; a second daemon on the
 	// socket fails at once, before it waits for the database lock.
 	// Connections that arrive meanwhile wait in the listeners' backlogs.
-	sockLn, releaseSocket, err := claimSocket(o.socket, os.FileMode(mode))
-	if err != nil {
-		return err
+	sockLn, releaseSocket := inheritedSock, func(bool) { inheritedSock.Close() }
+	if sockLn == nil {
+		if sockLn, releaseSocket, err = claimSocket(o.socket, os.FileMode(mode)); err != nil {
+			return err
+		}
 	}
 	serving := false
 	defer func() { releaseSocket(!serving) }()
 	var tcpLn net.Listener
 	tcpAddr := ""
-	if o.listen != "" {
+	if inheritedTCP != nil {
+		tcpLn, tcpAddr = inheritedTCP, inheritedTCP.Addr().String()
+		defer tcpLn.Close()
+	} else if o.listen != "" {
 		if tcpLn, err = net.Listen("tcp", o.listen); err != nil {
 			return fmt.Errorf("listen on %s (--listen, %s): %w; choose another address, or --listen '' to serve only the socket", o.listen, EnvListen, err)
 		}
@@ -280,6 +314,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		Logger:            logger,
 		Metrics:           metrics,
 		DaemonUID:         os.Getuid(),
+		AdminGIDs:         adminGIDs,
 		AllowedHosts:      o.allowedHosts,
 		ReadHeaderTimeout: o.headerTimeout,
 		WriteTimeout:      o.writeTimeout,
@@ -329,8 +364,11 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if caps.lowered {
 		logger.Warn("the open file limit (RLIMIT_NOFILE) is too low for the default connection caps, so they are lowered to fit; raise the limit (ulimit -n, systemd LimitNOFILE=) or set --max-tcp-connections and --max-socket-connections", "open_files", openFiles, "kept_for_other_files", fdReserve, "max_tcp_connections", caps.tcp, "max_socket_connections", caps.socket)
 	}
+	// Both listeners accept (connections wait in their backlogs until
+	// the servers take them) and the store is open.
+	notifier.ready(eng)
 	// This line comes last: whoever waits for it finds every start line.
-	logger.Info("reserved is serving", "version", version.String(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "group_commit", groupCommits(store), "gc_percent", gcPercent(), "committer_nice", committerNice,
+	logger.Info("reserved is serving", "version", version.String(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "socket_activated", inheritedSock != nil || inheritedTCP != nil, "admin_group", o.adminGroup, "group_commit", groupCommits(store), "gc_percent", gcPercent(), "committer_nice", committerNice,
 		"open_files", openFiles, "max_socket_connections", caps.socket, "max_tcp_connections", caps.tcp)
 
 	var serveErr, damage error
@@ -344,6 +382,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Error("the database is damaged: shutting down instead of serving from it; restore it from a backup", "error", damage)
 	}
 	stop()
+	notifier.stopping()
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,6 +14,8 @@ type Engine struct {
 	now    func() time.Time
 	newID  func(time.Time) string
 	tokens tokenCache
+	// pinging is set while a read of Ping waits for the store.
+	pinging atomic.Bool
 }
 
 // Option configures an Engine.

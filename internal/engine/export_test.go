@@ -13,3 +13,6 @@ var (
 	DecodeBatchTokens = decodeBatchTokens
 	DecodeBatchPlain  = decodeBatchPlain
 )
+
+// ErrPingPending is Ping's cause while an earlier read still waits.
+var ErrPingPending = errPingPending

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,11 +44,20 @@ func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Cont
 	if info.framing != nil {
 		c = info.framing.NetConn()
 	}
-	uid, err := peercred.UID(c)
+	// The supplementary groups (SO_PEERGROUPS, Linux 4.13 and later) are
+	// read only when they decide something.
+	var cred peercred.Cred
+	var err error
+	if len(s.adminGIDs) > 0 {
+		cred, err = peercred.Get(c)
+	} else {
+		cred.UID, err = peercred.UID(c)
+	}
 	if err != nil {
 		info.peerErr = fmt.Errorf("read peer credentials: %w", err)
 	} else {
-		info.peer = SocketPrincipal(uid, s.daemonUID, lookupUsername)
+		info.peer = SocketPrincipal(cred.UID, s.daemonUID, lookupUsername)
+		info.peer.Admin = info.peer.Admin || InAdminGroup(cred, s.adminGIDs)
 	}
 	return context.WithValue(ctx, connKey{}, info)
 }
@@ -70,6 +80,21 @@ func SocketPrincipal(uid uint32, daemonUID int, lookup func(uid uint32) (string,
 		actor = "unix-" + name
 	}
 	return engine.Principal{Actor: actor, Admin: uid == 0 || int64(uid) == int64(daemonUID)}
+}
+
+// InAdminGroup reports whether a socket peer is a member of one of the
+// admin groups (--admin-group): its primary gid or one of its
+// supplementary groups, both as the kernel recorded them when it
+// connected. The kernel's record is the peer's real membership at that
+// moment; the group database could list members the process never had,
+// or miss a group the process was given.
+func InAdminGroup(cred peercred.Cred, adminGIDs []uint32) bool {
+	for _, g := range adminGIDs {
+		if cred.GID == g || slices.Contains(cred.Groups, g) {
+			return true
+		}
+	}
+	return false
 }
 
 func lookupUsername(uid uint32) (string, error) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/version"
 )
 
 // Metrics are the daemon's Prometheus metrics, in a registry of their own.
@@ -77,6 +79,12 @@ func NewMetrics() *Metrics {
 		m.holds.WithLabelValues(e)
 	}
 	m.ratios = newRatioWindow(time.Now)
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "reserved_build_info",
+		Help: "Always 1; its labels say what is running: the version, the version control revision it was built from (with -modified when the tree had uncommitted changes, unknown when the build recorded none) and the Go release.",
+	}, []string{"version", "revision", "goversion"})
+	build.WithLabelValues(version.String(), version.RevisionLabel(), runtime.Version()).Set(1)
+	m.reg.MustRegister(build)
 	m.reg.MustRegister(m.requests, m.latency, m.commits, m.batches, m.batchCommits, m.connCap, m.holds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(m.ratios.collectors()...)

@@ -2,12 +2,28 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// health is GET /healthz.
+// ReadyTimeout is how long GET /readyz waits for the store to answer a
+// read before it answers 503.
+const ReadyTimeout = time.Second
+
+// ready is GET /readyz: 200 once the store answers a read within
+// ReadyTimeout, else 503 store_unavailable, so that a load balancer sends
+// requests only to a daemon whose store can decide them.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	if err := s.eng.Ping(r.Context(), ReadyTimeout); err != nil {
+		return err
+	}
+	return s.health(w, r, engine.Principal{})
+}
+
+// health is GET /healthz and GET /livez: 200 whenever the process serves,
+// whatever the state of the store.
 func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ engine.Principal) error {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Write([]byte("ok\n"))

@@ -147,6 +147,8 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 	type sample = struct{ path, body string }
 	return map[string]sample{
 		"GET /healthz":                          {api.PathHealth, ""},
+		"GET /livez":                            {api.PathLive, ""},
+		"GET /readyz":                           {api.PathReady, ""},
 		"GET /metrics":                          {api.PathMetrics, ""},
 		"GET /api/v1/whoami":                    {api.PathWhoAmI, ""},
 		"GET /api/v1/workshops":                 {api.PathWorkshops, ""},
@@ -193,7 +195,7 @@ func sampleCall(via, route, path, body string) call {
 
 // anyoneRoutes are the routes that need no credentials.
 var anyoneRoutes = map[string]bool{
-	"GET /healthz": true, "GET /api/v1/openapi.yaml": true, "GET /{$}": true, "GET /app.js": true, "GET /style.css": true,
+	"GET /healthz": true, "GET /livez": true, "GET /readyz": true, "GET /api/v1/openapi.yaml": true, "GET /{$}": true, "GET /app.js": true, "GET /style.css": true,
 	"GET /favicon.svg": true, "GET " + api.PathLogin: true, "POST " + api.PathSessions: true, "DELETE " + api.PathCurrentSession: true,
 }
 
@@ -231,6 +233,8 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	// Anyone's routes, the identity and the metrics.
 	for _, via := range []string{viaSocket, h.Alice} {
 		tr.do("GET /healthz", call{via: via, method: http.MethodGet, path: api.PathHealth}, http.StatusOK)
+		tr.do("GET /livez", call{via: via, method: http.MethodGet, path: api.PathLive}, http.StatusOK)
+		tr.do("GET /readyz", call{via: via, method: http.MethodGet, path: api.PathReady}, http.StatusOK)
 		tr.do("GET /api/v1/openapi.yaml", call{via: via, method: http.MethodGet, path: api.PathOpenAPI}, http.StatusOK)
 		tr.do("GET /api/v1/whoami", call{via: via, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
 		tr.do("GET /api/v1/workshops", call{via: via, method: http.MethodGet, path: api.PathWorkshops}, http.StatusOK)
@@ -532,6 +536,8 @@ func TestOpenAPIMatchesStoreUnavailable(t *testing.T) {
 			tr.do(route, sampleCall(viaSocket, route, s.path, s.body), want)
 		}
 	}
+	tr.do("GET /livez", call{via: viaNoToken, method: http.MethodGet, path: api.PathLive}, http.StatusOK)
+	tr.do("GET /readyz", call{via: viaNoToken, method: http.MethodGet, path: api.PathReady}, http.StatusServiceUnavailable)
 	sameOrigin := []string{"Sec-Fetch-Site", "same-origin", "Origin", tr.h.URL}
 	tr.do("POST "+api.PathSessions, withHeader(sampleCall(viaNoToken, "POST "+api.PathSessions, api.PathSessions, `{"code":"rlc_x"}`), sameOrigin...), http.StatusServiceUnavailable)
 	tr.do("DELETE "+api.PathCurrentSession, call{via: "rss_x", method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusServiceUnavailable)
@@ -541,6 +547,8 @@ func TestOpenAPIMatchesStoreUnavailable(t *testing.T) {
 // peer is known without the store, when the store cannot serve.
 var socketUnavailable = map[string]int{
 	"GET /healthz":                          http.StatusOK,
+	"GET /livez":                            http.StatusOK,
+	"GET /readyz":                           http.StatusServiceUnavailable,
 	"GET /metrics":                          http.StatusOK,
 	"GET /api/v1/whoami":                    http.StatusOK,
 	"GET /api/v1/workshops":                 http.StatusServiceUnavailable,

@@ -33,6 +33,8 @@ type route struct {
 func (s *Server) routes() []route {
 	rs := []route{
 		{"GET /healthz", anyone, s.health},
+		{"GET /livez", anyone, s.health},
+		{"GET /readyz", anyone, s.ready},
 		{"GET /metrics", socketOrAdmin, s.serveMetrics},
 		{"GET /api/v1/whoami", actor, s.whoami},
 		{"GET /api/v1/workshops", actor, s.listWorkshops},

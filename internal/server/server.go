@@ -45,6 +45,9 @@ type Config struct {
 	Metrics *Metrics
 	// DaemonUID is the uid whose socket peers are admins besides root.
 	DaemonUID int
+	// AdminGIDs are groups whose members are admins on the socket
+	// (InAdminGroup). Nil means none.
+	AdminGIDs []uint32
 	// AllowedHosts adds Host names accepted on loopback TCP listeners.
 	AllowedHosts []string
 	// Faults, if set, is the fault injection of a daemon started with
@@ -77,6 +80,7 @@ type Server struct {
 	log            *slog.Logger
 	metrics        *Metrics
 	daemonUID      int
+	adminGIDs      []uint32
 	allowedHosts   map[string]bool
 	faultInjection Faults
 	backupFn       Backup
@@ -103,6 +107,7 @@ func New(cfg Config) *Server {
 		log:            cfg.Logger,
 		metrics:        cfg.Metrics,
 		daemonUID:      cfg.DaemonUID,
+		adminGIDs:      cfg.AdminGIDs,
 		allowedHosts:   map[string]bool{},
 		faultInjection: cfg.Faults,
 		backupFn:       cfg.Backup,

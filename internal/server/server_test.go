@@ -16,6 +16,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/peercred"
 	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
@@ -479,5 +480,24 @@ func TestConcurrentSameKeyOverHTTP(t *testing.T) {
 	}
 	if reservations, receipts := h.Counts(t); created != 1 || reservations != 1 || receipts != 1 {
 		t.Errorf("%d first answers, %d reservations, %d receipts; want 1 each", created, reservations, receipts)
+	}
+}
+
+// TestInAdminGroup: a socket peer is in an admin group by its primary gid
+// or by one of its supplementary groups, and in none without admin groups.
+func TestInAdminGroup(t *testing.T) {
+	for _, tt := range []struct {
+		cred   peercred.Cred
+		groups []uint32
+		want   bool
+	}{
+		{peercred.Cred{UID: 1000, GID: 50}, []uint32{50}, true},
+		{peercred.Cred{UID: 1000, GID: 1000, Groups: []uint32{27, 50}}, []uint32{50}, true},
+		{peercred.Cred{UID: 1000, GID: 1000, Groups: []uint32{27}}, []uint32{50}, false},
+		{peercred.Cred{UID: 1000, GID: 0, Groups: []uint32{0}}, nil, false},
+	} {
+		if got := server.InAdminGroup(tt.cred, tt.groups); got != tt.want {
+			t.Errorf("InAdminGroup(%+v, %v) = %v, want %v", tt.cred, tt.groups, got, tt.want)
+		}
 	}
 }

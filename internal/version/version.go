@@ -29,3 +29,37 @@ func String() string {
 func Line(program string) string {
 	return program + " " + String() + " (" + runtime.Version() + ")"
 }
+
+// Revision returns the version control revision the program was built
+// from and whether its tree had uncommitted changes, from the build
+// information; revision is "" when the build recorded none (go build
+// -buildvcs=false, or outside a checkout).
+func Revision() (revision string, modified bool) {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "", false
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return revision, modified
+}
+
+// RevisionLabel is Revision as one string: the revision, with
+// "-modified" appended when the tree had uncommitted changes, or
+// "unknown".
+func RevisionLabel() string {
+	revision, modified := Revision()
+	switch {
+	case revision == "":
+		return "unknown"
+	case modified:
+		return revision + "-modified"
+	}
+	return revision
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package sdnotify
+
+func setCloseOnExec(int) {}
