@@ -71,13 +71,24 @@ func TestBuildInfo(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("build reserved with -buildvcs=true: %v\n%s", err, out)
 		}
-		out, err := exec.Command(bin, "version").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(lines) != 2 || !strings.HasPrefix(lines[0], "reserved ") || lines[1] != "revision "+want {
-			t.Errorf("reserved version = %q, want a version line and \"revision %s\"", out, want)
+		for _, program := range []string{"reserved", "reservectl"} {
+			exe := bin
+			if program == "reservectl" {
+				exe = bin + "ctl"
+				cmd := exec.Command("go", "build", "-buildvcs=true", "-o", exe, "./cmd/reservectl")
+				cmd.Dir = src
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("build reservectl with -buildvcs=true: %v\n%s", err, out)
+				}
+			}
+			out, err := exec.Command(exe, "version").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], program+" ") || lines[1] != "revision "+want {
+				t.Errorf("%s version = %q, want a version line and \"revision %s\"", program, out, want)
+			}
 		}
 	}
 	f, err := os.OpenFile(filepath.Join(src, "README.md"), os.O_APPEND|os.O_WRONLY, 0)
