@@ -3,7 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -14,8 +14,10 @@ type Engine struct {
 	now    func() time.Time
 	newID  func(time.Time) string
 	tokens tokenCache
-	// pinging is set while a read of Ping waits for the store.
-	pinging atomic.Bool
+	// ping is the read of Ping that waits for the store, if any, which
+	// every Ping meanwhile shares; pingMu guards it.
+	pingMu sync.Mutex
+	ping   *pingRead
 }
 
 // Option configures an Engine.

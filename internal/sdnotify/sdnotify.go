@@ -11,6 +11,7 @@ package sdnotify
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -88,7 +89,7 @@ func WatchdogInterval() (time.Duration, error) {
 		return 0, nil
 	}
 	n, err := strconv.ParseUint(usec, 10, 63)
-	if err != nil || n == 0 {
+	if err != nil || n == 0 || n > math.MaxInt64/uint64(time.Microsecond) {
 		return 0, fmt.Errorf("%s=%q is not a positive number of microseconds", EnvWatchdogUSec, usec)
 	}
 	return time.Duration(n) * time.Microsecond / 2, nil

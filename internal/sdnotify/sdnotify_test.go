@@ -48,7 +48,8 @@ func TestNotifyUnset(t *testing.T) {
 }
 
 // TestWatchdogInterval: half of WATCHDOG_USEC, none for another pid, an
-// error for a value that is not a positive number.
+// error for a value that is not a positive number or too large for a
+// duration.
 func TestWatchdogInterval(t *testing.T) {
 	for _, tt := range []struct {
 		usec, pid string
@@ -61,6 +62,8 @@ func TestWatchdogInterval(t *testing.T) {
 		{"2000000", "1", 0, false},
 		{"0", "", 0, true},
 		{"soon", "", 0, true},
+		{"9223372036854775", "", 9223372036854775 * time.Microsecond / 2, false},
+		{"9223372036854776", "", 0, true}, // Would overflow a Duration.
 	} {
 		t.Setenv(EnvWatchdogUSec, tt.usec)
 		t.Setenv(EnvWatchdogPID, tt.pid)
