@@ -401,24 +401,11 @@ func (r *run) worker(ctx context.Context, id int) {
 		reserved int
 		intents  int64
 	)
-	send := func(key engine.OperationKey) (res client.Result, err error) {
-		for attempt := 1; ; attempt++ {
-			start := time.Now()
-			res, err = wc.reserve(ctx, key, r.cfg.Timeout)
-			lat = append(lat, time.Since(start))
-			r.requests.Add(1)
-			if r.cfg.afterRequest != nil {
-				r.cfg.afterRequest()
-			}
-			if (err == nil && res.Decided) || attempt == maxAttempts || ctx.Err() != nil {
-				return res, err
-			}
-			out.Unclear++
-			r.unclear.Add(1)
-			if wc.retryAfter > 0 && r.cfg.wait(ctx, wc.retryAfter) != nil {
-				return res, err
-			}
-		}
+	send := func(key engine.OperationKey) (client.Result, error) {
+		return untilDecided(ctx, r, wc, &lat, &out, func() (client.Result, bool, error) {
+			res, err := wc.reserve(ctx, key, r.cfg.Timeout)
+			return res, res.Decided, err
+		})
 	}
 	for ctx.Err() == nil && r.claim() {
 		intents++
@@ -497,24 +484,11 @@ func (r *run) batchWorker(ctx context.Context, id int) {
 		reserved int
 		intents  int64
 	)
-	send := func(items []client.BatchItem) (reply client.BatchReply, err error) {
-		for attempt := 1; ; attempt++ {
-			start := time.Now()
-			reply, err = wc.batch(ctx, items, r.cfg.Timeout)
-			lat = append(lat, time.Since(start))
-			r.requests.Add(1)
-			if r.cfg.afterRequest != nil {
-				r.cfg.afterRequest()
-			}
-			if (err == nil && reply.Decided) || attempt == maxAttempts || ctx.Err() != nil {
-				return reply, err
-			}
-			out.Unclear++
-			r.unclear.Add(1)
-			if wc.retryAfter > 0 && r.cfg.wait(ctx, wc.retryAfter) != nil {
-				return reply, err
-			}
-		}
+	send := func(items []client.BatchItem) (client.BatchReply, error) {
+		return untilDecided(ctx, r, wc, &lat, &out, func() (client.BatchReply, bool, error) {
+			reply, err := wc.batch(ctx, items, r.cfg.Timeout)
+			return reply, reply.Decided, err
+		})
 	}
 	// refused counts a batch refused as a whole, and reports whether it
 	// was; an undecided one counts as unsettled.
@@ -597,6 +571,31 @@ func (r *run) batchWorker(ctx context.Context, id int) {
 	r.reserved += reserved
 	r.intents += intents
 	r.outcomes.add(out)
+}
+
+// untilDecided sends one request after another with send, which reports
+// whether its answer decides, until one does, up to maxAttempts or until
+// ctx ends: every request is counted with its latency in lat, every
+// undecided answer in out, and a resend waits for the Retry-After the last
+// answer on wc asked for.
+func untilDecided[T any](ctx context.Context, r *run, wc *wire, lat *[]time.Duration, out *Outcomes, send func() (T, bool, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		v, decided, err := send()
+		*lat = append(*lat, time.Since(start))
+		r.requests.Add(1)
+		if r.cfg.afterRequest != nil {
+			r.cfg.afterRequest()
+		}
+		if (err == nil && decided) || attempt == maxAttempts || ctx.Err() != nil {
+			return v, err
+		}
+		out.Unclear++
+		r.unclear.Add(1)
+		if wc.retryAfter > 0 && r.cfg.wait(ctx, wc.retryAfter) != nil {
+			return v, err
+		}
+	}
 }
 
 // sameAnswers reports whether got repeats want item by item: every
