@@ -163,6 +163,28 @@ func TestDebianPackage(t *testing.T) {
 	if !userExists(t) {
 		t.Error("dpkg -P removed the user reserved, though it owns a database that was kept")
 	}
+
+	// A group reserved that exists before the user becomes its primary
+	// group.
+	if err := os.RemoveAll(stateDir); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", nil, "userdel", "reserved")
+	if _, err := user.LookupGroup("reserved"); err == nil {
+		run(t, "", nil, "groupdel", "reserved")
+	}
+	run(t, "", nil, "groupadd", "--system", "reserved")
+	g, err := user.LookupGroup("reserved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", nil, "dpkg", "-i", deb)
+	if u, err := user.Lookup("reserved"); err != nil {
+		t.Errorf("with a group reserved there before, the package did not create the user reserved: %v", err)
+	} else if u.Gid != g.Gid {
+		t.Errorf("the user reserved has the primary group %s, want the group reserved that was there before (%s)", u.Gid, g.Gid)
+	}
+	run(t, "", nil, "dpkg", "-P", "reserve")
 }
 
 // checkContents checks a dpkg-deb -c listing: every file in installed with
