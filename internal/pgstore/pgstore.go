@@ -57,6 +57,23 @@ const (
 	backoffCap  = 50 * time.Millisecond
 )
 
+// DefaultConnectTimeout bounds each attempt to connect to one host of the
+// DSN when the DSN sets no connect_timeout. Without a bound, pgxpool waits
+// two minutes for a host that accepts the connection but never answers (a
+// hung or partitioned primary), and with a multi-host DSN every new
+// connection would wait that long for the dead host before it tries the
+// promoted one.
+const DefaultConnectTimeout = 5 * time.Second
+
+// finishTimeout bounds the COMMIT or ROLLBACK that ends a transaction. They
+// are sent on a context that the caller's cancellation does not reach, so
+// that a cancelled request cannot leave its outcome unknown; the bound keeps
+// a server that hangs (stopped, or cut off without a reset) from pinning the
+// connection, and with it a place of the pool, for ever. A COMMIT that runs
+// out of time closes the connection, and its outcome is unknown, like that of
+// any COMMIT whose connection fails.
+const finishTimeout = 15 * time.Second
+
 // The SQLSTATE codes that make Update run its function again.
 const (
 	codeSerializationFailure = "40001"
@@ -116,6 +133,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	cfg.AfterConnect = scanTimesInUTC
 	where := describe(cfg.ConnConfig)
@@ -223,7 +243,11 @@ func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 	}
 	// The rollback must reach the server even when ctx is cancelled; after a
 	// commit it does nothing.
-	defer ptx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		fctx, cancel := finishing(ctx)
+		defer cancel()
+		ptx.Rollback(fctx)
+	}()
 	t := &tx{ctx: ctx, tx: ptx, write: write}
 	err = fn(t)
 	switch {
@@ -240,10 +264,18 @@ func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 	if err != nil {
 		return err
 	}
-	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
+	fctx, cancel := finishing(ctx)
+	defer cancel()
+	if err := ptx.Commit(fctx); err != nil {
 		return fmt.Errorf("pgstore: commit: %w", err)
 	}
 	return nil
+}
+
+// finishing returns the context of the COMMIT or ROLLBACK of a transaction
+// of ctx: not cancelled with ctx, but bounded by finishTimeout.
+func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
 // retryable reports whether err is a collision with a concurrent
