@@ -28,6 +28,24 @@
 //
 // View runs at REPEATABLE READ READ ONLY, so all reads and scans of one View
 // see a single snapshot.
+//
+// # Sessions and PgBouncer
+//
+// Nothing depends on a session outliving a transaction: no LISTEN/NOTIFY, no
+// SET, no temporary tables, and the migrations' advisory lock belongs to a
+// transaction (see lockMigrations). So the store works behind PgBouncer in
+// transaction pooling mode, which hands each transaction (and each
+// statement outside one) to whichever server connection is free. The one
+// thing the DSN must say there is pgx's query exec mode: the default,
+// cache_statement, prepares named statements on the server connection it
+// happened to get, which PgBouncer 1.18 does not keep (ERROR: prepared
+// statement "stmtcache_…" already exists / does not exist), so behind
+// PgBouncer the DSN sets default_query_exec_mode=exec: one round trip per
+// statement without anything left on the server, and no cached statement
+// descriptions that a migration by another daemon could make stale. On a
+// direct connection the default stays: prepared statements are about twice
+// as fast there (BenchmarkReserveExecModes), and PgBouncer cannot be told
+// apart from a server by the protocol.
 package pgstore
 
 import (
