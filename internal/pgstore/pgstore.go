@@ -164,7 +164,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	created, err := migrate(ctx, pool, !opts.NoMigrate)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("PostgreSQL %s: %w", where, err)
+		return nil, fmt.Errorf("PostgreSQL %s: %w", where, explainPooler(err))
 	}
 	return &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, created: created, where: where}, nil
 }
