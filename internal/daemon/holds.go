@@ -34,7 +34,11 @@ func holdJanitor(ctx context.Context, eng *engine.Engine, every time.Duration, e
 	for {
 		total := 0
 		for {
-			n, more, err := eng.ExpireHolds(ctx, expireHoldsBatch)
+			var more bool
+			n, err := janitorCall(ctx, func(ctx context.Context) (n int, err error) {
+				n, more, err = eng.ExpireHolds(ctx, expireHoldsBatch)
+				return n, err
+			})
 			total += n
 			if err != nil {
 				if ctx.Err() == nil {

@@ -116,6 +116,17 @@ func describeDSN(t *testing.T, dsn string) string {
 // answer again, and `reserved check --store postgres` is clean.
 func TestMultiDaemonPostgres(t *testing.T) {
 	dsn, _ := pgtest.FreshSchema(t)
+	multiDaemon(t, dsn)
+}
+
+// TestMultiDaemonBehindPgBouncer is TestMultiDaemonPostgres with the daemons
+// connected through PgBouncer in transaction pooling mode.
+func TestMultiDaemonBehindPgBouncer(t *testing.T) {
+	multiDaemon(t, pgtest.BouncerDSN(t))
+}
+
+// multiDaemon is the test of TestMultiDaemonPostgres on dsn.
+func multiDaemon(t *testing.T, dsn string) {
 	ctx := context.Background()
 	short := servertest.ShortTempDir(t)
 	type daemonAt struct{ socket, addr string }

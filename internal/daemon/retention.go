@@ -16,6 +16,20 @@ import (
 // write transactions of at most engine.ExpireStep receipts each.
 const expireBatch = 1000
 
+// janitorCallTimeout bounds one call of a janitor to the store. A janitor
+// runs on the daemon's context, which has no deadline: without the bound, a
+// call on a connection to a database server that hangs (stopped, or cut off
+// without a reset) would wait for ever, keeping a connection of the pool
+// and stopping the janitor. The next round tries again.
+const janitorCallTimeout = 15 * time.Second
+
+// janitorCall runs one call of a janitor with janitorCallTimeout.
+func janitorCall[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, janitorCallTimeout)
+	defer cancel()
+	return call(ctx)
+}
+
 // retentionFlags are the serve flags that say how long receipts are kept.
 type retentionFlags struct {
 	retention time.Duration
@@ -51,7 +65,7 @@ func janitor(ctx context.Context, eng *engine.Engine, retention time.Duration, l
 	for {
 		total := 0
 		for {
-			n, err := eng.ExpireReceipts(ctx, retention, expireBatch)
+			n, err := janitorCall(ctx, func(ctx context.Context) (int, error) { return eng.ExpireReceipts(ctx, retention, expireBatch) })
 			if err != nil {
 				if ctx.Err() == nil {
 					logger.Warn("receipt janitor failed", "error", err)

@@ -103,13 +103,10 @@ const migrationLockPoll = 20 * time.Millisecond
 // and refuses any version but SchemaVersion.
 //
 // Daemons starting together apply each step once, and the others find it
-// done: every migration runs under a session-level advisory lock keyed by
-// the schema, which the same daemon holds from before it reads the version
-// until it has recorded the last step. Consecutive migrations that run in a
-// transaction run in one. A daemon waiting for the lock tries it again every
-// migrationLockPoll instead of blocking in PostgreSQL, because a concurrent
-// index build waits for every transaction that is older than it, and one
-// blocked on the lock that the building daemon holds would never end.
+// done: every migration runs under an advisory lock keyed by the schema,
+// which the same daemon holds from before it reads the version until it has
+// recorded the last step (see lockMigrations). Consecutive migrations that
+// run in a transaction run in one.
 func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) (created bool, err error) {
 	if !apply {
 		return false, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -140,7 +137,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, apply bool) (created bool,
 	if err != nil {
 		return false, err
 	}
-	unlock, err := lockMigrations(ctx, conn, schema)
+	unlock, err := lockMigrations(ctx, pool.Config().ConnConfig, schema)
 	if err != nil {
 		return false, err
 	}
@@ -228,32 +225,54 @@ func record(ctx context.Context, q querier, schema string, m migration) error {
 	return nil
 }
 
-// lockMigrations takes the session-level advisory lock of schema's
-// migrations on conn, trying again every migrationLockPoll while another
-// session holds it, until ctx is done. unlock releases it; if that fails,
-// it closes the connection, which releases it too, so that the pool never
-// hands out a connection that still holds it.
-func lockMigrations(ctx context.Context, conn *pgxpool.Conn, schema string) (unlock func(), err error) {
+// lockMigrations takes the advisory lock of schema's migrations and returns
+// the function that releases it. The lock belongs to a transaction on a
+// connection of its own, outside the pool, that stays open (and idle) while
+// the migration runs on another connection; unlock ends the transaction and
+// closes the connection, and so does the server when the daemon dies. A
+// session-level lock would not do: behind PgBouncer in transaction pooling
+// mode the statements of one client connection run on whichever server
+// connection is free, so the lock would stay behind on one of them, held for
+// ever, while the unlock ran on another.
+//
+// The holding transaction is READ COMMITTED, which keeps no snapshot between
+// statements, and takes the lock with the simple query protocol, which
+// leaves no portal (and so no snapshot) behind, so that a concurrent index
+// build of the migration does not wait for it. A daemon that finds the lock taken rolls back and tries again
+// every migrationLockPoll instead of blocking in PostgreSQL, because a
+// concurrent index build waits for every transaction that is older than it,
+// and one blocked on the lock that the building daemon holds would never end.
+func lockMigrations(ctx context.Context, cfg *pgx.ConnConfig, schema string) (unlock func(), err error) {
 	const key = `hashtextextended('reserve pgstore migrate ' || $1, 0)`
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connect to take the migration lock of schema %s: %w", schema, err)
+	}
+	unlock = func() { conn.Close(context.WithoutCancel(ctx)) } // Ends the transaction, and the lock with it.
 	for {
 		var locked bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+key+`)`, schema).Scan(&locked); err != nil {
+		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		if err == nil {
+			err = tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(`+key+`)`, pgx.QueryExecModeSimpleProtocol, schema).Scan(&locked)
+		}
+		if err != nil {
+			unlock()
 			return nil, fmt.Errorf("take the migration lock of schema %s: %w", schema, err)
 		}
 		if locked {
-			break
+			return unlock, nil
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			unlock()
+			return nil, fmt.Errorf("wait for the migration lock of schema %s: %w", schema, err)
 		}
 		select {
 		case <-ctx.Done():
+			unlock()
 			return nil, fmt.Errorf("wait for the migration lock of schema %s: %w", schema, ctx.Err())
 		case <-time.After(migrationLockPoll):
 		}
 	}
-	return func() {
-		if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(`+key+`)`, schema); err != nil {
-			conn.Conn().Close(context.WithoutCancel(ctx))
-		}
-	}, nil
 }
 
 // outsideTransaction reports whether m runs outside a transaction.

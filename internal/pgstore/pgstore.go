@@ -28,6 +28,24 @@
 //
 // View runs at REPEATABLE READ READ ONLY, so all reads and scans of one View
 // see a single snapshot.
+//
+// # Sessions and PgBouncer
+//
+// Nothing depends on a session outliving a transaction: no LISTEN/NOTIFY, no
+// SET, no temporary tables, and the migrations' advisory lock belongs to a
+// transaction (see lockMigrations). So the store works behind PgBouncer in
+// transaction pooling mode, which hands each transaction (and each
+// statement outside one) to whichever server connection is free. The one
+// thing the DSN must say there is pgx's query exec mode: the default,
+// cache_statement, prepares named statements on the server connection it
+// happened to get, which PgBouncer 1.18 does not keep (ERROR: prepared
+// statement "stmtcache_…" already exists / does not exist), so behind
+// PgBouncer the DSN sets default_query_exec_mode=exec: one round trip per
+// statement without anything left on the server, and no cached statement
+// descriptions that a migration by another daemon could make stale. On a
+// direct connection the default stays: prepared statements are about twice
+// as fast there (BenchmarkReserveExecModes), and PgBouncer cannot be told
+// apart from a server by the protocol.
 package pgstore
 
 import (
@@ -56,6 +74,23 @@ const (
 	backoffBase = time.Millisecond
 	backoffCap  = 50 * time.Millisecond
 )
+
+// DefaultConnectTimeout bounds each attempt to connect to one host of the
+// DSN when the DSN sets no connect_timeout. Without a bound, pgxpool waits
+// two minutes for a host that accepts the connection but never answers (a
+// hung or partitioned primary), and with a multi-host DSN every new
+// connection would wait that long for the dead host before it tries the
+// promoted one.
+const DefaultConnectTimeout = 5 * time.Second
+
+// finishTimeout bounds the COMMIT or ROLLBACK that ends a transaction. They
+// are sent on a context that the caller's cancellation does not reach, so
+// that a cancelled request cannot leave its outcome unknown; the bound keeps
+// a server that hangs (stopped, or cut off without a reset) from pinning the
+// connection, and with it a place of the pool, for ever. A COMMIT that runs
+// out of time closes the connection, and its outcome is unknown, like that of
+// any COMMIT whose connection fails.
+const finishTimeout = 15 * time.Second
 
 // The SQLSTATE codes that make Update run its function again.
 const (
@@ -117,6 +152,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	cfg.AfterConnect = scanTimesInUTC
 	where := describe(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -126,7 +164,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	created, err := migrate(ctx, pool, !opts.NoMigrate)
 	if err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("PostgreSQL %s: %w", where, err)
+		return nil, fmt.Errorf("PostgreSQL %s: %w", where, explainPooler(err))
 	}
 	return &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, created: created, where: where}, nil
 }
@@ -223,7 +261,11 @@ func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 	}
 	// The rollback must reach the server even when ctx is cancelled; after a
 	// commit it does nothing.
-	defer ptx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		fctx, cancel := finishing(ctx)
+		defer cancel()
+		ptx.Rollback(fctx)
+	}()
 	t := &tx{ctx: ctx, tx: ptx, write: write}
 	err = fn(t)
 	switch {
@@ -240,10 +282,18 @@ func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 	if err != nil {
 		return err
 	}
-	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
+	fctx, cancel := finishing(ctx)
+	defer cancel()
+	if err := ptx.Commit(fctx); err != nil {
 		return fmt.Errorf("pgstore: commit: %w", err)
 	}
 	return nil
+}
+
+// finishing returns the context of the COMMIT or ROLLBACK of a transaction
+// of ctx: not cancelled with ctx, but bounded by finishTimeout.
+func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
 // retryable reports whether err is a collision with a concurrent

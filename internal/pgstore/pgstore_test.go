@@ -24,6 +24,7 @@ const testConns = 3
 
 func TestMain(m *testing.M) {
 	pgtest.Announce()
+	pgtest.AnnounceBouncer()
 	os.Exit(m.Run())
 }
 

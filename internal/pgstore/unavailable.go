@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -69,6 +70,19 @@ func (s *Store) classify(err error) error {
 	}
 	if s.closed.Load() || unavailable(err) {
 		return engine.StoreUnavailable(err)
+	}
+	return explainPooler(err)
+}
+
+// explainPooler adds what to change to a failure of a prepared statement of
+// pgx's default query exec mode that a connection pooler in transaction mode
+// lost or handed to another client: 42P05 duplicate_prepared_statement or
+// 26000 invalid_sql_statement_name about one of pgx's statements. Such a
+// failure stays internal, because only the operator can cure it.
+func explainPooler(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, `"stmtcache_`) {
+		return fmt.Errorf("%w (behind PgBouncer in transaction pooling mode, add default_query_exec_mode=exec to the DSN)", err)
 	}
 	return err
 }

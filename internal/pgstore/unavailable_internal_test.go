@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -69,5 +70,25 @@ func TestClassify(t *testing.T) {
 	closed.closed.Store(true)
 	if err := closed.classify(errors.New("closed pool")); engine.ErrorCode(err) != engine.CodeStoreUnavailable {
 		t.Errorf("a failure after Close = %v, want store_unavailable", err)
+	}
+}
+
+// TestPreparedStatementBehindPoolerIsExplained pins the hint for pgx's
+// prepared statements behind PgBouncer in transaction pooling mode: the
+// failure stays internal and says which DSN option cures it.
+func TestPreparedStatementBehindPoolerIsExplained(t *testing.T) {
+	const hint = "add default_query_exec_mode=exec to the DSN"
+	for _, cause := range []*pgconn.PgError{
+		{Severity: "ERROR", Code: "42P05", Message: `prepared statement "stmtcache_a7524e1fba7b764f" already exists`},
+		{Severity: "ERROR", Code: "26000", Message: `prepared statement "stmtcache_a7524e1fba7b764f" does not exist`},
+	} {
+		err := (&Store{}).classify(fmt.Errorf("read workshops: %w", cause))
+		if engine.ErrorCode(err) != engine.CodeInternal || !errors.Is(err, cause) || !strings.Contains(err.Error(), hint) {
+			t.Errorf("classify(%v) = %v, want an internal error that keeps its cause and says %q", cause, err, hint)
+		}
+	}
+	other := &pgconn.PgError{Severity: "ERROR", Code: "26000", Message: `prepared statement "mine" does not exist`}
+	if err := (&Store{}).classify(other); strings.Contains(err.Error(), hint) {
+		t.Errorf("classify(%v) = %v, a statement that is not pgx's", other, err)
 	}
 }

@@ -164,3 +164,31 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 		t.Errorf("Update on a closed store = %v, want ErrClosed in it", err)
 	}
 }
+
+// TestHungCommitIsBounded lets the server hang (nothing passes on the
+// connection any more, and no reset comes) just before the COMMIT of an
+// Update whose context has no deadline, as a janitor's has: Update must
+// give up within a generous deadline with store_unavailable, because the
+// outcome is unknown, instead of keeping the connection for ever.
+func TestHungCommitIsBounded(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	proxy, via := pgtest.NewProxy(t, dsn)
+	s := mustOpenDSN(t, via, pgstore.Options{MaxConns: 1})
+	eng := engine.New(s)
+	mustWorkshops(t, eng, "ws-a")
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(context.Background(), func(tx engine.Tx) error {
+			_, _, err := tx.Workshop("ws-a")
+			proxy.Freeze()
+			return err
+		})
+	}()
+	select {
+	case err := <-done:
+		wantUnavailable(t, "an Update whose COMMIT hung", err)
+	case <-time.After(time.Minute):
+		proxy.Cut() // Ends the COMMIT, so that the store can close.
+		t.Fatal("Update still waits for the COMMIT on a hung connection after a minute")
+	}
+}

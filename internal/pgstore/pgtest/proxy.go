@@ -1,7 +1,6 @@
 package pgtest
 
 import (
-	"io"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -24,6 +23,8 @@ type Proxy struct {
 	ln      net.Listener // Nil while cut off.
 	stalled bool         // New connections are held without an answer.
 	conns   map[net.Conn]bool
+	frozen  map[net.Conn]bool // Connections that Freeze stopped.
+	thaw    chan struct{}     // Closed when the proxy closes, to end them.
 	wg      sync.WaitGroup
 }
 
@@ -36,7 +37,7 @@ func NewProxy(tb testing.TB, dsn string) (*Proxy, string) {
 	if err != nil {
 		tb.Fatalf("%s: %v", EnvDSN, err)
 	}
-	p := &Proxy{tb: tb, network: "tcp", target: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), conns: map[net.Conn]bool{}}
+	p := &Proxy{tb: tb, network: "tcp", target: net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), conns: map[net.Conn]bool{}, frozen: map[net.Conn]bool{}, thaw: make(chan struct{})}
 	if strings.HasPrefix(cfg.Host, "/") {
 		p.network, p.target = "unix", filepath.Join(cfg.Host, ".s.PGSQL."+strconv.Itoa(int(cfg.Port)))
 	}
@@ -73,6 +74,18 @@ func (p *Proxy) Stall() {
 	p.dropLocked()
 	p.mu.Unlock()
 	p.listen()
+}
+
+// Freeze makes the server hang for the connections the proxy forwards now:
+// they stay open, but nothing passes on them any more in either direction,
+// as with a server that is stopped (SIGSTOP) or a network that drops every
+// packet without a reset. New connections are forwarded as before.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		p.frozen[c] = true
+	}
 }
 
 // Restore forwards new connections to the server again, on the same
@@ -117,6 +130,7 @@ func (p *Proxy) dropLocked() {
 
 func (p *Proxy) close() {
 	p.Cut()
+	close(p.thaw)
 	p.wg.Wait()
 }
 
@@ -166,8 +180,8 @@ func (p *Proxy) forward(c net.Conn) {
 	p.conns[s] = true
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(s, c); done <- struct{}{} }()
-	go func() { io.Copy(c, s); done <- struct{}{} }()
+	go func() { p.copy(s, c, c); done <- struct{}{} }()
+	go func() { p.copy(c, s, c); done <- struct{}{} }()
 	<-done
 	c.Close()
 	s.Close()
@@ -176,8 +190,34 @@ func (p *Proxy) forward(c net.Conn) {
 	p.forget(s)
 }
 
+// copy copies from src to dst, the two sides of the client connection c,
+// until either fails; once Freeze stopped c, it holds what it read until
+// the proxy closes.
+func (p *Proxy) copy(dst, src, c net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		frozen := p.frozen[c]
+		p.mu.Unlock()
+		if frozen {
+			<-p.thaw
+			return
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (p *Proxy) forget(c net.Conn) {
 	p.mu.Lock()
 	delete(p.conns, c)
+	delete(p.frozen, c)
 	p.mu.Unlock()
 }

@@ -1,0 +1,72 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
+)
+
+// BenchmarkReserveExecModes measures new reservations in pgx's query exec
+// modes, on a direct connection and through PgBouncer: pgx's default
+// (cache_statement, prepared statements, which PgBouncer in transaction
+// pooling mode does not support) and the modes without prepared statements,
+// so that the cost of each choice can be read off. Each of 8 clients
+// reserves on its own workshop.
+func BenchmarkReserveExecModes(b *testing.B) {
+	direct := func(b *testing.B) string { dsn, _ := pgtest.FreshSchema(b); return dsn }
+	for _, c := range []struct {
+		path  string
+		dsn   func(b *testing.B) string
+		modes []string
+	}{
+		{"direct", direct, []string{"cache_statement", "cache_describe", "exec", "simple_protocol"}},
+		{"pgbouncer", func(b *testing.B) string { return pgtest.BouncerDSN(b) }, []string{"cache_describe", "exec", "simple_protocol"}},
+	} {
+		for _, mode := range c.modes {
+			b.Run(c.path+"/"+mode, func(b *testing.B) {
+				benchReserve(b, pgtest.WithParams(b, c.dsn(b), map[string]string{"default_query_exec_mode": mode}))
+			})
+		}
+	}
+}
+
+// benchReserve runs the load of BenchmarkReserveExecModes on dsn.
+func benchReserve(b *testing.B, dsn string) {
+	const clients = 8
+	eng := engine.New(mustOpenDSN(b, dsn, pgstore.Options{MaxConns: clients}))
+	ctx := context.Background()
+	for c := range clients {
+		if _, _, err := eng.PutWorkshop(ctx, fmt.Sprint("bench-", c), engine.WorkshopSpec{Capacity: 1_000_000_000, MaxQuantity: 1}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	b.ResetTimer()
+	for c := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				_, err := eng.Reserve(ctx, "bench", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: fmt.Sprint("bench-", c), Quantity: 1})
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reservations/s")
+}
