@@ -1,0 +1,762 @@
+package pgstore
+
+// Group commit: concurrent Updates of one Store share one PostgreSQL
+// transaction and so one COMMIT, one WAL flush.
+//
+// An Update that finds a free slot (there are as many as the pool has
+// connections) runs at once, alone, exactly like a transaction of its own.
+// An Update that finds every slot busy queues; when a slot's transaction
+// ends, the slot takes every queued Update (up to maxGroupCalls) as one
+// group. So a group forms only while the database is busy, its size follows
+// the load, and no Update waits for a timer.
+//
+// A group of several decisions runs in one READ COMMITTED transaction:
+//
+//   - First every function runs once against a probe (engine.Tx that finds
+//     nothing), which names the rows each decision looks up first. Those
+//     rows are read in one round trip, the rows that a write transaction
+//     locks (workshops, reservations, holds, tokens, events) with
+//     SELECT … ORDER BY key FOR UPDATE, so that two daemons' groups take
+//     the locks they share in the same order and cannot deadlock on them.
+//     A hot workshop is then locked once for the whole group.
+//   - Then the functions run one after another, for real. A read of a row
+//     that the group has read or written is answered from memory; any other
+//     read goes to the server in a savepoint of its own. Writes are kept in
+//     memory, where the next decisions see them, and sent later.
+//   - Each decision's writes are sent under a SAVEPOINT of their own and
+//     released after them, and the writes of all decisions go to the server
+//     in one pgx batch before the COMMIT. A scan first sends what is pending,
+//     so the server sees every earlier write.
+//   - A decision whose function fails stores nothing: its writes are never
+//     sent (or rolled back to its savepoint). A decision whose statement
+//     fails is rolled back to its savepoint and returns the statement's
+//     error; the decisions after it, which saw its writes, run again. A
+//     collision (unique violation, serialization failure, deadlock) is
+//     returned to the decision's Update, which runs it again, after a
+//     backoff, in a later transaction.
+//   - If the COMMIT fails, every decision of the group gets the error: none
+//     is reported decided unless the COMMIT succeeded.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// maxGroupCalls bounds the Updates of one group. Every decision that writes
+// is a subtransaction, and PostgreSQL keeps the subtransactions of a
+// transaction in its snapshots only up to 64; beyond that every snapshot of
+// every session has to look them up on disk.
+const maxGroupCalls = 48
+
+// maxGroupItems bounds the batch items (engine.BatchItems) of one group: a
+// group takes a batch whatever its size, but no more Updates once its
+// batches hold this many items.
+const maxGroupItems = 2000
+
+// call is one Update waiting for its group.
+type call struct {
+	ctx   context.Context
+	fn    func(engine.Tx) error
+	items int
+	err   chan error
+}
+
+// grouper hands Updates to transactions.
+type grouper struct {
+	mu      sync.Mutex
+	slots   int // Transactions that may run at once.
+	running int
+	queue   []*call
+}
+
+// take removes the next group from the queue, after first if it is not nil.
+func (g *grouper) take(first *call) []*call {
+	var group []*call
+	items := 0
+	if first != nil {
+		group, items = append(group, first), first.items
+	}
+	n := 0
+	for n < len(g.queue) && len(group) < maxGroupCalls && (len(group) == 0 || items < maxGroupItems) {
+		group, items = append(group, g.queue[n]), items+g.queue[n].items
+		n++
+	}
+	g.queue = slices.Delete(g.queue, 0, n)
+	return group
+}
+
+// grouped runs fn once, alone or in a group, and returns its error.
+func (s *Store) grouped(ctx context.Context, fn func(engine.Tx) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c := &call{ctx: ctx, fn: fn, items: engine.BatchItems(ctx), err: make(chan error, 1)}
+	g := &s.groups
+	g.mu.Lock()
+	if g.running < g.slots {
+		g.running++
+		group := g.take(c)
+		g.mu.Unlock()
+		s.lead(group)
+	} else {
+		g.queue = append(g.queue, c)
+		g.mu.Unlock()
+	}
+	return <-c.err
+}
+
+// lead runs group and then, if Updates queued meanwhile, hands the slot to
+// a goroutine that runs them as the next group.
+func (s *Store) lead(group []*call) {
+	s.decide(group)
+	g := &s.groups
+	g.mu.Lock()
+	if len(g.queue) == 0 {
+		g.running--
+		g.mu.Unlock()
+		return
+	}
+	next := g.take(nil)
+	g.mu.Unlock()
+	go s.lead(next)
+}
+
+// decide runs the calls of one group and answers each.
+func (s *Store) decide(calls []*call) {
+	if len(calls) == 1 {
+		c := calls[0]
+		err := s.runTx(c.ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, true, safe(c.fn))
+		if err == nil {
+			s.committed(calls)
+		}
+		c.err <- err
+		return
+	}
+	s.runGroup(calls)
+}
+
+// committed tells OnCommit of a successful commit of calls.
+func (s *Store) committed(calls []*call) {
+	if s.onCommit == nil {
+		return
+	}
+	batches := 0
+	for _, c := range calls {
+		if c.items > 0 {
+			batches++
+		}
+	}
+	s.onCommit(len(calls), batches)
+}
+
+// safe returns fn with a panic turned into an error, so that one bad
+// function cannot take down the goroutine that runs a whole group.
+func safe(fn func(engine.Tx) error) func(engine.Tx) error {
+	return func(t engine.Tx) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic in transaction: %v", p)
+			}
+		}()
+		return fn(t)
+	}
+}
+
+// errRerun ends a decision whose earlier neighbour's write failed: it saw
+// that write, so it runs again.
+var errRerun = errors.New("pgstore: an earlier decision of the group failed; deciding again")
+
+// entry is what a group knows of one row: its record, or that it is absent.
+type entry struct {
+	val    any
+	exists bool
+}
+
+// stmt is one write statement waiting to be sent.
+type stmt struct {
+	sql   string
+	args  []any
+	what  string  // For the error message.
+	owner *member // The decision it belongs to; nil for the group's own.
+}
+
+// member is one decision of a group.
+type member struct {
+	c       *call
+	g       *group
+	t       *tx
+	overlay map[rowID]entry // What this decision read and wrote.
+	writes  []stmt          // Its writes, not yet queued.
+	// savepoint is the name of its savepoint once that has been sent.
+	savepoint string
+	doomed    bool // An earlier decision's write failed: run again.
+	ok        bool // Decided; its writes are sent or pending.
+	err       error
+}
+
+// group is the shared transaction of several decisions.
+type group struct {
+	s      *Store
+	ctx    context.Context // Done once every call's context is done.
+	tx     pgx.Tx
+	base   map[rowID]entry // Rows as the server has them in this transaction.
+	sent   []*member       // Decided, with writes in pending.
+	reruns []*member
+	// pending are the statements to send before the next direct one.
+	pending []stmt
+	broken  error // The transaction cannot go on.
+	seq     int
+}
+
+// allDone returns a context that is done once every call's context is
+// done, with the last one's cause.
+func allDone(calls []*call) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var left atomic.Int32
+	left.Store(int32(len(calls)))
+	stops := make([]func() bool, len(calls))
+	for i, c := range calls {
+		stops[i] = context.AfterFunc(c.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel(context.Cause(c.ctx))
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel(nil)
+	}
+}
+
+// runGroup decides calls in one transaction and answers each.
+func (s *Store) runGroup(calls []*call) {
+	ctx, stop := allDone(calls)
+	defer stop()
+	members := make([]*member, len(calls))
+	want := &wanted{}
+	for i, c := range calls {
+		members[i] = &member{c: c}
+		_ = safe(c.fn)(&probeTx{want})
+	}
+	answer := func(err error) {
+		for _, m := range members {
+			switch {
+			case m.err != nil:
+				m.c.err <- m.err
+			case err != nil:
+				m.c.err <- err
+			default:
+				m.c.err <- nil
+			}
+		}
+	}
+	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		answer(fmt.Errorf("pgstore: begin: %w", s.cause(ctx, err)))
+		return
+	}
+	// The rollback must reach the server even when ctx is done; after a
+	// commit it does nothing.
+	defer ptx.Rollback(context.WithoutCancel(ctx))
+	g := &group{s: s, ctx: ctx, tx: ptx, base: map[rowID]entry{}}
+	if err := g.prefetch(want); err != nil {
+		answer(fmt.Errorf("pgstore: read the group's rows: %w", s.cause(ctx, err)))
+		return
+	}
+	queue := members
+	for g.broken == nil {
+		for len(queue) > 0 && g.broken == nil {
+			m := queue[0]
+			queue = queue[1:]
+			g.run(m)
+			queue = append(g.takeReruns(), queue...)
+		}
+		if g.broken == nil && len(g.pending) > 0 {
+			g.flush(nil)
+		}
+		if queue = g.takeReruns(); len(queue) == 0 {
+			break
+		}
+	}
+	if g.broken != nil {
+		answer(fmt.Errorf("pgstore: group transaction: %w", s.cause(ctx, g.broken)))
+		return
+	}
+	var decided []*call
+	for _, m := range members {
+		if m.ok {
+			decided = append(decided, m.c)
+		}
+	}
+	if len(decided) == 0 {
+		answer(nil)
+		return
+	}
+	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
+		answer(fmt.Errorf("pgstore: commit: %w", err))
+		return
+	}
+	s.committed(decided)
+	answer(nil)
+}
+
+// cause adds the reason ctx is done to err, if it is.
+func (s *Store) cause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
+}
+
+func (g *group) takeReruns() []*member {
+	r := g.reruns
+	g.reruns = nil
+	return r
+}
+
+// newSavepoint names a new savepoint.
+func (g *group) newSavepoint() string {
+	g.seq++
+	return fmt.Sprintf("d%d", g.seq)
+}
+
+// run runs the function of m once, for real.
+func (g *group) run(m *member) {
+	*m = member{c: m.c, g: g}
+	m.t = &tx{ctx: g.ctx, tx: g.tx, write: true, m: m}
+	err := outcome(safe(m.c.fn)(m.t), m.t.err)
+	switch {
+	case g.broken != nil:
+	case m.doomed:
+		g.reruns = append(g.reruns, m)
+	case err != nil:
+		m.err = err
+		if m.savepoint != "" {
+			g.pending = append(g.pending, stmt{sql: "ROLLBACK TO SAVEPOINT " + m.savepoint}, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint})
+		}
+	default:
+		m.ok = true
+		if len(m.writes) == 0 && m.savepoint == "" {
+			// It only read, and what it read the server has.
+			for id, e := range m.overlay {
+				g.base[id] = e
+			}
+			return
+		}
+		if m.savepoint == "" {
+			m.savepoint = g.newSavepoint()
+			g.pending = append(g.pending, stmt{sql: "SAVEPOINT " + m.savepoint, owner: m})
+		}
+		g.pending = append(g.pending, m.writes...)
+		g.pending = append(g.pending, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint, owner: m})
+		m.writes = nil
+		g.sent = append(g.sent, m)
+	}
+}
+
+// usable is the error of a decision that must not go on: its call's
+// context is done, or it must run again.
+func (m *member) usable() error {
+	if m.doomed {
+		return errRerun
+	}
+	if m.g.broken != nil {
+		return m.g.broken
+	}
+	return m.c.ctx.Err()
+}
+
+// lookup finds what the group knows of row id as m sees it: m's own reads
+// and writes, then those of the decisions before it, then the server's.
+func (m *member) lookup(id rowID) (entry, bool) {
+	if e, ok := m.overlay[id]; ok {
+		return e, true
+	}
+	for i := len(m.g.sent) - 1; i >= 0; i-- {
+		if e, ok := m.g.sent[i].overlay[id]; ok {
+			return e, true
+		}
+	}
+	e, ok := m.g.base[id]
+	return e, ok
+}
+
+func (m *member) remember(id rowID, e entry) {
+	if m.overlay == nil {
+		m.overlay = map[rowID]entry{}
+	}
+	m.overlay[id] = e
+}
+
+// write keeps a write of m in memory until it is sent.
+func (m *member) write(id rowID, e entry, s stmt) {
+	m.remember(id, e)
+	s.owner = m
+	m.writes = append(m.writes, s)
+}
+
+// flush sends the pending statements and, when cur is not nil, cur's
+// savepoint and writes so far, so that the server holds every write that
+// cur has seen. It returns the error cur gets: its own failed write, or
+// errRerun when an earlier decision's write failed.
+func (g *group) flush(cur *member) error {
+	stmts := g.pending
+	g.pending = nil
+	if cur != nil {
+		if cur.savepoint == "" {
+			cur.savepoint = g.newSavepoint()
+			stmts = append(stmts, stmt{sql: "SAVEPOINT " + cur.savepoint, owner: cur})
+		}
+		stmts = append(stmts, cur.writes...)
+		cur.writes = nil
+	}
+	sent := g.sent
+	g.sent = nil
+	if len(stmts) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, s := range stmts {
+		b.Queue(s.sql, s.args...)
+	}
+	br := g.tx.SendBatch(g.ctx, b)
+	failed, err := -1, error(nil)
+	for i := range stmts {
+		if _, err = br.Exec(); err != nil {
+			failed = i
+			break
+		}
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		g.broken = cerr
+		return cerr
+	}
+	if failed < 0 {
+		for _, m := range sent {
+			for id, e := range m.overlay {
+				g.base[id] = e
+			}
+		}
+		return nil
+	}
+	owner := stmts[failed].owner
+	if !errors.As(err, new(*pgconn.PgError)) || owner == nil {
+		g.broken = err
+		return err
+	}
+	if s := stmts[failed]; s.what != "" {
+		err = fmt.Errorf("%s: %w", s.what, err)
+	}
+	// Everything before the failed statement succeeded; the failed
+	// decision's savepoint undoes its writes and, nested in it, everything
+	// sent after them.
+	if rerr := g.restore(owner.savepoint, true); rerr != nil {
+		g.broken = rerr
+		return rerr
+	}
+	owner.savepoint = ""
+	after := false
+	for _, m := range sent {
+		switch {
+		case m == owner:
+			m.ok, m.err, after = false, err, true
+		case after:
+			m.ok, m.doomed = false, true
+			g.reruns = append(g.reruns, m)
+		default:
+			for id, e := range m.overlay {
+				g.base[id] = e
+			}
+		}
+	}
+	if cur == nil || cur == owner {
+		return err
+	}
+	cur.doomed, cur.savepoint = true, ""
+	return errRerun
+}
+
+// restore rolls the transaction back to savepoint sp, which makes it usable
+// after a failed statement, and with release also removes sp.
+func (g *group) restore(sp string, release bool) error {
+	b := &pgx.Batch{}
+	b.Queue("ROLLBACK TO SAVEPOINT " + sp)
+	if release {
+		b.Queue("RELEASE SAVEPOINT " + sp)
+	}
+	if err := g.tx.SendBatch(g.ctx, b).Close(); err != nil {
+		return fmt.Errorf("roll back to savepoint %s: %w", sp, err)
+	}
+	return nil
+}
+
+// recover makes the transaction usable again after a statement of m sent
+// directly (a scan) failed, by rolling back to m's savepoint.
+func (g *group) recover(m *member) {
+	if g.broken != nil || g.tx.Conn().PgConn().TxStatus() != 'E' {
+		return
+	}
+	if m.savepoint == "" {
+		g.broken = errors.New("pgstore: a statement outside any savepoint failed")
+		return
+	}
+	if err := g.restore(m.savepoint, false); err != nil {
+		g.broken = err
+	}
+}
+
+// direct prepares the transaction for a statement of t that the server
+// must answer with every write t has seen: a scan or an update in place.
+func (t *tx) direct() error {
+	if t.m == nil {
+		return nil
+	}
+	if err := t.m.g.flush(t.m); err != nil {
+		return t.fail(err)
+	}
+	return nil
+}
+
+// memberGet is get for a decision of a group: from what the group knows,
+// else from the server in a savepoint of its own, so that a failed read
+// costs only this decision.
+func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok bool, err error) {
+	m, id := t.m, rowOf(tb, key)
+	if e, hit := m.lookup(id); hit {
+		if e.exists {
+			r = e.val.(T)
+		}
+		return r, e.exists, nil
+	}
+	sp := m.g.newSavepoint()
+	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT " + sp)
+	b.Queue(tb.selectSQL()+suffix, key...)
+	b.Queue("RELEASE SAVEPOINT " + sp)
+	br := m.g.tx.SendBatch(m.g.ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(tb.dests(&r)...)
+		ok = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		switch {
+		case !errors.As(err, new(*pgconn.PgError)):
+			m.g.broken = err
+		case m.g.tx.Conn().PgConn().TxStatus() == 'E':
+			if rerr := m.g.restore(sp, true); rerr != nil {
+				m.g.broken = rerr
+			}
+		}
+		var zero T
+		return zero, false, t.fail(fmt.Errorf("read %s %q: %w", tb.name, id.key, err))
+	}
+	m.remember(id, entry{val: r, exists: ok})
+	return r, ok, nil
+}
+
+// memberPut is put for a decision of a group: kept in memory, an INSERT
+// when the group read the row as absent and an upsert otherwise.
+func memberPut[T any](t *tx, tb table[T], r T) error {
+	id := rowOf(tb, tb.values(r)[:tb.keys])
+	e, known := t.m.lookup(id)
+	return memberWrite(t, tb, r, known && !e.exists)
+}
+
+// memberAdd is memberPut with a plain INSERT, which fails if the row
+// exists.
+func memberAdd[T any](t *tx, tb table[T], r T) error { return memberWrite(t, tb, r, true) }
+
+func memberWrite[T any](t *tx, tb table[T], r T, insert bool) error {
+	values := tb.values(r)
+	id := rowOf(tb, values[:tb.keys])
+	query := tb.upsertSQL()
+	if insert {
+		query = tb.insertSQL()
+	}
+	t.m.write(id, entry{val: r, exists: true}, stmt{sql: query, args: values, what: fmt.Sprintf("write %s %q", tb.name, id.key)})
+	return nil
+}
+
+// memberDelete is a delete for a decision of a group, kept in memory.
+func memberDelete[T any](t *tx, tb table[T], key ...any) error {
+	id := rowOf(tb, key)
+	conds := make([]string, tb.keys)
+	for i, c := range tb.columns[:tb.keys] {
+		conds[i] = fmt.Sprintf("%s = $%d", c, i+1)
+	}
+	t.m.write(id, entry{}, stmt{sql: fmt.Sprintf("DELETE FROM %s WHERE %s", tb.name, strings.Join(conds, " AND ")), args: key,
+		what: fmt.Sprintf("delete %s %q", tb.name, id.key)})
+	return nil
+}
+
+// wanted collects the rows that the functions of a group look up first,
+// by table, each key once.
+type wanted struct {
+	keys map[string][][]any
+	seen map[rowID]bool
+}
+
+func (w *wanted) add(table string, key ...any) {
+	id := rowID{table, fmt.Sprint(key...)}
+	if len(key) > 1 {
+		id = rowID{table, fmt.Sprint(key[0]) + "\x00" + fmt.Sprint(key[1])}
+	}
+	if w.seen[id] {
+		return
+	}
+	if w.seen == nil {
+		w.seen, w.keys = map[rowID]bool{}, map[string][][]any{}
+	}
+	w.seen[id] = true
+	w.keys[table] = append(w.keys[table], key)
+}
+
+// prefetch reads the rows of w in one round trip: first the ones a write
+// transaction locks, each table in key order, then the receipts and
+// tombstones.
+func (g *group) prefetch(w *wanted) error {
+	b := &pgx.Batch{}
+	queuePrefetch(g, b, workshops, w, " FOR UPDATE")
+	queuePrefetch(g, b, reservations, w, " FOR UPDATE")
+	queuePrefetch(g, b, holds, w, " FOR UPDATE")
+	queuePrefetch(g, b, tokens, w, " FOR UPDATE")
+	queuePrefetch(g, b, events, w, " FOR UPDATE")
+	queuePrefetch(g, b, receipts, w, "")
+	queuePrefetch(g, b, tombstones, w, "")
+	if b.Len() == 0 {
+		return nil
+	}
+	return g.tx.SendBatch(g.ctx, b).Close()
+}
+
+func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix string) {
+	keys := w.keys[tb.name]
+	if len(keys) == 0 {
+		return
+	}
+	cols := make([][]string, tb.keys)
+	for _, k := range keys {
+		g.base[rowOf(tb, k)] = entry{}
+		for i := range cols {
+			cols[i] = append(cols[i], k[i].(string))
+		}
+	}
+	var where string
+	args := make([]any, tb.keys)
+	if tb.keys == 1 {
+		where, args[0] = tb.columns[0]+" = ANY($1)", cols[0]
+	} else {
+		where = fmt.Sprintf("(%s) IN (SELECT * FROM unnest($1::text[], $2::text[]))", tb.keyList())
+		args[0], args[1] = cols[0], cols[1]
+	}
+	query := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s%s", strings.Join(tb.columns, ", "), tb.name, where, tb.keyList(), suffix)
+	b.Queue(query, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r T
+			if err := rows.Scan(tb.dests(&r)...); err != nil {
+				return err
+			}
+			g.base[rowOf(tb, tb.values(r)[:tb.keys])] = entry{val: r, exists: true}
+		}
+		return rows.Err()
+	})
+}
+
+// errProbe stops a probe at the first scan: only point reads are fetched
+// ahead.
+var errProbe = errors.New("pgstore: probe")
+
+// probeTx is an engine.Tx in which every row is absent: a function run
+// against it names the rows it looks up first.
+type probeTx struct{ w *wanted }
+
+var _ engine.Tx = (*probeTx)(nil)
+
+func (p *probeTx) Workshop(id string) (engine.Workshop, bool, error) {
+	p.w.add(workshops.name, id)
+	return engine.Workshop{}, false, nil
+}
+func (p *probeTx) Reservation(id string) (engine.Reservation, bool, error) {
+	p.w.add(reservations.name, id)
+	return engine.Reservation{}, false, nil
+}
+func (p *probeTx) Receipt(actor string, key engine.OperationKey) (engine.Receipt, bool, error) {
+	p.w.add(receipts.name, actor, string(key))
+	return engine.Receipt{}, false, nil
+}
+func (p *probeTx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
+	p.w.add(tombstones.name, actor, string(key))
+	return engine.Tombstone{}, false, nil
+}
+func (p *probeTx) Token(hash string) (engine.TokenRecord, bool, error) {
+	p.w.add(tokens.name, hash)
+	return engine.TokenRecord{}, false, nil
+}
+func (p *probeTx) Event(id string) (engine.Event, bool, error) {
+	p.w.add(events.name, id)
+	return engine.Event{}, false, nil
+}
+func (p *probeTx) Hold(id string) (engine.Hold, bool, error) {
+	p.w.add(holds.name, id)
+	return engine.Hold{}, false, nil
+}
+func (p *probeTx) PutWorkshop(engine.Workshop) error                       { return nil }
+func (p *probeTx) PutReservation(engine.Reservation) error                 { return nil }
+func (p *probeTx) PutReceipt(engine.Receipt) error                         { return nil }
+func (p *probeTx) PutToken(engine.TokenRecord) error                       { return nil }
+func (p *probeTx) DeleteToken(string) error                                { return nil }
+func (p *probeTx) DeleteReceipt(string, engine.OperationKey) error         { return nil }
+func (p *probeTx) PutTombstone(engine.Tombstone) error                     { return nil }
+func (p *probeTx) AddEvent(engine.Event) error                             { return nil }
+func (p *probeTx) MarkEventDelivered(string, time.Time) error              { return nil }
+func (p *probeTx) PutHold(engine.Hold) error                               { return nil }
+func (p *probeTx) ForEachToken(func(engine.TokenRecord) error) error       { return errProbe }
+func (p *probeTx) ForEachWorkshop(func(engine.Workshop) error) error       { return errProbe }
+func (p *probeTx) ForEachReservation(func(engine.Reservation) error) error { return errProbe }
+func (p *probeTx) ForEachReceipt(func(engine.Receipt) error) error         { return errProbe }
+func (p *probeTx) ForEachTombstone(func(engine.Tombstone) error) error     { return errProbe }
+func (p *probeTx) ForEachEvent(func(engine.Event) error) error             { return errProbe }
+func (p *probeTx) ForEachPendingEvent(func(engine.Event) error) error      { return errProbe }
+func (p *probeTx) ForEachHold(func(engine.Hold) error) error               { return errProbe }
+func (p *probeTx) ForEachOpenHold(string, time.Time, func(engine.Hold) error) error {
+	return errProbe
+}
+func (p *probeTx) ForEachReceiptCreatedBefore(time.Time, func(engine.Receipt) error) error {
+	return errProbe
+}
+func (p *probeTx) ForEachReceiptNewestFirst(engine.TimePosition, func(engine.Receipt) error) error {
+	return errProbe
+}
+func (p *probeTx) ForEachTombstoneNewestFirst(engine.TimePosition, func(engine.Tombstone) error) error {
+	return errProbe
+}
+func (p *probeTx) ForEachReservationOf(string, string, func(engine.Reservation) error) error {
+	return errProbe
+}
+func (p *probeTx) ForEachHoldOf(string, string, func(engine.Hold) error) error { return errProbe }
