@@ -10,3 +10,18 @@ func MigrationSteps(sql string) []string {
 	}
 	return m.statements()
 }
+
+// Queued reports how many Updates wait for a transaction to take them.
+func (s *Store) Queued() int {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return len(s.groups.queue)
+}
+
+// SetGroupSlots sets how many transactions of s run at once, so that tests
+// can make Updates group with fewer of them than the pool has connections.
+func (s *Store) SetGroupSlots(n int) {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	s.groups.slots = n
+}

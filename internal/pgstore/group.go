@@ -219,7 +219,6 @@ type group struct {
 	// pending are the statements to send before the next direct one.
 	pending []stmt
 	broken  error // The transaction cannot go on.
-	seq     int
 }
 
 // allDone returns a context that is done once every call's context is
@@ -330,11 +329,15 @@ func (g *group) takeReruns() []*member {
 	return r
 }
 
-// newSavepoint names a new savepoint.
-func (g *group) newSavepoint() string {
-	g.seq++
-	return fmt.Sprintf("d%d", g.seq)
-}
+// The savepoint names. The statements of a group go to the server in the
+// order of its decisions, and each decision releases its savepoint (or rolls
+// back to it) before the next one's is set, so one name serves every
+// decision (a name refers to the newest savepoint of that name), and the
+// statements stay the same few, which pgx prepares once per connection.
+const (
+	decisionSavepoint = "d" // Around the statements of one decision.
+	readSavepoint     = "r" // Around one read sent alone.
+)
 
 // run runs the function of m once, for real.
 func (g *group) run(m *member) {
@@ -346,21 +349,20 @@ func (g *group) run(m *member) {
 	case m.doomed:
 		g.reruns = append(g.reruns, m)
 	case err != nil:
+		// Final once the writes it saw are stored: if one of them fails,
+		// it runs again.
 		m.err = err
 		if m.savepoint != "" {
 			g.pending = append(g.pending, stmt{sql: "ROLLBACK TO SAVEPOINT " + m.savepoint}, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint})
 		}
+		g.sent = append(g.sent, m)
+	case len(m.writes) == 0 && m.savepoint == "":
+		m.ok = true // It only read.
+		g.sent = append(g.sent, m)
 	default:
 		m.ok = true
-		if len(m.writes) == 0 && m.savepoint == "" {
-			// It only read, and what it read the server has.
-			for id, e := range m.overlay {
-				g.base[id] = e
-			}
-			return
-		}
 		if m.savepoint == "" {
-			m.savepoint = g.newSavepoint()
+			m.savepoint = decisionSavepoint
 			g.pending = append(g.pending, stmt{sql: "SAVEPOINT " + m.savepoint, owner: m})
 		}
 		g.pending = append(g.pending, m.writes...)
@@ -383,13 +385,14 @@ func (m *member) usable() error {
 }
 
 // lookup finds what the group knows of row id as m sees it: m's own reads
-// and writes, then those of the decisions before it, then the server's.
+// and writes, then those of the decisions before it that succeeded, then
+// the server's.
 func (m *member) lookup(id rowID) (entry, bool) {
 	if e, ok := m.overlay[id]; ok {
 		return e, true
 	}
 	for i := len(m.g.sent) - 1; i >= 0; i-- {
-		if e, ok := m.g.sent[i].overlay[id]; ok {
+		if e, ok := m.g.sent[i].overlay[id]; ok && m.g.sent[i].ok {
 			return e, true
 		}
 	}
@@ -420,7 +423,7 @@ func (g *group) flush(cur *member) error {
 	g.pending = nil
 	if cur != nil {
 		if cur.savepoint == "" {
-			cur.savepoint = g.newSavepoint()
+			cur.savepoint = decisionSavepoint
 			stmts = append(stmts, stmt{sql: "SAVEPOINT " + cur.savepoint, owner: cur})
 		}
 		stmts = append(stmts, cur.writes...)
@@ -428,7 +431,17 @@ func (g *group) flush(cur *member) error {
 	}
 	sent := g.sent
 	g.sent = nil
+	stored := func(ms []*member) {
+		for _, m := range ms {
+			if m.ok {
+				for id, e := range m.overlay {
+					g.base[id] = e
+				}
+			}
+		}
+	}
 	if len(stmts) == 0 {
+		stored(sent)
 		return nil
 	}
 	b := &pgx.Batch{}
@@ -448,11 +461,7 @@ func (g *group) flush(cur *member) error {
 		return cerr
 	}
 	if failed < 0 {
-		for _, m := range sent {
-			for id, e := range m.overlay {
-				g.base[id] = e
-			}
-		}
+		stored(sent)
 		return nil
 	}
 	owner := stmts[failed].owner
@@ -471,19 +480,18 @@ func (g *group) flush(cur *member) error {
 		return rerr
 	}
 	owner.savepoint = ""
-	after := false
-	for _, m := range sent {
-		switch {
-		case m == owner:
-			m.ok, m.err, after = false, err, true
-		case after:
-			m.ok, m.doomed = false, true
-			g.reruns = append(g.reruns, m)
-		default:
-			for id, e := range m.overlay {
-				g.base[id] = e
-			}
-		}
+	// The decisions after the failed one saw its writes: they run again,
+	// whatever they decided.
+	i := slices.Index(sent, owner)
+	if i < 0 {
+		i = len(sent) // The failed decision is cur.
+	} else {
+		owner.ok, owner.err = false, err
+	}
+	stored(sent[:i])
+	for _, m := range sent[min(i+1, len(sent)):] {
+		m.ok, m.err, m.doomed = false, nil, true
+		g.reruns = append(g.reruns, m)
 	}
 	if cur == nil || cur == owner {
 		return err
@@ -494,13 +502,15 @@ func (g *group) flush(cur *member) error {
 
 // restore rolls the transaction back to savepoint sp, which makes it usable
 // after a failed statement, and with release also removes sp.
+//
+// It uses the simple query protocol: the server refuses to prepare any
+// statement in an aborted transaction, even this one.
 func (g *group) restore(sp string, release bool) error {
-	b := &pgx.Batch{}
-	b.Queue("ROLLBACK TO SAVEPOINT " + sp)
+	sql := "ROLLBACK TO SAVEPOINT " + sp
 	if release {
-		b.Queue("RELEASE SAVEPOINT " + sp)
+		sql += "; RELEASE SAVEPOINT " + sp
 	}
-	if err := g.tx.SendBatch(g.ctx, b).Close(); err != nil {
+	if _, err := g.tx.Conn().PgConn().Exec(g.ctx, sql).ReadAll(); err != nil {
 		return fmt.Errorf("roll back to savepoint %s: %w", sp, err)
 	}
 	return nil
@@ -544,7 +554,7 @@ func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok boo
 		}
 		return r, e.exists, nil
 	}
-	sp := m.g.newSavepoint()
+	sp := readSavepoint
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT " + sp)
 	b.Queue(tb.selectSQL()+suffix, key...)
@@ -637,11 +647,12 @@ func (w *wanted) add(table string, key ...any) {
 	w.keys[table] = append(w.keys[table], key)
 }
 
-// prefetch reads the rows of w in one round trip: first the ones a write
-// transaction locks, each table in key order, then the receipts and
-// tombstones.
+// prefetch reads the rows of w in one round trip, in a savepoint: first
+// the ones a write transaction locks, each table in key order, then the
+// receipts and tombstones.
 func (g *group) prefetch(w *wanted) error {
 	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT prefetch")
 	queuePrefetch(g, b, workshops, w, " FOR UPDATE")
 	queuePrefetch(g, b, reservations, w, " FOR UPDATE")
 	queuePrefetch(g, b, holds, w, " FOR UPDATE")
@@ -649,10 +660,19 @@ func (g *group) prefetch(w *wanted) error {
 	queuePrefetch(g, b, events, w, " FOR UPDATE")
 	queuePrefetch(g, b, receipts, w, "")
 	queuePrefetch(g, b, tombstones, w, "")
-	if b.Len() == 0 {
+	if b.Len() == 1 {
 		return nil
 	}
-	return g.tx.SendBatch(g.ctx, b).Close()
+	b.Queue("RELEASE SAVEPOINT prefetch")
+	err := g.tx.SendBatch(g.ctx, b).Close()
+	if err == nil || !errors.As(err, new(*pgconn.PgError)) {
+		return err
+	}
+	// A key the server refuses (it cannot be text, say) fails the read of
+	// every key: the decisions then read their rows one by one, and only the
+	// one with the bad key fails.
+	clear(g.base)
+	return g.restore("prefetch", true)
 }
 
 func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix string) {

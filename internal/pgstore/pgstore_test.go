@@ -58,6 +58,17 @@ func TestConformance(t *testing.T) {
 	enginetest.Run(t, func(tb testing.TB) engine.Store { return mustOpen(tb, pgstore.Options{}) })
 }
 
+// TestConformanceGrouped runs the suite on stores that run one transaction
+// at a time, so that concurrent Updates wait and are decided in groups.
+func TestConformanceGrouped(t *testing.T) {
+	pgtest.ServerDSN(t)
+	enginetest.Run(t, func(tb testing.TB) engine.Store {
+		s := mustOpen(tb, pgstore.Options{})
+		s.SetGroupSlots(1)
+		return s
+	})
+}
+
 // schemaVersions returns the versions recorded in schema_migrations.
 func schemaVersions(t *testing.T, s *pgstore.Store) []int {
 	t.Helper()
