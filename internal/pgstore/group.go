@@ -3,12 +3,13 @@ package pgstore
 // Group commit: concurrent Updates of one Store share one PostgreSQL
 // transaction and so one COMMIT, one WAL flush.
 //
-// An Update that finds a free slot (there are as many as the pool has
-// connections) runs at once, alone, exactly like a transaction of its own.
-// An Update that finds every slot busy queues; when a slot's transaction
-// ends, the slot takes every queued Update (up to maxGroupCalls) as one
-// group. So a group forms only while the database is busy, its size follows
-// the load, and no Update waits for a timer.
+// An Update that finds a free slot (there are groupSlots) runs at once,
+// alone, exactly like a transaction of its own. An Update that finds every
+// slot busy queues; when a slot's transaction ends, the slot takes every
+// queued Update (up to maxGroupCalls) as one group. So a group forms only
+// while the database is busy, and its size follows the load. An Update
+// that has waited stallAfter in the queue runs alone in a slot of its own,
+// as long as the pool has a connection for it.
 //
 // A group of several decisions runs in one READ COMMITTED transaction:
 //
@@ -59,6 +60,16 @@ import (
 // every session has to look them up on disk.
 const maxGroupCalls = 48
 
+// groupSlots is how many transactions of one Store run at once while none
+// stalls. Few, so that concurrent decisions share a transaction rather than
+// queue for a workshop's row lock in transactions of their own.
+const groupSlots = 2
+
+// stallAfter is how long an Update waits in the queue before it takes a
+// slot of its own. Without it, functions that wait for each other (or a
+// transaction waiting long for a lock) would hold up every queued Update.
+const stallAfter = 50 * time.Millisecond
+
 // maxGroupItems bounds the batch items (engine.BatchItems) of one group: a
 // group takes a batch whatever its size, but no more Updates once its
 // batches hold this many items.
@@ -75,7 +86,8 @@ type call struct {
 // grouper hands Updates to transactions.
 type grouper struct {
 	mu      sync.Mutex
-	slots   int // Transactions that may run at once.
+	slots   int // Transactions that run at once while none stalls.
+	max     int // Transactions that may run at once: the pool's connections.
 	running int
 	queue   []*call
 }
@@ -112,8 +124,24 @@ func (s *Store) grouped(ctx context.Context, fn func(engine.Tx) error) error {
 		group := g.take(c)
 		g.mu.Unlock()
 		s.lead(group)
+		return <-c.err
+	}
+	g.queue = append(g.queue, c)
+	g.mu.Unlock()
+	stalled := time.NewTimer(stallAfter)
+	defer stalled.Stop()
+	select {
+	case err := <-c.err:
+		return err
+	case <-stalled.C:
+	}
+	g.mu.Lock()
+	if i := slices.Index(g.queue, c); i >= 0 && g.running < g.max {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		g.running++
+		g.mu.Unlock()
+		s.lead([]*call{c})
 	} else {
-		g.queue = append(g.queue, c)
 		g.mu.Unlock()
 	}
 	return <-c.err
@@ -192,6 +220,7 @@ type stmt struct {
 	args  []any
 	what  string  // For the error message.
 	owner *member // The decision it belongs to; nil for the group's own.
+	guess bool    // It checks that a row guessed absent is.
 }
 
 // member is one decision of a group.
@@ -201,6 +230,8 @@ type member struct {
 	t       *tx
 	overlay map[rowID]entry // What this decision read and wrote.
 	writes  []stmt          // Its writes, not yet queued.
+	guesses []stmt          // Checks of the rows it guessed absent, not yet queued.
+	noGuess bool            // A guess of it was wrong: read every row.
 	// savepoint is the name of its savepoint once that has been sent.
 	savepoint string
 	doomed    bool // An earlier decision's write failed: run again.
@@ -341,7 +372,7 @@ const (
 
 // run runs the function of m once, for real.
 func (g *group) run(m *member) {
-	*m = member{c: m.c, g: g}
+	*m = member{c: m.c, g: g, noGuess: m.noGuess}
 	m.t = &tx{ctx: g.ctx, tx: g.tx, write: true, m: m}
 	err := outcome(safe(m.c.fn)(m.t), m.t.err)
 	switch {
@@ -349,27 +380,39 @@ func (g *group) run(m *member) {
 	case m.doomed:
 		g.reruns = append(g.reruns, m)
 	case err != nil:
-		// Final once the writes it saw are stored: if one of them fails,
-		// it runs again.
+		// Final once the writes it saw are stored and its guesses checked:
+		// if one of those fails, it runs again.
 		m.err = err
 		if m.savepoint != "" {
-			g.pending = append(g.pending, stmt{sql: "ROLLBACK TO SAVEPOINT " + m.savepoint}, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint})
+			g.pending = append(g.pending, stmt{sql: "ROLLBACK TO SAVEPOINT " + m.savepoint})
+		}
+		if m.writes = nil; len(m.guesses) > 0 || m.savepoint != "" {
+			g.pending = m.queue(g.pending)
+			g.pending = append(g.pending, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint})
 		}
 		g.sent = append(g.sent, m)
-	case len(m.writes) == 0 && m.savepoint == "":
+	case len(m.writes) == 0 && len(m.guesses) == 0 && m.savepoint == "":
 		m.ok = true // It only read.
 		g.sent = append(g.sent, m)
 	default:
 		m.ok = true
-		if m.savepoint == "" {
-			m.savepoint = decisionSavepoint
-			g.pending = append(g.pending, stmt{sql: "SAVEPOINT " + m.savepoint, owner: m})
-		}
-		g.pending = append(g.pending, m.writes...)
+		g.pending = m.queue(g.pending)
 		g.pending = append(g.pending, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint, owner: m})
-		m.writes = nil
 		g.sent = append(g.sent, m)
 	}
+}
+
+// queue appends to stmts what m has not sent yet: its savepoint, the checks
+// of its guesses and its writes.
+func (m *member) queue(stmts []stmt) []stmt {
+	if m.savepoint == "" {
+		m.savepoint = decisionSavepoint
+		stmts = append(stmts, stmt{sql: "SAVEPOINT " + m.savepoint, owner: m})
+	}
+	stmts = append(stmts, m.guesses...)
+	stmts = append(stmts, m.writes...)
+	m.guesses, m.writes = nil, nil
+	return stmts
 }
 
 // usable is the error of a decision that must not go on: its call's
@@ -422,12 +465,7 @@ func (g *group) flush(cur *member) error {
 	stmts := g.pending
 	g.pending = nil
 	if cur != nil {
-		if cur.savepoint == "" {
-			cur.savepoint = decisionSavepoint
-			stmts = append(stmts, stmt{sql: "SAVEPOINT " + cur.savepoint, owner: cur})
-		}
-		stmts = append(stmts, cur.writes...)
-		cur.writes = nil
+		stmts = cur.queue(stmts)
 	}
 	sent := g.sent
 	g.sent = nil
@@ -469,6 +507,7 @@ func (g *group) flush(cur *member) error {
 		g.broken = err
 		return err
 	}
+	guess := stmts[failed].guess
 	if s := stmts[failed]; s.what != "" {
 		err = fmt.Errorf("%s: %w", s.what, err)
 	}
@@ -482,10 +521,16 @@ func (g *group) flush(cur *member) error {
 	owner.savepoint = ""
 	// The decisions after the failed one saw its writes: they run again,
 	// whatever they decided.
+	// A row guessed absent exists: that decision runs again too, reading
+	// every row.
 	i := slices.Index(sent, owner)
-	if i < 0 {
+	switch {
+	case i < 0:
 		i = len(sent) // The failed decision is cur.
-	} else {
+	case guess:
+		owner.ok, owner.doomed, owner.noGuess = false, true, true
+		g.reruns = append(g.reruns, owner)
+	default:
 		owner.ok, owner.err = false, err
 	}
 	stored(sent[:i])
@@ -493,7 +538,12 @@ func (g *group) flush(cur *member) error {
 		m.ok, m.err, m.doomed = false, nil, true
 		g.reruns = append(g.reruns, m)
 	}
-	if cur == nil || cur == owner {
+	switch {
+	case cur == nil:
+		return err
+	case cur == owner && guess:
+		cur.noGuess = true
+	case cur == owner:
 		return err
 	}
 	cur.doomed, cur.savepoint = true, ""
@@ -554,6 +604,12 @@ func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok boo
 		}
 		return r, e.exists, nil
 	}
+	if guessable[tb.name] && !m.noGuess {
+		m.remember(id, entry{})
+		m.guesses = append(m.guesses, stmt{sql: tb.absentSQL(), args: key, owner: m, guess: true,
+			what: fmt.Sprintf("check that %s %q is absent", tb.name, id.key)})
+		return r, false, nil
+	}
 	sp := readSavepoint
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT " + sp)
@@ -588,6 +644,18 @@ func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok boo
 	}
 	m.remember(id, entry{val: r, exists: ok})
 	return r, ok, nil
+}
+
+// guessable are the tables whose rows a decision of a group looks up, when
+// the group has not read them ahead, mostly to see that a new id is free:
+// such a row is taken as absent without a round trip, and a statement sent
+// with the decision's writes, which fails if the row exists, checks it.
+var guessable = map[string]bool{reservations.name: true, holds.name: true, events.name: true}
+
+// absentSQL fails with division_by_zero if the row with the key given as
+// parameters exists.
+func (tb table[T]) absentSQL() string {
+	return fmt.Sprintf("SELECT 1 / (1 - count(*))::int FROM %s WHERE (%s) = (%s)", tb.name, tb.keyList(), params(1, tb.keys))
 }
 
 // memberPut is put for a decision of a group: kept in memory, an INSERT

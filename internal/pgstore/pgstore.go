@@ -144,7 +144,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("PostgreSQL %s: %w", where, err)
 	}
 	s := &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, onCommit: opts.OnCommit, created: created, where: where}
-	s.groups.slots = int(cfg.MaxConns)
+	s.groups.max = int(cfg.MaxConns)
+	s.groups.slots = min(groupSlots, s.groups.max)
 	return s, nil
 }
 
