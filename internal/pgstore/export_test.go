@@ -18,10 +18,13 @@ func (s *Store) Queued() int {
 	return len(s.groups.queue)
 }
 
-// SetGroupSlots sets how many transactions of s run at once, so that tests
-// can make Updates group with fewer of them than the pool has connections.
+// SetGroupSlots sets how many transactions of s (for Updates, and for Views)
+// run at once, so that tests can make calls group with fewer of them than
+// the pool has connections.
 func (s *Store) SetGroupSlots(n int) {
-	s.groups.mu.Lock()
-	defer s.groups.mu.Unlock()
-	s.groups.slots = n
+	for _, g := range []*grouper{&s.groups, &s.views} {
+		g.mu.Lock()
+		g.slots = n
+		g.mu.Unlock()
+	}
 }

@@ -83,8 +83,10 @@ type call struct {
 	err   chan error
 }
 
-// grouper hands Updates to transactions.
+// grouper hands the calls of one kind (Updates, or Views) to transactions.
 type grouper struct {
+	opts    pgx.TxOptions
+	write   bool
 	mu      sync.Mutex
 	slots   int // Transactions that run at once while none stalls.
 	max     int // Transactions that may run at once: the pool's connections.
@@ -108,8 +110,8 @@ func (g *grouper) take(first *call) []*call {
 	return group
 }
 
-// grouped runs fn once, alone or in a group, and returns its error.
-func (s *Store) grouped(ctx context.Context, fn func(engine.Tx) error) error {
+// grouped runs fn once, alone or in a group of g, and returns its error.
+func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -117,13 +119,12 @@ func (s *Store) grouped(ctx context.Context, fn func(engine.Tx) error) error {
 		return err
 	}
 	c := &call{ctx: ctx, fn: fn, items: engine.BatchItems(ctx), err: make(chan error, 1)}
-	g := &s.groups
 	g.mu.Lock()
 	if g.running < g.slots {
 		g.running++
 		group := g.take(c)
 		g.mu.Unlock()
-		s.lead(group)
+		s.lead(g, group)
 		return <-c.err
 	}
 	g.queue = append(g.queue, c)
@@ -140,18 +141,17 @@ func (s *Store) grouped(ctx context.Context, fn func(engine.Tx) error) error {
 		g.queue = slices.Delete(g.queue, i, i+1)
 		g.running++
 		g.mu.Unlock()
-		s.lead([]*call{c})
+		s.lead(g, []*call{c})
 	} else {
 		g.mu.Unlock()
 	}
 	return <-c.err
 }
 
-// lead runs group and then, if Updates queued meanwhile, hands the slot to
-// a goroutine that runs them as the next group.
-func (s *Store) lead(group []*call) {
-	s.decide(group)
-	g := &s.groups
+// lead runs group and then, if calls queued meanwhile, hands the slot to a
+// goroutine that runs them as the next group.
+func (s *Store) lead(g *grouper, group []*call) {
+	s.decide(g, group)
 	g.mu.Lock()
 	if len(g.queue) == 0 {
 		g.running--
@@ -160,21 +160,21 @@ func (s *Store) lead(group []*call) {
 	}
 	next := g.take(nil)
 	g.mu.Unlock()
-	go s.lead(next)
+	go s.lead(g, next)
 }
 
 // decide runs the calls of one group and answers each.
-func (s *Store) decide(calls []*call) {
+func (s *Store) decide(g *grouper, calls []*call) {
 	if len(calls) == 1 {
 		c := calls[0]
-		err := s.runTx(c.ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, true, safe(c.fn))
-		if err == nil {
+		err := s.runTx(c.ctx, g.opts, g.write, safe(c.fn))
+		if err == nil && g.write {
 			s.committed(calls)
 		}
 		c.err <- err
 		return
 	}
-	s.runGroup(calls)
+	s.runGroup(g, calls)
 }
 
 // committed tells OnCommit of a successful commit of calls.
@@ -244,6 +244,7 @@ type group struct {
 	s      *Store
 	ctx    context.Context // Done once every call's context is done.
 	tx     pgx.Tx
+	write  bool
 	base   map[rowID]entry // Rows as the server has them in this transaction.
 	sent   []*member       // Decided, with writes in pending.
 	reruns []*member
@@ -275,7 +276,7 @@ func allDone(calls []*call) (context.Context, func()) {
 }
 
 // runGroup decides calls in one transaction and answers each.
-func (s *Store) runGroup(calls []*call) {
+func (s *Store) runGroup(gr *grouper, calls []*call) {
 	ctx, stop := allDone(calls)
 	defer stop()
 	members := make([]*member, len(calls))
@@ -296,7 +297,7 @@ func (s *Store) runGroup(calls []*call) {
 			}
 		}
 	}
-	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	ptx, err := s.pool.BeginTx(ctx, gr.opts)
 	if err != nil {
 		answer(fmt.Errorf("pgstore: begin: %w", s.cause(ctx, err)))
 		return
@@ -304,7 +305,7 @@ func (s *Store) runGroup(calls []*call) {
 	// The rollback must reach the server even when ctx is done; after a
 	// commit it does nothing.
 	defer ptx.Rollback(context.WithoutCancel(ctx))
-	g := &group{s: s, ctx: ctx, tx: ptx, base: map[rowID]entry{}}
+	g := &group{s: s, ctx: ctx, tx: ptx, write: gr.write, base: map[rowID]entry{}}
 	if err := g.prefetch(want); err != nil {
 		answer(fmt.Errorf("pgstore: read the group's rows: %w", s.cause(ctx, err)))
 		return
@@ -342,7 +343,9 @@ func (s *Store) runGroup(calls []*call) {
 		answer(fmt.Errorf("pgstore: commit: %w", err))
 		return
 	}
-	s.committed(decided)
+	if g.write {
+		s.committed(decided)
+	}
 	answer(nil)
 }
 
@@ -373,7 +376,7 @@ const (
 // run runs the function of m once, for real.
 func (g *group) run(m *member) {
 	*m = member{c: m.c, g: g, noGuess: m.noGuess}
-	m.t = &tx{ctx: g.ctx, tx: g.tx, write: true, m: m}
+	m.t = &tx{ctx: g.ctx, tx: g.tx, write: g.write, m: m}
 	err := outcome(safe(m.c.fn)(m.t), m.t.err)
 	switch {
 	case g.broken != nil:
@@ -604,7 +607,7 @@ func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok boo
 		}
 		return r, e.exists, nil
 	}
-	if guessable[tb.name] && !m.noGuess {
+	if guessable[tb.name] && m.g.write && !m.noGuess {
 		m.remember(id, entry{})
 		m.guesses = append(m.guesses, stmt{sql: tb.absentSQL(), args: key, owner: m, guess: true,
 			what: fmt.Sprintf("check that %s %q is absent", tb.name, id.key)})
@@ -721,11 +724,15 @@ func (w *wanted) add(table string, key ...any) {
 func (g *group) prefetch(w *wanted) error {
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT prefetch")
-	queuePrefetch(g, b, workshops, w, " FOR UPDATE")
-	queuePrefetch(g, b, reservations, w, " FOR UPDATE")
-	queuePrefetch(g, b, holds, w, " FOR UPDATE")
-	queuePrefetch(g, b, tokens, w, " FOR UPDATE")
-	queuePrefetch(g, b, events, w, " FOR UPDATE")
+	lock := ""
+	if g.write {
+		lock = " FOR UPDATE"
+	}
+	queuePrefetch(g, b, workshops, w, lock)
+	queuePrefetch(g, b, reservations, w, lock)
+	queuePrefetch(g, b, holds, w, lock)
+	queuePrefetch(g, b, tokens, w, lock)
+	queuePrefetch(g, b, events, w, lock)
 	queuePrefetch(g, b, receipts, w, "")
 	queuePrefetch(g, b, tombstones, w, "")
 	if b.Len() == 1 {

@@ -108,7 +108,8 @@ type Store struct {
 	maxAttempts int
 	onRetry     func(int, error)
 	onCommit    func(calls, batches int)
-	groups      grouper
+	groups      grouper // Updates.
+	views       grouper
 	closed      atomic.Bool
 	created     bool   // Open created the tables.
 	where       string // The database, for messages.
@@ -144,8 +145,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("PostgreSQL %s: %w", where, err)
 	}
 	s := &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, onCommit: opts.OnCommit, created: created, where: where}
-	s.groups.max = int(cfg.MaxConns)
-	s.groups.slots = min(groupSlots, s.groups.max)
+	s.groups = grouper{opts: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, write: true}
+	s.views = grouper{opts: pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}}
+	for _, g := range []*grouper{&s.groups, &s.views} {
+		g.max = int(cfg.MaxConns)
+		g.slots = min(groupSlots, g.max)
+	}
 	return s, nil
 }
 
@@ -204,7 +209,7 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 // update is Update without the classification of its error.
 func (s *Store) update(ctx context.Context, fn func(engine.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.grouped(ctx, fn)
+		err := s.grouped(&s.groups, ctx, fn)
 		if err == nil || !retryable(err) {
 			return err
 		}
@@ -220,10 +225,12 @@ func (s *Store) update(ctx context.Context, fn func(engine.Tx) error) error {
 	}
 }
 
-// View implements engine.Store with a REPEATABLE READ READ ONLY transaction;
-// its failures are classified like Update's.
+// View implements engine.Store with a REPEATABLE READ READ ONLY transaction,
+// which concurrent Views share like Updates (every View of a group was
+// called before the transaction took its snapshot); its failures are
+// classified like Update's.
 func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
-	return s.classify(s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, false, fn))
+	return s.classify(s.grouped(&s.views, ctx, fn))
 }
 
 // runTx runs fn once in a transaction of the given options and commits if

@@ -633,7 +633,7 @@ func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
 
 // AddEvent inserts with a plain INSERT, so an existing id fails.
 func (t *tx) AddEvent(e engine.Event) error {
-	if t.m != nil {
+	if t.m != nil && t.write {
 		if err := t.usable(); err != nil {
 			return err
 		}
