@@ -221,6 +221,7 @@ type stmt struct {
 	what  string  // For the error message.
 	owner *member // The decision it belongs to; nil for the group's own.
 	guess bool    // It checks that a row guessed absent is.
+	row   rowID   // The row it checks, for a guess.
 }
 
 // member is one decision of a group.
@@ -609,7 +610,7 @@ func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok boo
 	}
 	if guessable[tb.name] && m.g.write && !m.noGuess {
 		m.remember(id, entry{})
-		m.guesses = append(m.guesses, stmt{sql: tb.absentSQL(), args: key, owner: m, guess: true,
+		m.guesses = append(m.guesses, stmt{sql: tb.absentSQL(), args: key, owner: m, guess: true, row: id,
 			what: fmt.Sprintf("check that %s %q is absent", tb.name, id.key)})
 		return r, false, nil
 	}
@@ -679,6 +680,10 @@ func memberWrite[T any](t *tx, tb table[T], r T, insert bool) error {
 	query := tb.upsertSQL()
 	if insert {
 		query = tb.insertSQL()
+		// The INSERT fails if the row exists, so it checks a guess of the
+		// row's absence as well: the decision then fails with a unique
+		// violation, which its Update retries.
+		t.m.guesses = slices.DeleteFunc(t.m.guesses, func(g stmt) bool { return g.row == id })
 	}
 	t.m.write(id, entry{val: r, exists: true}, stmt{sql: query, args: values, what: fmt.Sprintf("write %s %q", tb.name, id.key)})
 	return nil

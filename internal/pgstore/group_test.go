@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/engine/enginetest"
 	"github.com/reserve/reserve/internal/pgstore"
 	"github.com/reserve/reserve/internal/pgstore/pgtest"
 )
@@ -38,13 +39,22 @@ func (c *commits) get() []int {
 // returns each one's error.
 func inOneGroup(t *testing.T, s *pgstore.Store, fns ...func(engine.Tx) error) []error {
 	t.Helper()
-	release := make(chan struct{})
+	release, wait := queueGroup(t, s, fns...)
+	release()
+	return wait()
+}
+
+// queueGroup queues fns as inOneGroup does and returns a function that
+// lets the group run and one that waits for their errors.
+func queueGroup(t *testing.T, s *pgstore.Store, fns ...func(engine.Tx) error) (release func(), wait func() []error) {
+	t.Helper()
+	released := make(chan struct{})
 	held := make(chan struct{})
 	leader := make(chan error, 1)
 	go func() {
 		leader <- s.Update(t.Context(), func(engine.Tx) error {
 			close(held)
-			<-release
+			<-released
 			return nil
 		})
 	}()
@@ -56,12 +66,13 @@ func inOneGroup(t *testing.T, s *pgstore.Store, fns ...func(engine.Tx) error) []
 		// Queued one after the other, the group decides them in this order.
 		pollUntil(t, 30*time.Second, fmt.Sprintf("Update %d queued", i), func() (bool, error) { return s.Queued() == i+1, nil })
 	}
-	close(release)
-	if err := <-leader; err != nil {
-		t.Fatal(err)
+	return sync.OnceFunc(func() { close(released) }), func() []error {
+		if err := <-leader; err != nil {
+			t.Error(err)
+		}
+		wg.Wait()
+		return errs
 	}
-	wg.Wait()
-	return errs
 }
 
 func putWorkshop(id, title string) func(engine.Tx) error {
@@ -122,7 +133,14 @@ func TestGroupFailureRollsBackOnlyItsDecision(t *testing.T) {
 			}
 			return refused
 		},
-		putWorkshop("second", ""),
+		func(tx engine.Tx) error {
+			// Decided right after the failed function, whose write it must
+			// not see.
+			if _, ok, err := tx.Workshop("fn-fails"); err != nil || ok {
+				return fmt.Errorf("workshop fn-fails of a failed decision: found %v, %v", ok, err)
+			}
+			return putWorkshop("second", "")(tx)
+		},
 		// PostgreSQL text cannot hold a NUL byte.
 		putWorkshop("bad-write", "nul\x00byte"),
 		func(tx engine.Tx) error {
@@ -200,5 +218,133 @@ FOR EACH ROW WHEN (NEW.title = 'fail at commit') EXECUTE FUNCTION fail_at_commit
 	}
 	if sizes := c.get(); !slices.Equal(sizes, []int{1}) {
 		t.Fatalf("commits of %v Updates, want only the leader's", sizes)
+	}
+}
+
+// TestGroupGuessOfAnExistingRow looks up, in a group, a reservation that the
+// group did not read ahead and that exists: the group takes it as absent at
+// first, its check of that fails, and the decision runs again, reading the
+// row, so that what commits was decided on the row as it is. A decision that
+// inserts a row it took as absent fails with the insert, which its Update
+// retries.
+func TestGroupGuessOfAnExistingRow(t *testing.T) {
+	var r retries
+	s := mustOpen(t, pgstore.Options{MaxConns: 1, OnRetry: r.record})
+	res := engine.Reservation{ID: "r-exists", Actor: "alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479", Workshop: "ws", Quantity: 1, CreatedAt: enginetest.Now}
+	if err := s.Update(t.Context(), func(tx engine.Tx) error {
+		if err := putWorkshop("ws", "")(tx); err != nil {
+			return err
+		}
+		if err := tx.PutReservation(res); err != nil {
+			return err
+		}
+		other := res
+		other.ID = "r-other"
+		return tx.PutReservation(other)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Like the engine, the functions look up the reservation once they have
+	// found the workshop, so the group's first run of them, which finds
+	// nothing, does not name it to be read ahead.
+	afterWorkshop := func(tx engine.Tx) bool {
+		_, ok, _ := tx.Workshop("ws")
+		return ok
+	}
+	found := func(id string) func(engine.Tx) error {
+		return func(tx engine.Tx) error {
+			if !afterWorkshop(tx) {
+				return nil
+			}
+			_, ok, err := tx.Reservation(id)
+			if err != nil {
+				return err
+			}
+			return putWorkshop(fmt.Sprintf("%s-found-%v", id, ok), "")(tx)
+		}
+	}
+	runs := 0
+	errs := inOneGroup(t, s,
+		found("r-exists"),
+		found("r-absent"),
+		func(tx engine.Tx) error {
+			runs++
+			if !afterWorkshop(tx) {
+				return nil
+			}
+			_, ok, err := tx.Reservation("r-other")
+			if err != nil || ok {
+				return err // Found: nothing to insert.
+			}
+			other := res
+			other.ID = "r-other"
+			return tx.PutReservation(other)
+		},
+		putWorkshop("after", ""),
+	)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Update %d: %v", i, err)
+		}
+	}
+	got := workshopIDs(t, s)
+	if len(got) != 4 || got["r-exists-found-true"].ID == "" || got["r-absent-found-false"].ID == "" || got["after"].ID == "" {
+		t.Fatalf("stored workshops %v, want ws, r-exists-found-true, r-absent-found-false and after", got)
+	}
+	// The inserting decision ran four times: probed, guessed (run again
+	// after the first decision's guess failed), guessed again and failed
+	// with the insert, then retried alone, reading the row.
+	if runs != 4 {
+		t.Errorf("the inserting decision ran %d times, want 4", runs)
+	}
+	r.want(t, "23505")
+}
+
+// TestGroupsLockInKeyOrder lets two stores (two daemons) decide a group
+// each over the same two workshops, named in opposite orders, each group's
+// first decision pausing once it has its workshop until the other group's
+// has one too (or half a second passed). A group locks the workshops its
+// decisions name in id order before it decides any, so the second group
+// waits for the first instead of locking the other row, and PostgreSQL
+// never has a deadlock to break.
+func TestGroupsLockInKeyOrder(t *testing.T) {
+	var r retries
+	dsn, _ := pgtest.FreshSchema(t)
+	stores := [2]*pgstore.Store{
+		mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1, OnRetry: r.record}),
+		mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1, OnRetry: r.record}),
+	}
+	mustWorkshops(t, engine.New(stores[0]), "ws-a", "ws-b")
+	locked := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	bump := func(me int, id string, first bool) func(engine.Tx) error {
+		once := sync.OnceFunc(func() { close(locked[me]) })
+		return func(tx engine.Tx) error {
+			w, ok, err := tx.Workshop(id)
+			if err != nil || !ok {
+				return err // The group's first run, which finds nothing.
+			}
+			if first {
+				once()
+				select {
+				case <-locked[1-me]:
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+			w.Version++
+			return tx.PutWorkshop(w)
+		}
+	}
+	releaseA, waitA := queueGroup(t, stores[0], bump(0, "ws-b", true), bump(0, "ws-a", false))
+	releaseB, waitB := queueGroup(t, stores[1], bump(1, "ws-a", true), bump(1, "ws-b", false))
+	releaseA()
+	releaseB()
+	for _, err := range append(waitA(), waitB()...) {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	r.want(t)
+	if got := workshopIDs(t, stores[0]); got["ws-a"].Version != 3 || got["ws-b"].Version != 3 {
+		t.Fatalf("workshops %v, want each updated twice after its creation", got)
 	}
 }
