@@ -192,8 +192,9 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 	return engine.Check(ctx, s)
 }
 
-// Update implements engine.Store: it runs fn in a READ COMMITTED transaction
-// (see the package comment for why that is serializable for the engine) and
+// Update implements engine.Store: it runs fn in a READ COMMITTED transaction,
+// alone or with concurrent Updates (see the package comment for why that is
+// serializable for the engine, and for group commit), and
 // runs it again after a unique violation, serialization failure or deadlock,
 // up to the configured number of attempts. Cancelling ctx while fn runs rolls
 // the transaction back and returns an error; once fn has returned nil, the
