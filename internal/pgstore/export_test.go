@@ -17,14 +17,3 @@ func (s *Store) Queued() int {
 	defer s.groups.mu.Unlock()
 	return len(s.groups.queue)
 }
-
-// SetGroupSlots sets how many transactions of s (for Updates, and for Views)
-// run at once, so that tests can make calls group with fewer of them than
-// the pool has connections.
-func (s *Store) SetGroupSlots(n int) {
-	for _, g := range []*grouper{&s.groups, &s.views} {
-		g.mu.Lock()
-		g.slots = n
-		g.mu.Unlock()
-	}
-}

@@ -3,7 +3,7 @@ package pgstore
 // Group commit: concurrent Updates of one Store share one PostgreSQL
 // transaction and so one COMMIT, one WAL flush.
 //
-// An Update that finds a free slot (there are groupSlots) runs at once,
+// An Update that finds a free slot (there is groupSlots) runs at once,
 // alone, exactly like a transaction of its own. An Update that finds every
 // slot busy queues; when a slot's transaction ends, the slot takes every
 // queued Update (up to maxGroupCalls) as one group. So a group forms only
@@ -60,10 +60,13 @@ import (
 // every session has to look them up on disk.
 const maxGroupCalls = 48
 
-// groupSlots is how many transactions of one Store run at once while none
-// stalls. Few, so that concurrent decisions share a transaction rather than
-// queue for a workshop's row lock in transactions of their own.
-const groupSlots = 2
+// groupSlots is how many transactions of one kind (write, or read-only) of
+// one Store run at once while none stalls. One: concurrent decisions then
+// share a transaction rather than queue for a workshop's row lock in
+// transactions of their own, and every round trip and COMMIT serves as
+// many decisions as possible. (Two, tried on the hot-workshop benchmark,
+// gave smaller groups and fewer reservations per second.)
+const groupSlots = 1
 
 // stallAfter is how long an Update waits in the queue before it takes a
 // slot of its own. Without it, functions that wait for each other (or a

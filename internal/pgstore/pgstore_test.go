@@ -53,20 +53,12 @@ func mustOpenDSN(tb testing.TB, dsn string, opts pgstore.Options) *pgstore.Store
 	return s
 }
 
+// TestConformance runs the engine's suite; its concurrent tests queue
+// Updates behind the store's one write transaction, so they also exercise
+// group commit.
 func TestConformance(t *testing.T) {
 	pgtest.ServerDSN(t)
 	enginetest.Run(t, func(tb testing.TB) engine.Store { return mustOpen(tb, pgstore.Options{}) })
-}
-
-// TestConformanceGrouped runs the suite on stores that run one transaction
-// at a time, so that concurrent Updates wait and are decided in groups.
-func TestConformanceGrouped(t *testing.T) {
-	pgtest.ServerDSN(t)
-	enginetest.Run(t, func(tb testing.TB) engine.Store {
-		s := mustOpen(tb, pgstore.Options{})
-		s.SetGroupSlots(1)
-		return s
-	})
 }
 
 // schemaVersions returns the versions recorded in schema_migrations.
