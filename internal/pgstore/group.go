@@ -50,6 +50,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reserve/reserve/internal/engine"
 )
@@ -88,7 +89,8 @@ type call struct {
 
 // grouper hands the calls of one kind (Updates, or Views) to transactions.
 type grouper struct {
-	opts    pgx.TxOptions
+	opts    pgx.TxOptions // For a transaction of one call.
+	begin   string        // Starts a group's transaction with those options.
 	write   bool
 	mu      sync.Mutex
 	slots   int // Transactions that run at once while none stalls.
@@ -245,13 +247,18 @@ type member struct {
 
 // group is the shared transaction of several decisions.
 type group struct {
-	s      *Store
-	ctx    context.Context // Done once every call's context is done.
-	tx     pgx.Tx
-	write  bool
-	base   map[rowID]entry // Rows as the server has them in this transaction.
-	sent   []*member       // Decided, with writes in pending.
-	reruns []*member
+	s   *Store
+	ctx context.Context // Done once every call's context is done.
+	// sendCtx is the context statements are sent on: ctx, or for the
+	// COMMIT one that is never done.
+	sendCtx   context.Context
+	conn      *pgxpool.Conn
+	tx        txConn // conn
+	write     bool
+	committed bool
+	base      map[rowID]entry // Rows as the server has them in this transaction.
+	sent      []*member       // Decided, with writes in pending.
+	reruns    []*member
 	// pending are the statements to send before the next direct one.
 	pending []stmt
 	broken  error // The transaction cannot go on.
@@ -301,17 +308,23 @@ func (s *Store) runGroup(gr *grouper, calls []*call) {
 			}
 		}
 	}
-	ptx, err := s.pool.BeginTx(ctx, gr.opts)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		answer(fmt.Errorf("pgstore: begin: %w", s.cause(ctx, err)))
 		return
 	}
-	// The rollback must reach the server even when ctx is done; after a
-	// commit it does nothing.
-	defer ptx.Rollback(context.WithoutCancel(ctx))
-	g := &group{s: s, ctx: ctx, tx: ptx, write: gr.write, base: map[rowID]entry{}}
-	if err := g.prefetch(want); err != nil {
-		answer(fmt.Errorf("pgstore: read the group's rows: %w", s.cause(ctx, err)))
+	g := &group{s: s, ctx: ctx, sendCtx: ctx, conn: conn, tx: conn, write: gr.write, base: map[rowID]entry{}}
+	defer func() {
+		if !g.committed {
+			// The rollback must reach the server even when ctx is done. A
+			// connection it cannot reach is closed by Release, which drops
+			// a connection left in a transaction.
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+		conn.Release()
+	}()
+	if err := g.begin(gr.begin, want); err != nil {
+		answer(fmt.Errorf("pgstore: begin: %w", s.cause(ctx, err)))
 		return
 	}
 	queue := members
@@ -322,10 +335,19 @@ func (s *Store) runGroup(gr *grouper, calls []*call) {
 			g.run(m)
 			queue = append(g.takeReruns(), queue...)
 		}
-		if g.broken == nil && len(g.pending) > 0 {
-			g.flush(nil)
+		if g.broken != nil || !slices.ContainsFunc(members, func(m *member) bool { return m.ok }) {
+			break
 		}
-		if queue = g.takeReruns(); len(queue) == 0 {
+		// The COMMIT goes with the last writes, in the same round trip; a
+		// write that fails skips it, and the decisions after that write
+		// run again. Once sent, it is waited for even if every caller has
+		// gone, so that none mistakes a commit for a failure.
+		g.pending = append(g.pending, stmt{sql: "COMMIT", what: "commit"})
+		g.sendCtx = context.WithoutCancel(ctx)
+		g.flush(nil)
+		g.sendCtx = ctx
+		queue = g.takeReruns()
+		if g.committed {
 			break
 		}
 	}
@@ -333,21 +355,13 @@ func (s *Store) runGroup(gr *grouper, calls []*call) {
 		answer(fmt.Errorf("pgstore: group transaction: %w", s.cause(ctx, g.broken)))
 		return
 	}
-	var decided []*call
-	for _, m := range members {
-		if m.ok {
-			decided = append(decided, m.c)
+	if g.committed && g.write {
+		var decided []*call
+		for _, m := range members {
+			if m.ok {
+				decided = append(decided, m.c)
+			}
 		}
-	}
-	if len(decided) == 0 {
-		answer(nil)
-		return
-	}
-	if err := ptx.Commit(context.WithoutCancel(ctx)); err != nil {
-		answer(fmt.Errorf("pgstore: commit: %w", err))
-		return
-	}
-	if g.write {
 		s.committed(decided)
 	}
 	answer(nil)
@@ -493,7 +507,7 @@ func (g *group) flush(cur *member) error {
 	for _, s := range stmts {
 		b.Queue(s.sql, s.args...)
 	}
-	br := g.tx.SendBatch(g.ctx, b)
+	br := g.tx.SendBatch(g.sendCtx, b)
 	failed, err := -1, error(nil)
 	for i := range stmts {
 		if _, err = br.Exec(); err != nil {
@@ -507,16 +521,16 @@ func (g *group) flush(cur *member) error {
 	}
 	if failed < 0 {
 		stored(sent)
+		g.committed = stmts[len(stmts)-1].sql == "COMMIT"
 		return nil
 	}
-	owner := stmts[failed].owner
+	owner, guess := stmts[failed].owner, stmts[failed].guess
+	if s := stmts[failed]; s.what != "" {
+		err = fmt.Errorf("%s: %w", s.what, err)
+	}
 	if !errors.As(err, new(*pgconn.PgError)) || owner == nil {
 		g.broken = err
 		return err
-	}
-	guess := stmts[failed].guess
-	if s := stmts[failed]; s.what != "" {
-		err = fmt.Errorf("%s: %w", s.what, err)
 	}
 	// Everything before the failed statement succeeded; the failed
 	// decision's savepoint undoes its writes and, nested in it, everything
@@ -567,7 +581,7 @@ func (g *group) restore(sp string, release bool) error {
 	if release {
 		sql += "; RELEASE SAVEPOINT " + sp
 	}
-	if _, err := g.tx.Conn().PgConn().Exec(g.ctx, sql).ReadAll(); err != nil {
+	if _, err := g.conn.Conn().PgConn().Exec(g.ctx, sql).ReadAll(); err != nil {
 		return fmt.Errorf("roll back to savepoint %s: %w", sp, err)
 	}
 	return nil
@@ -576,7 +590,7 @@ func (g *group) restore(sp string, release bool) error {
 // recover makes the transaction usable again after a statement of m sent
 // directly (a scan) failed, by rolling back to m's savepoint.
 func (g *group) recover(m *member) {
-	if g.broken != nil || g.tx.Conn().PgConn().TxStatus() != 'E' {
+	if g.broken != nil || g.conn.Conn().PgConn().TxStatus() != 'E' {
 		return
 	}
 	if m.savepoint == "" {
@@ -641,7 +655,7 @@ func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok boo
 		switch {
 		case !errors.As(err, new(*pgconn.PgError)):
 			m.g.broken = err
-		case m.g.tx.Conn().PgConn().TxStatus() == 'E':
+		case m.g.conn.Conn().PgConn().TxStatus() == 'E':
 			if rerr := m.g.restore(sp, true); rerr != nil {
 				m.g.broken = rerr
 			}
@@ -726,11 +740,13 @@ func (w *wanted) add(table string, key ...any) {
 	w.keys[table] = append(w.keys[table], key)
 }
 
-// prefetch reads the rows of w in one round trip, in a savepoint: first
-// the ones a write transaction locks, each table in key order, then the
-// receipts and tombstones.
-func (g *group) prefetch(w *wanted) error {
+// begin starts the transaction with the statement begin and reads the rows
+// of w, in the same round trip and in a savepoint: first the ones a write
+// transaction locks, each table in key order, then the receipts and
+// tombstones.
+func (g *group) begin(begin string, w *wanted) error {
 	b := &pgx.Batch{}
+	b.Queue(begin)
 	b.Queue("SAVEPOINT prefetch")
 	lock := ""
 	if g.write {
@@ -743,12 +759,13 @@ func (g *group) prefetch(w *wanted) error {
 	queuePrefetch(g, b, events, w, lock)
 	queuePrefetch(g, b, receipts, w, "")
 	queuePrefetch(g, b, tombstones, w, "")
-	if b.Len() == 1 {
-		return nil
+	if b.Len() == 2 {
+		_, err := g.conn.Exec(g.ctx, begin)
+		return err
 	}
 	b.Queue("RELEASE SAVEPOINT prefetch")
 	err := g.tx.SendBatch(g.ctx, b).Close()
-	if err == nil || !errors.As(err, new(*pgconn.PgError)) {
+	if err == nil || !errors.As(err, new(*pgconn.PgError)) || g.conn.Conn().PgConn().TxStatus() != 'E' {
 		return err
 	}
 	// A key the server refuses (it cannot be text, say) fails the read of

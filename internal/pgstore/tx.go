@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reserve/reserve/internal/engine"
@@ -267,10 +268,19 @@ func (tb table[T]) upsertSQL() string {
 	return fmt.Sprintf("%s ON CONFLICT (%s) DO UPDATE SET %s", tb.insertSQL(), tb.keyList(), strings.Join(set, ", "))
 }
 
+// txConn runs the statements of a transaction: a pgx.Tx, or the
+// connection of a group, which sends its own BEGIN and COMMIT.
+type txConn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // tx adapts a pgx transaction to engine.Tx.
 type tx struct {
 	ctx   context.Context
-	tx    pgx.Tx
+	tx    txConn
 	write bool
 	// err is the first statement that failed. PostgreSQL aborts the
 	// transaction then, so every later statement fails with it too.
