@@ -8,8 +8,8 @@ package pgstore
 // slot busy queues; when a slot's transaction ends, the slot takes every
 // queued Update (up to maxGroupCalls) as one group. So a group forms only
 // while the database is busy, and its size follows the load. An Update
-// that has waited stallAfter in the queue runs alone in a slot of its own,
-// as long as the pool has a connection for it.
+// queued while no transaction ended for stallAfter runs alone in a slot of
+// its own, as long as the pool has a connection for it.
 //
 // A group of several decisions runs in one READ COMMITTED transaction:
 //
@@ -69,9 +69,10 @@ const maxGroupCalls = 48
 // gave smaller groups and fewer reservations per second.)
 const groupSlots = 1
 
-// stallAfter is how long an Update waits in the queue before it takes a
-// slot of its own. Without it, functions that wait for each other (or a
-// transaction waiting long for a lock) would hold up every queued Update.
+// stallAfter is how long a queued Update waits, while no transaction
+// ends, before it takes a slot of its own. Without it, functions that wait
+// for each other would hold up every queued Update for good; a busy store,
+// whose transactions end, keeps its queue for the next group.
 const stallAfter = 50 * time.Millisecond
 
 // maxGroupItems bounds the batch items (engine.BatchItems) of one group: a
@@ -97,6 +98,9 @@ type grouper struct {
 	max     int // Transactions that may run at once: the pool's connections.
 	running int
 	queue   []*call
+	// finished counts the transactions that ended, so that a queued call
+	// can tell a busy store from a stalled one.
+	finished int
 }
 
 // take removes the next group from the queue, after first if it is not nil.
@@ -133,15 +137,23 @@ func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) erro
 		return <-c.err
 	}
 	g.queue = append(g.queue, c)
+	seen := g.finished
 	g.mu.Unlock()
-	stalled := time.NewTimer(stallAfter)
+	stalled := time.NewTicker(stallAfter)
 	defer stalled.Stop()
-	select {
-	case err := <-c.err:
-		return err
-	case <-stalled.C:
+	for {
+		select {
+		case err := <-c.err:
+			return err
+		case <-stalled.C:
+		}
+		g.mu.Lock()
+		if g.finished == seen {
+			break // Stalled: no transaction ended for stallAfter.
+		}
+		seen = g.finished
+		g.mu.Unlock()
 	}
-	g.mu.Lock()
 	if i := slices.Index(g.queue, c); i >= 0 && g.running < g.max {
 		g.queue = slices.Delete(g.queue, i, i+1)
 		g.running++
@@ -158,6 +170,7 @@ func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) erro
 func (s *Store) lead(g *grouper, group []*call) {
 	s.decide(g, group)
 	g.mu.Lock()
+	g.finished++
 	if len(g.queue) == 0 {
 		g.running--
 		g.mu.Unlock()
