@@ -88,7 +88,7 @@ func (f *storeFlags) effectiveKind() string {
 type storeOptions struct {
 	readOnly      bool                     // Change nothing (for check): no new file, no migration.
 	noGroupCommit bool                     // bolt: one commit per update.
-	onCommit      func(calls, batches int) // bolt: told the size of every commit.
+	onCommit      func(calls, batches int) // Told the size of every commit.
 	committerNice int                      // bolt: the group committer thread's nice value, 0 to leave it.
 	// acceptRollback, bolt: open a file one of whose meta pages is damaged
 	// at the older transaction the other records.
@@ -141,7 +141,7 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		if o.noGroupCommit {
 			return nil, &exitError{code: ExitUsage, err: errors.New("--no-group-commit applies to the bolt store only")}
 		}
-		return pgstore.Open(ctx, f.dsn, pgstore.Options{NoMigrate: o.readOnly})
+		return pgstore.Open(ctx, f.dsn, pgstore.Options{NoMigrate: o.readOnly, OnCommit: o.onCommit})
 	}
 	return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", kind)}
 }

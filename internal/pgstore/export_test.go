@@ -10,3 +10,10 @@ func MigrationSteps(sql string) []string {
 	}
 	return m.statements()
 }
+
+// Queued reports how many Updates wait for a transaction to take them.
+func (s *Store) Queued() int {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return len(s.groups.queue)
+}

@@ -26,6 +26,15 @@
 // returns an error marked engine.StoreUnavailable, with the cause in its
 // chain; every other failure stays an internal error.
 //
+// # Group commit
+//
+// Concurrent Updates of one Store share one transaction, one COMMIT and so
+// one WAL flush, while the database is busy: each decision in a savepoint
+// of its own, so that one that fails rolls back only itself, with the rows
+// the group's decisions look up read ahead in one round trip (the locked
+// ones in key order, so two daemons' groups cannot deadlock on them) and
+// their writes sent in one batch. group.go has the details.
+//
 // View runs at REPEATABLE READ READ ONLY, so all reads and scans of one View
 // see a single snapshot.
 //
@@ -117,6 +126,10 @@ type Options struct {
 	// OnRetry, if set, is told of every collision that makes Update run its
 	// function again (for a daemon's retry metric and tests).
 	OnRetry func(attempt int, err error)
+	// OnCommit, if set, is told how many Updates shared each successful
+	// commit and how many of them were batches (engine.BatchItems), before
+	// their callers return (for the daemon's metrics).
+	OnCommit func(calls, batches int)
 	// NoMigrate leaves the schema as it is and refuses a database whose
 	// schema version is not exactly SchemaVersion, for tools that must not
 	// change the database (reserved check).
@@ -129,6 +142,9 @@ type Store struct {
 	pool        *pgxpool.Pool
 	maxAttempts int
 	onRetry     func(int, error)
+	onCommit    func(calls, batches int)
+	groups      grouper // Updates.
+	views       grouper
 	closed      atomic.Bool
 	created     bool   // Open created the tables.
 	where       string // The database, for messages.
@@ -166,7 +182,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("PostgreSQL %s: %w", where, explainPooler(err))
 	}
-	return &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, created: created, where: where}, nil
+	s := &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, onCommit: opts.OnCommit, created: created, where: where}
+	s.groups = grouper{opts: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, begin: "BEGIN ISOLATION LEVEL READ COMMITTED", write: true}
+	s.views = grouper{opts: pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+	for _, g := range []*grouper{&s.groups, &s.views} {
+		g.max = int(cfg.MaxConns)
+		g.slots = min(groupSlots, g.max)
+	}
+	return s, nil
 }
 
 // Created reports whether Open created the schema's tables, that is whether
@@ -207,8 +230,9 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 	return engine.Check(ctx, s)
 }
 
-// Update implements engine.Store: it runs fn in a READ COMMITTED transaction
-// (see the package comment for why that is serializable for the engine) and
+// Update implements engine.Store: it runs fn in a READ COMMITTED transaction,
+// alone or with concurrent Updates (see the package comment for why that is
+// serializable for the engine, and for group commit), and
 // runs it again after a unique violation, serialization failure or deadlock,
 // up to the configured number of attempts. Cancelling ctx while fn runs rolls
 // the transaction back and returns an error; once fn has returned nil, the
@@ -224,7 +248,7 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 // update is Update without the classification of its error.
 func (s *Store) update(ctx context.Context, fn func(engine.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, true, fn)
+		err := s.grouped(&s.groups, ctx, fn)
 		if err == nil || !retryable(err) {
 			return err
 		}
@@ -240,10 +264,12 @@ func (s *Store) update(ctx context.Context, fn func(engine.Tx) error) error {
 	}
 }
 
-// View implements engine.Store with a REPEATABLE READ READ ONLY transaction;
-// its failures are classified like Update's.
+// View implements engine.Store with a REPEATABLE READ READ ONLY transaction,
+// which concurrent Views share like Updates (every View of a group was
+// called before the transaction took its snapshot); its failures are
+// classified like Update's.
 func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
-	return s.classify(s.runTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, false, fn))
+	return s.classify(s.grouped(&s.views, ctx, fn))
 }
 
 // runTx runs fn once in a transaction of the given options and commits if
@@ -267,19 +293,7 @@ func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 		ptx.Rollback(fctx)
 	}()
 	t := &tx{ctx: ctx, tx: ptx, write: write}
-	err = fn(t)
-	switch {
-	case t.err == nil:
-	case err == nil:
-		// A statement failed, so PostgreSQL has aborted the transaction
-		// whatever fn made of the error.
-		err = t.err
-	case !errors.Is(err, t.err):
-		// Keep the statement's error visible to retryable even when fn
-		// reported it without wrapping.
-		err = fmt.Errorf("%w (after a failed statement: %w)", err, t.err)
-	}
-	if err != nil {
+	if err := outcome(fn(t), t.err); err != nil {
 		return err
 	}
 	fctx, cancel := finishing(ctx)
@@ -294,6 +308,24 @@ func (s *Store) runTx(ctx context.Context, opts pgx.TxOptions, write bool, fn fu
 // of ctx: not cancelled with ctx, but bounded by finishTimeout.
 func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+}
+
+// outcome is the error of a transaction whose function returned err after
+// the statement that failed with stmtErr, if any.
+func outcome(err, stmtErr error) error {
+	switch {
+	case stmtErr == nil:
+		return err
+	case err == nil:
+		// A statement failed, so PostgreSQL has aborted the transaction
+		// whatever fn made of the error.
+		return stmtErr
+	case !errors.Is(err, stmtErr):
+		// Keep the statement's error visible to retryable even when fn
+		// reported it without wrapping.
+		return fmt.Errorf("%w (after a failed statement: %w)", err, stmtErr)
+	}
+	return err
 }
 
 // retryable reports whether err is a collision with a concurrent

@@ -54,6 +54,9 @@ func mustOpenDSN(tb testing.TB, dsn string, opts pgstore.Options) *pgstore.Store
 	return s
 }
 
+// TestConformance runs the engine's suite; its concurrent tests queue
+// Updates behind the store's one write transaction, so they also exercise
+// group commit.
 func TestConformance(t *testing.T) {
 	pgtest.ServerDSN(t)
 	enginetest.Run(t, func(tb testing.TB) engine.Store { return mustOpen(tb, pgstore.Options{}) })

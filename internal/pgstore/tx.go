@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/reserve/reserve/internal/engine"
@@ -267,10 +268,19 @@ func (tb table[T]) upsertSQL() string {
 	return fmt.Sprintf("%s ON CONFLICT (%s) DO UPDATE SET %s", tb.insertSQL(), tb.keyList(), strings.Join(set, ", "))
 }
 
+// txConn runs the statements of a transaction: a pgx.Tx, or the
+// connection of a group, which sends its own BEGIN and COMMIT.
+type txConn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // tx adapts a pgx transaction to engine.Tx.
 type tx struct {
 	ctx   context.Context
-	tx    pgx.Tx
+	tx    txConn
 	write bool
 	// err is the first statement that failed. PostgreSQL aborts the
 	// transaction then, so every later statement fails with it too.
@@ -278,6 +288,9 @@ type tx struct {
 	// read records, for each row this transaction has looked up or written,
 	// whether it exists: a write to a row read as absent must insert it.
 	read map[rowID]bool
+	// m is set when the transaction is one decision of a group (see
+	// group.go), whose rows and writes the group keeps.
+	m *member
 }
 
 var _ engine.Tx = (*tx)(nil)
@@ -298,6 +311,11 @@ func (t *tx) usable() error {
 	if t.err != nil {
 		return fmt.Errorf("pgstore: transaction aborted by an earlier error: %w", t.err)
 	}
+	if t.m != nil {
+		if err := t.m.usable(); err != nil {
+			return t.fail(err)
+		}
+	}
 	return nil
 }
 
@@ -305,6 +323,9 @@ func (t *tx) usable() error {
 func (t *tx) fail(err error) error {
 	if t.err == nil {
 		t.err = err
+	}
+	if t.m != nil {
+		t.m.g.recover(t.m)
 	}
 	return err
 }
@@ -321,6 +342,9 @@ func (t *tx) remember(id rowID, exists bool) {
 func get[T any](t *tx, tb table[T], suffix string, key ...any) (r T, ok bool, err error) {
 	if err := t.usable(); err != nil {
 		return r, false, err
+	}
+	if t.m != nil {
+		return memberGet(t, tb, suffix, key)
 	}
 	id := rowOf(tb, key)
 	err = t.tx.QueryRow(t.ctx, tb.selectSQL()+suffix, key...).Scan(tb.dests(&r)...)
@@ -345,6 +369,9 @@ func put[T any](t *tx, tb table[T], r T) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
+	if t.m != nil {
+		return memberPut(t, tb, r)
+	}
 	values := tb.values(r)
 	id := rowOf(tb, values[:tb.keys])
 	query := tb.upsertSQL()
@@ -364,6 +391,9 @@ func forEach[T any](t *tx, tb table[T], fn func(T) error) error {
 	var after []any
 	for {
 		if err := t.usable(); err != nil {
+			return err
+		}
+		if err := t.direct(); err != nil {
 			return err
 		}
 		rows, err := t.tx.Query(t.ctx, tb.pageSQL(after == nil), after...)
@@ -428,6 +458,9 @@ func forEachByTime[T any](t *tx, tb table[T], position func(T) engine.TimePositi
 	var p *engine.TimePosition
 	for limit := 64; ; limit = min(2*limit, pageSize) {
 		if err := t.usable(); err != nil {
+			return err
+		}
+		if err := t.direct(); err != nil {
 			return err
 		}
 		sql, args := query(p, limit)
@@ -555,6 +588,9 @@ func (t *tx) DeleteToken(hash string) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
+	if t.m != nil {
+		return memberDelete(t, tokens, hash)
+	}
 	if _, err := t.tx.Exec(t.ctx, "DELETE FROM tokens WHERE hash = $1", hash); err != nil {
 		return t.fail(fmt.Errorf("delete tokens %q: %w", hash, err))
 	}
@@ -572,6 +608,9 @@ func (t *tx) exec(what string, query string, args ...any) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
+	if err := t.direct(); err != nil {
+		return err
+	}
 	if _, err := t.tx.Exec(t.ctx, query, args...); err != nil {
 		return t.fail(fmt.Errorf("%s: %w", what, err))
 	}
@@ -579,6 +618,12 @@ func (t *tx) exec(what string, query string, args ...any) error {
 }
 
 func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
+	if t.m != nil && t.write {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		return memberDelete(t, receipts, actor, string(key))
+	}
 	err := t.exec("delete receipt", "DELETE FROM receipts WHERE actor = $1 AND operation_key = $2", actor, string(key))
 	if err == nil {
 		t.remember(rowOf(receipts, []any{actor, string(key)}), false)
@@ -598,6 +643,12 @@ func (t *tx) ForEachTombstone(fn func(engine.Tombstone) error) error {
 
 // AddEvent inserts with a plain INSERT, so an existing id fails.
 func (t *tx) AddEvent(e engine.Event) error {
+	if t.m != nil && t.write {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		return memberAdd(t, events, e)
+	}
 	return t.exec("add event", events.insertSQL(), events.values(e)...)
 }
 
@@ -643,6 +694,9 @@ func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.
 	if err := t.usable(); err != nil {
 		return err
 	}
+	if err := t.direct(); err != nil {
+		return err
+	}
 	query := fmt.Sprintf("SELECT %s FROM holds WHERE state = 'held' AND workshop = $1 AND expires_at <= $2 ORDER BY expires_at, id",
 		strings.Join(holds.columns, ", "))
 	rows, err := t.tx.Query(t.ctx, query, workshop, through)
@@ -683,6 +737,9 @@ func newestOf[T any](t *tx, tb table[T], actor, before string, id func(T) string
 		strings.Join(tb.columns, ", "), tb.name, pageSize)
 	for {
 		if err := t.usable(); err != nil {
+			return err
+		}
+		if err := t.direct(); err != nil {
 			return err
 		}
 		rows, err := t.tx.Query(t.ctx, query, actor, before)

@@ -63,7 +63,7 @@ func NewMetrics() *Metrics {
 		}),
 		batchCommits: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "reserved_batches_per_commit",
-			Help:    "Batches that shared one durable group commit, for the commits with at least one batch (bbolt store).",
+			Help:    "Batches that shared one durable group commit, for the commits with at least one batch.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 11),
 		}),
 		connCap: prometheus.NewCounterVec(prometheus.CounterOpts{
