@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"time"
@@ -69,6 +70,19 @@ type Report struct {
 	// not decide within its time limit.
 	Unknown int
 	Elapsed time.Duration
+	// Illegal holds the operations of each workshop whose history is not
+	// linearizable, for a look at them (Dump).
+	Illegal map[string][]*Op
+}
+
+// Dump writes ops, ordered by their call, one a line.
+func Dump(w io.Writer, ops []*Op) {
+	ops = slices.Clone(ops)
+	slices.SortFunc(ops, func(a, b *Op) int { return int(a.Call - b.Call) })
+	for _, op := range ops {
+		fmt.Fprintf(w, "%10d %10d epoch=%d %-8s %-10s %-8s %s %s q=%d target=%s unclear=%d → %d %s %s\n",
+			op.Call.Microseconds(), op.Return.Microseconds(), op.Epoch, op.Via, op.Actor, op.Role, op.Kind, op.Key, op.Quantity, op.Target, op.Unclear, op.Status, op.Code, op.Body)
+	}
 }
 
 // CheckTimeout bounds porcupine's search per workshop.
@@ -110,6 +124,10 @@ func Check(ops []*Op, final Final) Report {
 		}
 		switch linearizable(capacity, byWorkshop[w], CheckTimeout) {
 		case porcupine.Illegal:
+			if r.Illegal == nil {
+				r.Illegal = map[string][]*Op{}
+			}
+			r.Illegal[w] = byWorkshop[w]
 			add(CheckLinearizable, "the history of workshop %s (%d operations) is not linearizable", w, len(byWorkshop[w]))
 		case porcupine.Unknown:
 			r.Unknown++
@@ -125,10 +143,11 @@ func Check(ops []*Op, final Final) Report {
 		switch {
 		case first == nil:
 			add(CheckReplay, "%s %s %s repeats no intent of the history", op.Actor, op.Role, op.Key)
+		case op.Code == engine.CodeOperationExpired && op.Epoch > first.Epoch:
+			// A receipt the clock carried past retention may be gone: a
+			// late repeat is refused as expired.
 		case op.Role == Conflict && (op.Status != 409 || op.Code != engine.CodeOperationConflict):
 			add(CheckConflict, "%s %s with another payload: %d %s, not 409 %s", op.Actor, op.Key, op.Status, op.Body, engine.CodeOperationConflict)
-		case op.Role == Replay && op.Code == engine.CodeOperationExpired && op.Epoch > first.Epoch:
-			// A receipt the clock carried past retention may be gone.
 		case op.Role == Replay && (op.Status != first.Status || !bytes.Equal(op.Body, first.Body)):
 			add(CheckReplay, "%s %s %s: replay %d %s, first answer %d %s", op.Actor, op.Kind, op.Key, op.Status, op.Body, first.Status, first.Body)
 		}

@@ -11,6 +11,7 @@
 package chaos
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -131,3 +132,6 @@ func (h *History) Ops() []*Op {
 	defer h.mu.Unlock()
 	return append([]*Op(nil), h.ops...)
 }
+
+// newRand returns the generator of stream of a seed.
+func newRand(seed, stream uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, stream)) }
