@@ -95,7 +95,9 @@ func RunCampaign(ctx context.Context, cfgs []Config, w io.Writer, until time.Tim
 		}
 		res, err := Run(ctx, cfg)
 		if err != nil {
-			return s, fmt.Errorf("seed %d (%s×%d): %w", cfg.Seed, cfg.Store, cfg.Daemons, err)
+			// A run that could not be set up is a failed run too: its
+			// daemons did not start, or its database was not there.
+			res.Violations = append(res.Violations, Violation{"setup", err.Error()})
 		}
 		s.Add(res)
 		fmt.Fprintln(w, res.Line())

@@ -33,11 +33,11 @@ type slot struct {
 	socket string
 	rng    *rand.Rand // Chooses the failpoint armed in each life.
 
-	mu        sync.Mutex
-	d         *daemon
-	closing   bool
+	mu          sync.Mutex
+	d           *daemon
+	closing     bool
 	supervising chan struct{} // Closed by stopSupervising.
-	once      sync.Once
+	once        sync.Once
 }
 
 // args are reserved's arguments for the slot.
