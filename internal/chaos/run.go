@@ -22,6 +22,7 @@ import (
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/pgstore"
 )
 
@@ -603,7 +604,8 @@ func (r *run) reservedCheck() string {
 		args = []string{"check", "--store", "postgres", "--dsn", r.dsn}
 	}
 	cmd := exec.Command(r.cfg.Bin.Reserved, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir}
+	// The check judges holds by the daemons' clock, which the run moved.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, failpoint.EnvClock + "=" + r.clockFile}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("reserved %s: %v: %s", strings.Join(args, " "), err, out)
