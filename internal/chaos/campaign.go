@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -13,7 +14,7 @@ import (
 type Summary struct {
 	Runs, Ops, Ambiguous, Crashes, Violations, Unknown int
 	Sends                                              int64
-	ByStore                                            map[string]int
+	ByStore, OpsByVia                                  map[string]int
 	CrashesBy, FaultsBy                                map[string]int
 	Failed                                             []uint64 // Seeds with violations.
 	Skipped                                            map[string]int
@@ -23,7 +24,7 @@ type Summary struct {
 // Add adds a run's result.
 func (s *Summary) Add(r Result) {
 	if s.ByStore == nil {
-		s.ByStore, s.CrashesBy, s.FaultsBy, s.Skipped = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+		s.ByStore, s.OpsByVia, s.CrashesBy, s.FaultsBy, s.Skipped = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	}
 	s.Runs++
 	s.Ops += r.Ops
@@ -35,6 +36,9 @@ func (s *Summary) Add(r Result) {
 	s.ByStore[fmt.Sprintf("%s×%d", r.Config.Store, r.Config.Daemons)]++
 	for k, v := range r.Crashes {
 		s.CrashesBy[k] += v
+	}
+	for k, v := range r.OpsByVia {
+		s.OpsByVia[k] += v
 	}
 	for k, v := range r.Faults {
 		s.FaultsBy[k] += v
@@ -51,6 +55,7 @@ func (s *Summary) Add(r Result) {
 func (s *Summary) Write(w io.Writer, points []string) {
 	fmt.Fprintf(w, "summary: runs=%d runs_by_store=%s operations=%d sends=%d ambiguous=%d crash_restart_cycles=%d violations=%d undecided_partitions=%d elapsed=%s\n",
 		s.Runs, counts(s.ByStore), s.Ops, s.Sends, s.Ambiguous, s.Crashes, s.Violations, s.Unknown, s.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "operations by front end: %s\n", counts(s.OpsByVia))
 	fmt.Fprintf(w, "crashes by cause: %s\n", counts(s.CrashesBy))
 	fmt.Fprintf(w, "other faults: %s\n", counts(s.FaultsBy))
 	var never []string
@@ -82,26 +87,42 @@ func AllPoints(withBolt bool) []string {
 	return ps
 }
 
-// RunCampaign runs cfgs one after the other, writing each run's line to w
+// RunCampaign runs cfgs, parallel at a time, writing each run's line to w
 // as it ends, and returns the summary. It starts no run once ctx has
 // ended or, unless it is zero, after until.
-func RunCampaign(ctx context.Context, cfgs []Config, w io.Writer, until time.Time) (Summary, error) {
-	var s Summary
+func RunCampaign(ctx context.Context, cfgs []Config, w io.Writer, until time.Time, parallel int) Summary {
+	var (
+		s    Summary
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		next = make(chan Config)
+	)
 	start := time.Now()
-	defer func() { s.Elapsed = time.Since(start) }()
+	for range max(parallel, 1) {
+		wg.Go(func() {
+			for cfg := range next {
+				res, err := Run(ctx, cfg)
+				if err != nil {
+					// A run that could not be set up is a failed run
+					// too: its daemons did not start, or its database
+					// was not there.
+					res.Violations = append(res.Violations, Violation{"setup", err.Error()})
+				}
+				mu.Lock()
+				s.Add(res)
+				fmt.Fprintln(w, res.Line())
+				mu.Unlock()
+			}
+		})
+	}
 	for _, cfg := range cfgs {
 		if ctx.Err() != nil || (!until.IsZero() && time.Now().After(until)) {
 			break
 		}
-		res, err := Run(ctx, cfg)
-		if err != nil {
-			// A run that could not be set up is a failed run too: its
-			// daemons did not start, or its database was not there.
-			res.Violations = append(res.Violations, Violation{"setup", err.Error()})
-		}
-		s.Add(res)
-		fmt.Fprintln(w, res.Line())
+		next <- cfg
 	}
+	close(next)
+	wg.Wait()
 	s.Elapsed = time.Since(start)
-	return s, nil
+	return s
 }

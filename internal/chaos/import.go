@@ -72,7 +72,7 @@ func (r *run) runImport(ctx context.Context, token string) {
 		url = "http://" + r.proxies[0].addr
 	}
 	env := cliEnv(dir, url, token)
-	batchSize := fmt.Sprint(1 + rng.IntN(12))
+	batchSize := fmt.Sprint(1 + rng.IntN(max(r.cfg.Size.ImportBatch, 1)))
 	deadline := time.Now().Add(importTimeout)
 	for attempt := 0; ; attempt++ {
 		if time.Now().After(deadline) {

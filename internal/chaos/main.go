@@ -64,6 +64,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		commit    = fs.String("commit", "", "the commit the line names (default: git rev-parse --short HEAD of --module)")
 		duration  = fs.Duration("duration", 0, "start no run after this long (0: no limit), e.g. 35m")
 		tmp       = fs.String("tmp", "", "directory for the runs' files (default: the system's)")
+		parallel  = fs.Int("parallel", 1, "how many runs at once (each uses well under one CPU)")
 		dump      = fs.String("dump", "", "write the history of every run with violations into this directory")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -88,6 +89,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if (*reserved == "") != (*ctl == "") {
 		fmt.Fprintln(stderr, "reservechaos: give both --reserved and --reservectl, or neither")
+		return exitUsage
+	}
+	if *parallel < 1 {
+		fmt.Fprintf(stderr, "reservechaos: --parallel must be at least 1, not %d\n", *parallel)
 		return exitUsage
 	}
 	if *seeds < 1 {
@@ -154,16 +159,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *duration > 0 {
 		until = time.Now().Add(*duration)
 	}
-	sum, err := RunCampaign(ctx, cfgs, stdout, until)
+	sum := RunCampaign(ctx, cfgs, stdout, until, *parallel)
 	withBolt := false
 	for _, k := range kinds {
 		withBolt = withBolt || k == "bolt"
 	}
 	sum.Write(stdout, AllPoints(withBolt))
-	if err != nil {
-		fmt.Fprintf(stderr, "reservechaos: %v\n", err)
-		return exitViolation
-	}
 	if sum.Violations > 0 {
 		return exitViolation
 	}

@@ -56,6 +56,11 @@ type Size struct {
 	Workshops int
 	// ImportRows is the size of the interrupted import; 0 runs none.
 	ImportRows int
+	// ImportBatch bounds the import's --batch-size, drawn from 1 to it.
+	ImportBatch int
+	// FaultEvery bounds the answers between two faults, drawn from 1 to
+	// it.
+	FaultEvery int
 	// DiskFull runs the bolt store on a small tmpfs that is filled now and
 	// then (it needs root; without it the fault is skipped and said so).
 	DiskFull bool
@@ -63,14 +68,15 @@ type Size struct {
 
 // Sizes of runs.
 var (
-	CISize   = Size{GoClients: 3, Browsers: 1, CLIs: 1, Phases: 2, Intents: 25, CLIIntents: 4, Workshops: 3, ImportRows: 40, DiskFull: true}
-	LongSize = Size{GoClients: 4, Browsers: 2, CLIs: 1, Phases: 3, Intents: 80, CLIIntents: 5, Workshops: 4, ImportRows: 120, DiskFull: true}
+	CISize   = Size{GoClients: 3, Browsers: 1, CLIs: 1, Phases: 2, Intents: 25, CLIIntents: 4, Workshops: 3, ImportRows: 40, ImportBatch: 12, FaultEvery: 40, DiskFull: true}
+	LongSize = Size{GoClients: 4, Browsers: 1, CLIs: 1, Phases: 3, Intents: 30, CLIIntents: 3, Workshops: 4, ImportRows: 500, ImportBatch: 40, FaultEvery: 16, DiskFull: true}
 )
 
 // Result is what a run did and found.
 type Result struct {
 	Config     Config
 	Ops        int
+	OpsByVia   map[string]int // Operations by the front end that sent them.
 	Ambiguous  int
 	Sends      int64
 	Crashes    map[string]int // Daemon crash-restart cycles by cause: a failpoint's name, or "sigkill".
@@ -238,7 +244,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Violations = append(res.Violations, Violation{"run", e.Error()})
 	}
 	res.Ops, res.Sends = len(ops), r.sends.Load()
+	res.OpsByVia = map[string]int{}
 	for _, op := range ops {
+		res.OpsByVia[op.Via]++
 		if op.Unclear > 0 {
 			res.Ambiguous++
 		}
@@ -419,7 +427,7 @@ const (
 // a failpoint armed), a killed PostgreSQL backend, a full disk.
 func (r *run) injectFaults(stop <-chan struct{}) {
 	for {
-		target := r.answers.Load() + int64(1+r.rng.IntN(40))
+		target := r.answers.Load() + int64(1+r.rng.IntN(r.cfg.Size.FaultEvery))
 		deadline := time.Now().Add(3 * time.Second)
 		for r.answers.Load() < target && time.Now().Before(deadline) {
 			select {

@@ -93,12 +93,18 @@ func (s *slot) start(armed bool) error {
 		if !errors.As(err, &exited) || time.Now().After(deadline) {
 			return fmt.Errorf("daemon %d: %w", s.idx, err)
 		}
-		if at := d.crashedAt(); at != "" {
+		switch at := d.crashedAt(); {
+		case at != "":
 			s.r.count(s.r.crashes, at)
-		} else if s.r.diskDir == "" {
+		case s.r.cfg.Store == "postgres" || s.r.diskDir != "":
+			// A killed backend fails a start (its migration's
+			// connection is gone), and so may a full disk, which is
+			// freed soon: the daemon exits with an error, as it
+			// should, and is started again.
+			s.r.count(s.r.faults, "start_failed")
+		default:
 			return fmt.Errorf("daemon %d: %w", s.idx, err)
 		}
-		// A full disk may refuse a start too; it is freed soon.
 		time.Sleep(20 * time.Millisecond)
 	}
 }
