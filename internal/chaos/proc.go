@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -161,8 +159,3 @@ func tail(s string) string {
 	}
 	return s
 }
-
-// errExited says that a process exited.
-var errExited = errors.New("exited")
-
-var _ io.Writer = (*logBuffer)(nil)

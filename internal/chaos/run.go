@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -646,15 +644,6 @@ func (r *run) cleanup() {
 	r.dropSchema()
 	r.unmountDisk()
 }
-
-// sortedKeys is the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := slices.Collect(maps.Keys(m))
-	sort.Strings(keys)
-	return keys
-}
-
-var errNoRoot = errors.New("needs root")
 
 // dump writes the run's history, and the workshops that are not
 // linearizable on their own, into the dump directory.
