@@ -39,7 +39,9 @@ processes is the machine's).
 
 Stores: bolt (one daemon), postgres (one daemon) and postgres3 (three
 daemons on one database); postgres runs need RESERVE_PG_DSN, and without it
-they are left out (said on stderr).
+they are left out (said on stderr). The full disk needs root to mount a
+tmpfs; without it that fault is skipped (said in the summary). With
+RESERVE_CI=1 either of these fails the campaign instead.
 
 Flags:
 `
@@ -100,11 +102,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	dsn := os.Getenv(EnvDSN)
+	// Under CI a fault or store that cannot run fails the campaign
+	// instead of being left out.
+	ci := os.Getenv("RESERVE_CI") == "1"
 	var kinds []string
 	for _, k := range strings.Split(*stores, ",") {
 		switch k = strings.TrimSpace(k); k {
 		case "bolt":
 		case "postgres", "postgres3":
+			if dsn == "" && ci {
+				fmt.Fprintf(stderr, "reservechaos: %s needs %s, which is not set (RESERVE_CI is set, so this fails instead of leaving it out)\n", k, EnvDSN)
+				return exitUsage
+			}
 			if dsn == "" {
 				fmt.Fprintf(stderr, "reservechaos: %s left out: %s is not set\n", k, EnvDSN)
 				continue
@@ -165,6 +174,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		withBolt = withBolt || k == "bolt"
 	}
 	sum.Write(stdout, AllPoints(withBolt))
+	if ci && len(sum.Skipped) > 0 {
+		fmt.Fprintln(stderr, "reservechaos: faults were skipped (see the summary), and RESERVE_CI is set")
+		return exitViolation
+	}
 	if sum.Violations > 0 {
 		return exitViolation
 	}
