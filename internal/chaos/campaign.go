@@ -102,6 +102,13 @@ func RunCampaign(ctx context.Context, cfgs []Config, w io.Writer, until time.Tim
 		wg.Go(func() {
 			for cfg := range next {
 				res, err := Run(ctx, cfg)
+				if ctx.Err() != nil {
+					// An interrupted run is no evidence either way.
+					mu.Lock()
+					fmt.Fprintf(w, "seed=%d interrupted\n", cfg.Seed)
+					mu.Unlock()
+					continue
+				}
 				if err != nil {
 					// A run that could not be set up is a failed run
 					// too: its daemons did not start, or its database

@@ -53,9 +53,21 @@ func (r *run) runImport(ctx context.Context, token string) {
 	}
 	admin := &client.Client{Socket: r.slots[0].socket}
 	for _, w := range importWorkshops {
-		if _, _, err := admin.PutWorkshop(ctx, w, engine.WorkshopSpec{Capacity: max(want[w], 1), MaxQuantity: r.maxQuantity}, nil); err != nil {
-			r.fail(fmt.Errorf("create workshop %s: %w", w, err))
-			return
+		// The daemons are already being killed: the PUT, which sets the
+		// same workshop however often it is sent, is sent until it is
+		// answered.
+		spec := engine.WorkshopSpec{Capacity: max(want[w], 1), MaxQuantity: r.maxQuantity}
+		deadline := time.Now().Add(intentTimeout)
+		for {
+			_, _, err := admin.PutWorkshop(ctx, w, spec, nil)
+			if err == nil {
+				break
+			}
+			if !client.Undecided(0, err) || time.Now().After(deadline) {
+				r.fail(fmt.Errorf("create workshop %s: %w", w, err))
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		r.mu.Lock()
 		r.capacity[w] = max(want[w], 1)

@@ -229,11 +229,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	r.exercise()
 	final, ferr := r.finish(ctx)
-	if ferr != nil {
-		r.fail(ferr)
-	}
 	ops := r.h.Ops()
-	report := Check(ops, final)
+	var report Report
+	if ferr != nil {
+		// Without the final state there is nothing to check the history
+		// against: the failure to get it is the run's one finding.
+		r.fail(ferr)
+	} else {
+		report = Check(ops, final)
+	}
 	res.CheckTime, res.Violations, res.Unknown = report.Elapsed, report.Violations, report.Unknown
 	if cfg.DumpDir != "" && len(res.Violations)+len(r.errs) > 0 {
 		r.dump(ops, report)
