@@ -181,3 +181,89 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		})
 	}
 }
+
+// hold adds a hold intent of actor for q places answered held (and the hold
+// to the final state), and returns the op and the hold id.
+func (h *history) hold(actor string, q, call, ret, epoch int) (*chaos.Op, string) {
+	h.n++
+	a := engine.Answer{Kind: engine.OperationHold, Status: engine.StatusHeld, HoldID: id(h.n), Workshop: "w", Quantity: q, ExpiresAt: time.Unix(1e9, 0).UTC()}
+	h.final.Holds = append(h.final.Holds, engine.Hold{ID: a.HoldID, Actor: actor, OperationKey: key(h.n), Workshop: "w", Quantity: q})
+	op := &chaos.Op{Actor: actor, Role: chaos.Intent, Kind: engine.OperationHold, Key: key(h.n), Workshop: "w", Quantity: q, TTL: 600, Via: "go",
+		Call: time.Duration(call), Return: time.Duration(ret), Epoch: epoch, Status: 201, Body: a.JSON()}
+	h.ops = append(h.ops, op)
+	return op, a.HoldID
+}
+
+// settle adds a confirm or release of hold hid answered with status (and
+// a reservation made by a confirm).
+func (h *history) settle(actor string, kind engine.OperationKind, hid string, q, call, ret, epoch int, status string) {
+	h.n++
+	a := engine.Answer{Kind: kind, Status: status, HoldID: hid, Workshop: "w", Quantity: q}
+	if status == engine.StatusReserved {
+		a.ReservationID = id(h.n)
+		h.final.Reservations = append(h.final.Reservations, engine.Reservation{ID: a.ReservationID, Actor: actor, OperationKey: key(h.n), Workshop: "w", Quantity: q})
+		h.event(engine.EventReserved, a.ReservationID)
+	}
+	h.ops = append(h.ops, &chaos.Op{Actor: actor, Role: chaos.Intent, Kind: kind, Key: key(h.n), Workshop: "w", Quantity: q, Target: hid, Via: "go",
+		Call: time.Duration(call), Return: time.Duration(ret), Epoch: epoch, Status: 201, Body: a.JSON()})
+}
+
+// TestCheckHolds runs the model of holds: held places count against
+// capacity until confirmed, released or expired (by a clock jump), and a
+// confirm or release answers by the hold's state and the clock.
+func TestCheckHolds(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		build func(h *history)
+		legal bool
+	}{
+		{"hold, confirm, release after confirm", func(h *history) {
+			_, hid := h.hold("alice", 2, 0, 10, 0)
+			h.settle("alice", engine.OperationConfirm, hid, 2, 20, 30, 0, engine.StatusReserved)
+			h.settle("alice", engine.OperationRelease, hid, 2, 40, 50, 0, engine.StatusAlreadyConfirmed)
+		}, true},
+		{"held places are taken", func(h *history) {
+			h.hold("alice", 2, 0, 10, 0)
+			h.reserve("bob", 20, 30, engine.StatusUnavailable)
+		}, true},
+		{"a reservation into held places", func(h *history) {
+			h.hold("alice", 2, 0, 10, 0)
+			h.reserve("bob", 20, 30, engine.StatusReserved)
+		}, false},
+		{"an expired hold frees its places", func(h *history) {
+			h.hold("alice", 2, 0, 10, 0)
+			h.reserve("bob", 20, 30, engine.StatusReserved)
+			h.ops[len(h.ops)-1].Epoch = 1
+		}, true},
+		{"an expired hold cannot be confirmed", func(h *history) {
+			_, hid := h.hold("alice", 2, 0, 10, 0)
+			h.settle("alice", engine.OperationConfirm, hid, 2, 20, 30, 1, engine.StatusReserved)
+		}, false},
+		{"confirm after the jump answers expired", func(h *history) {
+			_, hid := h.hold("alice", 2, 0, 10, 0)
+			h.settle("alice", engine.OperationConfirm, hid, 2, 20, 30, 1, engine.StatusExpired)
+		}, true},
+		{"released, then confirmed", func(h *history) {
+			_, hid := h.hold("alice", 1, 0, 10, 0)
+			h.settle("alice", engine.OperationRelease, hid, 1, 20, 30, 0, engine.StatusReleased)
+			h.settle("alice", engine.OperationConfirm, hid, 1, 40, 50, 0, engine.StatusReserved)
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHistory()
+			c.build(h)
+			h.workshops()
+			h.final.Workshops[0].Held = 0
+			r := chaos.Check(h.ops, h.final)
+			illegal := false
+			for _, v := range r.Violations {
+				if v.Check == chaos.CheckLinearizable {
+					illegal = true
+				}
+			}
+			if illegal == c.legal {
+				t.Errorf("linearizable = %v, want %v (violations %v)", !illegal, c.legal, r.Violations)
+			}
+		})
+	}
+}
