@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // diskSize is the size of the tmpfs a bolt run's database lives on when
@@ -72,6 +73,50 @@ func (r *run) fillDisk(stop <-chan struct{}) {
 		}
 	}
 	os.Remove(path)
+}
+
+// CampaignDatabase is the database on the PostgreSQL server that the runs
+// make their schemas in when the role may create it. A database of its own
+// keeps the runs apart from everyone else's transactions on the server: a
+// migration's CREATE INDEX CONCURRENTLY waits for every older transaction
+// of its database, so one session left idle in a transaction elsewhere in
+// a shared database would stall every daemon's start.
+const CampaignDatabase = "reservechaos"
+
+// CampaignDSN returns the DSN of CampaignDatabase on the server of dsn,
+// creating the database if it is not there; when the role may not create
+// it, dsn itself and a note why.
+func CampaignDSN(ctx context.Context, dsn string) (string, string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", "", fmt.Errorf("%s %q: want a postgres:// URL", EnvDSN, dsn)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", "", fmt.Errorf("connect to %s: %w", EnvDSN, err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", CampaignDatabase).Scan(&exists); err != nil {
+		return "", "", err
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+CampaignDatabase); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // Created meanwhile.
+				return withDatabase(u, CampaignDatabase), "", nil
+			}
+			return dsn, fmt.Sprintf("the runs share the database of %s: CREATE DATABASE %s: %v", EnvDSN, CampaignDatabase, err), nil
+		}
+	}
+	return withDatabase(u, CampaignDatabase), "", nil
+}
+
+// withDatabase is the URL u naming database db.
+func withDatabase(u *url.URL, db string) string {
+	v := *u
+	v.Path = "/" + db
+	return v.String()
 }
 
 // freshSchema makes the run's own schema on the PostgreSQL server and the

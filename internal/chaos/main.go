@@ -155,6 +155,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if *seed != 0 {
 		first, n = *seed, 1
 	}
+	for _, k := range kinds {
+		if k == "bolt" || dsn == "" {
+			continue
+		}
+		campaign, note, err := CampaignDSN(ctx, dsn)
+		if err != nil {
+			fmt.Fprintf(stderr, "reservechaos: %v\n", err)
+			return exitViolation
+		}
+		if note != "" {
+			fmt.Fprintf(stderr, "reservechaos: %s\n", note)
+		}
+		dsn = campaign
+		break
+	}
 	var cfgs []Config
 	for i := range n {
 		s := first + uint64(i)
