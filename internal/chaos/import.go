@@ -57,17 +57,9 @@ func (r *run) runImport(ctx context.Context, token string) {
 		// same workshop however often it is sent, is sent until it is
 		// answered.
 		spec := engine.WorkshopSpec{Capacity: max(want[w], 1), MaxQuantity: r.maxQuantity}
-		deadline := time.Now().Add(intentTimeout)
-		for {
-			_, _, err := admin.PutWorkshop(ctx, w, spec, nil)
-			if err == nil {
-				break
-			}
-			if !client.Undecided(0, err) || time.Now().After(deadline) {
-				r.fail(fmt.Errorf("create workshop %s: %w", w, err))
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
+		if err := untilAnswered(func() error { _, _, err := admin.PutWorkshop(ctx, w, spec, nil); return err }); err != nil {
+			r.fail(fmt.Errorf("create workshop %s: %w", w, err))
+			return
 		}
 		r.mu.Lock()
 		r.capacity[w] = max(want[w], 1)
@@ -173,3 +165,19 @@ func (r *run) runImport(ctx context.Context, token string) {
 }
 
 func decodeJSON(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// untilAnswered calls call, an admin request that may be sent more than
+// once (setting a workshop, creating a token), until it is answered: a
+// daemon being killed or a store restarting answers it with no decision
+// (client.Undecided), and the run goes on sending it for up to
+// intentTimeout.
+func untilAnswered(call func() error) error {
+	deadline := time.Now().Add(intentTimeout)
+	for {
+		err := call()
+		if err == nil || !client.Undecided(0, err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -310,7 +310,8 @@ func (r *run) setup(ctx context.Context) error {
 	for i := range r.cfg.Size.Workshops {
 		id := fmt.Sprintf("w-%d", i)
 		capacity := 6 + r.rng.IntN(20)
-		if _, _, err := admin.PutWorkshop(ctx, id, engine.WorkshopSpec{Capacity: capacity, MaxQuantity: r.maxQuantity}, nil); err != nil {
+		spec := engine.WorkshopSpec{Capacity: capacity, MaxQuantity: r.maxQuantity}
+		if err := untilAnswered(func() error { _, _, err := admin.PutWorkshop(ctx, id, spec, nil); return err }); err != nil {
 			return fmt.Errorf("create workshop %s: %w", id, err)
 		}
 		r.workshops = append(r.workshops, id)
@@ -338,7 +339,8 @@ func (r *run) exercise() {
 	ctx := context.Background()
 	admin := &client.Client{Socket: r.slots[0].socket}
 	token := func(actor string) string {
-		t, err := admin.CreateToken(ctx, actor, false)
+		var t string
+		err := untilAnswered(func() (err error) { t, err = admin.CreateToken(ctx, actor, false); return err })
 		if err != nil {
 			r.fail(fmt.Errorf("create a token for %s: %w", actor, err))
 		}
@@ -492,7 +494,8 @@ func (r *run) finish(ctx context.Context) (Final, error) {
 	tokens := map[string]string{}
 	admin := &client.Client{Socket: r.slots[0].socket}
 	for actor := range byActor {
-		t, err := admin.CreateToken(ctx, actor, false)
+		var t string
+		err := untilAnswered(func() (err error) { t, err = admin.CreateToken(ctx, actor, false); return err })
 		if err != nil {
 			return final, fmt.Errorf("token for the final replays: %w", err)
 		}
@@ -509,7 +512,8 @@ func (r *run) finish(ctx context.Context) (Final, error) {
 	}
 	wg.Wait()
 	r.drainOutbox()
-	ws, err := admin.Workshops(ctx, true)
+	var ws []engine.Workshop
+	err := untilAnswered(func() (err error) { ws, err = admin.Workshops(ctx, true); return err })
 	if err != nil {
 		return final, fmt.Errorf("read the workshops: %w", err)
 	}
