@@ -18,6 +18,7 @@ import (
 	"github.com/reserve/reserve/internal/batch"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/intent"
 )
 
@@ -317,6 +318,7 @@ func (env *commandEnv) sendRows(ctx context.Context, c *client.Client, pf *batch
 		if dirty == 0 || saveErr != nil {
 			return
 		}
+		failpoint.Hit(failpoint.ImportBeforeCheckpoint)
 		start := time.Now()
 		if err := pf.Save(plan); err != nil {
 			saveErr = err

@@ -139,6 +139,8 @@ func (e *ConnectError) Error() string {
 		return fmt.Sprintf("cannot connect to reserved at %s: permission denied: %s", e.Where, deniedBy(e.Where))
 	case !e.Socket && errors.Is(e.Err, fs.ErrPermission):
 		return fmt.Sprintf("cannot connect to reserved at %s: %v", e.Where, e.Err)
+	case hungUp(e.Err):
+		return fmt.Sprintf("cannot connect to reserved at %s: it closed the connection before the request was sent (restarting, or at its connection cap?)", e.Where)
 	}
 	return fmt.Sprintf("cannot connect to reserved at %s: is it running?", e.Where)
 }
@@ -241,9 +243,9 @@ func (c *Client) request(ctx context.Context, method, path string, header http.H
 }
 
 // sendError wraps the error of a request that got no answer: a
-// *ConnectError when the daemon could not be reached at all and nothing
-// was sent, a *SentError when the request was sent (wholly or in part) and
-// the connection then broke, so that it may have arrived.
+// *ConnectError when the daemon could not be reached at all, or hung up
+// before anything was sent, a *SentError when the request was sent (wholly
+// or in part) and the connection then broke, so that it may have arrived.
 func (c *Client) sendError(method, path string, err error, sent bool) error {
 	var op *net.OpError
 	var owner *paths.SocketOwnerError
@@ -253,10 +255,18 @@ func (c *Client) sendError(method, path string, err error, sent bool) error {
 		return &ConnectError{Where: c.where, Err: err, Socket: socket}
 	case sent && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
 		return &SentError{Where: c.where, Err: err}
-	case !sent && errors.As(err, &op) && op.Op == "dial":
+	case !sent && errors.As(err, &op) && op.Op == "dial", !sent && hungUp(err):
 		return &ConnectError{Where: c.where, Err: err, Socket: socket}
 	}
 	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
+}
+
+// hungUp reports whether err is the daemon closing (or its kernel resetting)
+// a connection: one it accepted and dropped, for instance because it was
+// killed, before any of the request was written is one the daemon never
+// read a request from, as if it could not be reached.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // SentError means the request was sent, wholly or in part, and the

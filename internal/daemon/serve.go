@@ -19,6 +19,7 @@ import (
 
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/faults"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
@@ -289,7 +290,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		injector = faults.New(logger)
 		engStore = injector.Store(store)
 	}
-	eng := engine.New(engStore)
+	eng := engine.New(engStore, engine.WithClock(failpoint.Clock(time.Now)))
 	if store.Created() && !o.noDemo {
 		spec := engine.WorkshopSpec{Capacity: demoCapacity, MaxQuantity: demoMaxQuantity, Title: demoTitle}
 		if _, _, err := eng.PutWorkshop(ctx, DemoWorkshop, spec, nil); err != nil {

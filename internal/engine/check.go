@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/reserve/reserve/internal/failpoint"
 )
 
 // Finding is one broken invariant found by Check.
@@ -75,9 +77,11 @@ type resInfo struct {
 // confirmation, a released hold without exactly one "released" answer, any
 // other hold that names a reservation, a hold confirmed or released at or
 // after its deadline, and one cleaned up as expired before it. No findings
-// means the store keeps the promise "one intent, one effect".
+// means the store keeps the promise "one intent, one effect". The time of
+// the check is the daemon's clock (the wall clock, or in a failpoint build
+// the clock a reliability campaign moved).
 func Check(ctx context.Context, store Store) ([]Finding, error) {
-	return CheckAt(ctx, store, time.Now())
+	return CheckAt(ctx, store, failpoint.Clock(time.Now)())
 }
 
 // CheckAt is Check with the clock at now, which decides which open holds

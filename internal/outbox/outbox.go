@@ -40,6 +40,7 @@ import (
 
 	"github.com/reserve/reserve/internal/atomicfile"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 )
 
 // Defaults of Config.
@@ -269,6 +270,7 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 			d.metrics.Failures.Inc()
 			return i, fmt.Errorf("deliver event %s: %w", ev.ID, err)
 		}
+		failpoint.Hit(failpoint.OutboxBeforeMark)
 		if d.afterDeliver != nil {
 			if err := d.afterDeliver(ev); err != nil {
 				return i, err

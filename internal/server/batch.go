@@ -7,6 +7,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 )
 
 // batch is POST /api/v1/batches: many reservations of the caller in one
@@ -29,6 +30,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, who engine.Princi
 	if err != nil {
 		return err
 	}
+	failpoint.Hit(failpoint.ServerAfterCommit)
 	s.metrics.observeBatch(len(entries))
 	answer := api.BatchAnswer{Results: make([]api.BatchResult, len(res.Items))}
 	for i, it := range res.Items {

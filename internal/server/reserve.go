@@ -7,6 +7,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 )
 
 // reserve is POST /api/v1/reservations, the idempotent operation.
@@ -44,6 +45,7 @@ func serveOperation[T any](s *Server, w http.ResponseWriter, r *http.Request, de
 // reservation made, or else the answer's status) and counts a first
 // decision about a hold in the metrics.
 func (s *Server) writeOutcome(w http.ResponseWriter, info *requestInfo, out engine.Outcome) {
+	failpoint.Hit(failpoint.ServerAfterCommit)
 	a := out.Answer
 	switch {
 	case out.Replayed:

@@ -1,0 +1,202 @@
+package chaos
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// The model of the service that a history must be linearizable against,
+// one workshop at a time (the partitions are independent: no operation
+// touches two workshops, and an atomic batch's items are checked as single
+// reservations), which keeps the checker's memory bounded by the largest
+// workshop's history.
+//
+// A workshop's state is its reserved places, its reservations and its
+// holds. A reservation is made if its places fit (reserved plus the places
+// of holds not expired at the operation's clock), else it is unavailable;
+// a cancel needs a reservation the history made; a hold expires with the
+// next clock jump (every campaign's jumps are longer than every hold's
+// ttl, and no run lasts as long as a ttl). Ids are the service's: an
+// answer's new id must be new.
+
+// wsState is the state of one workshop; it is never changed in place.
+type wsState struct {
+	capacity int
+	reserved int
+	resv     map[string]resvState
+	holds    map[string]holdState
+}
+
+type resvState struct {
+	quantity  int
+	cancelled bool
+}
+
+type holdState struct {
+	quantity int
+	epoch    int
+	state    engine.HoldState // Held, confirmed or released; expiry is by epoch.
+}
+
+// heldAt returns the places of the holds still open at epoch.
+func (s *wsState) heldAt(epoch int) int {
+	n := 0
+	for _, h := range s.holds {
+		if h.state == engine.HoldHeld && h.epoch == epoch {
+			n += h.quantity
+		}
+	}
+	return n
+}
+
+func (s *wsState) with(f func(n *wsState)) *wsState {
+	n := &wsState{capacity: s.capacity, reserved: s.reserved, resv: maps.Clone(s.resv), holds: maps.Clone(s.holds)}
+	f(n)
+	return n
+}
+
+// step applies op to s and reports whether op's answer is legal there.
+func (s *wsState) step(op *Op) (bool, *wsState) {
+	a, ok := op.Answer()
+	if op.Role == Refused {
+		return true, s // Nothing was stored for it.
+	}
+	if !ok {
+		return false, s
+	}
+	fits := s.reserved+s.heldAt(op.Epoch)+op.Quantity <= s.capacity
+	switch op.Kind {
+	case engine.OperationReserve:
+		switch a.Status {
+		case engine.StatusReserved:
+			if !fits || a.Quantity != op.Quantity || s.known(a.ReservationID) {
+				return false, s
+			}
+			return true, s.with(func(n *wsState) {
+				n.reserved += op.Quantity
+				n.resv[a.ReservationID] = resvState{quantity: op.Quantity}
+			})
+		case engine.StatusUnavailable:
+			return !fits, s
+		}
+	case engine.OperationHold:
+		switch a.Status {
+		case engine.StatusHeld:
+			if !fits || a.Quantity != op.Quantity || s.known(a.HoldID) {
+				return false, s
+			}
+			return true, s.with(func(n *wsState) {
+				n.holds[a.HoldID] = holdState{quantity: op.Quantity, epoch: op.Epoch, state: engine.HoldHeld}
+			})
+		case engine.StatusUnavailable:
+			return !fits, s
+		}
+	case engine.OperationCancel:
+		r, ok := s.resv[op.Target]
+		switch {
+		case !ok || a.ReservationID != op.Target:
+			return false, s
+		case a.Status == engine.StatusCancelled && !r.cancelled:
+			return true, s.with(func(n *wsState) {
+				n.reserved -= r.quantity
+				n.resv[op.Target] = resvState{quantity: r.quantity, cancelled: true}
+			})
+		case a.Status == engine.StatusAlreadyCancelled:
+			return r.cancelled, s
+		}
+	case engine.OperationConfirm, engine.OperationRelease:
+		h, ok := s.holds[op.Target]
+		if !ok || a.HoldID != op.Target {
+			return false, s
+		}
+		if want := settleStatus(op.Kind, h, op.Epoch); a.Status != want {
+			return false, s
+		}
+		switch {
+		case a.Status == engine.StatusReserved:
+			if s.known(a.ReservationID) || a.Quantity != h.quantity {
+				return false, s
+			}
+			return true, s.with(func(n *wsState) {
+				n.reserved += h.quantity
+				n.resv[a.ReservationID] = resvState{quantity: h.quantity}
+				n.holds[op.Target] = holdState{quantity: h.quantity, epoch: h.epoch, state: engine.HoldConfirmed}
+			})
+		case a.Status == engine.StatusReleased && h.state == engine.HoldHeld:
+			return true, s.with(func(n *wsState) {
+				n.holds[op.Target] = holdState{quantity: h.quantity, epoch: h.epoch, state: engine.HoldReleased}
+			})
+		}
+		return true, s
+	}
+	return false, s
+}
+
+// settleStatus is the answer a confirm or a release of hold h gets at
+// epoch.
+func settleStatus(kind engine.OperationKind, h holdState, epoch int) string {
+	switch {
+	case h.state == engine.HoldConfirmed:
+		return engine.StatusAlreadyConfirmed
+	case h.state == engine.HoldReleased && kind == engine.OperationConfirm:
+		return engine.StatusReleased
+	case h.state == engine.HoldReleased:
+		return engine.StatusAlreadyReleased
+	case h.epoch < epoch:
+		return engine.StatusExpired
+	case kind == engine.OperationConfirm:
+		return engine.StatusReserved
+	}
+	return engine.StatusReleased
+}
+
+// known reports whether id already names a reservation or a hold.
+func (s *wsState) known(id string) bool {
+	_, r := s.resv[id]
+	_, h := s.holds[id]
+	return r || h
+}
+
+func (s *wsState) equal(o *wsState) bool {
+	return s.reserved == o.reserved && maps.Equal(s.resv, o.resv) && maps.Equal(s.holds, o.holds)
+}
+
+// workshopModel is the porcupine model of one workshop of capacity.
+func workshopModel(capacity int) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any {
+			return &wsState{capacity: capacity, resv: map[string]resvState{}, holds: map[string]holdState{}}
+		},
+		Step: func(state, input, _ any) (bool, any) {
+			return state.(*wsState).step(input.(*Op))
+		},
+		Equal: func(a, b any) bool { return a.(*wsState).equal(b.(*wsState)) },
+		DescribeOperation: func(input, _ any) string {
+			op := input.(*Op)
+			return fmt.Sprintf("%s %s %s q=%d → %d %s", op.Actor, op.Kind, op.Target, op.Quantity, op.Status, op.Body)
+		},
+	}
+}
+
+// linearizable checks the intents of ops, all about one workshop of
+// capacity, against the model; it returns porcupine's verdict.
+func linearizable(capacity int, ops []*Op, timeout time.Duration) porcupine.CheckResult {
+	var hist []porcupine.Operation
+	for _, op := range ops {
+		// An import's rows are decided one after the other inside the
+		// import's run, which the import check compares with an
+		// uninterrupted import row by row.
+		if (op.Role != Intent && op.Role != Refused) || !op.Answered() || op.Via == "import" {
+			continue
+		}
+		hist = append(hist, porcupine.Operation{ClientId: op.Client, Input: op, Output: op, Call: int64(op.Call), Return: int64(op.Return)})
+	}
+	slices.SortFunc(hist, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
+	return porcupine.CheckOperationsTimeout(workshopModel(capacity), hist, timeout)
+}

@@ -1,0 +1,45 @@
+package client_test
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/reserve/reserve/internal/client"
+)
+
+// TestHangUpBeforeTheRequestIsAConnectError: a daemon that accepted a
+// connection (its kernel did) and closed it, or died, before any of the
+// request was written never got the request, exactly like one that could
+// not be reached at all: the client reports a *ConnectError, which every
+// caller treats as "nothing sent, try again" (reservectl exits 75), not an
+// unclassified failure. Once the request was written the same breakage is
+// a *SentError.
+func TestHangUpBeforeTheRequestIsAConnectError(t *testing.T) {
+	c := &client.Client{BaseURL: "http://127.0.0.1:9", Token: "t"}
+	get := func(err error) error {
+		return &url.Error{Op: "Get", URL: "http://127.0.0.1:9/api/v1/whoami", Err: err}
+	}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+	for _, cause := range []error{io.EOF, io.ErrUnexpectedEOF, reset, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}} {
+		var ce *client.ConnectError
+		err := c.SendError("GET", "/api/v1/whoami", get(cause), false)
+		const msg = "cannot connect to reserved at http://127.0.0.1:9: it closed the connection before the request was sent (restarting, or at its connection cap?)"
+		if !errors.As(err, &ce) || err.Error() != msg {
+			t.Errorf("hung up before the request (%v): %v (%T), want a *client.ConnectError saying %q", cause, err, err, msg)
+		}
+		var se *client.SentError
+		if err := c.SendError("GET", "/api/v1/whoami", get(cause), true); !errors.As(err, &se) {
+			t.Errorf("hung up after the request (%v): %v (%T), want a *client.SentError", cause, err, err)
+		}
+	}
+	// Other failures before anything was sent stay what they were.
+	other := get(errors.New(`unsupported protocol scheme "ftp"`))
+	if err := c.SendError("GET", "/api/v1/whoami", other, false); errors.As(err, new(*client.ConnectError)) || errors.As(err, new(*client.SentError)) {
+		t.Errorf("unsupported scheme: %v (%T)", err, err)
+	}
+}
