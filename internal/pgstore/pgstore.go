@@ -28,12 +28,13 @@
 //
 // # Group commit
 //
-// Concurrent Updates of one Store share one transaction, one COMMIT and so
-// one WAL flush, while the database is busy: each decision in a savepoint
-// of its own, so that one that fails rolls back only itself, with the rows
-// the group's decisions look up read ahead in one round trip (the locked
-// ones in key order, so two daemons' groups cannot deadlock on them) and
-// their writes sent in one batch. group.go has the details.
+// While the database is busy, concurrent Updates of one Store share one
+// transaction, one COMMIT and so one WAL flush: each decision in a
+// savepoint of its own, so that one that fails rolls back only itself, with
+// the rows the group's decisions look up read ahead in one round trip (the
+// locked ones in key order, so two daemons' groups cannot deadlock on them)
+// and their writes sent with the COMMIT in one batch. Concurrent Views share
+// read-only transactions the same way. group.go has the details.
 //
 // View runs at REPEATABLE READ READ ONLY, so all reads and scans of one View
 // see a single snapshot.
@@ -231,9 +232,9 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 }
 
 // Update implements engine.Store: it runs fn in a READ COMMITTED transaction,
-// alone or with concurrent Updates (see the package comment for why that is
-// serializable for the engine, and for group commit), and
-// runs it again after a unique violation, serialization failure or deadlock,
+// alone or shared with concurrent Updates (see the package comment for why
+// that is serializable for the engine, and for group commit), and runs it
+// again after a unique violation, serialization failure or deadlock,
 // up to the configured number of attempts. Cancelling ctx while fn runs rolls
 // the transaction back and returns an error; once fn has returned nil, the
 // COMMIT is sent on a context that is not cancelled, so that an error from
