@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/engine/enginetest"
 	"github.com/reserve/reserve/internal/pgstore"
 )
 
@@ -62,5 +64,44 @@ func TestGroupFailedDecisionIsInvisibleToTheNext(t *testing.T) {
 	}
 	if got := workshopIDs(t, s)["ws"]; got.Title != "original" || got.Version != 2 {
 		t.Fatalf("stored workshop ws %+v, want title %q at version 2", got, "original")
+	}
+}
+
+// TestGroupMarkDeliveredKeepsTheFirstTime marks one event delivered twice,
+// at two times, by two decisions of one group that each read the event
+// first, as the engine's MarkDelivered does: the second finds it delivered
+// and leaves it, so the first time stays.
+func TestGroupMarkDeliveredKeepsTheFirstTime(t *testing.T) {
+	s := mustOpen(t, pgstore.Options{MaxConns: 1})
+	ev := engine.Event{ID: "ev-1", Type: engine.EventReserved, ReservationID: "r-1", Actor: "alice",
+		OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479", CreatedAt: enginetest.Now}
+	if err := s.Update(t.Context(), func(tx engine.Tx) error { return tx.AddEvent(ev) }); err != nil {
+		t.Fatal(err)
+	}
+	first, second := enginetest.Now.Add(time.Minute), enginetest.Now.Add(2*time.Minute)
+	mark := func(at time.Time) func(engine.Tx) error {
+		return func(tx engine.Tx) error {
+			e, ok, err := tx.Event(ev.ID)
+			if err != nil || !ok || e.Delivered() {
+				return err
+			}
+			return tx.MarkEventDelivered(ev.ID, at)
+		}
+	}
+	for i, err := range inOneGroup(t, s, mark(first), mark(second)) {
+		if err != nil {
+			t.Errorf("Update %d: %v", i, err)
+		}
+	}
+	var got engine.Event
+	if err := s.View(t.Context(), func(tx engine.Tx) error {
+		var err error
+		got, _, err = tx.Event(ev.ID)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !got.DeliveredAt.Equal(first) {
+		t.Fatalf("event delivered at %v, want the first time %v", got.DeliveredAt, first)
 	}
 }
