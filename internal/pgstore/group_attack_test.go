@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +104,44 @@ func TestGroupMarkDeliveredKeepsTheFirstTime(t *testing.T) {
 	}
 	if !got.DeliveredAt.Equal(first) {
 		t.Fatalf("event delivered at %v, want the first time %v", got.DeliveredAt, first)
+	}
+}
+
+// TestGroupPanicAfterAScanStoresNothing decides, in one group, a function
+// that writes, scans (which sends its write) and then panics, between two
+// that succeed: the panic is that Update's error, its write is not stored,
+// and the decisions around it commit.
+func TestGroupPanicAfterAScanStoresNothing(t *testing.T) {
+	s := mustOpen(t, pgstore.Options{MaxConns: 1})
+	errs := inOneGroup(t, s,
+		putWorkshop("before", ""),
+		func(tx engine.Tx) error {
+			if err := putWorkshop("panics", "")(tx); err != nil {
+				return err
+			}
+			if err := tx.ForEachWorkshop(func(engine.Workshop) error { return nil }); err != nil {
+				return err
+			}
+			panic("a bug in the function")
+		},
+		func(tx engine.Tx) error {
+			if _, ok, err := tx.Workshop("before"); err != nil || !ok {
+				return err // The group's first run, which finds nothing.
+			}
+			// Read from the server: the group did not read it ahead.
+			if _, ok, err := tx.Workshop("panics"); err != nil || ok {
+				return fmt.Errorf("workshop panics of a failed decision: found %v, %v", ok, err)
+			}
+			return putWorkshop("after", "")(tx)
+		},
+	)
+	if errs[0] != nil || errs[2] != nil {
+		t.Errorf("the succeeding Updates: %v, %v", errs[0], errs[2])
+	}
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "panic") {
+		t.Errorf("the panicking Update = %v, want the panic as its error", errs[1])
+	}
+	if got := workshopIDs(t, s); len(got) != 2 || got["before"].ID == "" || got["after"].ID == "" {
+		t.Fatalf("stored workshops %v, want before and after", got)
 	}
 }
