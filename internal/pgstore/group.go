@@ -420,11 +420,17 @@ func (g *group) run(m *member) {
 		if m.savepoint != "" {
 			g.pending = append(g.pending, stmt{sql: "ROLLBACK TO SAVEPOINT " + m.savepoint})
 		}
-		if m.writes = nil; len(m.guesses) > 0 || m.savepoint != "" {
+		onServer := m.savepoint != ""
+		if m.writes = nil; len(m.guesses) > 0 || onServer {
 			g.pending = m.queue(g.pending)
 			g.pending = append(g.pending, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint})
 		}
 		g.sent = append(g.sent, m)
+		if onServer {
+			// Some of its writes are on the server already: they are undone
+			// now, before the next decision reads a row from the server.
+			g.flush(nil)
+		}
 	case len(m.writes) == 0 && len(m.guesses) == 0 && m.savepoint == "":
 		m.ok = true // It only read.
 		g.sent = append(g.sent, m)

@@ -653,7 +653,20 @@ func (t *tx) AddEvent(e engine.Event) error {
 }
 
 func (t *tx) MarkEventDelivered(id string, at time.Time) error {
-	return t.exec("mark event delivered", "UPDATE events SET delivered_at = $2 WHERE id = $1", id, at)
+	if err := t.exec("mark event delivered", "UPDATE events SET delivered_at = $2 WHERE id = $1", id, at); err != nil {
+		return err
+	}
+	if t.m != nil {
+		// The group answers later reads of the event from memory, so the
+		// update in place must show there too.
+		row := rowOf(events, []any{id})
+		if e, known := t.m.lookup(row); known && e.exists {
+			ev := e.val.(engine.Event)
+			ev.DeliveredAt = at
+			t.m.remember(row, entry{val: ev, exists: true})
+		}
+	}
+	return nil
 }
 
 func (t *tx) Event(id string) (engine.Event, bool, error) {
