@@ -329,10 +329,12 @@ func (s *Store) runGroup(gr *grouper, calls []*call) {
 	g := &group{s: s, ctx: ctx, sendCtx: ctx, conn: conn, tx: conn, write: gr.write, base: map[rowID]entry{}}
 	defer func() {
 		if !g.committed {
-			// The rollback must reach the server even when ctx is done. A
-			// connection it cannot reach is closed by Release, which drops
-			// a connection left in a transaction.
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+			// The rollback must reach the server even when ctx is done,
+			// within finishTimeout. A connection it cannot reach is closed
+			// by Release, which drops a connection left in a transaction.
+			fctx, cancel := finishing(ctx)
+			_, _ = conn.Exec(fctx, "ROLLBACK")
+			cancel()
 		}
 		conn.Release()
 	}()
@@ -355,9 +357,13 @@ func (s *Store) runGroup(gr *grouper, calls []*call) {
 		// write that fails skips it, and the decisions after that write
 		// run again. Once sent, it is waited for even if every caller has
 		// gone, so that none mistakes a commit for a failure.
+		// A server that hangs bounds the wait (finishing), and the outcome
+		// is then unknown: every decision of the group stays undecided.
 		g.pending = append(g.pending, stmt{sql: "COMMIT", what: "commit"})
-		g.sendCtx = context.WithoutCancel(ctx)
+		fctx, cancel := finishing(ctx)
+		g.sendCtx = fctx
 		g.flush(nil)
+		cancel()
 		g.sendCtx = ctx
 		queue = g.takeReruns()
 		if g.committed {

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -190,5 +191,43 @@ func TestHungCommitIsBounded(t *testing.T) {
 	case <-time.After(time.Minute):
 		proxy.Cut() // Ends the COMMIT, so that the store can close.
 		t.Fatal("Update still waits for the COMMIT on a hung connection after a minute")
+	}
+}
+
+// TestHungGroupCommitIsBounded is TestHungCommitIsBounded for a group:
+// the server hangs while a group of Updates decides, before the batch with
+// its COMMIT is sent (after the group's read-ahead, which found ws-a).
+// Every Update of the group must give up within a
+// generous deadline with store_unavailable.
+func TestHungGroupCommitIsBounded(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	proxy, via := pgtest.NewProxy(t, dsn)
+	s := mustOpenDSN(t, via, pgstore.Options{MaxConns: 2})
+	mustWorkshops(t, engine.New(s), "ws-a")
+	release, wait := queueGroup(t, s,
+		putWorkshop("ws-b", ""),
+		func(tx engine.Tx) error {
+			// The probe run, which finds nothing, must not freeze: the
+			// group's BEGIN is sent on the caller's context.
+			_, ok, err := tx.Workshop("ws-a")
+			if ok {
+				proxy.Freeze()
+			}
+			if err != nil {
+				return err
+			}
+			return putWorkshop("ws-c", "")(tx)
+		})
+	release()
+	done := make(chan []error, 1)
+	go func() { done <- wait() }()
+	select {
+	case errs := <-done:
+		for i, err := range errs {
+			wantUnavailable(t, fmt.Sprintf("Update %d of a group whose COMMIT hung", i), err)
+		}
+	case <-time.After(time.Minute):
+		proxy.Cut() // Ends the COMMIT, so that the store can close.
+		t.Fatal("a group still waits for its COMMIT on a hung connection after a minute")
 	}
 }
