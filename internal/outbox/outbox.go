@@ -53,6 +53,9 @@ const (
 	// DefaultStaleTempAge is far longer than any write of an event file
 	// takes, even on a disk that stalls for seconds.
 	DefaultStaleTempAge = 10 * time.Minute
+	// DefaultStoreTimeout is far longer than a read or a write of the
+	// outbox takes on a store that answers.
+	DefaultStoreTimeout = 15 * time.Second
 )
 
 // eventFileSuffix ends the name of every event file: <event id>.json.
@@ -85,6 +88,14 @@ type Config struct {
 	// daemon and removes it, at start and then once every StaleTempAge.
 	// Zero means DefaultStaleTempAge.
 	StaleTempAge time.Duration
+	// StoreTimeout bounds each call of a pass to the store (the backlog
+	// count, the read of pending events, each mark). Run gets the daemon's
+	// context, which has no deadline: without the bound, a call on a
+	// connection to a database server that hangs (stopped, or cut off
+	// without a reset) would wait for ever and stop every delivery, even
+	// after a failover to a server that answers. The call fails instead,
+	// and the next pass tries again. Zero means DefaultStoreTimeout.
+	StoreTimeout time.Duration
 }
 
 // Dispatcher delivers the outbox. Run it on one goroutine.
@@ -154,6 +165,9 @@ func New(cfg Config, metrics *Metrics) (*Dispatcher, error) {
 	}
 	if cfg.StaleTempAge <= 0 {
 		cfg.StaleTempAge = DefaultStaleTempAge
+	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = DefaultStoreTimeout
 	}
 	d := &Dispatcher{cfg: cfg, client: cfg.Client, log: cfg.Logger, wake: make(chan struct{}, 1), metrics: metrics}
 	if d.client == nil {
@@ -258,10 +272,14 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 // Pass delivers one batch of pending events in id order and returns how
 // many it delivered; it stops at the first failure and returns it.
 func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
-	if backlog, err := d.cfg.Engine.CountPendingEvents(ctx); err == nil {
+	if backlog, err := withStoreTimeout(ctx, d, func(ctx context.Context) (int, error) {
+		return d.cfg.Engine.CountPendingEvents(ctx)
+	}); err == nil {
 		d.metrics.Backlog.Set(float64(backlog))
 	}
-	evs, err := d.cfg.Engine.PendingEvents(ctx, d.cfg.Batch)
+	evs, err := withStoreTimeout(ctx, d, func(ctx context.Context) ([]engine.Event, error) {
+		return d.cfg.Engine.PendingEvents(ctx, d.cfg.Batch)
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -276,13 +294,23 @@ func (d *Dispatcher) Pass(ctx context.Context) (int, error) {
 				return i, err
 			}
 		}
-		if err := d.cfg.Engine.MarkDelivered(ctx, ev.ID); err != nil {
+		if _, err := withStoreTimeout(ctx, d, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, d.cfg.Engine.MarkDelivered(ctx, ev.ID)
+		}); err != nil {
 			return i, err
 		}
 		d.metrics.Deliveries.Inc()
 		d.metrics.Backlog.Dec()
 	}
 	return len(evs), nil
+}
+
+// withStoreTimeout runs one call of a pass to the store, bounded by
+// StoreTimeout.
+func withStoreTimeout[T any](ctx context.Context, d *Dispatcher, call func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.StoreTimeout)
+	defer cancel()
+	return call(ctx)
 }
 
 // deliver hands ev to every configured target.

@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -356,5 +357,52 @@ func TestDeliversIntoTheReceiversDirectory(t *testing.T) {
 	}
 	if n, err := d.Pass(context.Background()); err != nil || n != 3 {
 		t.Fatalf("delivery into a directory of uid %d = %d, %v; want 3 events", pathstest.ForeignUID, n, err)
+	}
+}
+
+// hungStore is a store whose reads, once hung is set, wait until their
+// context ends, as on a connection to a database server that stopped.
+type hungStore struct {
+	engine.Store
+	hung chan struct{}
+}
+
+func (s hungStore) View(ctx context.Context, fn func(engine.Tx) error) error {
+	select {
+	case <-s.hung:
+		<-ctx.Done()
+		return ctx.Err()
+	default:
+		return s.Store.View(ctx, fn)
+	}
+}
+
+// TestPassOnAHungStoreIsBounded: a pass run on a context without a
+// deadline, as the daemon's is, gives up on a store that hangs instead of
+// waiting for ever, so that the next pass can reach a store that answers.
+func TestPassOnAHungStoreIsBounded(t *testing.T) {
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "r.db"), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	hung := hungStore{Store: store, hung: make(chan struct{})}
+	close(hung.hung)
+	d, err := outbox.New(outbox.Config{Engine: engine.New(hung), Dir: t.TempDir(), StoreTimeout: 50 * time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Pass(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Pass on a hung store = %v, want its bound (context.DeadlineExceeded)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Pass on a hung store still waits after 30s")
 	}
 }
