@@ -22,7 +22,6 @@ import (
 
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/internal/pgstore"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -376,19 +375,7 @@ func TestPostgresFailover(t *testing.T) {
 	l.waitAnswers(t, 60, "answers after the last failover")
 	l.end(t)
 	during := log.snapshot() // The verification below adds its own answers.
-	verifyTortured(t, clients, func() engine.Store {
-		for i, p := range procs {
-			if code := p.stop(t); code != 0 {
-				t.Errorf("daemon %d: exit code after SIGTERM = %d", i, code)
-			}
-		}
-		s, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: true, MaxConns: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}, "--store", "postgres", "--dsn", dsn)
+	verifyTortured(t, clients, stopAndOpenPostgres(t, ctx, procs, dsn), "--store", "postgres", "--dsn", dsn)
 	if bad := log.firstBad(); bad != "" {
 		t.Errorf("an answer while no primary served was not 503 store_unavailable: %s", bad)
 	}

@@ -184,19 +184,7 @@ func multiDaemon(t *testing.T, dsn string) {
 	})
 	l.waitAnswers(t, 180, "answers after the restart")
 	l.end(t)
-	verifyTortured(t, append(clients, racer), func() engine.Store {
-		for i, p := range procs {
-			if code := p.stop(t); code != 0 {
-				t.Errorf("daemon %d: exit code after SIGTERM = %d", i, code)
-			}
-		}
-		s, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: true, MaxConns: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}, "--store", "postgres", "--dsn", dsn)
+	verifyTortured(t, append(clients, racer), stopAndOpenPostgres(t, ctx, procs, dsn), "--store", "postgres", "--dsn", dsn)
 	t.Logf("%d unclear answers retried, %d intents raced on all daemons at once", l.unclear.Load(), raced.Load())
 	if l.unclear.Load() == 0 || raced.Load() == 0 {
 		t.Error("no answer was lost to the kill or no intent was raced, so nothing was proven")
@@ -301,5 +289,24 @@ func TestMigrateToPostgres(t *testing.T) {
 	}
 	if code := p.stop(t); code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d", code)
+	}
+}
+
+// stopAndOpenPostgres returns the store opener of verifyTortured for
+// daemons on PostgreSQL: it stops every daemon with SIGTERM, which must
+// exit 0, and then opens their database without migrating it.
+func stopAndOpenPostgres(t *testing.T, ctx context.Context, procs []*proc, dsn string) func() engine.Store {
+	return func() engine.Store {
+		for i, p := range procs {
+			if code := p.stop(t); code != 0 {
+				t.Errorf("daemon %d: exit code after SIGTERM = %d", i, code)
+			}
+		}
+		s, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: true, MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
 	}
 }
