@@ -441,6 +441,11 @@ func (w *walker) leaf(p []byte, count, depth int, min, max []byte, bucket, what 
 		}
 		running = e.key
 		if e.flags&leafFlagBucket == 0 {
+			if bucket == "the root bucket" {
+				// bbolt keeps only buckets at the top level, and its
+				// Tx.ForEach dereferences each one as a bucket.
+				return nil, fmt.Errorf("%s: key %q of the root bucket is not a bucket", what, e.key)
+			}
 			continue
 		}
 		name := fmt.Sprintf("bucket %q", e.key)
