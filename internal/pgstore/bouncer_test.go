@@ -54,7 +54,7 @@ func TestConcurrentOpensMigrateOnceBehindPgBouncer(t *testing.T) {
 			t.Fatalf("round %d: %d of %d concurrent opens say they created the database, want %d", round, created, daemons, want)
 		}
 		var held int
-		if err := stores[0].Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`).Scan(&held); err != nil {
+		if err := stores[0].Pool().QueryRow(t.Context(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&held); err != nil {
 			t.Fatal(err)
 		}
 		if held != 0 {

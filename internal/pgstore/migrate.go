@@ -242,13 +242,13 @@ func record(ctx context.Context, q querier, schema string, m migration) error {
 // every migrationLockPoll instead of blocking in PostgreSQL, because a
 // concurrent index build waits for every transaction that is older than it,
 // and one blocked on the lock that the building daemon holds would never end.
-func lockMigrations(ctx context.Context, cfg *pgx.ConnConfig, schema string) (unlock func(), err error) {
+func lockMigrations(ctx context.Context, cfg *pgx.ConnConfig, schema string) (func(), error) {
 	const key = `hashtextextended('reserve pgstore migrate ' || $1, 0)`
 	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("connect to take the migration lock of schema %s: %w", schema, err)
 	}
-	unlock = func() { conn.Close(context.WithoutCancel(ctx)) } // Ends the transaction, and the lock with it.
+	closeConn := func() { conn.Close(context.WithoutCancel(ctx)) } // Ends the transaction, and the lock with it.
 	for {
 		var locked bool
 		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
@@ -256,19 +256,28 @@ func lockMigrations(ctx context.Context, cfg *pgx.ConnConfig, schema string) (un
 			err = tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(`+key+`)`, pgx.QueryExecModeSimpleProtocol, schema).Scan(&locked)
 		}
 		if err != nil {
-			unlock()
+			closeConn()
 			return nil, fmt.Errorf("take the migration lock of schema %s: %w", schema, err)
 		}
 		if locked {
-			return unlock, nil
+			// Rolling back waits for the server's answer, so the lock is
+			// gone when unlock returns; closing alone would leave its
+			// release to the server's own time (and, behind PgBouncer, to
+			// PgBouncer's).
+			return func() {
+				rctx, cancel := finishing(ctx)
+				defer cancel()
+				tx.Rollback(rctx) // Closing ends the transaction too if this fails.
+				closeConn()
+			}, nil
 		}
 		if err := tx.Rollback(ctx); err != nil {
-			unlock()
+			closeConn()
 			return nil, fmt.Errorf("wait for the migration lock of schema %s: %w", schema, err)
 		}
 		select {
 		case <-ctx.Done():
-			unlock()
+			closeConn()
 			return nil, fmt.Errorf("wait for the migration lock of schema %s: %w", schema, ctx.Err())
 		case <-time.After(migrationLockPoll):
 		}
