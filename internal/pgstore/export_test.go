@@ -17,3 +17,7 @@ func (s *Store) Queued() int {
 	defer s.groups.mu.Unlock()
 	return len(s.groups.queue)
 }
+
+// StallAfter is how long a queued View waits while no read-only
+// transaction ends before it runs alone.
+const StallAfter = stallAfter

@@ -7,9 +7,11 @@ package pgstore
 // alone, exactly like a transaction of its own. An Update that finds every
 // slot busy queues; when a slot's transaction ends, the slot takes every
 // queued Update (up to maxGroupCalls) as one group. So a group forms only
-// while the database is busy, and its size follows the load. An Update
-// queued while no transaction ended for stallAfter runs alone in a slot of
-// its own, as long as the pool has a connection for it.
+// while the database is busy, and its size follows the load. A queued
+// Update waits for its group, or leaves the queue when its context is done
+// before the group takes it. Views group the same way, except that a View
+// queued while no read-only transaction ended for stallAfter runs alone in
+// a slot of its own, as long as the pool has a connection for it.
 //
 // A group of several decisions runs in one READ COMMITTED transaction:
 //
@@ -69,10 +71,18 @@ const maxGroupCalls = 48
 // gave smaller groups and fewer reservations per second.)
 const groupSlots = 1
 
-// stallAfter is how long a queued Update waits, while no transaction
-// ends, before it takes a slot of its own. Without it, functions that wait
-// for each other would hold up every queued Update for good; a busy store,
-// whose transactions end, keeps its queue for the next group.
+// stallAfter is how long a queued View waits, while no read-only
+// transaction ends, before it takes a slot of its own. A View's function
+// may run for as long as its caller reads (an export streams a whole
+// table), and the Views queued behind it must not wait for that; a busy
+// store, whose transactions end, keeps its queue for the next group.
+//
+// Updates have no such escape. Their functions decide in memory and wait
+// for nothing but the store, so a write group that takes long waits for the
+// server: for a row lock that another daemon's group holds, or for the
+// WAL. Queued Updates that escaped then would only queue for the same lock
+// in transactions of their own, each with its own COMMIT, and split the
+// groups that let a hot workshop keep up.
 const stallAfter = 50 * time.Millisecond
 
 // maxGroupItems bounds the batch items (engine.BatchItems) of one group: a
@@ -90,14 +100,17 @@ type call struct {
 
 // grouper hands the calls of one kind (Updates, or Views) to transactions.
 type grouper struct {
-	opts    pgx.TxOptions // For a transaction of one call.
-	begin   string        // Starts a group's transaction with those options.
-	write   bool
-	mu      sync.Mutex
-	slots   int // Transactions that run at once while none stalls.
-	max     int // Transactions that may run at once: the pool's connections.
-	running int
-	queue   []*call
+	opts  pgx.TxOptions // For a transaction of one call.
+	begin string        // Starts a group's transaction with those options.
+	write bool
+	mu    sync.Mutex
+	slots int // Transactions that run at once while none stalls.
+	max   int // Transactions that may run at once: the pool's connections.
+	// stallAfter is how long a queued call waits while no transaction
+	// ends before it runs alone; zero for never.
+	stallAfter time.Duration
+	running    int
+	queue      []*call
 	// finished counts the transactions that ended, so that a queued call
 	// can tell a busy store from a stalled one.
 	finished int
@@ -139,13 +152,29 @@ func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) erro
 	g.queue = append(g.queue, c)
 	seen := g.finished
 	g.mu.Unlock()
-	stalled := time.NewTicker(stallAfter)
-	defer stalled.Stop()
+	var stalled <-chan time.Time
+	if g.stallAfter > 0 {
+		t := time.NewTicker(g.stallAfter)
+		defer t.Stop()
+		stalled = t.C
+	}
 	for {
 		select {
 		case err := <-c.err:
 			return err
-		case <-stalled.C:
+		case <-ctx.Done():
+			// Still queued, the call has not begun and can go; taken into
+			// a group, it waits for the group's outcome, which may be a
+			// commit.
+			g.mu.Lock()
+			if i := slices.Index(g.queue, c); i >= 0 {
+				g.queue = slices.Delete(g.queue, i, i+1)
+				g.mu.Unlock()
+				return ctx.Err()
+			}
+			g.mu.Unlock()
+			return <-c.err
+		case <-stalled:
 		}
 		g.mu.Lock()
 		if g.finished == seen {

@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -346,5 +347,65 @@ func TestGroupsLockInKeyOrder(t *testing.T) {
 	r.want(t)
 	if got := workshopIDs(t, stores[0]); got["ws-a"].Version != 3 || got["ws-b"].Version != 3 {
 		t.Fatalf("workshops %v, want each updated twice after its creation", got)
+	}
+}
+
+// TestQueuedUpdatesWaitForTheirGroup holds a store's write transaction for
+// several times the time after which a queued View would run alone, with
+// connections to spare: the queued Updates still wait and commit as one
+// group. A long write transaction waits for the server (a row lock another
+// daemon holds, the WAL), and Updates that ran alone then would queue for
+// the same lock, each with a COMMIT of its own.
+func TestQueuedUpdatesWaitForTheirGroup(t *testing.T) {
+	var c commits
+	s := mustOpen(t, pgstore.Options{MaxConns: 4, OnCommit: c.record})
+	release, wait := queueGroup(t, s, putWorkshop("a", ""), putWorkshop("b", ""), putWorkshop("c", ""))
+	// What is tested is that nothing happens while the leader holds on, so
+	// the test has to let that time pass.
+	time.Sleep(4 * pgstore.StallAfter)
+	if n := s.Queued(); n != 3 {
+		t.Errorf("%d Updates still queued while the leader holds its transaction, want 3", n)
+	}
+	release()
+	for i, err := range wait() {
+		if err != nil {
+			t.Fatalf("Update %d: %v", i, err)
+		}
+	}
+	if got := c.get(); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("commits of %v Updates, want the leader's alone and then one of all 3", got)
+	}
+}
+
+// TestQueuedUpdateLeavesWhenItsContextEnds cancels an Update while it waits
+// in the queue behind a transaction that holds on: it returns its
+// context's error at once, and its function never runs.
+func TestQueuedUpdateLeavesWhenItsContextEnds(t *testing.T) {
+	s := mustOpen(t, pgstore.Options{MaxConns: 1})
+	release, wait := queueGroup(t, s)
+	defer func() { release(); wait() }()
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx engine.Tx) error { ran <- struct{}{}; return putWorkshop("late", "")(tx) })
+	}()
+	pollUntil(t, 30*time.Second, "the Update queued", func() (bool, error) { return s.Queued() == 1, nil })
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled queued Update = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a cancelled Update still waits in the queue behind a transaction that holds on")
+	}
+	if n := s.Queued(); n != 0 {
+		t.Errorf("%d Updates queued after the cancelled one left, want 0", n)
+	}
+	select {
+	case <-ran:
+		t.Error("the cancelled Update's function ran")
+	default:
 	}
 }
