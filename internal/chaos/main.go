@@ -177,6 +177,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if c.Store == "postgres3" {
 			c.Store, c.Daemons = "postgres", 3
 		}
+		c.Cluster = c.Store == "postgres" && OwnsCluster(s)
 		cfgs = append(cfgs, c)
 	}
 	var until time.Time

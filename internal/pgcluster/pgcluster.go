@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,6 +116,11 @@ func New(ctx context.Context, bin, dir string, log io.Writer) (*Cluster, error) 
 	base, err := os.MkdirTemp(dir, "rsvha")
 	if err != nil {
 		return nil, fmt.Errorf("cluster directory: %w", err)
+	}
+	// The servers' processes are found by their working directory, which
+	// the kernel names without symbolic links.
+	if real, err := filepath.EvalSymlinks(base); err == nil {
+		base = real
 	}
 	if log == nil {
 		log = io.Discard
@@ -225,9 +231,7 @@ func (c *Cluster) Failover(ctx context.Context, frozen func()) error {
 	defer c.mu.Unlock()
 	old, spare := c.primary, 3-c.primary-c.standby
 	if frozen != nil {
-		if _, err := c.signal(c.nodes[old], syscall.SIGSTOP); err != nil {
-			return err
-		}
+		c.signal(c.nodes[old], syscall.SIGSTOP)
 	} else if err := c.kill(c.nodes[old]); err != nil {
 		return err
 	}
@@ -347,28 +351,26 @@ func (c *Cluster) waitSync(ctx context.Context, primary *node) error {
 	})
 }
 
-// kill ends every process of n's server with SIGKILL at once, as when its
-// machine dies, and waits until they are gone. Like a machine that is
-// replaced, it keeps none of the server's socket files: a killed server
-// that its parent has not reaped yet would make a new one refuse the lock
-// file.
+// kill ends every process of n's server with SIGKILL, the postmaster
+// first, as when its machine dies, and waits until they are gone. Like a
+// machine that restarts, it keeps none of the server's socket and lock
+// files: a killed postmaster that its parent has not reaped yet would make
+// a new one refuse them.
 func (c *Cluster) kill(n *node) error {
-	pids, err := c.signal(n, syscall.SIGKILL)
-	if err != nil {
-		return err
-	}
+	c.signal(n, syscall.SIGKILL)
+	// A backend the postmaster forked just before it died is killed on
+	// the next turn.
 	if err := poll(context.Background(), "the processes of node "+n.name+" gone", func() bool {
+		pids := processesIn(n.data())
 		for _, pid := range pids {
-			if alive(pid) {
-				return false
-			}
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		return true
+		return len(pids) == 0
 	}); err != nil {
 		return err
 	}
 	socket := filepath.Join(n.dir, fmt.Sprintf(".s.PGSQL.%d", n.port))
-	for _, f := range []string{socket, socket + ".lock"} {
+	for _, f := range []string{socket, socket + ".lock", filepath.Join(n.data(), "postmaster.pid")} {
 		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
 			return err
 		}
@@ -376,60 +378,38 @@ func (c *Cluster) kill(n *node) error {
 	return nil
 }
 
-// signal sends sig to every process of n's server at once, the postmaster
-// first, and returns them.
-func (c *Cluster) signal(n *node, sig syscall.Signal) ([]int, error) {
-	raw, err := os.ReadFile(filepath.Join(n.data(), "postmaster.pid"))
-	if err != nil {
-		return nil, nil // Never started.
+// signal sends sig to every process of n's server, the postmaster first,
+// so that it starts no more.
+func (c *Cluster) signal(n *node, sig syscall.Signal) {
+	pids := processesIn(n.data())
+	if raw, err := os.ReadFile(filepath.Join(n.data(), "postmaster.pid")); err == nil {
+		first, _, _ := strings.Cut(string(raw), "\n")
+		if pm, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && slices.Contains(pids, pm) {
+			syscall.Kill(pm, sig)
+			pids = processesIn(n.data())
+		}
 	}
-	first, _, _ := strings.Cut(string(raw), "\n")
-	pm, err := strconv.Atoi(strings.TrimSpace(first))
-	if err != nil {
-		return nil, fmt.Errorf("postmaster.pid of node %s: %q", n.name, first)
-	}
-	pids := append([]int{pm}, childrenOf(pm)...)
 	for _, pid := range pids {
 		syscall.Kill(pid, sig)
 	}
-	return pids, nil
 }
 
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(pid int) []int {
+// processesIn lists the live processes whose working directory is dir: a
+// PostgreSQL server's postmaster and every process it starts work in its
+// data directory. A zombie has none.
+func processesIn(dir string) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if ppid, _ := procStat(child); ppid == pid {
-			out = append(out, child)
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil && cwd == dir {
+			out = append(out, pid)
 		}
 	}
 	return out
-}
-
-// procStat returns the parent and the state of process pid.
-func procStat(pid int) (ppid int, state string) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, ""
-	}
-	// pid (comm) state ppid …; comm may hold spaces and parentheses.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	if len(fields) < 2 {
-		return 0, ""
-	}
-	ppid, _ = strconv.Atoi(fields[1])
-	return ppid, fields[0]
-}
-
-// alive reports whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	_, state := procStat(pid)
-	return state != "" && state != "Z"
 }
 
 // poll calls cond every 20 ms until it holds, and fails after Timeout or
