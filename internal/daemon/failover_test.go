@@ -6,9 +6,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,50 +15,12 @@ import (
 
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/internal/pgcluster"
+	"github.com/reserve/reserve/internal/pgcluster/pgclustertest"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
 // failovers is how often TestPostgresFailover kills the primary.
 const failovers = 5
-
-// needPostgresBinaries returns the directory of the PostgreSQL server
-// binaries for a test that builds its own servers, which must run as root
-// (initdb and the servers run as the user postgres). Without them the test
-// fails under RESERVE_CI and is skipped loudly elsewhere.
-func needPostgresBinaries(t *testing.T) string {
-	t.Helper()
-	bin, err := pgcluster.FindBinaries()
-	if err == nil {
-		return bin
-	}
-	if os.Getenv("RESERVE_CI") != "" {
-		t.Fatalf("the failover test needs root and the PostgreSQL binaries, and CI (RESERVE_CI) must run it: %v", err)
-	}
-	t.Skipf("SKIPPING the PostgreSQL failover test: %v; run it as root on a machine with the postgresql package", err)
-	return ""
-}
-
-// newPgCluster builds a primary with a synchronous standby and removes it
-// when the test ends, with the servers' logs if the test failed.
-func newPgCluster(t *testing.T, bin string) *pgcluster.Cluster {
-	t.Helper()
-	c, err := pgcluster.New(context.Background(), bin, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			var logs strings.Builder
-			c.WriteLogs(&logs)
-			t.Log(logs.String())
-		}
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return c
-}
 
 // TestPostgresFailover runs three real daemons on a primary with a
 // synchronous standby, reached through a multi-host DSN with
@@ -73,8 +33,7 @@ func newPgCluster(t *testing.T, bin string) *pgcluster.Cluster {
 // check` is clean, and every answer while no primary served was 503
 // store_unavailable with Retry-After: never a 500, never a decided refusal.
 func TestPostgresFailover(t *testing.T) {
-	bin := needPostgresBinaries(t)
-	cluster := newPgCluster(t, bin)
+	cluster := pgclustertest.New(t)
 	dsn := cluster.DSN()
 	ctx := context.Background()
 	short := servertest.ShortTempDir(t)

@@ -8,24 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/reserve/reserve/internal/pgcluster"
+	"github.com/reserve/reserve/internal/pgcluster/pgclustertest"
 )
-
-// needBinaries returns the PostgreSQL server binaries; without them (or
-// without root) the test fails under RESERVE_CI and is skipped loudly
-// elsewhere.
-func needBinaries(t *testing.T) string {
-	t.Helper()
-	bin, err := pgcluster.FindBinaries()
-	if err == nil {
-		return bin
-	}
-	if os.Getenv("RESERVE_CI") != "" {
-		t.Fatalf("pgcluster's tests build PostgreSQL servers, and CI (RESERVE_CI) must run them: %v", err)
-	}
-	t.Skipf("SKIPPING pgcluster's tests: %v; run them as root on a machine with the postgresql package", err)
-	return ""
-}
 
 // TestEveryCommitSurvives builds a cluster, commits rows through its DSN,
 // and checks after a restart of the primary, a failover after SIGKILL and
@@ -34,47 +18,29 @@ func needBinaries(t *testing.T) string {
 // standby streams again). While the frozen primary hangs, the new primary
 // takes writes. Close leaves no directory.
 func TestEveryCommitSurvives(t *testing.T) {
-	bin := needBinaries(t)
 	ctx := context.Background()
-	c, err := pgcluster.New(ctx, bin, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			var logs strings.Builder
-			c.WriteLogs(&logs)
-			t.Log(logs.String())
-		}
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	c := pgclustertest.New(t)
 	// A hung server accepts a connection and never answers: each host
 	// gets a few seconds.
 	dsn := c.DSN() + " connect_timeout=3"
-	exec := func(sql string) {
+	withConn := func(f func(*pgx.Conn) error) {
 		t.Helper()
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			t.Fatalf("connect through %s: %v", dsn, err)
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
+		if err := f(conn); err != nil {
+			t.Fatal(err)
 		}
 	}
-	rows := func() int {
+	exec := func(sql string) {
 		t.Helper()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		var n int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
+		withConn(func(conn *pgx.Conn) error { _, err := conn.Exec(ctx, sql); return err })
+	}
+	rows := func() (n int) {
+		t.Helper()
+		withConn(func(conn *pgx.Conn) error { return conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n) })
 		return n
 	}
 	exec("CREATE TABLE t (n int)")
