@@ -33,7 +33,11 @@ func (s *Summary) Add(r Result) {
 	s.Crashes += r.CrashTotal()
 	s.Violations += len(r.Violations)
 	s.Unknown += r.Unknown
-	s.ByStore[fmt.Sprintf("%s×%d", r.Config.Store, r.Config.Daemons)]++
+	store := fmt.Sprintf("%s×%d", r.Config.Store, r.Config.Daemons)
+	if r.Config.Cluster {
+		store += "+cluster"
+	}
+	s.ByStore[store]++
 	for k, v := range r.Crashes {
 		s.CrashesBy[k] += v
 	}

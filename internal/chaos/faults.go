@@ -63,15 +63,7 @@ func (r *run) fillDisk(stop <-chan struct{}) {
 	}
 	f.Close()
 	r.count(r.faults, "disk_full")
-	before := r.answers.Load()
-	deadline := time.Now().Add(time.Duration(100+r.rng.IntN(300)) * time.Millisecond)
-	for time.Now().Before(deadline) && r.answers.Load() < before+3 {
-		select {
-		case <-stop:
-			deadline = time.Now()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	r.waitAnswers(stop, 3, time.Duration(100+r.rng.IntN(300))*time.Millisecond)
 	os.Remove(path)
 }
 
@@ -130,7 +122,7 @@ func (r *run) freshSchema(ctx context.Context) error {
 	suffix := randomHex(6)
 	schema := "reservechaos_" + suffix
 	r.appName = "reservechaos_" + suffix
-	if err := r.pgExec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	if err := r.pgExec(ctx, r.cfg.DSN, "CREATE SCHEMA "+schema); err != nil {
 		return fmt.Errorf("create schema %s: %w", schema, err)
 	}
 	q := u.Query()
@@ -145,15 +137,15 @@ func (r *run) dropSchema() {
 	if r.appName != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := r.pgExec(ctx, "DROP SCHEMA "+r.appName+" CASCADE"); err != nil {
+		if err := r.pgExec(ctx, r.cfg.DSN, "DROP SCHEMA "+r.appName+" CASCADE"); err != nil {
 			fmt.Fprintf(os.Stderr, "reservechaos: drop schema %s: %v\n", r.appName, err)
 		}
 	}
 }
 
-// pgExec runs sql on the server of the configured DSN.
-func (r *run) pgExec(ctx context.Context, sql string, args ...any) error {
-	conn, err := pgx.Connect(ctx, r.cfg.DSN)
+// pgExec runs sql on the server of dsn.
+func (r *run) pgExec(ctx context.Context, dsn, sql string, args ...any) error {
+	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
@@ -167,7 +159,7 @@ func (r *run) pgExec(ctx context.Context, sql string, args ...any) error {
 func (r *run) terminateBackend() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := r.pgExec(ctx, `SELECT pg_terminate_backend(pid) FROM (SELECT pid FROM pg_stat_activity
+	err := r.pgExec(ctx, r.adminDSN(), `SELECT pg_terminate_backend(pid) FROM (SELECT pid FROM pg_stat_activity
 		WHERE application_name = $1 AND pid <> pg_backend_pid() ORDER BY random() LIMIT 1) AS victim`, r.appName)
 	if err != nil {
 		r.fail(fmt.Errorf("pg_terminate_backend: %w", err))

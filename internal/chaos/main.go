@@ -39,12 +39,33 @@ processes is the machine's).
 
 Stores: bolt (one daemon), postgres (one daemon) and postgres3 (three
 daemons on one database); postgres runs need RESERVE_PG_DSN, and without it
-they are left out (said on stderr). The full disk needs root to mount a
-tmpfs; without it that fault is skipped (said in the summary). With
-RESERVE_CI=1 either of these fails the campaign instead.
+they are left out (said on stderr). About one postgres run in four, by its
+seed, builds a PostgreSQL cluster of its own (a primary with a synchronous
+standby) and restarts and fails over its primary while the clients run;
+that and the full disk need root (and the cluster the PostgreSQL server
+binaries), and without them those faults are skipped (said in the
+summary). With RESERVE_CI=1 any of these fails the campaign instead.
 
 Flags:
 `
+
+// DefaultStores are the stores the seeds cycle through unless --stores
+// says otherwise.
+const DefaultStores = "bolt,postgres,postgres3"
+
+// storeOf is the store of the run of seed s, whose entry of kinds (bolt,
+// postgres or postgres3) is the seed's: the store, how many daemons serve
+// it, and whether it is a PostgreSQL cluster of the run's own.
+func storeOf(kinds []string, s uint64) (store string, daemons int, cluster bool) {
+	switch k := kinds[s%uint64(len(kinds))]; k {
+	case "postgres":
+		return k, 1, OwnsCluster(s)
+	case "postgres3":
+		return "postgres", 3, OwnsCluster(s)
+	default:
+		return k, 1, false
+	}
+}
 
 // Main is reservechaos.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -59,7 +80,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		firstSeed = fs.Uint64("first-seed", 1, "the seed of the first run")
 		seed      = fs.Uint64("seed", 0, "run only this seed (replays a failing run)")
 		sizeName  = fs.String("size", "ci", "size of each run: ci or long")
-		stores    = fs.String("stores", "bolt,postgres,postgres3", "the stores the seeds cycle through, comma-separated")
+		stores    = fs.String("stores", DefaultStores, "the stores the seeds cycle through, comma-separated")
 		reserved  = fs.String("reserved", "", "a failpoint build of reserved to run instead of building one")
 		ctl       = fs.String("reservectl", "", "a failpoint build of reservectl to run instead of building one")
 		module    = fs.String("module", ".", "the module to build the binaries of")
@@ -173,10 +194,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var cfgs []Config
 	for i := range n {
 		s := first + uint64(i)
-		c := Config{Seed: s, Store: kinds[s%uint64(len(kinds))], Daemons: 1, DSN: dsn, Bin: bin, Commit: *commit, Size: size, TempDir: *tmp, DumpDir: *dump}
-		if c.Store == "postgres3" {
-			c.Store, c.Daemons = "postgres", 3
-		}
+		c := Config{Seed: s, DSN: dsn, Bin: bin, Commit: *commit, Size: size, TempDir: *tmp, DumpDir: *dump}
+		c.Store, c.Daemons, c.Cluster = storeOf(kinds, s)
 		cfgs = append(cfgs, c)
 	}
 	var until time.Time

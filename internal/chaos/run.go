@@ -21,6 +21,7 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/failpoint"
+	"github.com/reserve/reserve/internal/pgcluster"
 	"github.com/reserve/reserve/internal/pgstore"
 )
 
@@ -42,6 +43,10 @@ type Config struct {
 	// DumpDir, if set, receives the history of every run with
 	// violations, one file per seed.
 	DumpDir string
+	// Cluster makes a postgres run build a PostgreSQL cluster of its own,
+	// a primary with a synchronous standby, instead of a schema on DSN's
+	// server, and restart and fail over its primary (see OwnsCluster).
+	Cluster bool
 }
 
 // Size is how much a run does.
@@ -101,6 +106,9 @@ func (r Result) Line() string {
 	if r.Config.Daemons > 1 {
 		store += fmt.Sprintf("×%d", r.Config.Daemons)
 	}
+	if r.Config.Cluster {
+		store += "+cluster"
+	}
 	line := fmt.Sprintf("seed=%d commit=%s store=%s ops=%d ambiguous=%d crashes=%d%s faults=%s check=%s violations=%d",
 		r.Config.Seed, r.Config.Commit, store, r.Ops, r.Ambiguous, r.CrashTotal(), counts(r.Crashes), counts(r.Faults),
 		r.CheckTime.Round(time.Millisecond), len(r.Violations))
@@ -135,9 +143,15 @@ type run struct {
 	sink        *sink
 	proxies     []*proxy
 	clockFile   string
-	dsn         string // The run's own schema's, for postgres.
+	dsn         string // The run's own schema's or cluster's, for postgres.
 	appName     string
 	diskDir     string // A mounted tmpfs for the bolt file, or "".
+
+	// cluster is the run's own PostgreSQL cluster, or nil; clusterFirst
+	// is 1 when the first phase's cluster fault is a failover, 0 when it
+	// is a restart.
+	cluster      *pgcluster.Cluster
+	clusterFirst int
 
 	sends, answers, cliKills atomic.Int64
 
@@ -283,8 +297,16 @@ func (r *run) setup(ctx context.Context) error {
 			r.mountDisk()
 		}
 	case "postgres":
-		if err := r.freshSchema(ctx); err != nil {
-			return err
+		owned := false
+		if r.cfg.Cluster {
+			if owned, err = r.startCluster(ctx); err != nil {
+				return err
+			}
+		}
+		if !owned {
+			if err := r.freshSchema(ctx); err != nil {
+				return err
+			}
 		}
 	default:
 		return fmt.Errorf("store %q: use bolt or postgres", r.cfg.Store)
@@ -384,9 +406,10 @@ func (r *run) exercise() {
 	for phase := range sz.Phases {
 		stop := make(chan struct{})
 		faultsDone := make(chan struct{})
+		cf := r.planClusterFault(phase)
 		go func() {
 			defer close(faultsDone)
-			r.injectFaults(stop)
+			r.injectFaults(stop, cf)
 		}()
 		var wg sync.WaitGroup
 		for _, c := range actors {
@@ -428,9 +451,16 @@ const (
 
 // injectFaults injects faults until stop is closed, each after a random
 // number of answers: SIGKILL of a daemon (restarted at once, perhaps with
-// a failpoint armed), a killed PostgreSQL backend, a full disk.
-func (r *run) injectFaults(stop <-chan struct{}) {
-	for {
+// a failpoint armed), a killed PostgreSQL backend, a full disk, and the
+// phase's cluster fault cf unless it is nil. The cluster fault comes after
+// cf.after other faults, or when stop is closed if the phase ended before.
+func (r *run) injectFaults(stop <-chan struct{}, cf *clusterFault) {
+	defer func() {
+		if cf != nil && !cf.done {
+			r.breakCluster(cf, stop)
+		}
+	}()
+	for nth := 0; ; nth++ {
 		target := r.answers.Load() + int64(1+r.rng.IntN(r.cfg.Size.FaultEvery))
 		deadline := time.Now().Add(3 * time.Second)
 		for r.answers.Load() < target && time.Now().Before(deadline) {
@@ -446,6 +476,8 @@ func (r *run) injectFaults(stop <-chan struct{}) {
 		default:
 		}
 		switch n := r.rng.IntN(100); {
+		case cf != nil && nth == cf.after:
+			r.breakCluster(cf, stop)
 		case n < 55:
 			r.slots[r.rng.IntN(len(r.slots))].killRestart()
 		case n < 70 && r.cfg.Store == "postgres":
@@ -649,7 +681,13 @@ func (r *run) cleanup() {
 	if r.sink != nil {
 		r.sink.close()
 	}
-	r.dropSchema()
+	if r.cluster != nil {
+		if err := r.cluster.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "reservechaos: remove the PostgreSQL cluster: %v\n", err)
+		}
+	} else {
+		r.dropSchema()
+	}
 	r.unmountDisk()
 }
 
