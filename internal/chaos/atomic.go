@@ -1,14 +1,36 @@
 package chaos
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 )
+
+// atomicWorkshops are workshops that only atomic batches reserve in (and
+// their reservations' cancellations free), with room for some batches:
+// the workshops all clients share are full most of the time, where every
+// atomic batch would be refused.
+var atomicWorkshops = []string{"atomic-0", "atomic-1"}
+
+// createAtomicWorkshops creates the atomic batches' workshops, each with a
+// capacity of 20 to 49, and records their capacities.
+func (r *run) createAtomicWorkshops(ctx context.Context, admin *client.Client) error {
+	for _, id := range atomicWorkshops {
+		capacity := 20 + r.rng.IntN(30)
+		spec := engine.WorkshopSpec{Capacity: capacity, MaxQuantity: r.maxQuantity}
+		if err := untilAnswered(func() error { _, _, err := admin.PutWorkshop(ctx, id, spec, nil); return err }); err != nil {
+			return fmt.Errorf("create workshop %s: %w", id, err)
+		}
+		r.capacity[id] = capacity
+	}
+	return nil
+}
 
 // The reasons an item of a refused atomic batch that got the problem
 // batch_refused was given, as its detail words them; an item refused for a
@@ -170,7 +192,8 @@ func describeItems(items []*Op) string {
 }
 
 // AtomicCounts counts the decisions of atomic batches in ops: reserved,
-// refused, and (resent) those of a batch sent again after a refusal.
+// refused, and (resent) those of a batch sent again after a refusal, of
+// which resent_reserved were reserved.
 func AtomicCounts(ops []*Op) map[string]int {
 	refused, keys := map[int]bool{}, map[int][]string{}
 	for _, op := range ops {
@@ -191,6 +214,9 @@ func AtomicCounts(ops []*Op) map[string]int {
 		batch := strings.Join(keys[n], " ")
 		if sent[batch] {
 			counts["resent"]++
+			if !refused[n] {
+				counts["resent_reserved"]++
+			}
 		}
 		sent[batch] = true
 	}

@@ -343,16 +343,23 @@ func (rec *Op) answered(ret time.Duration, it client.Result) {
 }
 
 // atomicBatch sends two to five new reservations as one atomic batch. Its
-// items share one or two workshops, so that they compete for places; a
-// quarter of the batches ask for the most places in every item, so that
-// they often cannot fit; and one batch in three has an item that no
-// places make reservable: a quantity of 0 (refused as the batch is read),
-// one above the workshops' maximum, a workshop that does not exist, or the
-// key of one of the client's settled reservation intents with another
-// payload.
+// items share one or two workshops, so that they compete for places, each
+// mostly one of the atomic batches' own workshops (atomicWorkshops) and
+// now and then one that all clients share; a quarter of the batches ask
+// for the most places in every item, so that they often cannot fit; and
+// one batch in five has an item that no places make reservable: a
+// quantity of 0 (refused as the batch is read), one above the workshops'
+// maximum, a workshop that does not exist, or the key of one of the
+// client's settled reservation intents with another payload.
 func (c *actorClient) atomicBatch() {
 	r := c.r
-	ws := [2]string{r.workshops[c.rng.IntN(len(r.workshops))], r.workshops[c.rng.IntN(len(r.workshops))]}
+	var ws [2]string
+	for i := range ws {
+		ws[i] = atomicWorkshops[c.rng.IntN(len(atomicWorkshops))]
+		if c.rng.IntN(4) == 0 {
+			ws[i] = r.workshops[c.rng.IntN(len(r.workshops))]
+		}
+	}
 	full := c.rng.IntN(4) == 0
 	items := make([]client.BatchItem, 2+c.rng.IntN(4))
 	for i := range items {
@@ -363,7 +370,7 @@ func (c *actorClient) atomicBatch() {
 		items[i] = client.BatchItem{Key: c.newKey(), Request: engine.Request{Workshop: ws[c.rng.IntN(2)], Quantity: q}}
 	}
 	bad := &items[c.rng.IntN(len(items))]
-	switch c.rng.IntN(12) {
+	switch c.rng.IntN(20) {
 	case 0:
 		bad.Request.Quantity = 0
 	case 1:

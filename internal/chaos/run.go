@@ -318,6 +318,9 @@ func (r *run) setup(ctx context.Context) error {
 		r.workshops = append(r.workshops, id)
 		r.capacity[id] = capacity
 	}
+	if err := r.createAtomicWorkshops(ctx, admin); err != nil {
+		return err
+	}
 	for _, s := range r.slots {
 		go s.supervise()
 	}
