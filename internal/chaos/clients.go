@@ -75,17 +75,11 @@ func (c *actorClient) next() {
 	q := 1 + c.rng.IntN(r.maxQuantity)
 	switch n := c.rng.IntN(100); {
 	case n >= 90 && c.via == "go" && len(c.refused) > 0 && c.rng.IntN(3) == 0:
-		items := c.refused[0]
-		c.refused = c.refused[1:]
-		c.atomic(items)
+		c.resend()
 	case n >= 90 && c.via == "go":
 		c.atomicBatch()
 	case n < 10 && len(c.active) > 0:
-		i := c.rng.IntN(len(c.active))
-		res := c.active[i]
-		c.active = append(c.active[:i], c.active[i+1:]...)
-		a, _ := res.Answer()
-		c.intent(engine.OperationCancel, client.Cancelling(a.ReservationID), res.Workshop, 0, a.ReservationID)
+		c.cancel(c.rng.IntN(len(c.active)))
 	case n < 22:
 		c.intent(engine.OperationHold, client.Holding(engine.HoldRequest{Workshop: w, Quantity: q, TTLSeconds: 600 + c.rng.IntN(3000)}), w, q, "")
 	case n < 32 && len(c.holds) > 0:
@@ -115,6 +109,14 @@ func (c *actorClient) next() {
 	default:
 		c.intent(engine.OperationReserve, client.Reserving(engine.Request{Workshop: w, Quantity: q}), w, q, "")
 	}
+}
+
+// cancel cancels the client's active reservation i.
+func (c *actorClient) cancel(i int) {
+	res := c.active[i]
+	c.active = append(c.active[:i], c.active[i+1:]...)
+	a, _ := res.Answer()
+	c.intent(engine.OperationCancel, client.Cancelling(a.ReservationID), res.Workshop, 0, a.ReservationID)
 }
 
 // intent makes one intent of kind under a new key and records it.
@@ -389,6 +391,28 @@ func (c *actorClient) atomicBatch() {
 	c.atomic(items)
 }
 
+// resend sends the oldest atomic batch the client kept after its refusal
+// again, as the same batch, once it has cancelled as many of its own
+// reservations in the batch's workshops as the batch asks places there
+// (or all it has), as a person who makes room for a booking does.
+func (c *actorClient) resend() {
+	items := c.refused[0]
+	c.refused = c.refused[1:]
+	need := map[string]int{}
+	for _, it := range items {
+		need[it.Request.Workshop] += it.Request.Quantity
+	}
+	for i := 0; i < len(c.active); {
+		if res := c.active[i]; need[res.Workshop] > 0 {
+			need[res.Workshop] -= res.effectQuantity()
+			c.cancel(i)
+			continue
+		}
+		i++
+	}
+	c.atomic(items)
+}
+
 // settledReservation returns one of the client's settled reservation
 // intents, or nil.
 func (c *actorClient) settledReservation() *Op {
@@ -407,14 +431,16 @@ func (c *actorClient) settledReservation() *Op {
 // atomic sends items as one atomic batch until it is decided and records
 // the decision, one operation per item: answered 200, every item is an
 // intent; refused, every item is refused (or a replay, for an item whose
-// answer came from an earlier receipt). Half of the refused batches are
-// kept, to be sent again later as the same batch, which the service
+// answer came from an earlier receipt). Half of the batches refused for
+// places only (every item batch_refused, none for a problem of its own)
+// are kept, to be sent again later as the same batch, which the service
 // decides afresh.
 func (c *actorClient) atomic(items []client.BatchItem) {
 	h := c.r.h
 	call, epoch := h.Now(), h.Epoch()
 	reply, ret, unclear, decided := c.sendBatch(items, true)
 	batch := h.NextBatch()
+	forPlaces := decided && reply.Refused
 	for i, it := range items {
 		rec := &Op{Client: c.id, Actor: c.actor, Role: Intent, Kind: engine.OperationReserve, Key: it.Key, Workshop: it.Request.Workshop, Quantity: it.Request.Quantity,
 			Via: "atomic", Call: call, Epoch: epoch, Return: -1, Unclear: unclear, Batch: batch, Item: i}
@@ -426,6 +452,7 @@ func (c *actorClient) atomic(items []client.BatchItem) {
 				rec.Role = Replay
 			case reply.Refused:
 				rec.Role = Refused
+				forPlaces = forPlaces && rec.Code == engine.CodeBatchRefused
 			}
 		}
 		h.Add(rec)
@@ -433,7 +460,7 @@ func (c *actorClient) atomic(items []client.BatchItem) {
 			c.learn(rec, true)
 		}
 	}
-	if decided && reply.Refused && c.rng.IntN(2) == 0 {
+	if forPlaces && c.rng.IntN(2) == 0 {
 		c.refused = append(c.refused, items)
 	}
 }
