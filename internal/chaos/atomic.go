@@ -125,7 +125,7 @@ func checkAtomic(ops []*Op, final Final, intents map[string]*Op) []Violation {
 			}
 			why := op.refusal()
 			reason = reason || (why != refusalReservable && why != refusalUndecided)
-			if untrue := untrueRefusal(op, why, final, maxQuantity, intents[k]); untrue != "" {
+			if untrue := untrueRefusal(op, why, final, maxQuantity, intents[k], items); untrue != "" {
 				add(n, "item %d (%s %s×%d) was refused for %s, but %s", op.Item+1, op.Key, op.Workshop, op.Quantity, op.Code, untrue)
 			}
 			if intents[k] != nil {
@@ -151,8 +151,8 @@ func checkAtomic(ops []*Op, final Final, intents map[string]*Op) []Violation {
 // untrueRefusal says what makes the reason why an item op of a refused
 // atomic batch was given untrue, or "" when it is true or a reason about
 // places (which the model judges). first is the history's intent under the
-// item's key, if any.
-func untrueRefusal(op *Op, why string, final Final, maxQuantity map[string]int, first *Op) string {
+// item's key, if any, and items are the batch's.
+func untrueRefusal(op *Op, why string, final Final, maxQuantity map[string]int, first *Op, items []*Op) string {
 	switch why {
 	case refusalUnavailable, refusalReservable, refusalUndecided:
 		return ""
@@ -167,7 +167,13 @@ func untrueRefusal(op *Op, why string, final Final, maxQuantity map[string]int, 
 			return fmt.Sprintf("the item is valid (its workshop takes up to %d)", maxQuantity[op.Workshop])
 		}
 	case engine.CodeOperationConflict:
+		earlier := slices.ContainsFunc(items, func(o *Op) bool {
+			return o.Item < op.Item && o.Key == op.Key && (o.Workshop != op.Workshop || o.Quantity != op.Quantity)
+		})
 		switch {
+		case earlier:
+			// An earlier item of the batch has its key and another
+			// payload.
 		case first == nil:
 			return "no earlier intent used its key"
 		case first.Kind == engine.OperationReserve && first.Workshop == op.Workshop && first.Quantity == op.Quantity:

@@ -77,7 +77,7 @@ func (h *history) workshops() chaos.Final {
 			reserved[r.Workshop] += r.Quantity
 		}
 	}
-	h.final.Workshops = []engine.Workshop{{ID: "vv", Capacity: 3, MaxQuantity: 2, Reserved: reserved["vv"]}, {ID: "w", Capacity: 2, MaxQuantity: 2, Reserved: reserved["w"]}}
+	h.final.Workshops = []engine.Workshop{{ID: "w", Capacity: 2, MaxQuantity: 2, Reserved: reserved["w"]}, {ID: "vv", Capacity: 3, MaxQuantity: 2, Reserved: reserved["vv"]}}
 	return h.final
 }
 
@@ -140,7 +140,9 @@ func (h *history) atomic(actor string, batch, call, ret int, items ...item) []*c
 // for too few places (only because an item before it in its workshop
 // could have been reserved) and an unknown workshop, one refused for an
 // invalid item, one refused for a key used before with another payload,
-// and that one sent again later and refused for the same reason.
+// and that one sent again later and refused for the same reason; one
+// reserved with an item twice under one key (one operation), and one
+// refused with a key twice with two payloads.
 func withAtomicBatches(h *history) *history {
 	h.atomic("alice", 1, 300, 310, item{workshop: "w", quantity: 1}, item{workshop: "vv", quantity: 2})
 	h.atomic("bob", 2, 320, 330, item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: reservable},
@@ -153,6 +155,13 @@ func withAtomicBatches(h *history) *history {
 	h.atomic("bob", 4, 360, 370, item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: undecided}, conflict)
 	resent := h.ops[len(h.ops)-2].Key
 	h.atomic("bob", 5, 380, 390, item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: undecided, key: resent}, conflict)
+	twice := h.atomic("carol", 7, 420, 430, item{workshop: "vv", quantity: 1})[0]
+	again := *twice
+	again.Item = 1
+	h.ops = append(h.ops, &again)
+	k := key(900)
+	h.atomic("carol", 8, 440, 450, item{workshop: "w", quantity: 1, code: engine.CodeBatchRefused, detail: unavailable, key: k},
+		item{workshop: "w", quantity: 2, code: engine.CodeOperationConflict, detail: "item 2 has the operation key of item 1 with another payload", key: k})
 	return h
 }
 
@@ -172,7 +181,7 @@ func TestCheckAcceptsAtomicBatches(t *testing.T) {
 		t.Fatalf("violations in a valid history: %v (unknown %d)", r.Violations, r.Unknown)
 	}
 	counts := chaos.AtomicCounts(h.ops)
-	if want := map[string]int{"reserved": 1, "refused": 4, "resent": 1}; !maps.Equal(counts, want) {
+	if want := map[string]int{"reserved": 2, "refused": 5, "resent": 1}; !maps.Equal(counts, want) {
 		t.Errorf("AtomicCounts = %v, want %v", counts, want)
 	}
 }
@@ -301,6 +310,13 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		}},
 		{"refused as a conflict with the same payload", chaos.CheckAtomic, func(h *history) {
 			h.refusedItem(4, 1).Quantity = 1
+		}},
+		{"an item twice answered as two reservations", chaos.CheckLinearizable, func(h *history) {
+			op := h.refusedItem(7, 1)
+			op.Body = engine.Answer{Kind: engine.OperationReserve, Status: engine.StatusReserved, ReservationID: id(98), Workshop: "vv", Quantity: 1}.JSON()
+		}},
+		{"a conflict in a batch with the same payload", chaos.CheckAtomic, func(h *history) {
+			h.refusedItem(8, 1).Quantity = 1
 		}},
 		{"refused item answered as made", chaos.CheckAtomic, func(h *history) {
 			op := h.refusedItem(3, 1)

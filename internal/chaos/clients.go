@@ -348,11 +348,14 @@ func (rec *Op) answered(ret time.Duration, it client.Result) {
 // items share one or two workshops, so that they compete for places, each
 // mostly one of the atomic batches' own workshops (atomicWorkshops) and
 // now and then one that all clients share; a quarter of the batches ask
-// for the most places in every item, so that they often cannot fit; and
-// one batch in five has an item that no places make reservable: a
-// quantity of 0 (refused as the batch is read), one above the workshops'
-// maximum, a workshop that does not exist, or the key of one of the
-// client's settled reservation intents with another payload.
+// for the most places in every item, so that they often cannot fit; one
+// batch in five has an item that no places make reservable: a quantity
+// of 0 (refused as the batch is read), one above the workshops' maximum, a
+// workshop that does not exist, or the key of one of the client's settled
+// reservation intents with another payload; and one in ten has an item
+// twice, under the same key: with the same payload (one operation, the
+// later item replays the earlier one's answer) or with another (the later
+// item is a conflict).
 func (c *actorClient) atomicBatch() {
 	r := c.r
 	var ws [2]string
@@ -371,7 +374,8 @@ func (c *actorClient) atomicBatch() {
 		}
 		items[i] = client.BatchItem{Key: c.newKey(), Request: engine.Request{Workshop: ws[c.rng.IntN(2)], Quantity: q}}
 	}
-	bad := &items[c.rng.IntN(len(items))]
+	i := c.rng.IntN(len(items))
+	bad, other := &items[i], &items[(i+1+c.rng.IntN(len(items)-1))%len(items)]
 	switch c.rng.IntN(20) {
 	case 0:
 		bad.Request.Quantity = 0
@@ -386,6 +390,13 @@ func (c *actorClient) atomicBatch() {
 				req.Workshop = otherWorkshop(r.workshops, first.Workshop)
 			}
 			*bad = client.BatchItem{Key: first.Key, Request: req}
+		}
+	case 4:
+		*other = *bad
+	case 5:
+		other.Key = bad.Key
+		if other.Request == bad.Request {
+			other.Request.Quantity = bad.Request.Quantity%r.maxQuantity + 1
 		}
 	}
 	c.atomic(items)
@@ -431,16 +442,19 @@ func (c *actorClient) settledReservation() *Op {
 // atomic sends items as one atomic batch until it is decided and records
 // the decision, one operation per item: answered 200, every item is an
 // intent; refused, every item is refused (or a replay, for an item whose
-// answer came from an earlier receipt). Half of the batches refused for
-// places only (every item batch_refused, none for a problem of its own)
-// are kept, to be sent again later as the same batch, which the service
-// decides afresh.
+// answer came from an earlier receipt). An item under the key of an
+// earlier item of the batch is the same operation: the client learns
+// nothing more from it. Half of the batches refused for places only
+// (every item batch_refused, none for a problem of its own) are kept, to
+// be sent again later as the same batch, which the service decides
+// afresh.
 func (c *actorClient) atomic(items []client.BatchItem) {
 	h := c.r.h
 	call, epoch := h.Now(), h.Epoch()
 	reply, ret, unclear, decided := c.sendBatch(items, true)
 	batch := h.NextBatch()
 	forPlaces := decided && reply.Refused
+	seen := map[engine.OperationKey]bool{}
 	for i, it := range items {
 		rec := &Op{Client: c.id, Actor: c.actor, Role: Intent, Kind: engine.OperationReserve, Key: it.Key, Workshop: it.Request.Workshop, Quantity: it.Request.Quantity,
 			Via: "atomic", Call: call, Epoch: epoch, Return: -1, Unclear: unclear, Batch: batch, Item: i}
@@ -456,9 +470,10 @@ func (c *actorClient) atomic(items []client.BatchItem) {
 			}
 		}
 		h.Add(rec)
-		if rec.Role == Intent {
+		if rec.Role == Intent && !seen[it.Key] {
 			c.learn(rec, true)
 		}
+		seen[it.Key] = true
 	}
 	if forPlaces && c.rng.IntN(2) == 0 {
 		c.refused = append(c.refused, items)

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,7 +22,8 @@ import (
 // An atomic batch's items in one workshop are one operation of that
 // workshop's history, decided at one point, as the service decides them in
 // one transaction, in item order. Answered as made, each item is a
-// reservation that must fit after the items before it. Refused, the batch
+// reservation that must fit after the items before it (an item under the
+// key of an earlier one is that operation, and must have its answer). Refused, the batch
 // changed nothing, and the answer must be one that order explains: an item
 // refused as one that could have been reserved must fit after the items
 // before it that could have been reserved too (the places they would have
@@ -158,7 +160,16 @@ type batchPart struct{ items []*Op }
 func (s *wsState) stepBatch(p *batchPart) (bool, *wsState) {
 	if !slices.ContainsFunc(p.items, func(op *Op) bool { return op.Role == Refused }) {
 		n := s
+		answers := map[engine.OperationKey][]byte{}
 		for _, op := range p.items {
+			if first, ok := answers[op.Key]; ok {
+				// The same operation as an earlier item: its answer.
+				if !bytes.Equal(op.Body, first) {
+					return false, s
+				}
+				continue
+			}
+			answers[op.Key] = op.Body
 			ok, next := n.step(op)
 			if !ok {
 				return false, s
