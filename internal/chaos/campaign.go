@@ -14,7 +14,7 @@ import (
 type Summary struct {
 	Runs, Ops, Ambiguous, Crashes, Violations, Unknown int
 	Sends                                              int64
-	ByStore, OpsByVia                                  map[string]int
+	ByStore, OpsByVia, Atomic                          map[string]int
 	CrashesBy, FaultsBy                                map[string]int
 	Failed                                             []uint64 // Seeds with violations.
 	Skipped                                            map[string]int
@@ -25,6 +25,7 @@ type Summary struct {
 func (s *Summary) Add(r Result) {
 	if s.ByStore == nil {
 		s.ByStore, s.OpsByVia, s.CrashesBy, s.FaultsBy, s.Skipped = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
+		s.Atomic = map[string]int{}
 	}
 	s.Runs++
 	s.Ops += r.Ops
@@ -44,6 +45,9 @@ func (s *Summary) Add(r Result) {
 	for k, v := range r.OpsByVia {
 		s.OpsByVia[k] += v
 	}
+	for k, v := range r.Atomic {
+		s.Atomic[k] += v
+	}
 	for k, v := range r.Faults {
 		s.FaultsBy[k] += v
 	}
@@ -60,6 +64,7 @@ func (s *Summary) Write(w io.Writer, points []string) {
 	fmt.Fprintf(w, "summary: runs=%d runs_by_store=%s operations=%d sends=%d ambiguous=%d crash_restart_cycles=%d violations=%d undecided_partitions=%d elapsed=%s\n",
 		s.Runs, counts(s.ByStore), s.Ops, s.Sends, s.Ambiguous, s.Crashes, s.Violations, s.Unknown, s.Elapsed.Round(time.Second))
 	fmt.Fprintf(w, "operations by front end: %s\n", counts(s.OpsByVia))
+	fmt.Fprintf(w, "atomic batch decisions: %s\n", counts(s.Atomic))
 	fmt.Fprintf(w, "crashes by cause: %s\n", counts(s.CrashesBy))
 	fmt.Fprintf(w, "other faults: %s\n", counts(s.FaultsBy))
 	var never []string

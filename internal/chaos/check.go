@@ -29,6 +29,9 @@ type Final struct {
 	// and ReceivedPayloads holds the first payload of each.
 	Received         map[string]int
 	ReceivedPayloads map[string][]byte
+	// StoredKeys holds actor/key of every receipt and tombstone in the
+	// store.
+	StoredKeys map[string]bool
 	// ImportGot and ImportWant are the outcome of each import row after
 	// the interrupted import and after an uninterrupted one.
 	ImportGot, ImportWant []string
@@ -57,6 +60,7 @@ const (
 	CheckPhantomEffect = "phantom_effect"
 	CheckReplay        = "replay_bytes"
 	CheckConflict      = "conflict"
+	CheckAtomic        = "atomic_batch"
 	CheckCapacity      = "capacity"
 	CheckOutbox        = "outbox_exactly_once"
 	CheckImport        = "import_equal"
@@ -114,6 +118,9 @@ func Check(ops []*Op, final Final) Report {
 	// Linearizability, one workshop at a time.
 	byWorkshop := map[string][]*Op{}
 	for _, op := range ops {
+		if op.Role == Refused && op.Code == engine.CodeUnknownWorkshop {
+			continue // Of no workshop: the atomic batch check judges it.
+		}
 		byWorkshop[op.Workshop] = append(byWorkshop[op.Workshop], op)
 	}
 	for _, w := range slices.Sorted(maps.Keys(byWorkshop)) {
@@ -152,6 +159,8 @@ func Check(ops []*Op, final Final) Report {
 			add(CheckReplay, "%s %s %s: replay %d %s, first answer %d %s", op.Actor, op.Kind, op.Key, op.Status, op.Body, first.Status, first.Body)
 		}
 	}
+
+	r.Violations = append(r.Violations, checkAtomic(ops, final, intents)...)
 
 	// Every acknowledged effect is in the store, with its id, and the
 	// store has no effect the history did not acknowledge.

@@ -2,6 +2,8 @@ package chaos_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +22,9 @@ type history struct {
 
 func newHistory() *history {
 	return &history{final: chaos.Final{
-		Capacity: map[string]int{"w": 2},
+		Capacity: map[string]int{"w": 2, "vv": 3},
 		Received: map[string]int{}, ReceivedPayloads: map[string][]byte{},
+		StoredKeys: map[string]bool{},
 	}}
 }
 
@@ -68,14 +71,119 @@ func (h *history) event(typ, rid string) {
 
 // workshops sets the final workshop view from the final reservations.
 func (h *history) workshops() chaos.Final {
-	reserved := 0
+	reserved := map[string]int{}
 	for _, r := range h.final.Reservations {
 		if !r.Cancelled() {
-			reserved += r.Quantity
+			reserved[r.Workshop] += r.Quantity
 		}
 	}
-	h.final.Workshops = []engine.Workshop{{ID: "w", Capacity: 2, Reserved: reserved}}
+	h.final.Workshops = []engine.Workshop{{ID: "w", Capacity: 2, MaxQuantity: 2, Reserved: reserved["w"]}, {ID: "vv", Capacity: 3, MaxQuantity: 2, Reserved: reserved["vv"]}}
 	return h.final
+}
+
+// item is one item of an atomic batch: its workshop and quantity, and its
+// result: reserved, or else a problem's code and, for batch_refused, its
+// detail. A key other than 0 is an earlier key the item uses again.
+type item struct {
+	workshop string
+	quantity int
+	code     string
+	detail   string
+	key      engine.OperationKey
+}
+
+// The details of batch_refused, as the service words them.
+const (
+	reservable  = "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored"
+	unavailable = "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
+	undecided   = "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
+)
+
+// atomic adds the decision of an atomic batch of actor from call to ret:
+// every item reserved (and its reservation, receipt and event in the
+// final state) when no item has a code, else refused as a whole. It
+// returns the items' operations.
+func (h *history) atomic(actor string, batch, call, ret int, items ...item) []*chaos.Op {
+	refused := false
+	for _, it := range items {
+		refused = refused || it.code != ""
+	}
+	var ops []*chaos.Op
+	for i, it := range items {
+		h.n++
+		k := key(h.n)
+		if it.key != "" {
+			k = it.key
+		}
+		op := &chaos.Op{Actor: actor, Role: chaos.Intent, Kind: engine.OperationReserve, Key: k, Workshop: it.workshop, Quantity: it.quantity, Via: "atomic",
+			Call: time.Duration(call), Return: time.Duration(ret), Batch: batch, Item: i}
+		switch {
+		case refused:
+			op.Role, op.Status, op.Code = chaos.Refused, 409, it.code
+			op.Body = fmt.Appendf(nil, `{"type":"about:blank","title":"Conflict","status":409,"code":%q,"detail":%q}`, it.code, it.detail)
+		default:
+			a := engine.Answer{Kind: engine.OperationReserve, Status: engine.StatusReserved, ReservationID: id(h.n), Workshop: it.workshop, Quantity: it.quantity}
+			op.Status, op.Body = 201, a.JSON()
+			h.final.Reservations = append(h.final.Reservations, engine.Reservation{ID: a.ReservationID, Actor: actor, OperationKey: k, Workshop: it.workshop, Quantity: it.quantity})
+			h.final.StoredKeys[actor+"/"+string(k)] = true
+			h.event(engine.EventReserved, a.ReservationID)
+			h.final.Events[len(h.final.Events)-1].Actor, h.final.Events[len(h.final.Events)-1].OperationKey = actor, k
+		}
+		h.ops = append(h.ops, op)
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// withAtomicBatches adds to h, after its other operations, atomic batches
+// that keep every promise: one reserved over both workshops, one refused
+// for too few places (only because an item before it in its workshop
+// could have been reserved) and an unknown workshop, one refused for an
+// invalid item, one refused for a key used before with another payload,
+// and that one sent again later and refused for the same reason; one
+// reserved with an item twice under one key (one operation), and one
+// refused with a key twice with two payloads.
+func withAtomicBatches(h *history) *history {
+	h.atomic("alice", 1, 300, 310, item{workshop: "w", quantity: 1}, item{workshop: "vv", quantity: 2})
+	h.atomic("bob", 2, 320, 330, item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: reservable},
+		item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: unavailable},
+		item{workshop: "gone", quantity: 1, code: engine.CodeUnknownWorkshop, detail: `workshop "gone" does not exist`})
+	h.atomic("carol", 3, 340, 350, item{workshop: "vv", quantity: 0, code: engine.CodeRequestContract, detail: "item 1: quantity"},
+		item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: undecided})
+	first := h.ops[1] // Bob's reservation of w×1.
+	conflict := item{workshop: "w", quantity: 2, code: engine.CodeOperationConflict, detail: "another payload", key: first.Key}
+	h.atomic("bob", 4, 360, 370, item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: undecided}, conflict)
+	resent := h.ops[len(h.ops)-2].Key
+	h.atomic("bob", 5, 380, 390, item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: undecided, key: resent}, conflict)
+	twice := h.atomic("carol", 7, 420, 430, item{workshop: "vv", quantity: 1})[0]
+	again := *twice
+	again.Item = 1
+	h.ops = append(h.ops, &again)
+	k := key(900)
+	h.atomic("carol", 8, 440, 450, item{workshop: "w", quantity: 1, code: engine.CodeBatchRefused, detail: unavailable, key: k},
+		item{workshop: "w", quantity: 2, code: engine.CodeOperationConflict, detail: "item 2 has the operation key of item 1 with another payload", key: k})
+	return h
+}
+
+// refusedItem returns the operation of item i of atomic batch n.
+func (h *history) refusedItem(n, i int) *chaos.Op {
+	for _, op := range h.ops {
+		if op.Batch == n && op.Item == i {
+			return op
+		}
+	}
+	panic(fmt.Sprintf("no item %d in batch %d", i, n))
+}
+
+func TestCheckAcceptsAtomicBatches(t *testing.T) {
+	h := withAtomicBatches(valid())
+	if r := chaos.Check(h.ops, h.workshops()); len(r.Violations) != 0 || r.Unknown != 0 {
+		t.Fatalf("violations in a valid history: %v (unknown %d)", r.Violations, r.Unknown)
+	}
+	counts := chaos.AtomicCounts(h.ops)
+	if want := map[string]int{"reserved": 2, "refused": 5, "resent": 1}; !maps.Equal(counts, want) {
+		t.Errorf("AtomicCounts = %v, want %v", counts, want)
+	}
 }
 
 // valid is a history that breaks no promise: two reservations, one
@@ -163,9 +271,61 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		{"reserved check finding", chaos.CheckStore, func(h *history) {
 			h.final.CheckOutput = "workshop w: counter 2, reservations 1"
 		}},
+		{"atomic batch half reserved", chaos.CheckAtomic, func(h *history) {
+			// Answered 200 with its item v×2 unavailable, and only its
+			// other item stored.
+			op := h.refusedItem(1, 1)
+			op.Status, op.Body = 409, engine.Answer{Kind: engine.OperationReserve, Status: engine.StatusUnavailable, Workshop: "vv", Quantity: 2}.JSON()
+			h.final.Reservations = slices.DeleteFunc(h.final.Reservations, func(r engine.Reservation) bool { return r.OperationKey == op.Key })
+			h.final.Events = slices.DeleteFunc(h.final.Events, func(e engine.Event) bool { return e.OperationKey == op.Key })
+			h.workshops()
+		}},
+		{"refused batch with a stored receipt", chaos.CheckAtomic, func(h *history) {
+			op := h.refusedItem(2, 0)
+			h.final.StoredKeys[op.Actor+"/"+string(op.Key)] = true
+		}},
+		{"refused batch with a stored reservation", chaos.CheckAtomic, func(h *history) {
+			op := h.refusedItem(2, 0)
+			h.final.Reservations = append(h.final.Reservations, engine.Reservation{ID: id(88), Actor: op.Actor, OperationKey: op.Key, Workshop: "vv", Quantity: 1})
+			h.final.StoredKeys[op.Actor+"/"+string(op.Key)] = true
+			h.event(engine.EventReserved, id(88))
+			h.workshops()
+		}},
+		{"refused for too few places while places were free", chaos.CheckLinearizable, func(h *history) {
+			h.atomic("dave", 6, 400, 410, item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: unavailable},
+				item{workshop: "w", quantity: 1, code: engine.CodeBatchRefused, detail: unavailable})
+		}},
+		{"refused item said reservable without places", chaos.CheckLinearizable, func(h *history) {
+			h.refusedItem(2, 0).Quantity = 2
+		}},
+		{"refused with no reason", chaos.CheckAtomic, func(h *history) {
+			h.atomic("dave", 6, 400, 410, item{workshop: "w", quantity: 1, code: engine.CodeBatchRefused, detail: undecided},
+				item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: undecided})
+		}},
+		{"refused for an unknown workshop that exists", chaos.CheckAtomic, func(h *history) {
+			h.refusedItem(2, 2).Workshop = "vv"
+		}},
+		{"refused as invalid, and valid", chaos.CheckAtomic, func(h *history) {
+			h.refusedItem(3, 0).Quantity = 1
+		}},
+		{"refused as a conflict with the same payload", chaos.CheckAtomic, func(h *history) {
+			h.refusedItem(4, 1).Quantity = 1
+		}},
+		{"an item twice answered as two reservations", chaos.CheckLinearizable, func(h *history) {
+			op := h.refusedItem(7, 1)
+			op.Body = engine.Answer{Kind: engine.OperationReserve, Status: engine.StatusReserved, ReservationID: id(98), Workshop: "vv", Quantity: 1}.JSON()
+		}},
+		{"a conflict in a batch with the same payload", chaos.CheckAtomic, func(h *history) {
+			h.refusedItem(8, 1).Quantity = 1
+		}},
+		{"refused item answered as made", chaos.CheckAtomic, func(h *history) {
+			op := h.refusedItem(3, 1)
+			op.Role, op.Status, op.Code = chaos.Intent, 409, ""
+			op.Body = engine.Answer{Kind: engine.OperationReserve, Status: engine.StatusUnavailable, Workshop: "vv", Quantity: 1}.JSON()
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := valid()
+			h := withAtomicBatches(valid())
 			h.workshops()
 			c.breakIt(h)
 			r := chaos.Check(h.ops, h.final)

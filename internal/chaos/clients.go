@@ -42,6 +42,8 @@ type actorClient struct {
 	// session is the browser model's sessionStorage: the open intent,
 	// kept from before its first send until its authoritative answer.
 	session map[string]*Op
+	// refused are atomic batches refused as a whole, to be sent again.
+	refused [][]client.BatchItem
 }
 
 // newKey returns a new operation key drawn from the client's generator, so
@@ -72,12 +74,12 @@ func (c *actorClient) next() {
 	w := r.workshops[c.rng.IntN(len(r.workshops))]
 	q := 1 + c.rng.IntN(r.maxQuantity)
 	switch n := c.rng.IntN(100); {
+	case n >= 90 && c.via == "go" && len(c.refused) > 0 && c.rng.IntN(3) == 0:
+		c.resend()
+	case n >= 90 && c.via == "go":
+		c.atomicBatch()
 	case n < 10 && len(c.active) > 0:
-		i := c.rng.IntN(len(c.active))
-		res := c.active[i]
-		c.active = append(c.active[:i], c.active[i+1:]...)
-		a, _ := res.Answer()
-		c.intent(engine.OperationCancel, client.Cancelling(a.ReservationID), res.Workshop, 0, a.ReservationID)
+		c.cancel(c.rng.IntN(len(c.active)))
 	case n < 22:
 		c.intent(engine.OperationHold, client.Holding(engine.HoldRequest{Workshop: w, Quantity: q, TTLSeconds: 600 + c.rng.IntN(3000)}), w, q, "")
 	case n < 32 && len(c.holds) > 0:
@@ -107,6 +109,14 @@ func (c *actorClient) next() {
 	default:
 		c.intent(engine.OperationReserve, client.Reserving(engine.Request{Workshop: w, Quantity: q}), w, q, "")
 	}
+}
+
+// cancel cancels the client's active reservation i.
+func (c *actorClient) cancel(i int) {
+	res := c.active[i]
+	c.active = append(c.active[:i], c.active[i+1:]...)
+	a, _ := res.Answer()
+	c.intent(engine.OperationCancel, client.Cancelling(a.ReservationID), res.Workshop, 0, a.ReservationID)
 }
 
 // intent makes one intent of kind under a new key and records it.
@@ -279,27 +289,42 @@ func (c *actorClient) batch() {
 		items[i] = client.BatchItem{Key: c.newKey(), Request: engine.Request{Workshop: w, Quantity: q}}
 		recs[i] = &Op{Client: c.id, Actor: c.actor, Role: Intent, Kind: engine.OperationReserve, Key: items[i].Key, Workshop: w, Quantity: q, Via: "batch", Call: call, Epoch: h.Epoch(), Return: -1}
 	}
+	reply, ret, unclear, decided := c.sendBatch(items, false)
+	for i, rec := range recs {
+		rec.Unclear = unclear
+		if decided {
+			rec.answered(ret, reply.Items[i])
+		}
+		h.Add(rec)
+		c.learn(rec, true)
+	}
+}
+
+// sendBatch sends items as one batch, atomic or not, until it is decided,
+// by the rule of every Go client: an undecided answer (or none, or an
+// answer that leaves an item of a batch that is not atomic undecided) is
+// sent again as the same batch, the same items under the same keys, after
+// a small random pause or the answer's Retry-After when that is longer.
+// An atomic batch refused as a whole is decided: its items that the
+// refusal left open are decided afresh only by another send of the batch,
+// which is another decision. It returns the deciding answer and when it
+// came, the sends that decided nothing, and whether the batch was decided
+// before intentTimeout.
+func (c *actorClient) sendBatch(items []client.BatchItem, atomic bool) (reply client.BatchReply, ret time.Duration, unclear int, decided bool) {
+	r := c.r
 	deadline := time.Now().Add(intentTimeout)
-	unclear := 0
 	for time.Now().Before(deadline) {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
-		reply, err := c.pick().ReserveBatch(ctx, items, false)
+		reply, err := c.pick().ReserveBatch(ctx, items, atomic)
 		cancel()
 		r.sends.Add(1)
 		decided := err == nil && reply.Decided && len(reply.Items) == len(items)
 		for _, it := range reply.Items {
-			decided = decided && it.Decided
+			decided = decided && (it.Decided || reply.Refused)
 		}
 		if decided {
-			now := h.Now()
-			for i, it := range reply.Items {
-				recs[i].Return, recs[i].Status, recs[i].Body, recs[i].Unclear = now, it.Status, it.Body, unclear
-				if it.Problem != nil {
-					recs[i].Code = it.Problem.Code
-				}
-			}
 			r.answers.Add(1)
-			break
+			return reply, r.h.Now(), unclear, true
 		}
 		unclear++
 		wait := time.Duration(1+c.rng.IntN(20)) * time.Millisecond
@@ -308,12 +333,150 @@ func (c *actorClient) batch() {
 		}
 		time.Sleep(wait)
 	}
-	for _, rec := range recs {
-		if rec.Return < 0 {
-			rec.Unclear = unclear
+	return client.BatchReply{}, 0, unclear, false
+}
+
+// answered records an item's result as rec's answer, which came at ret.
+func (rec *Op) answered(ret time.Duration, it client.Result) {
+	rec.Return, rec.Status, rec.Body = ret, it.Status, it.Body
+	if it.Problem != nil {
+		rec.Code = it.Problem.Code
+	}
+}
+
+// atomicBatch sends two to five new reservations as one atomic batch. Its
+// items share one or two workshops, so that they compete for places, each
+// mostly one of the atomic batches' own workshops (atomicWorkshops) and
+// now and then one that all clients share; a quarter of the batches ask
+// for the most places in every item, so that they often cannot fit; one
+// batch in five has an item that no places make reservable: a quantity
+// of 0 (refused as the batch is read), one above the workshops' maximum, a
+// workshop that does not exist, or the key of one of the client's settled
+// reservation intents with another payload; and one in ten has an item
+// twice, under the same key: with the same payload (one operation, the
+// later item replays the earlier one's answer) or with another (the later
+// item is a conflict).
+func (c *actorClient) atomicBatch() {
+	r := c.r
+	var ws [2]string
+	for i := range ws {
+		ws[i] = atomicWorkshops[c.rng.IntN(len(atomicWorkshops))]
+		if c.rng.IntN(4) == 0 {
+			ws[i] = r.workshops[c.rng.IntN(len(r.workshops))]
+		}
+	}
+	full := c.rng.IntN(4) == 0
+	items := make([]client.BatchItem, 2+c.rng.IntN(4))
+	for i := range items {
+		q := r.maxQuantity
+		if !full {
+			q = 1 + c.rng.IntN(r.maxQuantity)
+		}
+		items[i] = client.BatchItem{Key: c.newKey(), Request: engine.Request{Workshop: ws[c.rng.IntN(2)], Quantity: q}}
+	}
+	i := c.rng.IntN(len(items))
+	bad, other := &items[i], &items[(i+1+c.rng.IntN(len(items)-1))%len(items)]
+	switch c.rng.IntN(20) {
+	case 0:
+		bad.Request.Quantity = 0
+	case 1:
+		bad.Request.Quantity = r.maxQuantity + 1
+	case 2:
+		bad.Request.Workshop = fmt.Sprintf("gone-%d", c.rng.IntN(3))
+	case 3:
+		if first := c.settledReservation(); first != nil {
+			req := engine.Request{Workshop: first.Workshop, Quantity: first.Quantity%r.maxQuantity + 1}
+			if req.Quantity == first.Quantity {
+				req.Workshop = otherWorkshop(r.workshops, first.Workshop)
+			}
+			*bad = client.BatchItem{Key: first.Key, Request: req}
+		}
+	case 4:
+		*other = *bad
+	case 5:
+		other.Key = bad.Key
+		if other.Request == bad.Request {
+			other.Request.Quantity = bad.Request.Quantity%r.maxQuantity + 1
+		}
+	}
+	c.atomic(items)
+}
+
+// resend sends the oldest atomic batch the client kept after its refusal
+// again, as the same batch, once it has cancelled as many of its own
+// reservations in the batch's workshops as the batch asks places there
+// (or all it has), as a person who makes room for a booking does.
+func (c *actorClient) resend() {
+	items := c.refused[0]
+	c.refused = c.refused[1:]
+	need := map[string]int{}
+	for _, it := range items {
+		need[it.Request.Workshop] += it.Request.Quantity
+	}
+	for i := 0; i < len(c.active); {
+		if res := c.active[i]; need[res.Workshop] > 0 {
+			need[res.Workshop] -= res.effectQuantity()
+			c.cancel(i)
+			continue
+		}
+		i++
+	}
+	c.atomic(items)
+}
+
+// settledReservation returns one of the client's settled reservation
+// intents, or nil.
+func (c *actorClient) settledReservation() *Op {
+	var rs []*Op
+	for _, op := range c.settled {
+		if op.Kind == engine.OperationReserve {
+			rs = append(rs, op)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	return rs[c.rng.IntN(len(rs))]
+}
+
+// atomic sends items as one atomic batch until it is decided and records
+// the decision, one operation per item: answered 200, every item is an
+// intent; refused, every item is refused (or a replay, for an item whose
+// answer came from an earlier receipt). An item under the key of an
+// earlier item of the batch is the same operation: the client learns
+// nothing more from it. Half of the batches refused for places only
+// (every item batch_refused, none for a problem of its own) are kept, to
+// be sent again later as the same batch, which the service decides
+// afresh.
+func (c *actorClient) atomic(items []client.BatchItem) {
+	h := c.r.h
+	call, epoch := h.Now(), h.Epoch()
+	reply, ret, unclear, decided := c.sendBatch(items, true)
+	batch := h.NextBatch()
+	forPlaces := decided && reply.Refused
+	seen := map[engine.OperationKey]bool{}
+	for i, it := range items {
+		rec := &Op{Client: c.id, Actor: c.actor, Role: Intent, Kind: engine.OperationReserve, Key: it.Key, Workshop: it.Request.Workshop, Quantity: it.Request.Quantity,
+			Via: "atomic", Call: call, Epoch: epoch, Return: -1, Unclear: unclear, Batch: batch, Item: i}
+		if decided {
+			res := reply.Items[i]
+			rec.answered(ret, res)
+			switch {
+			case reply.Refused && res.Problem == nil:
+				rec.Role = Replay
+			case reply.Refused:
+				rec.Role = Refused
+				forPlaces = forPlaces && rec.Code == engine.CodeBatchRefused
+			}
 		}
 		h.Add(rec)
-		c.learn(rec, true)
+		if rec.Role == Intent && !seen[it.Key] {
+			c.learn(rec, true)
+		}
+		seen[it.Key] = true
+	}
+	if forPlaces && c.rng.IntN(2) == 0 {
+		c.refused = append(c.refused, items)
 	}
 }
 

@@ -33,7 +33,9 @@ const (
 	// answer must be 409 operation_conflict, and nothing may change.
 	Conflict Role = "conflict"
 	// Refused is an item of an atomic batch refused as a whole: nothing
-	// was stored for it.
+	// was stored for it, and its answer (Code, Body) says why: its own
+	// problem, or batch_refused with a detail that says whether it had
+	// too few places, could have been reserved, or was not decided.
 	Refused Role = "refused"
 )
 
@@ -53,8 +55,13 @@ type Op struct {
 	TTL      int
 	Target   string
 	// Via names the front end that sent it: go, browser, cli, batch,
-	// import.
+	// atomic, import.
 	Via string
+	// Batch numbers, from 1, the decision of an atomic batch the
+	// operation is an item of (0 for none), and Item is its place in the
+	// batch: the items of one decision share Batch, and a refused batch
+	// sent again later is another decision with another number.
+	Batch, Item int
 	// Call and Return are the moments of the first send and of the
 	// authoritative answer, since the run began; Return is negative for
 	// an operation that never got one.
@@ -96,6 +103,7 @@ type History struct {
 	start time.Time
 	ops   []*Op
 	epoch int
+	batch int
 }
 
 // NewHistory starts a history now.
@@ -117,6 +125,14 @@ func (h *History) Jump() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.epoch++
+}
+
+// NextBatch returns the number of the next decision of an atomic batch.
+func (h *History) NextBatch() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.batch++
+	return h.batch
 }
 
 // Add records op, which its caller no longer changes.

@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -12,10 +14,24 @@ import (
 )
 
 // The model of the service that a history must be linearizable against,
-// one workshop at a time (the partitions are independent: no operation
-// touches two workshops, and an atomic batch's items are checked as single
-// reservations), which keeps the checker's memory bounded by the largest
-// workshop's history.
+// one workshop at a time (the partitions are independent: no operation but
+// an atomic batch touches two workshops, and an atomic batch is checked in
+// each of its workshops as one operation made of its items there), which
+// keeps the checker's memory bounded by the largest workshop's history.
+//
+// An atomic batch's items in one workshop are one operation of that
+// workshop's history, decided at one point, as the service decides them in
+// one transaction, in item order. Answered as made, each item is a
+// reservation that must fit after the items before it (an item under the
+// key of an earlier one is that operation, and must have its answer). Refused, the batch
+// changed nothing, and the answer must be one that order explains: an item
+// refused as one that could have been reserved must fit after the items
+// before it that could have been reserved too (the places they would have
+// taken), and an item refused for too few places must not fit there; its
+// other items' reasons (a problem of their own, or not decided) say nothing
+// about places. The single decision point of a batch over two workshops is
+// not checked: each workshop may place its part at another point in the
+// batch's call and answer.
 //
 // A workshop's state is its reserved places, its reservations and its
 // holds. A reservation is made if its places fit (reserved plus the places
@@ -64,9 +80,6 @@ func (s *wsState) with(f func(n *wsState)) *wsState {
 // step applies op to s and reports whether op's answer is legal there.
 func (s *wsState) step(op *Op) (bool, *wsState) {
 	a, ok := op.Answer()
-	if op.Role == Refused {
-		return true, s // Nothing was stored for it.
-	}
 	if !ok {
 		return false, s
 	}
@@ -138,6 +151,54 @@ func (s *wsState) step(op *Op) (bool, *wsState) {
 	return false, s
 }
 
+// batchPart is the items of one atomic batch decision in one workshop,
+// in item order: one operation of the workshop's history.
+type batchPart struct{ items []*Op }
+
+// stepBatch applies the items of p to s and reports whether their answers
+// are legal there, all at one point.
+func (s *wsState) stepBatch(p *batchPart) (bool, *wsState) {
+	if !slices.ContainsFunc(p.items, func(op *Op) bool { return op.Role == Refused }) {
+		n := s
+		answers := map[engine.OperationKey][]byte{}
+		for _, op := range p.items {
+			if first, ok := answers[op.Key]; ok {
+				// The same operation as an earlier item: its answer.
+				if !bytes.Equal(op.Body, first) {
+					return false, s
+				}
+				continue
+			}
+			answers[op.Key] = op.Body
+			ok, next := n.step(op)
+			if !ok {
+				return false, s
+			}
+			n = next
+		}
+		return true, n
+	}
+	taken := 0 // The places of the items before that could have been reserved.
+	for _, op := range p.items {
+		if op.Role != Refused {
+			return false, s // An item answered as made in a batch that stored nothing.
+		}
+		fits := s.reserved+s.heldAt(op.Epoch)+taken+op.Quantity <= s.capacity
+		switch op.refusal() {
+		case refusalReservable:
+			if !fits {
+				return false, s
+			}
+			taken += op.Quantity
+		case refusalUnavailable:
+			if fits {
+				return false, s
+			}
+		}
+	}
+	return true, s
+}
+
 // settleStatus is the answer a confirm or a release of hold h gets at
 // epoch.
 func settleStatus(kind engine.OperationKind, h holdState, epoch int) string {
@@ -174,20 +235,34 @@ func workshopModel(capacity int) porcupine.Model {
 			return &wsState{capacity: capacity, resv: map[string]resvState{}, holds: map[string]holdState{}}
 		},
 		Step: func(state, input, _ any) (bool, any) {
+			if p, ok := input.(*batchPart); ok {
+				return state.(*wsState).stepBatch(p)
+			}
 			return state.(*wsState).step(input.(*Op))
 		},
 		Equal: func(a, b any) bool { return a.(*wsState).equal(b.(*wsState)) },
 		DescribeOperation: func(input, _ any) string {
-			op := input.(*Op)
-			return fmt.Sprintf("%s %s %s q=%d → %d %s", op.Actor, op.Kind, op.Target, op.Quantity, op.Status, op.Body)
+			if p, ok := input.(*batchPart); ok {
+				var items []string
+				for _, op := range p.items {
+					items = append(items, describe(op))
+				}
+				return fmt.Sprintf("atomic batch %d: %s", p.items[0].Batch, strings.Join(items, "; "))
+			}
+			return describe(input.(*Op))
 		},
 	}
+}
+
+func describe(op *Op) string {
+	return fmt.Sprintf("%s %s %s q=%d → %d %s", op.Actor, op.Kind, op.Target, op.Quantity, op.Status, op.Body)
 }
 
 // linearizable checks the intents of ops, all about one workshop of
 // capacity, against the model; it returns porcupine's verdict.
 func linearizable(capacity int, ops []*Op, timeout time.Duration) porcupine.CheckResult {
 	var hist []porcupine.Operation
+	parts := map[int]*batchPart{}
 	for _, op := range ops {
 		// An import's rows are decided one after the other inside the
 		// import's run, which the import check compares with an
@@ -195,7 +270,21 @@ func linearizable(capacity int, ops []*Op, timeout time.Duration) porcupine.Chec
 		if (op.Role != Intent && op.Role != Refused) || !op.Answered() || op.Via == "import" {
 			continue
 		}
-		hist = append(hist, porcupine.Operation{ClientId: op.Client, Input: op, Output: op, Call: int64(op.Call), Return: int64(op.Return)})
+		var input any = op
+		if op.Batch != 0 || op.Role == Refused {
+			// The items of one decision share its call and answer.
+			if p := parts[op.Batch]; p != nil && op.Batch != 0 {
+				p.items = append(p.items, op)
+				continue
+			}
+			p := &batchPart{items: []*Op{op}}
+			parts[op.Batch] = p
+			input = p
+		}
+		hist = append(hist, porcupine.Operation{ClientId: op.Client, Input: input, Output: input, Call: int64(op.Call), Return: int64(op.Return)})
+	}
+	for _, p := range parts {
+		slices.SortFunc(p.items, func(a, b *Op) int { return a.Item - b.Item })
 	}
 	slices.SortFunc(hist, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
 	return porcupine.CheckOperationsTimeout(workshopModel(capacity), hist, timeout)

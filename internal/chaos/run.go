@@ -80,6 +80,7 @@ type Result struct {
 	Config     Config
 	Ops        int
 	OpsByVia   map[string]int // Operations by the front end that sent them.
+	Atomic     map[string]int // Decisions of atomic batches (AtomicCounts).
 	Ambiguous  int
 	Sends      int64
 	Crashes    map[string]int // Daemon crash-restart cycles by cause: a failpoint's name, or "sigkill".
@@ -109,8 +110,8 @@ func (r Result) Line() string {
 	if r.Config.Cluster {
 		store += "+cluster"
 	}
-	line := fmt.Sprintf("seed=%d commit=%s store=%s ops=%d ambiguous=%d crashes=%d%s faults=%s check=%s violations=%d",
-		r.Config.Seed, r.Config.Commit, store, r.Ops, r.Ambiguous, r.CrashTotal(), counts(r.Crashes), counts(r.Faults),
+	line := fmt.Sprintf("seed=%d commit=%s store=%s ops=%d ambiguous=%d atomic=%s crashes=%d%s faults=%s check=%s violations=%d",
+		r.Config.Seed, r.Config.Commit, store, r.Ops, r.Ambiguous, counts(r.Atomic), r.CrashTotal(), counts(r.Crashes), counts(r.Faults),
 		r.CheckTime.Round(time.Millisecond), len(r.Violations))
 	if r.Unknown > 0 {
 		line += fmt.Sprintf(" undecided_partitions=%d", r.Unknown)
@@ -260,7 +261,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Violations = append(res.Violations, Violation{"run", e.Error()})
 	}
 	res.Ops, res.Sends = len(ops), r.sends.Load()
-	res.OpsByVia = map[string]int{}
+	res.OpsByVia, res.Atomic = map[string]int{}, AtomicCounts(ops)
 	for _, op := range ops {
 		res.OpsByVia[op.Via]++
 		if op.Unclear > 0 {
@@ -338,6 +339,9 @@ func (r *run) setup(ctx context.Context) error {
 		}
 		r.workshops = append(r.workshops, id)
 		r.capacity[id] = capacity
+	}
+	if err := r.createAtomicWorkshops(ctx, admin); err != nil {
+		return err
 	}
 	for _, s := range r.slots {
 		go s.supervise()
@@ -633,6 +637,9 @@ func (r *run) readStore(ctx context.Context, final *Final) error {
 			final.Holds = append(final.Holds, h)
 			return nil
 		}); err != nil {
+			return err
+		}
+		if err := readStoredKeys(tx, final); err != nil {
 			return err
 		}
 		return tx.ForEachEvent(func(ev engine.Event) error {
