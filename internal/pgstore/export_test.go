@@ -18,6 +18,6 @@ func (s *Store) Queued() int {
 	return len(s.groups.queue)
 }
 
-// StallAfter is how long a queued View waits while no read-only
-// transaction ends before it runs alone.
+// StallAfter is how long a queued call waits while no transaction of its
+// kind ends before it runs alone.
 const StallAfter = stallAfter

@@ -8,10 +8,10 @@ package pgstore
 // slot busy queues; when a slot's transaction ends, the slot takes every
 // queued Update (up to maxGroupCalls) as one group. So a group forms only
 // while the database is busy, and its size follows the load. A queued
-// Update waits for its group, or leaves the queue when its context is done
-// before the group takes it. Views group the same way, except that a View
-// queued while no read-only transaction ended for stallAfter runs alone in
-// a slot of its own, as long as the pool has a connection for it.
+// call waits for its group, or leaves the queue when its context is done
+// before a group takes it; one queued while no transaction of its kind
+// ended for stallAfter runs alone in a slot of its own, as long as the
+// pool has a connection for it.
 //
 // A group of several decisions runs in one READ COMMITTED transaction:
 //
@@ -71,18 +71,13 @@ const maxGroupCalls = 48
 // gave smaller groups and fewer reservations per second.)
 const groupSlots = 1
 
-// stallAfter is how long a queued View waits, while no read-only
-// transaction ends, before it takes a slot of its own. A View's function
-// may run for as long as its caller reads (an export streams a whole
-// table), and the Views queued behind it must not wait for that; a busy
-// store, whose transactions end, keeps its queue for the next group.
-//
-// Updates have no such escape. Their functions decide in memory and wait
-// for nothing but the store, so a write group that takes long waits for the
-// server: for a row lock that another daemon's group holds, or for the
-// WAL. Queued Updates that escaped then would only queue for the same lock
-// in transactions of their own, each with its own COMMIT, and split the
-// groups that let a hot workshop keep up.
+// stallAfter is how long a queued call waits, while no transaction of its
+// kind ends, before it takes a slot of its own. Without it, functions that
+// wait for each other (a View's function runs for as long as its caller
+// reads: an export streams a whole table) would hold up every queued call
+// for good, and a group stuck behind one workshop's row lock would hold up
+// the decisions of every other workshop; a busy store, whose transactions
+// end, keeps its queue for the next group.
 const stallAfter = 50 * time.Millisecond
 
 // maxGroupItems bounds the batch items (engine.BatchItems) of one group: a
@@ -107,7 +102,7 @@ type grouper struct {
 	slots int // Transactions that run at once while none stalls.
 	max   int // Transactions that may run at once: the pool's connections.
 	// stallAfter is how long a queued call waits while no transaction
-	// ends before it runs alone; zero for never.
+	// ends before it runs alone.
 	stallAfter time.Duration
 	running    int
 	queue      []*call
@@ -177,21 +172,23 @@ func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) erro
 		case <-stalled:
 		}
 		g.mu.Lock()
-		if g.finished == seen {
-			break // Stalled: no transaction ended for stallAfter.
+		if g.finished != seen {
+			seen = g.finished
+			g.mu.Unlock()
+			continue
 		}
-		seen = g.finished
+		// Stalled: no transaction ended for stallAfter. With a connection
+		// to spare the call runs alone; else it stays queued, and still
+		// leaves when its context is done.
+		if i := slices.Index(g.queue, c); i >= 0 && g.running < g.max {
+			g.queue = slices.Delete(g.queue, i, i+1)
+			g.running++
+			g.mu.Unlock()
+			s.lead(g, []*call{c})
+			return <-c.err
+		}
 		g.mu.Unlock()
 	}
-	if i := slices.Index(g.queue, c); i >= 0 && g.running < g.max {
-		g.queue = slices.Delete(g.queue, i, i+1)
-		g.running++
-		g.mu.Unlock()
-		s.lead(g, []*call{c})
-	} else {
-		g.mu.Unlock()
-	}
-	return <-c.err
 }
 
 // lead runs group and then, if calls queued meanwhile, hands the slot to a
@@ -285,6 +282,9 @@ type member struct {
 	doomed    bool // An earlier decision's write failed: run again.
 	ok        bool // Decided; its writes are sent or pending.
 	err       error
+	// afterWrites is set when it ran after a decision of the group that
+	// wrote: what it read may rest on writes that are not committed.
+	afterWrites bool
 }
 
 // group is the shared transaction of several decisions.
@@ -304,6 +304,8 @@ type group struct {
 	// pending are the statements to send before the next direct one.
 	pending []stmt
 	broken  error // The transaction cannot go on.
+	// wrote is set once a decision of the group succeeded with writes.
+	wrote bool
 }
 
 // allDone returns a context that is done once every call's context is
@@ -338,10 +340,16 @@ func (s *Store) runGroup(gr *grouper, calls []*call) {
 		members[i] = &member{c: c}
 		_ = safe(c.fn)(&probeTx{want})
 	}
+	// answer answers every call, err telling why the group did not commit
+	// (nil once it did). A decision that failed keeps its own error unless
+	// the group did not commit and the decision ran after one that wrote:
+	// then its error (an atomic batch refused for too few places, say) may
+	// rest on writes that never committed, and it is as undecided as they
+	// are.
 	answer := func(err error) {
 		for _, m := range members {
 			switch {
-			case m.err != nil:
+			case m.err != nil && (err == nil || !m.afterWrites):
 				m.c.err <- m.err
 			case err != nil:
 				m.c.err <- err
@@ -441,7 +449,7 @@ const (
 
 // run runs the function of m once, for real.
 func (g *group) run(m *member) {
-	*m = member{c: m.c, g: g, noGuess: m.noGuess}
+	*m = member{c: m.c, g: g, noGuess: m.noGuess, afterWrites: g.wrote}
 	m.t = &tx{ctx: g.ctx, tx: g.tx, write: g.write, m: m}
 	err := outcome(safe(m.c.fn)(m.t), m.t.err)
 	switch {
@@ -470,7 +478,7 @@ func (g *group) run(m *member) {
 		m.ok = true // It only read.
 		g.sent = append(g.sent, m)
 	default:
-		m.ok = true
+		m.ok, g.wrote = true, true
 		g.pending = m.queue(g.pending)
 		g.pending = append(g.pending, stmt{sql: "RELEASE SAVEPOINT " + m.savepoint, owner: m})
 		g.sent = append(g.sent, m)

@@ -222,6 +222,46 @@ FOR EACH ROW WHEN (NEW.title = 'fail at commit') EXECUTE FUNCTION fail_at_commit
 	}
 }
 
+// TestGroupCommitFailureLeavesARefusalUndecided fails the COMMIT of a
+// group in which a decision refused after it had seen an earlier
+// decision's write: that refusal rested on a write that never committed
+// (as an atomic batch refused for too few places that a reservation of the
+// group took), so it is undecided like the write. A refusal decided before
+// any write of the group saw only committed rows, and keeps its answer.
+func TestGroupCommitFailureLeavesARefusalUndecided(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1})
+	pgtest.Exec(t, dsn, `CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'the connection is gone' USING ERRCODE = '08006';
+END $$`)
+	pgtest.Exec(t, dsn, `CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON workshops DEFERRABLE INITIALLY DEFERRED
+FOR EACH ROW WHEN (NEW.title = 'fail at commit') EXECUTE FUNCTION fail_at_commit()`)
+	errTaken := errors.New("refused: workshop a is taken")
+	refuseIfTaken := func(tx engine.Tx) error {
+		_, ok, err := tx.Workshop("a")
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			return errTaken
+		}
+		return errors.New("refused: workshop a is free")
+	}
+	errs := inOneGroup(t, s, refuseIfTaken, putWorkshop("a", "fail at commit"), refuseIfTaken)
+	if err := errs[0]; err == nil || err.Error() != "refused: workshop a is free" {
+		t.Errorf("the refusal before any write = %v, want its own answer", err)
+	}
+	for i := 1; i < 3; i++ {
+		if err := errs[i]; engine.ErrorCode(err) != engine.CodeStoreUnavailable || errors.Is(err, errTaken) {
+			t.Errorf("Update %d = %v, want the failed commit as store unavailable", i, err)
+		}
+	}
+	if got := workshopIDs(t, s); len(got) != 0 {
+		t.Fatalf("stored workshops %v after a failed commit, want none", got)
+	}
+}
+
 // TestGroupGuessOfAnExistingRow looks up, in a group, a reservation that the
 // group did not read ahead and that exists: the group takes it as absent at
 // first, its check of that fails, and the decision runs again, reading the
@@ -350,30 +390,52 @@ func TestGroupsLockInKeyOrder(t *testing.T) {
 	}
 }
 
-// TestQueuedUpdatesWaitForTheirGroup holds a store's write transaction for
-// several times the time after which a queued View would run alone, with
-// connections to spare: the queued Updates still wait and commit as one
-// group. A long write transaction waits for the server (a row lock another
-// daemon holds, the WAL), and Updates that ran alone then would queue for
-// the same lock, each with a COMMIT of its own.
-func TestQueuedUpdatesWaitForTheirGroup(t *testing.T) {
+// TestStalledUpdateRunsAlone holds a store's write transaction for
+// several times stallAfter with connections to spare: a queued Update then
+// runs alone, in a transaction of its own, instead of waiting for good
+// behind a transaction that does not end (a group stuck behind one
+// workshop's row lock must not hold up every other workshop's decisions).
+func TestStalledUpdateRunsAlone(t *testing.T) {
 	var c commits
-	s := mustOpen(t, pgstore.Options{MaxConns: 4, OnCommit: c.record})
-	release, wait := queueGroup(t, s, putWorkshop("a", ""), putWorkshop("b", ""), putWorkshop("c", ""))
-	// What is tested is that nothing happens while the leader holds on, so
-	// the test has to let that time pass.
+	s := mustOpen(t, pgstore.Options{MaxConns: 2, OnCommit: c.record})
+	release, wait := queueGroup(t, s)
+	defer func() { release(); wait() }()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := s.Update(ctx, putWorkshop("a", "")); err != nil {
+		t.Fatalf("Update behind a transaction that holds on = %v, want it run alone", err)
+	}
+	if got := c.get(); !slices.Equal(got, []int{1}) {
+		t.Fatalf("commits of %v Updates before the leader ended, want the stalled one's alone", got)
+	}
+}
+
+// TestStalledUpdateLeavesWhenItsContextEnds queues an Update behind a
+// transaction that holds on, with no connection to spare, until it has
+// stalled: it stays queued, and still leaves at once when its context is
+// cancelled.
+func TestStalledUpdateLeavesWhenItsContextEnds(t *testing.T) {
+	s := mustOpen(t, pgstore.Options{MaxConns: 1})
+	release, wait := queueGroup(t, s)
+	defer func() { release(); wait() }()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Update(ctx, putWorkshop("late", "")) }()
+	pollUntil(t, 30*time.Second, "the Update queued", func() (bool, error) { return s.Queued() == 1, nil })
+	// What is tested is the call after it stalled, so the test has to let
+	// that time pass.
 	time.Sleep(4 * pgstore.StallAfter)
-	if n := s.Queued(); n != 3 {
-		t.Errorf("%d Updates still queued while the leader holds its transaction, want 3", n)
-	}
-	release()
-	for i, err := range wait() {
-		if err != nil {
-			t.Fatalf("Update %d: %v", i, err)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled stalled Update = %v, want context.Canceled", err)
 		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a cancelled Update that had stalled still waits in the queue")
 	}
-	if got := c.get(); !slices.Equal(got, []int{1, 3}) {
-		t.Fatalf("commits of %v Updates, want the leader's alone and then one of all 3", got)
+	if n := s.Queued(); n != 0 {
+		t.Errorf("%d Updates queued after the cancelled one left, want 0", n)
 	}
 }
 

@@ -8,22 +8,31 @@ import (
 
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
 )
 
 // TestConfirmAfterRowLockWait confirms a hold 1 ns before its
-// deadline while another transaction holds the hold's row lock, with real
+// deadline while another daemon's transaction holds the hold's row lock, with real
 // PostgreSQL locks only. The confirmation reads its clock, then waits for
 // the lock; meanwhile the deadline passes and a reservation takes the
 // place the expired hold no longer blocks. When the lock is free the
 // confirmation must answer "expired": its decision comes after that
 // reservation's. Answering "reserved" puts reserved above capacity.
 func TestConfirmAfterRowLockWait(t *testing.T) {
-	s := mustOpen(t, pgstore.Options{MaxConns: 6})
+	// Three daemons on one database: one holds the lock, one confirms, one
+	// reserves. A daemon runs its write transactions one group at a time,
+	// so the confirmation's group, waiting for the lock, holds up every
+	// later decision of its daemon.
+	dsn, _ := pgtest.FreshSchema(t)
+	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 6})
+	locker := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2})
+	other := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2})
 	ctx := t.Context()
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var later atomic.Int64
 	clock := func() time.Time { return start.Add(time.Duration(later.Load())) }
 	eng := engine.New(s, engine.WithClock(clock))
+	otherEng := engine.New(other, engine.WithClock(clock))
 	alice := engine.Principal{Actor: "alice"}
 
 	if _, _, err := eng.PutWorkshop(ctx, "go-basics", engine.WorkshopSpec{Capacity: 1, MaxQuantity: 1, Title: "Go"}, nil); err != nil {
@@ -40,7 +49,7 @@ func TestConfirmAfterRowLockWait(t *testing.T) {
 	// release, confirmation or cleanup of it does) until released.
 	locked, release, lockDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		lockDone <- s.Update(context.WithoutCancel(ctx), func(tx engine.Tx) error {
+		lockDone <- locker.Update(context.WithoutCancel(ctx), func(tx engine.Tx) error {
 			if _, _, err := tx.Hold(id); err != nil {
 				return err
 			}
@@ -67,7 +76,7 @@ func TestConfirmAfterRowLockWait(t *testing.T) {
 	// Wait until the confirmation waits for the hold's row lock.
 	waitForRowLock(t, s, "holds")
 	later.Add(int64(time.Nanosecond)) // The deadline has come.
-	r, err := eng.Reserve(ctx, "bob", "5b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", engine.Request{Workshop: "go-basics", Quantity: 1})
+	r, err := otherEng.Reserve(ctx, "bob", "5b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", engine.Request{Workshop: "go-basics", Quantity: 1})
 	if err != nil || r.Answer.Status != engine.StatusReserved {
 		t.Fatalf("reserve at the deadline of the only hold = %+v, %v; want reserved", r, err)
 	}
