@@ -10,8 +10,8 @@ package pgstore
 // while the database is busy, and its size follows the load. A queued
 // call waits for its group, or leaves the queue when its context is done
 // before a group takes it; one queued while no transaction of its kind
-// ended for stallAfter runs alone in a slot of its own, as long as the
-// pool has a connection for it.
+// ended for stallAfter runs alone in a slot of its own, as long as fewer
+// transactions of its kind run than the pool has connections.
 //
 // A group of several decisions runs in one READ COMMITTED transaction:
 //

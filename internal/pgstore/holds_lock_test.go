@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,14 +20,27 @@ import (
 // confirmation must answer "expired": its decision comes after that
 // reservation's. Answering "reserved" puts reserved above capacity.
 func TestConfirmAfterRowLockWait(t *testing.T) {
-	// Three daemons on one database: one holds the lock, one confirms, one
-	// reserves. A daemon runs its write transactions one group at a time,
-	// so the confirmation's group, waiting for the lock, holds up every
-	// later decision of its daemon.
-	dsn, _ := pgtest.FreshSchema(t)
-	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 6})
-	locker := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2})
-	other := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2})
+	t.Run("three daemons", func(t *testing.T) {
+		// One holds the lock, one confirms, one reserves.
+		dsn, _ := pgtest.FreshSchema(t)
+		confirmAfterRowLockWait(t,
+			mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2}),
+			mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2}),
+			mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2}))
+	})
+	t.Run("one daemon", func(t *testing.T) {
+		// The three transactions of one store: the confirmation's group
+		// waits for the lock, the reservation queued behind it runs alone
+		// once no write transaction of the store has ended for a while.
+		s := mustOpen(t, pgstore.Options{MaxConns: 6})
+		confirmAfterRowLockWait(t, s, s, s)
+	})
+}
+
+// confirmAfterRowLockWait is TestConfirmAfterRowLockWait with the lock
+// held through locker, the hold confirmed through s and the reservation
+// made through other.
+func confirmAfterRowLockWait(t *testing.T, locker, s, other *pgstore.Store) {
 	ctx := t.Context()
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var later atomic.Int64
@@ -48,6 +62,8 @@ func TestConfirmAfterRowLockWait(t *testing.T) {
 	// Another transaction holds the hold's row lock (as a concurrent
 	// release, confirmation or cleanup of it does) until released.
 	locked, release, lockDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	unlock := sync.OnceFunc(func() { close(release) })
+	defer unlock() // So that a failed test lets its stores close.
 	go func() {
 		lockDone <- locker.Update(context.WithoutCancel(ctx), func(tx engine.Tx) error {
 			if _, _, err := tx.Hold(id); err != nil {
@@ -76,11 +92,15 @@ func TestConfirmAfterRowLockWait(t *testing.T) {
 	// Wait until the confirmation waits for the hold's row lock.
 	waitForRowLock(t, s, "holds")
 	later.Add(int64(time.Nanosecond)) // The deadline has come.
-	r, err := otherEng.Reserve(ctx, "bob", "5b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", engine.Request{Workshop: "go-basics", Quantity: 1})
+	// Bounded, so that a reservation that waits behind the confirmation
+	// for good fails the test instead of hanging it.
+	reserveCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	r, err := otherEng.Reserve(reserveCtx, "bob", "5b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", engine.Request{Workshop: "go-basics", Quantity: 1})
 	if err != nil || r.Answer.Status != engine.StatusReserved {
 		t.Fatalf("reserve at the deadline of the only hold = %+v, %v; want reserved", r, err)
 	}
-	close(release)
+	unlock()
 	if err := <-lockDone; err != nil {
 		t.Fatal(err)
 	}

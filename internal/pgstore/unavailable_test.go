@@ -202,7 +202,9 @@ func TestHungCommitIsBounded(t *testing.T) {
 func TestHungGroupCommitIsBounded(t *testing.T) {
 	dsn, _ := pgtest.FreshSchema(t)
 	proxy, via := pgtest.NewProxy(t, dsn)
-	s := mustOpenDSN(t, via, pgstore.Options{MaxConns: 2})
+	// One connection: a queued Update cannot run alone, however slowly
+	// the group forms.
+	s := mustOpenDSN(t, via, pgstore.Options{MaxConns: 1})
 	mustWorkshops(t, engine.New(s), "ws-a")
 	release, wait := queueGroup(t, s,
 		putWorkshop("ws-b", ""),
