@@ -410,64 +410,45 @@ func TestStalledUpdateRunsAlone(t *testing.T) {
 	}
 }
 
-// TestStalledUpdateLeavesWhenItsContextEnds queues an Update behind a
-// transaction that holds on, with no connection to spare, until it has
-// stalled: it stays queued, and still leaves at once when its context is
-// cancelled.
-func TestStalledUpdateLeavesWhenItsContextEnds(t *testing.T) {
-	s := mustOpen(t, pgstore.Options{MaxConns: 1})
-	release, wait := queueGroup(t, s)
-	defer func() { release(); wait() }()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- s.Update(ctx, putWorkshop("late", "")) }()
-	pollUntil(t, 30*time.Second, "the Update queued", func() (bool, error) { return s.Queued() == 1, nil })
-	// What is tested is the call after it stalled, so the test has to let
-	// that time pass.
-	time.Sleep(4 * pgstore.StallAfter)
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled stalled Update = %v, want context.Canceled", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a cancelled Update that had stalled still waits in the queue")
-	}
-	if n := s.Queued(); n != 0 {
-		t.Errorf("%d Updates queued after the cancelled one left, want 0", n)
-	}
-}
-
 // TestQueuedUpdateLeavesWhenItsContextEnds cancels an Update while it waits
-// in the queue behind a transaction that holds on: it returns its
-// context's error at once, and its function never runs.
+// in the queue behind a transaction that holds on, with no connection to
+// spare: at once, and after it has stalled (when it stays queued). It
+// returns its context's error at once, and its function never runs.
 func TestQueuedUpdateLeavesWhenItsContextEnds(t *testing.T) {
-	s := mustOpen(t, pgstore.Options{MaxConns: 1})
-	release, wait := queueGroup(t, s)
-	defer func() { release(); wait() }()
-	ctx, cancel := context.WithCancel(t.Context())
-	ran := make(chan struct{}, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Update(ctx, func(tx engine.Tx) error { ran <- struct{}{}; return putWorkshop("late", "")(tx) })
-	}()
-	pollUntil(t, 30*time.Second, "the Update queued", func() (bool, error) { return s.Queued() == 1, nil })
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled queued Update = %v, want context.Canceled", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("a cancelled Update still waits in the queue behind a transaction that holds on")
-	}
-	if n := s.Queued(); n != 0 {
-		t.Errorf("%d Updates queued after the cancelled one left, want 0", n)
-	}
-	select {
-	case <-ran:
-		t.Error("the cancelled Update's function ran")
-	default:
+	for _, stalled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stalled=%v", stalled), func(t *testing.T) {
+			s := mustOpen(t, pgstore.Options{MaxConns: 1})
+			release, wait := queueGroup(t, s)
+			defer func() { release(); wait() }()
+			ctx, cancel := context.WithCancel(t.Context())
+			ran := make(chan struct{}, 1)
+			done := make(chan error, 1)
+			go func() {
+				done <- s.Update(ctx, func(tx engine.Tx) error { ran <- struct{}{}; return putWorkshop("late", "")(tx) })
+			}()
+			pollUntil(t, 30*time.Second, "the Update queued", func() (bool, error) { return s.Queued() == 1, nil })
+			if stalled {
+				// What is tested is the call after it stalled, so the
+				// test has to let that time pass.
+				time.Sleep(4 * pgstore.StallAfter)
+			}
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("cancelled queued Update = %v, want context.Canceled", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("a cancelled Update still waits in the queue behind a transaction that holds on")
+			}
+			if n := s.Queued(); n != 0 {
+				t.Errorf("%d Updates queued after the cancelled one left, want 0", n)
+			}
+			select {
+			case <-ran:
+				t.Error("the cancelled Update's function ran")
+			default:
+			}
+		})
 	}
 }
