@@ -202,12 +202,7 @@ func TestGroupCommitFailureLeavesEveryDecisionUndecided(t *testing.T) {
 	var c commits
 	dsn, _ := pgtest.FreshSchema(t)
 	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1, OnCommit: c.record})
-	pgtest.Exec(t, dsn, `CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	RAISE EXCEPTION 'the connection is gone' USING ERRCODE = '08006';
-END $$`)
-	pgtest.Exec(t, dsn, `CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON workshops DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW WHEN (NEW.title = 'fail at commit') EXECUTE FUNCTION fail_at_commit()`)
+	failCommitOfTitle(t, dsn, "fail at commit")
 	errs := inOneGroup(t, s, putWorkshop("a", ""), putWorkshop("b", "fail at commit"), putWorkshop("c", ""))
 	for i, err := range errs {
 		if engine.ErrorCode(err) != engine.CodeStoreUnavailable || !strings.Contains(err.Error(), "commit") {
@@ -222,6 +217,19 @@ FOR EACH ROW WHEN (NEW.title = 'fail at commit') EXECUTE FUNCTION fail_at_commit
 	}
 }
 
+// failCommitOfTitle makes the COMMIT of every transaction that inserted a
+// workshop titled title fail as a lost connection would: a deferred
+// trigger raises 08006 at commit time.
+func failCommitOfTitle(t *testing.T, dsn, title string) {
+	t.Helper()
+	pgtest.Exec(t, dsn, `CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'the connection is gone' USING ERRCODE = '08006';
+END $$`)
+	pgtest.Exec(t, dsn, `CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON workshops DEFERRABLE INITIALLY DEFERRED
+FOR EACH ROW WHEN (NEW.title = '`+title+`') EXECUTE FUNCTION fail_at_commit()`)
+}
+
 // TestGroupCommitFailureLeavesARefusalUndecided fails the COMMIT of a
 // group in which a decision refused after it had seen an earlier
 // decision's write: that refusal rested on a write that never committed
@@ -231,12 +239,7 @@ FOR EACH ROW WHEN (NEW.title = 'fail at commit') EXECUTE FUNCTION fail_at_commit
 func TestGroupCommitFailureLeavesARefusalUndecided(t *testing.T) {
 	dsn, _ := pgtest.FreshSchema(t)
 	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1})
-	pgtest.Exec(t, dsn, `CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	RAISE EXCEPTION 'the connection is gone' USING ERRCODE = '08006';
-END $$`)
-	pgtest.Exec(t, dsn, `CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON workshops DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW WHEN (NEW.title = 'fail at commit') EXECUTE FUNCTION fail_at_commit()`)
+	failCommitOfTitle(t, dsn, "fail at commit")
 	errTaken := errors.New("refused: workshop a is taken")
 	refuseIfTaken := func(tx engine.Tx) error {
 		_, ok, err := tx.Workshop("a")
