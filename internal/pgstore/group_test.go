@@ -202,8 +202,8 @@ func TestGroupCommitFailureLeavesEveryDecisionUndecided(t *testing.T) {
 	var c commits
 	dsn, _ := pgtest.FreshSchema(t)
 	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1, OnCommit: c.record})
-	failCommitOfTitle(t, dsn, "fail at commit")
-	errs := inOneGroup(t, s, putWorkshop("a", ""), putWorkshop("b", "fail at commit"), putWorkshop("c", ""))
+	failCommits(t, dsn)
+	errs := inOneGroup(t, s, putWorkshop("a", ""), putWorkshop("b", failingTitle), putWorkshop("c", ""))
 	for i, err := range errs {
 		if engine.ErrorCode(err) != engine.CodeStoreUnavailable || !strings.Contains(err.Error(), "commit") {
 			t.Errorf("Update %d = %v, want the failed commit as store unavailable", i, err)
@@ -217,17 +217,21 @@ func TestGroupCommitFailureLeavesEveryDecisionUndecided(t *testing.T) {
 	}
 }
 
-// failCommitOfTitle makes the COMMIT of every transaction that inserted a
-// workshop titled title fail as a lost connection would: a deferred
+// failingTitle is the title of a workshop whose insert makes the COMMIT
+// fail once failCommits has run.
+const failingTitle = "fail at commit"
+
+// failCommits makes the COMMIT of every transaction that inserted a
+// workshop titled failingTitle fail as a lost connection would: a deferred
 // trigger raises 08006 at commit time.
-func failCommitOfTitle(t *testing.T, dsn, title string) {
+func failCommits(t *testing.T, dsn string) {
 	t.Helper()
 	pgtest.Exec(t, dsn, `CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	RAISE EXCEPTION 'the connection is gone' USING ERRCODE = '08006';
 END $$`)
 	pgtest.Exec(t, dsn, `CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON workshops DEFERRABLE INITIALLY DEFERRED
-FOR EACH ROW WHEN (NEW.title = '`+title+`') EXECUTE FUNCTION fail_at_commit()`)
+FOR EACH ROW WHEN (NEW.title = '`+failingTitle+`') EXECUTE FUNCTION fail_at_commit()`)
 }
 
 // TestGroupCommitFailureLeavesARefusalUndecided fails the COMMIT of a
@@ -239,7 +243,7 @@ FOR EACH ROW WHEN (NEW.title = '`+title+`') EXECUTE FUNCTION fail_at_commit()`)
 func TestGroupCommitFailureLeavesARefusalUndecided(t *testing.T) {
 	dsn, _ := pgtest.FreshSchema(t)
 	s := mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 1})
-	failCommitOfTitle(t, dsn, "fail at commit")
+	failCommits(t, dsn)
 	errTaken := errors.New("refused: workshop a is taken")
 	refuseIfTaken := func(tx engine.Tx) error {
 		_, ok, err := tx.Workshop("a")
@@ -251,7 +255,7 @@ func TestGroupCommitFailureLeavesARefusalUndecided(t *testing.T) {
 		}
 		return errors.New("refused: workshop a is free")
 	}
-	errs := inOneGroup(t, s, refuseIfTaken, putWorkshop("a", "fail at commit"), refuseIfTaken)
+	errs := inOneGroup(t, s, refuseIfTaken, putWorkshop("a", failingTitle), refuseIfTaken)
 	if err := errs[0]; err == nil || err.Error() != "refused: workshop a is free" {
 		t.Errorf("the refusal before any write = %v, want its own answer", err)
 	}
