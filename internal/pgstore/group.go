@@ -95,17 +95,14 @@ type call struct {
 
 // grouper hands the calls of one kind (Updates, or Views) to transactions.
 type grouper struct {
-	opts  pgx.TxOptions // For a transaction of one call.
-	begin string        // Starts a group's transaction with those options.
-	write bool
-	mu    sync.Mutex
-	slots int // Transactions that run at once while none stalls.
-	max   int // Transactions that may run at once: the pool's connections.
-	// stallAfter is how long a queued call waits while no transaction
-	// ends before it runs alone.
-	stallAfter time.Duration
-	running    int
-	queue      []*call
+	opts    pgx.TxOptions // For a transaction of one call.
+	begin   string        // Starts a group's transaction with those options.
+	write   bool
+	mu      sync.Mutex
+	slots   int // Transactions that run at once while none stalls.
+	max     int // Transactions that may run at once: the pool's connections.
+	running int
+	queue   []*call
 	// finished counts the transactions that ended, so that a queued call
 	// can tell a busy store from a stalled one.
 	finished int
@@ -147,12 +144,8 @@ func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) erro
 	g.queue = append(g.queue, c)
 	seen := g.finished
 	g.mu.Unlock()
-	var stalled <-chan time.Time
-	if g.stallAfter > 0 {
-		t := time.NewTicker(g.stallAfter)
-		defer t.Stop()
-		stalled = t.C
-	}
+	stalled := time.NewTicker(stallAfter)
+	defer stalled.Stop()
 	for {
 		select {
 		case err := <-c.err:
@@ -169,7 +162,7 @@ func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) erro
 			}
 			g.mu.Unlock()
 			return <-c.err
-		case <-stalled:
+		case <-stalled.C:
 		}
 		g.mu.Lock()
 		if g.finished != seen {

@@ -184,8 +184,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("PostgreSQL %s: %w", where, explainPooler(err))
 	}
 	s := &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, onCommit: opts.OnCommit, created: created, where: where}
-	s.groups = grouper{opts: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, begin: "BEGIN ISOLATION LEVEL READ COMMITTED", write: true, stallAfter: stallAfter}
-	s.views = grouper{opts: pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", stallAfter: stallAfter}
+	s.groups = grouper{opts: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, begin: "BEGIN ISOLATION LEVEL READ COMMITTED", write: true}
+	s.views = grouper{opts: pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
 	for _, g := range []*grouper{&s.groups, &s.views} {
 		g.max = int(cfg.MaxConns)
 		g.slots = min(groupSlots, g.max)
