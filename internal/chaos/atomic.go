@@ -80,12 +80,7 @@ func checkAtomic(ops []*Op, final Final, intents map[string]*Op) []Violation {
 	add := func(batch int, format string, args ...any) {
 		vs = append(vs, Violation{CheckAtomic, fmt.Sprintf("atomic batch %d: ", batch) + fmt.Sprintf(format, args...)})
 	}
-	batches := map[int][]*Op{}
-	for _, op := range ops {
-		if op.Batch != 0 && op.Answered() {
-			batches[op.Batch] = append(batches[op.Batch], op)
-		}
-	}
+	batches := answeredBatches(ops)
 	maxQuantity := map[string]int{}
 	for _, w := range final.Workshops {
 		maxQuantity[w.ID] = w.MaxQuantity
@@ -201,32 +196,43 @@ func describeItems(items []*Op) string {
 // refused, and (resent) those of a batch sent again after a refusal, of
 // which resent_reserved were reserved.
 func AtomicCounts(ops []*Op) map[string]int {
-	refused, keys := map[int]bool{}, map[int][]string{}
-	for _, op := range ops {
-		if op.Batch != 0 && op.Answered() {
-			refused[op.Batch] = refused[op.Batch] || op.Role == Refused
-			keys[op.Batch] = append(keys[op.Batch], fmt.Sprintf("%d:%s", op.Item, op.Key))
-		}
-	}
+	batches := answeredBatches(ops)
 	counts := map[string]int{}
 	sent := map[string]bool{}
-	for _, n := range slices.Sorted(maps.Keys(refused)) {
-		if refused[n] {
+	for _, n := range slices.Sorted(maps.Keys(batches)) {
+		refused := slices.ContainsFunc(batches[n], func(op *Op) bool { return op.Role == Refused })
+		if refused {
 			counts["refused"]++
 		} else {
 			counts["reserved"]++
 		}
-		slices.Sort(keys[n])
-		batch := strings.Join(keys[n], " ")
+		var keys []string
+		for _, op := range batches[n] {
+			keys = append(keys, fmt.Sprintf("%d:%s", op.Item, op.Key))
+		}
+		slices.Sort(keys)
+		batch := strings.Join(keys, " ")
 		if sent[batch] {
 			counts["resent"]++
-			if !refused[n] {
+			if !refused {
 				counts["resent_reserved"]++
 			}
 		}
 		sent[batch] = true
 	}
 	return counts
+}
+
+// answeredBatches are the answered item ops of ops by atomic batch
+// decision.
+func answeredBatches(ops []*Op) map[int][]*Op {
+	batches := map[int][]*Op{}
+	for _, op := range ops {
+		if op.Batch != 0 && op.Answered() {
+			batches[op.Batch] = append(batches[op.Batch], op)
+		}
+	}
+	return batches
 }
 
 // readStoredKeys reads the actor and key of every receipt and tombstone in

@@ -181,10 +181,7 @@ func (c *actorClient) settle(rec *Op, op client.Operation) {
 		cancel()
 		c.r.sends.Add(1)
 		if err == nil && res.Decided {
-			rec.Return, rec.Status, rec.Body = h.Now(), res.Status, res.Body
-			if res.Problem != nil {
-				rec.Code = res.Problem.Code
-			}
+			rec.answered(h.Now(), res)
 			c.r.answers.Add(1)
 			return
 		}
@@ -210,16 +207,23 @@ func (c *actorClient) repeat(first *Op, role Role) {
 		if first.Kind != engine.OperationReserve && first.Kind != engine.OperationHold {
 			return
 		}
-		op.Request.Quantity = first.Quantity%c.r.maxQuantity + 1
-		if op.Request.Quantity == first.Quantity {
-			op.Request.Workshop = otherWorkshop(c.r.workshops, first.Workshop)
-		}
+		op.Request.Workshop, op.Request.Quantity = c.r.conflictingPayload(first)
 	}
 	h := c.r.h
 	rec := &Op{Client: c.id, Actor: c.actor, Role: role, Kind: first.Kind, Key: first.Key, Workshop: first.Workshop, Quantity: op.Request.Quantity,
 		Target: first.Target, Via: c.via, Call: h.Now(), Epoch: h.Epoch()}
 	c.settle(rec, op)
 	h.Add(rec)
+}
+
+// conflictingPayload is a payload other than first's: one more place
+// (after the maximum, one), and with a maximum of one another workshop.
+func (r *run) conflictingPayload(first *Op) (workshop string, quantity int) {
+	quantity = first.Quantity%r.maxQuantity + 1
+	if quantity == first.Quantity {
+		return otherWorkshop(r.workshops, first.Workshop), quantity
+	}
+	return first.Workshop, quantity
 }
 
 // operationOf is the client operation that sends rec's intent.
@@ -385,11 +389,8 @@ func (c *actorClient) atomicBatch() {
 		bad.Request.Workshop = fmt.Sprintf("gone-%d", c.rng.IntN(3))
 	case 3:
 		if first := c.settledReservation(); first != nil {
-			req := engine.Request{Workshop: first.Workshop, Quantity: first.Quantity%r.maxQuantity + 1}
-			if req.Quantity == first.Quantity {
-				req.Workshop = otherWorkshop(r.workshops, first.Workshop)
-			}
-			*bad = client.BatchItem{Key: first.Key, Request: req}
+			w, q := r.conflictingPayload(first)
+			*bad = client.BatchItem{Key: first.Key, Request: engine.Request{Workshop: w, Quantity: q}}
 		}
 	case 4:
 		*other = *bad

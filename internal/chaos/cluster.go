@@ -60,7 +60,6 @@ func (r *run) startCluster(ctx context.Context) (bool, error) {
 type clusterFault struct {
 	failover, frozen bool
 	after            int
-	done             bool
 }
 
 // planClusterFault draws the cluster fault of phase, or returns nil when
@@ -77,7 +76,6 @@ func (r *run) planClusterFault(phase int) *clusterFault {
 // again by themselves. A primary that hangs stays frozen until the clients
 // got a few answers from the new one, or a while has passed.
 func (r *run) breakCluster(cf *clusterFault, stop <-chan struct{}) {
-	cf.done = true
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if !cf.failover {
@@ -103,16 +101,22 @@ func (r *run) breakCluster(cf *clusterFault, stop <-chan struct{}) {
 }
 
 // waitAnswers waits until the clients got n more answers, d has passed or
-// stop is closed.
-func (r *run) waitAnswers(stop <-chan struct{}, n int64, d time.Duration) {
+// stop is closed, and reports whether stop is closed.
+func (r *run) waitAnswers(stop <-chan struct{}, n int64, d time.Duration) (stopped bool) {
 	target := r.answers.Load() + n
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) && r.answers.Load() < target {
 		select {
 		case <-stop:
-			return
-		case <-time.After(5 * time.Millisecond):
+			return true
+		case <-time.After(2 * time.Millisecond):
 		}
+	}
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -271,9 +271,10 @@ func linearizable(capacity int, ops []*Op, timeout time.Duration) porcupine.Chec
 			continue
 		}
 		var input any = op
-		if op.Batch != 0 || op.Role == Refused {
-			// The items of one decision share its call and answer.
-			if p := parts[op.Batch]; p != nil && op.Batch != 0 {
+		if op.Batch != 0 {
+			// The items of one decision share its call and answer (only
+			// an atomic batch's items are ever refused).
+			if p := parts[op.Batch]; p != nil {
 				p.items = append(p.items, op)
 				continue
 			}

@@ -268,7 +268,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			res.Ambiguous++
 		}
 	}
-	res.Crashes, res.Faults, res.Skipped = r.crashes, r.faults, append(r.skipped, final.Skipped...)
+	res.Config, res.Crashes, res.Faults, res.Skipped = r.cfg, r.crashes, r.faults, append(r.skipped, final.Skipped...)
 	for _, p := range r.proxies {
 		r.faults["proxy_drop"] += int(p.dropped.Load())
 		r.faults["proxy_duplicate"] += int(p.duplicated.Load())
@@ -305,6 +305,7 @@ func (r *run) setup(ctx context.Context) error {
 			}
 		}
 		if !owned {
+			r.cfg.Cluster = false // Skipped: the run is on the shared server.
 			if err := r.freshSchema(ctx); err != nil {
 				return err
 			}
@@ -459,25 +460,15 @@ const (
 // phase's cluster fault cf unless it is nil. The cluster fault comes after
 // cf.after other faults, or when stop is closed if the phase ended before.
 func (r *run) injectFaults(stop <-chan struct{}, cf *clusterFault) {
+	nth := 0 // The faults injected so far.
 	defer func() {
-		if cf != nil && !cf.done {
+		if cf != nil && nth <= cf.after {
 			r.breakCluster(cf, stop)
 		}
 	}()
-	for nth := 0; ; nth++ {
-		target := r.answers.Load() + int64(1+r.rng.IntN(r.cfg.Size.FaultEvery))
-		deadline := time.Now().Add(3 * time.Second)
-		for r.answers.Load() < target && time.Now().Before(deadline) {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-		}
-		select {
-		case <-stop:
+	for ; ; nth++ {
+		if r.waitAnswers(stop, int64(1+r.rng.IntN(r.cfg.Size.FaultEvery)), 3*time.Second) {
 			return
-		default:
 		}
 		switch n := r.rng.IntN(100); {
 		case cf != nil && nth == cf.after:
