@@ -41,8 +41,12 @@ import (
 // workshops (format 3 of a workshop); it changes no earlier record, and an
 // earlier file is marked 5 when it is opened for writing, so that a
 // reserved of version 4, which cannot read a hidden workshop, refuses the
-// whole file with a clear message.
-const SchemaVersion = 5
+// whole file with a clear message. Version 6 adds the bindings of
+// subjects (a socket peer's uid) to actors (bindings.go), in buckets of
+// their own; upgradeTo6 adds them to an earlier file, whose records stay
+// as they are, and a reserved of version 5, which would name a socket peer
+// by its user name of the moment, refuses the file.
+const SchemaVersion = 6
 
 // The buckets, declared once and created by Open.
 var (
@@ -68,6 +72,7 @@ var (
 		bucketReceiptsByTime, bucketTombstonesByTime,
 		bucketHolds, bucketOpenHolds,
 		bucketReservationsByActor, bucketHoldsByActor,
+		bucketBindings, bucketBindingsByActor,
 	}
 
 	keySchema = []byte("schema")
@@ -234,8 +239,9 @@ func createSchema(tx *bolt.Tx, path string) error {
 
 // initSchema refuses a file of a newer schema or of another program, marks
 // an older file with the current schema version, creates buckets this
-// version declares that an older file lacks, and builds the time and actor
-// indexes of a file written before version 4 (or that lacks them).
+// version declares that an older file lacks, builds the time and actor
+// indexes of a file written before version 4 (or that lacks them), and
+// runs the upgrade step of each later version (upgradeTo6), in order.
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -259,6 +265,11 @@ func initSchema(tx *bolt.Tx, path string) error {
 			return err
 		}
 		if err := holdActors.build(tx, path); err != nil {
+			return err
+		}
+	}
+	if v < 6 {
+		if err := upgradeTo6(tx, path); err != nil {
 			return err
 		}
 	}
@@ -373,8 +384,10 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 }
 
 // Check reports broken invariants: the engine's (counters, receipts,
-// reservations, capacity) and the file's own (every entry of the time
-// indexes names its record at its time, and every record has its entry). A damaged page is a *DamageError, not a finding:
+// reservations, capacity, bindings) and the file's own (every entry of the
+// time indexes names its record at its time, and every record has its
+// entry; every entry of the index of bound actors names its binding). A
+// damaged page is a *DamageError, not a finding:
 // the file's structure is walked by Open, and again here on a writable store.
 // (bbolt's own Tx.Check is not used: it panics in a goroutine of its own,
 // which no caller can recover, when the file keeps no freelist and a page
@@ -404,7 +417,7 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, verifyBindingIndex} {
 			more, err := verify(t)
 			if err != nil {
 				return err

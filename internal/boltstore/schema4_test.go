@@ -97,8 +97,8 @@ func loadDump(t *testing.T, dump string) (string, map[string]map[string]string) 
 
 // TestSchema4File opens a file as reserved of schema version 4 wrote it:
 // every answer replays byte for byte, before and after the writing open
-// that marks it version 5, which changes no record of it; a workshop
-// hidden afterwards is the only record in the new format.
+// that marks it with the current version, which changes no record of it;
+// a workshop hidden afterwards is the only record in the new format.
 func TestSchema4File(t *testing.T) {
 	path, records := loadDump(t, "testdata/schema4.dump")
 	ctx := context.Background()

@@ -41,8 +41,10 @@ sent).
 
 Only a 201 reservation, a 409 "unavailable" and a 4xx rejection settle the
 intent. A timeout, a lost or garbled answer, a server error (also 503
-store_unavailable: reserved's database is unreachable or restarting) or an
-unreachable daemon exit 75 and keep the intent open for --retry. A retry of a settled
+store_unavailable: reserved's database is unreachable or restarting; and 503
+identity_unavailable: on the socket, your uid has no actor yet and the user
+database failed to name it) or an unreachable daemon exit 75 and keep the
+intent open for --retry. A retry of a settled
 intent that gets no answer reports the recorded outcome ("recorded (…): …")
 with its exit code.
 

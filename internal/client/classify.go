@@ -137,8 +137,9 @@ type Result struct {
 // means: a JSON answer of op's kind, with its HTTP status, about exactly
 // op's request, is authoritative; a problem with a code is a decided
 // refusal unless its code is undecided (engine.Undecided: body_incomplete,
-// store_unavailable, internal) or its status is not a refusal (not a 4xx,
-// or 408 or 429, whatever its code); anything else is undecided.
+// store_unavailable, identity_unavailable, internal) or its status is not
+// a refusal (not a 4xx, or 408 or 429, whatever its code); anything else
+// is undecided.
 // reply.Replayed is kept only on an answer.
 func Classify(op Operation, reply Reply) Result {
 	r := Result{Reply: reply}

@@ -187,6 +187,7 @@ func TestUndecided(t *testing.T) {
 		undecided bool
 	}{
 		{http.StatusServiceUnavailable, engine.CodeStoreUnavailable, true},
+		{http.StatusServiceUnavailable, engine.CodeIdentityUnavailable, true},
 		{http.StatusInternalServerError, engine.CodeInternal, true},
 		{http.StatusRequestTimeout, engine.CodeBodyIncomplete, true},
 		{http.StatusServiceUnavailable, "a_code_of_a_newer_daemon", true},

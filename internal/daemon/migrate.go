@@ -20,9 +20,10 @@ func newMigrateCmd(stdout io.Writer) *cobra.Command {
 		Short: "Copy a bbolt database into a new, empty PostgreSQL database",
 		Long: `migrate copies everything in a bbolt database into a PostgreSQL database,
 so that several daemons can share it: workshops with their counters,
-reservations, receipts, tombstones, credentials (only their hashes) and
-confirmation events. Operation keys recorded before the move replay their
-original answers after it, on every daemon.
+reservations, receipts, tombstones, credentials (only their hashes),
+confirmation events and the bindings of socket peers' uids to their actors.
+Operation keys recorded before the move replay their original answers after
+it, on every daemon.
 
 The copy reads one snapshot of the file and writes in one PostgreSQL
 transaction: it is complete or absent. It refuses a target that holds any

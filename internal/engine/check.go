@@ -30,6 +30,7 @@ const (
 	FindingHold             = "hold_mismatch"
 	FindingTimeIndex        = "time_index_mismatch"
 	FindingActorIndex       = "actor_index_mismatch"
+	FindingBinding          = "binding_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -77,7 +78,10 @@ type resInfo struct {
 // confirmation, a released hold without exactly one "released" answer, any
 // other hold that names a reservation, a hold confirmed or released at or
 // after its deadline, and one cleaned up as expired before it. No findings
-// means the store keeps the promise "one intent, one effect". The time of
+// means the store keeps the promise "one intent, one effect". It also
+// reports bindings of subjects to actors that are not one to one: an actor
+// bound to two subjects, a subject bound twice, a binding to a name that is
+// not an actor name, and one that the lookup by actor does not find. The time of
 // the check is the daemon's clock (the wall clock, or in a failpoint build
 // the clock a reliability campaign moved).
 func Check(ctx context.Context, store Store) ([]Finding, error) {
@@ -150,6 +154,9 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 			return err
 		}
 		if err := checkActorIndexes(tx, reservations, holds, add); err != nil {
+			return err
+		}
+		if err := checkBindings(tx, add); err != nil {
 			return err
 		}
 		if err := tx.ForEachEvent(func(ev Event) error {
@@ -467,6 +474,40 @@ func checkActorIndexes(tx Tx, reservations map[string]*resInfo, holds map[string
 			if visited != len(ids) {
 				add(FindingActorIndex, "the scan of the %s of %s visits %d of them, the store holds %d", k.what, actor, visited, len(ids))
 			}
+		}
+	}
+	return nil
+}
+
+// checkBindings reports bindings that are not one to one: every binding
+// names a valid actor that no other binding names, no subject is visited
+// twice, and the lookup by actor finds each binding.
+func checkBindings(tx Tx, add func(kind, format string, args ...any)) error {
+	bySubject, byActor := map[Subject]string{}, map[string]Subject{}
+	var all []Binding
+	if err := tx.ForEachBinding(func(b Binding) error {
+		if err := ValidateActor(b.Actor); err != nil {
+			add(FindingBinding, "%s is bound to %q, which is not an actor name", b.Of(), b.Actor)
+		}
+		if actor, dup := bySubject[b.Of()]; dup {
+			add(FindingBinding, "%s is bound twice: to %s and to %s", b.Of(), actor, b.Actor)
+		}
+		if other, dup := byActor[b.Actor]; dup {
+			add(FindingBinding, "actor %s is bound to two subjects: %s and %s", b.Actor, other, b.Of())
+		}
+		bySubject[b.Of()], byActor[b.Actor] = b.Actor, b.Of()
+		all = append(all, b)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("scan bindings: %w", err)
+	}
+	for _, b := range all {
+		got, ok, err := tx.BindingOfActor(b.Actor)
+		if err != nil {
+			return fmt.Errorf("look up the binding of actor %s: %w", b.Actor, err)
+		}
+		if !ok || got.Of() != b.Of() {
+			add(FindingBinding, "%s is bound to %s, but the lookup of actor %s finds %s (found: %t)", b.Of(), b.Actor, b.Actor, got.Of(), ok)
 		}
 	}
 	return nil

@@ -14,6 +14,8 @@ type Engine struct {
 	now    func() time.Time
 	newID  func(time.Time) string
 	tokens tokenCache
+	// bindings remembers the actors of the subjects it has read.
+	bindings bindingCache
 	// ping is the read of Ping that waits for the store, if any, which
 	// every Ping meanwhile shares; pingMu guards it.
 	pingMu sync.Mutex

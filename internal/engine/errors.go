@@ -80,6 +80,15 @@ const (
 	// then, or replays the decision if one was committed after all (a commit
 	// whose connection broke before its acknowledgement arrived).
 	CodeStoreUnavailable = "store_unavailable"
+	// CodeIdentityUnavailable means the caller's actor could not be
+	// worked out now: a Unix socket peer whose uid has no actor yet, while
+	// the user database (files, LDAP, SSSD) fails to say who that uid is
+	// (any failure other than "no such user"). It is undecided: nothing was
+	// decided, and no actor was bound; the client keeps the operation key
+	// and retries with the same key (after the answer's Retry-After), once
+	// the user database answers again. A uid that has an actor never gets
+	// this answer: its actor does not depend on the user database.
+	CodeIdentityUnavailable = "identity_unavailable"
 	// CodeInternal means something failed inside the service. It is
 	// undecided: the outcome of a reservation answered with it is unknown to
 	// the client, which retries with the same key.
@@ -88,9 +97,10 @@ const (
 
 // undecidedCodes are the codes whose answers decide nothing for the client.
 var undecidedCodes = map[string]bool{
-	CodeBodyIncomplete:   true,
-	CodeStoreUnavailable: true,
-	CodeInternal:         true,
+	CodeBodyIncomplete:      true,
+	CodeStoreUnavailable:    true,
+	CodeIdentityUnavailable: true,
+	CodeInternal:            true,
 }
 
 // Undecided reports whether an answer with code leaves its request
@@ -107,7 +117,7 @@ var Codes = []string{
 	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
-	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeInternal,
+	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeIdentityUnavailable, CodeInternal,
 }
 
 // Error is the one error type of reserve: a stable machine-readable code and a

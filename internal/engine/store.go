@@ -101,4 +101,16 @@ type Tx interface {
 	// records they visit.
 	ForEachReservationOf(actor, before string, fn func(Reservation) error) error
 	ForEachHoldOf(actor, before string, fn func(Hold) error) error
+
+	// Binding reads the binding of the subject (kind, subject), and
+	// BindingOfActor the binding that holds actor; a store keeps both
+	// lookups cheap. AddBinding adds a new binding and fails if its
+	// subject or its actor is bound already (a store may report that only
+	// when the transaction commits): a binding is never changed or
+	// removed. ForEachBinding visits every binding in order of kind, then
+	// subject.
+	Binding(kind, subject string) (b Binding, ok bool, err error)
+	BindingOfActor(actor string) (b Binding, ok bool, err error)
+	AddBinding(b Binding) error
+	ForEachBinding(fn func(Binding) error) error
 }

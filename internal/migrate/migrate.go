@@ -1,9 +1,10 @@
 // Package migrate copies every record of one engine.Store into another,
 // empty one: workshops with their counters, reservations (cancelled ones
-// too), holds, receipts, tombstones, credentials (hashes only) and outbox events
-// with their delivery marks. Because the receipts move with the
-// reservations, every operation key recorded before the move replays its
-// original answer after it. It works on any two stores and must not import
+// too), holds, receipts, tombstones, credentials (hashes only), outbox events
+// with their delivery marks and the bindings of subjects to actors. Because
+// the receipts move with the reservations, and every subject keeps its
+// actor, every operation key recorded before the move replays its original
+// answer after it, also for a socket peer whose user name changed. It works on any two stores and must not import
 // a particular store or front end.
 package migrate
 
@@ -25,11 +26,12 @@ type Counts struct {
 	Tokens       int `json:"tokens"`
 	Events       int `json:"events"`
 	Holds        int `json:"holds"`
+	Bindings     int `json:"bindings"`
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d workshops, %d reservations, %d holds, %d receipts, %d tombstones, %d credentials, %d events",
-		c.Workshops, c.Reservations, c.Holds, c.Receipts, c.Tombstones, c.Tokens, c.Events)
+	return fmt.Sprintf("%d workshops, %d reservations, %d holds, %d receipts, %d tombstones, %d credentials, %d events, %d bindings",
+		c.Workshops, c.Reservations, c.Holds, c.Receipts, c.Tombstones, c.Tokens, c.Events, c.Bindings)
 }
 
 // ErrNotEmpty is returned (wrapped, naming what was found) when the target
@@ -93,6 +95,9 @@ func copyAll(src, dst engine.Tx, c *Counts) error {
 				return dst.MarkEventDelivered(e.ID, delivered)
 			})
 		}},
+		{"bindings", func() error {
+			return src.ForEachBinding(func(b engine.Binding) error { c.Bindings++; return dst.AddBinding(b) })
+		}},
 	}
 	for _, s := range steps {
 		if err := s.run(); err != nil {
@@ -119,6 +124,7 @@ func mustBeEmpty(tx engine.Tx) error {
 		{"tombstones", func() error { return tx.ForEachTombstone(func(engine.Tombstone) error { return errFound }) }},
 		{"credentials", func() error { return tx.ForEachToken(func(engine.TokenRecord) error { return errFound }) }},
 		{"events", func() error { return tx.ForEachEvent(func(engine.Event) error { return errFound }) }},
+		{"bindings", func() error { return tx.ForEachBinding(func(engine.Binding) error { return errFound }) }},
 	}
 	for _, s := range scans {
 		switch err := s.scan(); {

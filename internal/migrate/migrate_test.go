@@ -34,7 +34,8 @@ type intent struct {
 
 // source builds a bbolt store with every kind of record: workshops,
 // reservations (one cancelled), an unavailable receipt, a cancel receipt,
-// a tombstone, credentials, and delivered and pending events.
+// a tombstone, credentials, delivered and pending events, and a binding of
+// uid 1000 to unix-alice.
 func source(t *testing.T) (s *boltstore.Store, intents []intent, token string, expired intent) {
 	t.Helper()
 	s, err := boltstore.Open(filepath.Join(t.TempDir(), "from.db"), boltstore.Options{})
@@ -87,6 +88,9 @@ func source(t *testing.T) (s *boltstore.Store, intents []intent, token string, e
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := eng.ActorOf(ctx, engine.UIDSubject(1000), func() (string, error) { return "unix-alice", nil }); err != nil {
+		t.Fatal(err)
+	}
 	return s, intents, token, expired
 }
 
@@ -103,6 +107,7 @@ func counts(t *testing.T, s engine.Store) migrate.Counts {
 			func() error { return tx.ForEachTombstone(func(engine.Tombstone) error { c.Tombstones++; return nil }) },
 			func() error { return tx.ForEachToken(func(engine.TokenRecord) error { c.Tokens++; return nil }) },
 			func() error { return tx.ForEachEvent(func(engine.Event) error { c.Events++; return nil }) },
+			func() error { return tx.ForEachBinding(func(engine.Binding) error { c.Bindings++; return nil }) },
 		} {
 			if err := scan(); err != nil {
 				return err
@@ -122,7 +127,7 @@ func testCopy(t *testing.T, to engine.Store) {
 	from, intents, token, expired := source(t)
 	ctx := context.Background()
 	want := counts(t, from)
-	if want.Tombstones != 1 || want.Events < 4 || want.Tokens != 1 {
+	if want.Tombstones != 1 || want.Events < 4 || want.Tokens != 1 || want.Bindings != 1 {
 		t.Fatalf("source lacks a kind of record: %v", want)
 	}
 	got, err := migrate.Copy(ctx, from, to)
@@ -148,6 +153,10 @@ func testCopy(t *testing.T, to engine.Store) {
 	}
 	if p, err := eng.Authenticate(ctx, token); err != nil || p.Actor != "alice" {
 		t.Errorf("token after the move: %+v, %v", p, err)
+	}
+	// uid 1000 keeps its actor, whatever its name is now.
+	if actor, err := eng.ActorOf(ctx, engine.UIDSubject(1000), func() (string, error) { return "unix-renamed", nil }); err != nil || actor != "unix-alice" {
+		t.Errorf("uid 1000 after the move is %s, %v; want unix-alice", actor, err)
 	}
 	srcPending, _ := engine.New(from).CountPendingEvents(ctx)
 	if n, err := eng.CountPendingEvents(ctx); err != nil || n != srcPending {
@@ -186,7 +195,7 @@ func TestCopyToPostgres(t *testing.T) {
 func TestRefusesEveryKindOfRecord(t *testing.T) {
 	from, _, _, _ := source(t)
 	ctx := context.Background()
-	for _, kind := range []string{"workshops", "credentials"} {
+	for _, kind := range []string{"workshops", "credentials", "bindings"} {
 		to, err := boltstore.Open(filepath.Join(t.TempDir(), kind+".db"), boltstore.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -197,6 +206,8 @@ func TestRefusesEveryKindOfRecord(t *testing.T) {
 			_, _, err = eng.PutWorkshop(ctx, "other", engine.WorkshopSpec{Capacity: 1}, nil)
 		case "credentials":
 			_, err = eng.CreateToken(ctx, "carol", false)
+		case "bindings":
+			_, err = eng.ActorOf(ctx, engine.UIDSubject(1001), func() (string, error) { return "unix-carol", nil })
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -262,3 +262,46 @@ func TestSchema7GetsHiddenWorkshops(t *testing.T) {
 		t.Errorf("workshops after an update by a version 7 daemon = %+v, %v", ws, err)
 	}
 }
+
+// TestSchema8GetsBindings: a database as schema versions 1–8 made it, with
+// the receipts of socket actors as version 8 named them (unix-alice for
+// uid 1000, uid-1001 for a uid without a name), gets the bindings of
+// migration 9 on open: each uid's first request binds it to the actor name
+// it resolves to then, its receipts replay byte for byte as that actor,
+// and the binding is one row of actor_bindings, which a second subject
+// wanting the name does not get.
+func TestSchema8GetsBindings(t *testing.T) {
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status", "0005_holds", "0006_time_index", "0007_actor_index", "0008_workshop_hidden")
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	body := `{"status":"unavailable","workshop":"go-basics","quantity":2}`
+	keys := map[string]string{"unix-alice": "f47ac10b-58cc-4372-a567-0e02b2c3d470", "uid-1001": "f47ac10b-58cc-4372-a567-0e02b2c3d471"}
+	pgtest.Exec(t, dsn, `INSERT INTO workshops (id, title, capacity, reserved_places, max_quantity, version, holding, hidden) VALUES ('go-basics', 'Go', 3, 0, 2, 1, 0, false)`)
+	for actor, key := range keys {
+		pgtest.Exec(t, dsn, `INSERT INTO receipts (actor, operation_key, fingerprint_version, fingerprint, workshop, quantity, status, body, reservation_id, created_at)
+			VALUES ($1, $2, 1, $3, 'go-basics', 2, 'unavailable', $4, NULL, $5)`, actor, key, engine.Fingerprint(req), []byte(body), time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	}
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	eng := engine.New(s)
+	for uid, name := range map[uint32]string{1000: "unix-alice", 1001: "uid-1001"} {
+		actor, err := eng.ActorOf(t.Context(), engine.UIDSubject(uid), func() (string, error) { return name, nil })
+		if err != nil || actor != name {
+			t.Fatalf("uid %d after the upgrade is bound to %s, %v; want %s", uid, actor, err, name)
+		}
+		out, err := eng.Reserve(t.Context(), actor, engine.OperationKey(keys[name]), req)
+		if err != nil || !out.Replayed || string(out.Answer.JSON()) != body {
+			t.Fatalf("replay of %s's version 8 receipt = %+v %s, %v; want %s", actor, out, out.Answer.JSON(), err, body)
+		}
+	}
+	if actor, err := engine.New(s).ActorOf(t.Context(), engine.UIDSubject(1002), func() (string, error) { return "unix-alice", nil }); err != nil || actor != "unix-alice-2" {
+		t.Fatalf("a second uid named alice is bound to %s, %v; want unix-alice-2", actor, err)
+	}
+	var n int
+	if err := s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM actor_bindings WHERE subject_kind = 'uid' AND subject_id = '1000' AND actor = 'unix-alice'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows of uid 1000 in actor_bindings = %d, %v; want 1", n, err)
+	}
+	if findings, err := s.Check(t.Context()); err != nil || len(findings) != 0 {
+		t.Errorf("check after binding: %v, %v", findings, err)
+	}
+}

@@ -901,6 +901,17 @@ func (p *probeTx) Hold(id string) (engine.Hold, bool, error) {
 	p.w.add(holds.name, id)
 	return engine.Hold{}, false, nil
 }
+
+// Binding and BindingOfActor name no row to read ahead: a subject is
+// bound once, so a group seldom binds, and its reads go to the server.
+func (p *probeTx) Binding(string, string) (engine.Binding, bool, error) {
+	return engine.Binding{}, false, nil
+}
+func (p *probeTx) BindingOfActor(string) (engine.Binding, bool, error) {
+	return engine.Binding{}, false, nil
+}
+func (p *probeTx) AddBinding(engine.Binding) error                         { return nil }
+func (p *probeTx) ForEachBinding(func(engine.Binding) error) error         { return errProbe }
 func (p *probeTx) PutWorkshop(engine.Workshop) error                       { return nil }
 func (p *probeTx) PutReservation(engine.Reservation) error                 { return nil }
 func (p *probeTx) PutReceipt(engine.Receipt) error                         { return nil }

@@ -163,6 +163,36 @@ var tokens = table[engine.TokenRecord]{
 	},
 }
 
+// bindings keeps each binding of a subject to an actor, keyed by the
+// subject (migration 0009).
+var bindings = table[engine.Binding]{
+	name:    "actor_bindings",
+	columns: []string{"subject_kind", "subject_id", "actor", "created_at"},
+	keys:    2,
+	values: func(b engine.Binding) []any {
+		return []any{b.Kind, b.Subject, b.Actor, b.CreatedAt}
+	},
+	dests: func(b *engine.Binding) []any {
+		return []any{&b.Kind, &b.Subject, &b.Actor, &b.CreatedAt}
+	},
+}
+
+// bindingsByActor is the same table keyed by its unique actor column, for
+// the lookup by actor; it is only read. Its rows' ids (an actor name) never
+// equal those of bindings (kind 0x00 subject), because an actor name holds
+// no 0x00, so a group may keep both in memory.
+var bindingsByActor = table[engine.Binding]{
+	name:    bindings.name,
+	columns: []string{"actor", "subject_kind", "subject_id", "created_at"},
+	keys:    1,
+	values: func(b engine.Binding) []any {
+		return []any{b.Actor, b.Kind, b.Subject, b.CreatedAt}
+	},
+	dests: func(b *engine.Binding) []any {
+		return []any{&b.Actor, &b.Kind, &b.Subject, &b.CreatedAt}
+	},
+}
+
 // zeroIfNull scans a nullable timestamptz column into a time, NULL as the
 // zero time.
 type zeroIfNull struct{ t *time.Time }
@@ -777,4 +807,35 @@ func newestOf[T any](t *tx, tb table[T], actor, before string, id func(T) string
 		}
 		before = id(page[len(page)-1])
 	}
+}
+
+func (t *tx) Binding(kind, subject string) (engine.Binding, bool, error) {
+	return get(t, bindings, "", kind, subject)
+}
+
+func (t *tx) BindingOfActor(actor string) (engine.Binding, bool, error) {
+	return get(t, bindingsByActor, "", actor)
+}
+
+// AddBinding inserts with a plain INSERT, so a bound subject or a bound
+// actor fails with a unique violation, which Update retries: the run
+// after it finds the binding that won. In a group the insert is sent with
+// the decision's other writes, and the decisions after it find the
+// binding in memory by subject and by actor.
+func (t *tx) AddBinding(b engine.Binding) error {
+	if t.m != nil && t.write {
+		if err := t.usable(); err != nil {
+			return err
+		}
+		if err := memberAdd(t, bindings, b); err != nil {
+			return err
+		}
+		t.m.remember(rowOf(bindingsByActor, []any{b.Actor}), entry{val: b, exists: true})
+		return nil
+	}
+	return t.exec("add binding", bindings.insertSQL(), bindings.values(b)...)
+}
+
+func (t *tx) ForEachBinding(fn func(engine.Binding) error) error {
+	return forEach(t, bindings, fn)
 }

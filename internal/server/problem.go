@@ -34,6 +34,7 @@ var statusByCode = map[string]int{
 	engine.CodeInsufficientStorage:   http.StatusInsufficientStorage,
 	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
+	engine.CodeIdentityUnavailable:   http.StatusServiceUnavailable,
 	engine.CodeBadFraming:            http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
@@ -50,7 +51,9 @@ func StatusOfAnswer(a engine.Answer) int {
 // storeRetryAfter is the Retry-After of a store_unavailable answer, in
 // seconds: a restarting or failing-over database usually serves again
 // within seconds, and a client that waits this long before it retries with
-// the same key does not add to the load of one that is still down.
+// the same key does not add to the load of one that is still down. An
+// identity_unavailable answer has the same: a name service (LDAP, SSSD)
+// that failed one lookup usually answers the next.
 const storeRetryAfter = "1"
 
 // StatusOf returns the HTTP status of an engine error code, and 500 for a
@@ -76,7 +79,7 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch code {
 	case engine.CodeUnauthenticated:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reserved"`)
-	case engine.CodeStoreUnavailable:
+	case engine.CodeStoreUnavailable, engine.CodeIdentityUnavailable:
 		w.Header().Set("Retry-After", storeRetryAfter)
 	}
 	writeProblem(w, status, code, problemDetail(err))

@@ -96,6 +96,12 @@ func Run(t *testing.T, newStore NewStore) {
 		{"BatchMixedReplayAndNew", testBatchMixedReplay},
 		{"BatchFailedReceiptWriteRollsBackAll", testBatchFailReceiptWrite},
 		{"ConcurrentOverlappingBatches", testConcurrentOverlappingBatches},
+		{"BindingIsStable", testBindingIsStable},
+		{"BindingNamesAreNeverReused", testBindingNamesAreNeverReused},
+		{"BindingWaitsForAName", testBindingWaitsForAName},
+		{"AddBindingRefusesBound", testAddBindingRefusesBound},
+		{"ConcurrentBindsAgree", testConcurrentBindsAgree},
+		{"CheckFindsBrokenBindings", testCheckFindsBrokenBindings},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,6 +68,7 @@ type state struct {
 	tombstones   map[receiptKey]engine.Tombstone
 	events       map[string]engine.Event
 	holds        map[string]engine.Hold
+	bindings     map[engine.Subject]engine.Binding
 }
 
 // receiptKey orders receipts and tombstones as the other stores do: by actor,
@@ -90,6 +91,7 @@ func newState() *state {
 		tombstones:   map[receiptKey]engine.Tombstone{},
 		events:       map[string]engine.Event{},
 		holds:        map[string]engine.Hold{},
+		bindings:     map[engine.Subject]engine.Binding{},
 	}
 }
 
@@ -105,6 +107,7 @@ func (s *state) clone() *state {
 		tombstones:   maps.Clone(s.tombstones),
 		events:       maps.Clone(s.events),
 		holds:        maps.Clone(s.holds),
+		bindings:     maps.Clone(s.bindings),
 	}
 }
 
@@ -426,4 +429,38 @@ func newestOf[R any](m map[string]R, actor, before string, owner func(R) string,
 		}
 	}
 	return nil
+}
+
+func (t *tx) Binding(kind, subject string) (engine.Binding, bool, error) {
+	return get(t.s.bindings, engine.Subject{Kind: kind, ID: subject})
+}
+
+// BindingOfActor scans every binding; the other stores keep an index by
+// actor instead.
+func (t *tx) BindingOfActor(actor string) (engine.Binding, bool, error) {
+	for _, b := range t.s.bindings {
+		if b.Actor == actor {
+			return b, true, nil
+		}
+	}
+	return engine.Binding{}, false, nil
+}
+
+// AddBinding refuses a subject or an actor that is bound already, as every
+// store does: a binding is never changed, and an actor never moves to
+// another subject.
+func (t *tx) AddBinding(b engine.Binding) error {
+	if old, ok := t.s.bindings[b.Of()]; ok {
+		return fmt.Errorf("%s is bound to %s already", b.Of(), old.Actor)
+	}
+	if old, ok, _ := t.BindingOfActor(b.Actor); ok {
+		return fmt.Errorf("actor %s is bound to %s already", b.Actor, old.Of())
+	}
+	return put(t, t.s.bindings, b.Of(), b)
+}
+
+func (t *tx) ForEachBinding(fn func(engine.Binding) error) error {
+	return forEach(t.s.bindings, func(a, b engine.Subject) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
+	}, fn)
 }

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The kinds of subject an actor can be bound to. A subject is what stays
+// the same about a caller for as long as the caller exists, whatever it is
+// called; its id is unique within its kind.
+const (
+	// SubjectUID is a Unix socket peer, by its uid in decimal (the kernel's
+	// record of who connected), not by its name, which can change.
+	SubjectUID = "uid"
+)
+
+// Subject names one caller as something stable: a kind (SubjectUID) and an
+// id unique within that kind.
+type Subject struct {
+	Kind string
+	ID   string
+}
+
+// UIDSubject is the subject of the Unix socket peer uid.
+func UIDSubject(uid uint32) Subject {
+	return Subject{Kind: SubjectUID, ID: strconv.FormatUint(uint64(uid), 10)}
+}
+
+func (s Subject) String() string { return s.Kind + " " + s.ID }
+
+// Binding ties a subject (Kind, Subject) to its actor for the life of the
+// database: once stored it never changes and is never removed, no other
+// subject gets the same actor, and every later request of the subject acts
+// as that actor, so a retry with the same operation key finds its receipt
+// whatever has become of the subject's name meanwhile.
+type Binding struct {
+	Kind      string    `json:"kind"`
+	Subject   string    `json:"subject"`
+	Actor     string    `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Of returns the subject of b.
+func (b Binding) Of() Subject { return Subject{Kind: b.Kind, ID: b.Subject} }
+
+// maxActorLen is the longest actor name (ValidateActor).
+const maxActorLen = 41
+
+// ActorOf returns the actor bound to subject. A subject seen for the first
+// time is bound first, in a write transaction: to the actor name that
+// wanted returns, or, when another subject holds that name, to the first
+// of name-2, name-3, … (shortened to fit an actor name) that no subject
+// holds, so that no actor name ever moves from one subject to another.
+// wanted runs only for a subject that has no binding, outside any
+// transaction (it may ask a slow name service); its error is returned as
+// it is, and nothing is bound then. Two calls for one new subject, in this
+// process or in others on the same store, bind it once and agree on its
+// actor. A binding never changes, so the engine remembers the ones it has
+// read and asks the store only once per subject.
+func (e *Engine) ActorOf(ctx context.Context, subject Subject, wanted func() (string, error)) (string, error) {
+	if actor, ok := e.bindings.get(subject); ok {
+		return actor, nil
+	}
+	var b Binding
+	found := false
+	err := e.store.View(ctx, func(tx Tx) error {
+		var err error
+		b, found, err = tx.Binding(subject.Kind, subject.ID)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("look up the actor of %s: %w", subject, err)
+	}
+	if !found {
+		name, err := wanted()
+		if err != nil {
+			return "", err
+		}
+		if err := ValidateActor(name); err != nil {
+			return "", fmt.Errorf("bind %s: %w", subject, err)
+		}
+		err = e.store.Update(ctx, func(tx Tx) error {
+			var err error
+			b, err = bind(tx, subject, name, e.utcNow)
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("bind %s to an actor: %w", subject, err)
+		}
+	}
+	e.bindings.put(subject, b.Actor)
+	return b.Actor, nil
+}
+
+// bind returns the binding of subject, adding one to the first free name
+// of name, name-2, name-3, … when it has none. It has no effects outside
+// tx.
+func bind(tx Tx, subject Subject, name string, clock func() time.Time) (Binding, error) {
+	b, ok, err := tx.Binding(subject.Kind, subject.ID)
+	if err != nil || ok {
+		return b, err
+	}
+	for n := 1; ; n++ {
+		actor := numberedActor(name, n)
+		_, taken, err := tx.BindingOfActor(actor)
+		if err != nil {
+			return Binding{}, err
+		}
+		if !taken {
+			b = Binding{Kind: subject.Kind, Subject: subject.ID, Actor: actor, CreatedAt: clock()}
+			if err := tx.AddBinding(b); err != nil {
+				return Binding{}, fmt.Errorf("add binding of %s to %s: %w", subject, actor, err)
+			}
+			return b, nil
+		}
+	}
+}
+
+// numberedActor is the n-th candidate actor name of a subject that wants
+// name (a valid actor name): name itself, then name-2, name-3, …, with
+// name shortened so that the whole stays within maxActorLen. The result is
+// a valid actor name.
+func numberedActor(name string, n int) string {
+	if n == 1 {
+		return name
+	}
+	suffix := "-" + strconv.Itoa(n)
+	return name[:min(len(name), maxActorLen-len(suffix))] + suffix
+}
+
+// bindingCacheSize bounds how many bindings an engine remembers; when more
+// arrive the cache starts over rather than tracking recency.
+const bindingCacheSize = 4096
+
+// bindingCache remembers the actors of subjects the store has confirmed.
+// That is sound because a binding never changes and is never removed. A
+// missing binding is never cached: a subject bound by another daemon on a
+// shared database is found as soon as it is bound.
+type bindingCache struct {
+	mu sync.RWMutex
+	m  map[Subject]string
+}
+
+func (c *bindingCache) get(s Subject) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	actor, ok := c.m[s]
+	return actor, ok
+}
+
+func (c *bindingCache) put(s Subject, actor string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= bindingCacheSize {
+		c.m = make(map[Subject]string)
+	}
+	c.m[s] = actor
+}
