@@ -17,14 +17,44 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// schema4Answers are the answers reserved of schema version 4 gave to the
-// requests that wrote testdata/schema4.dump, at 2026-12-01T12:00:00Z.
-var schema4Answers = []struct {
+// fixtureAnswer is one answer that a reserved of an earlier schema gave
+// while it wrote a dump of testdata: to actor's reservation req, or hold
+// request hold, under key.
+type fixtureAnswer struct {
 	actor, key string
 	hold       *engine.HoldRequest
 	req        engine.Request
 	body       string
-}{
+}
+
+// replayFixture sends every request of answers again, on s at now, as the
+// actor actorOf names for its actor (the same one when absent), and fails
+// t, naming when, unless each replays its answer byte for byte.
+func replayFixture(t *testing.T, s *boltstore.Store, now time.Time, answers []fixtureAnswer, actorOf map[string]string, when string) {
+	t.Helper()
+	ctx := context.Background()
+	eng := engine.New(s, engine.WithClock(func() time.Time { return now }))
+	for _, a := range answers {
+		actor := a.actor
+		if bound, ok := actorOf[a.actor]; ok {
+			actor = bound
+		}
+		var out engine.Outcome
+		var err error
+		if a.hold != nil {
+			out, err = eng.Hold(ctx, actor, engine.OperationKey(a.key), *a.hold)
+		} else {
+			out, err = eng.Reserve(ctx, actor, engine.OperationKey(a.key), a.req)
+		}
+		if err != nil || !out.Replayed || string(out.Answer.JSON()) != a.body {
+			t.Errorf("%s: replay of %s's %s = %s (replayed %t), %v; want %s", when, actor, a.key, out.Answer.JSON(), out.Replayed, err, a.body)
+		}
+	}
+}
+
+// schema4Answers are the answers reserved of schema version 4 gave to the
+// requests that wrote testdata/schema4.dump, at 2026-12-01T12:00:00Z.
+var schema4Answers = []fixtureAnswer{
 	{"alice", "f47ac10b-58cc-4372-a567-0e02b2c3d479", nil, engine.Request{Workshop: "go-basics", Quantity: 2},
 		`{"status":"reserved","reservation_id":"01a23179de007e8ed34e81af197b582d","workshop":"go-basics","quantity":2}`},
 	{"bob", "0b7e5d2c-8f0a-4f57-9b1e-2d1c3a4b5c6d", nil, engine.Request{Workshop: "full", Quantity: 1},
@@ -105,19 +135,7 @@ func TestSchema4File(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 1, 0, 0, time.UTC)
 	replay := func(s *boltstore.Store, when string) {
 		t.Helper()
-		eng := engine.New(s, engine.WithClock(func() time.Time { return now }))
-		for _, a := range schema4Answers {
-			var out engine.Outcome
-			var err error
-			if a.hold != nil {
-				out, err = eng.Hold(ctx, a.actor, engine.OperationKey(a.key), *a.hold)
-			} else {
-				out, err = eng.Reserve(ctx, a.actor, engine.OperationKey(a.key), a.req)
-			}
-			if err != nil || !out.Replayed || string(out.Answer.JSON()) != a.body {
-				t.Errorf("%s: replay of %s's %s = %s (replayed %t), %v; want %s", when, a.actor, a.key, out.Answer.JSON(), out.Replayed, err, a.body)
-			}
-		}
+		replayFixture(t, s, now, schema4Answers, nil, when)
 	}
 
 	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})

@@ -16,12 +16,7 @@ import (
 // socket actors unix-alice, unix-carol and uid-1001 as that version named
 // uids 1000, 1002 and 1001 (which had no name then), and the token actor
 // alice.
-var schema5Answers = []struct {
-	actor, key string
-	hold       *engine.HoldRequest
-	req        engine.Request
-	body       string
-}{
+var schema5Answers = []fixtureAnswer{
 	{"unix-alice", "f47ac10b-58cc-4372-a567-0e02b2c3d479", nil, engine.Request{Workshop: "go-basics", Quantity: 2},
 		`{"status":"reserved","reservation_id":"01a23179de006616f9ef28a58323921f","workshop":"go-basics","quantity":2}`},
 	{"uid-1001", "0b7e5d2c-8f0a-4f57-9b1e-2d1c3a4b5c6d", nil, engine.Request{Workshop: "full", Quantity: 1},
@@ -48,23 +43,7 @@ func TestSchema5File(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 1, 0, 0, time.UTC)
 	replay := func(s *boltstore.Store, when string, actorOf map[string]string) {
 		t.Helper()
-		eng := engine.New(s, engine.WithClock(func() time.Time { return now }))
-		for _, a := range schema5Answers {
-			actor := a.actor
-			if bound, ok := actorOf[a.actor]; ok {
-				actor = bound
-			}
-			var out engine.Outcome
-			var err error
-			if a.hold != nil {
-				out, err = eng.Hold(ctx, actor, engine.OperationKey(a.key), *a.hold)
-			} else {
-				out, err = eng.Reserve(ctx, actor, engine.OperationKey(a.key), a.req)
-			}
-			if err != nil || !out.Replayed || string(out.Answer.JSON()) != a.body {
-				t.Errorf("%s: replay of %s's %s = %s (replayed %t), %v; want %s", when, actor, a.key, out.Answer.JSON(), out.Replayed, err, a.body)
-			}
-		}
+		replayFixture(t, s, now, schema5Answers, actorOf, when)
 	}
 	noBindings := func(s *boltstore.Store, when string) {
 		t.Helper()

@@ -12,9 +12,10 @@ func newWhoamiCmd(env *commandEnv) *cobra.Command {
 	return &cobra.Command{
 		Use:   "whoami",
 		Short: "Show the actor reserved knows you as",
-		Long: `whoami asks reserved which actor you are: on the Unix socket the actor comes
-from your uid (unix-<username>), over --server from your --token. Intents are
-bound to this actor.`,
+		Long: `whoami asks reserved which actor you are: on the Unix socket the actor your
+uid is bound to (unix-<username> as your account was named on your first
+request, for good), over --server from your --token. Intents are bound to
+this actor.`,
 		Example: `  reservectl whoami
   reservectl --server http://127.0.0.1:8080 --token "$TOKEN" --json whoami`,
 		Args: noArgs,

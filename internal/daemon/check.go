@@ -14,7 +14,8 @@ func newCheckCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Check a database's invariants offline",
 		Long: `check opens a database read-only and reports every broken invariant: counters
 that differ from their reservations, reservations above capacity, receipts
-and reservations that do not name each other. Before that it reads both of
+and reservations that do not name each other, and bindings of socket peers'
+uids to actors that are not one to one. Before that it reads both of
 bbolt's meta pages and walks every page of the file; a damaged page, a
 damaged meta page (which bbolt would silently replace by the older one,
 losing the newest transaction) or a file cut short is reported in one line

@@ -272,7 +272,7 @@ func TestMigrateToPostgres(t *testing.T) {
 		t.Fatalf("exit code after SIGTERM = %d", code)
 	}
 	code, out := migrateCmd()
-	if code != 0 || !strings.Contains(out, "copied 1 workshops, 1 reservations, 0 holds, 2 receipts, 0 tombstones, 2 credentials, 1 events, 0 bindings from database "+db) ||
+	if code != 0 || !strings.Contains(out, "copied 1 workshops, 1 reservations, 0 holds, 2 receipts, 0 tombstones, 2 credentials, 1 events, 1 bindings from database "+db) ||
 		!strings.HasSuffix(out, "is consistent: no findings\n") {
 		t.Fatalf("migrate: exit %d\n%s", code, out)
 	}

@@ -20,10 +20,21 @@ import (
 // reservedBin is the reserved binary built once for this test binary.
 var reservedBin string
 
+// reservedBinEnv hands the reserved binary built by a test binary to a
+// copy of it that the test runs again (in a mount namespace of its own),
+// which then builds none.
+const reservedBinEnv = "RESERVE_TEST_RESERVED_BIN"
+
 func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(runRole(role))
+	}
 	// A test's peer run as another user (pathstest.RunAsNobody) only
 	// talks to a daemon its parent started, and could not build one.
 	if os.Getenv(peerEnv) != "" {
+		os.Exit(m.Run())
+	}
+	if reservedBin = os.Getenv(reservedBinEnv); reservedBin != "" {
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "reserved-bin")

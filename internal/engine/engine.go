@@ -10,12 +10,18 @@ import (
 // Engine makes every decision of reserve against a Store. It is safe for
 // concurrent use.
 type Engine struct {
-	store  Store
-	now    func() time.Time
-	newID  func(time.Time) string
-	tokens tokenCache
-	// bindings remembers the actors of the subjects it has read.
-	bindings bindingCache
+	store Store
+	now   func() time.Time
+	newID func(time.Time) string
+	// tokens remembers the principals of API tokens, by the token's hash.
+	// That is sound because an API token record never changes and is never
+	// deleted (there is no revocation); should that change, the cache must
+	// be invalidated with it. Sessions and login codes end and are never
+	// cached.
+	tokens cache[string, Principal]
+	// bindings remembers the actors of the subjects it has read: a binding
+	// never changes and is never removed.
+	bindings cache[Subject, string]
 	// ping is the read of Ping that waits for the store, if any, which
 	// every Ping meanwhile shares; pingMu guards it.
 	pingMu sync.Mutex

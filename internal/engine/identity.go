@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -129,33 +128,4 @@ func numberedActor(name string, n int) string {
 	}
 	suffix := "-" + strconv.Itoa(n)
 	return name[:min(len(name), maxActorLen-len(suffix))] + suffix
-}
-
-// bindingCacheSize bounds how many bindings an engine remembers; when more
-// arrive the cache starts over rather than tracking recency.
-const bindingCacheSize = 4096
-
-// bindingCache remembers the actors of subjects the store has confirmed.
-// That is sound because a binding never changes and is never removed. A
-// missing binding is never cached: a subject bound by another daemon on a
-// shared database is found as soon as it is bound.
-type bindingCache struct {
-	mu sync.RWMutex
-	m  map[Subject]string
-}
-
-func (c *bindingCache) get(s Subject) (string, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	actor, ok := c.m[s]
-	return actor, ok
-}
-
-func (c *bindingCache) put(s Subject, actor string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= bindingCacheSize {
-		c.m = make(map[Subject]string)
-	}
-	c.m[s] = actor
 }

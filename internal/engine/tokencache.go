@@ -2,35 +2,34 @@ package engine
 
 import "sync"
 
-// tokenCacheSize bounds how many API token principals an engine remembers.
-// A daemon sees few distinct tokens; when more arrive the cache starts over
-// rather than tracking recency.
-const tokenCacheSize = 4096
+// cacheSize bounds how many entries each cache of an engine remembers. A
+// daemon sees few distinct tokens and uids; when more arrive a cache starts
+// over rather than tracking recency.
+const cacheSize = 4096
 
-// tokenCache remembers the principals of API tokens the store has confirmed,
-// by the token's hash, so a busy client does not pay a read transaction and a
-// record decode on every request. That is sound because an API token record
-// never changes and is never deleted (there is no revocation); should that
-// change, the cache must be invalidated with it. Sessions and login codes end
-// and are never cached, nor are failed lookups: a token created by another
-// daemon on a shared database is found as soon as it exists.
-type tokenCache struct {
+// cache remembers what the store has confirmed, by key, so that a busy
+// client does not pay a read transaction and a record decode on every
+// request. It is sound only for records that never change once stored
+// (the Engine's fields say why each of its caches is). Failed lookups are
+// never cached: a record that another daemon on a shared database stores is
+// found as soon as it exists.
+type cache[K comparable, V any] struct {
 	mu sync.RWMutex
-	m  map[string]Principal
+	m  map[K]V
 }
 
-func (c *tokenCache) get(hash string) (Principal, bool) {
+func (c *cache[K, V]) get(k K) (V, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	p, ok := c.m[hash]
-	return p, ok
+	v, ok := c.m[k]
+	return v, ok
 }
 
-func (c *tokenCache) put(hash string, p Principal) {
+func (c *cache[K, V]) put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= tokenCacheSize {
-		c.m = make(map[string]Principal)
+	if c.m == nil || len(c.m) >= cacheSize {
+		c.m = make(map[K]V)
 	}
-	c.m[hash] = p
+	c.m[k] = v
 }

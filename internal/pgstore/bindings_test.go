@@ -1,14 +1,17 @@
 package pgstore_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
 )
 
 // TestGroupBindingsSeeEachOther decides three bindings in one group: the
@@ -50,5 +53,54 @@ func TestGroupBindingsSeeEachOther(t *testing.T) {
 	}
 	if sizes := c.get(); !slices.Equal(sizes, []int{1, 2}) {
 		t.Fatalf("commits of %v Updates, want the leader's and one of the 2 bindings", sizes)
+	}
+}
+
+// TestTwoDaemonsBindAtOnce lets two stores (two daemons) on one database,
+// each with engines that share nothing, bind uids at once: every engine
+// that binds one new uid gets one actor, uids that want one name get
+// distinct actors, and each uid has exactly one row.
+func TestTwoDaemonsBindAtOnce(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	stores := [2]*pgstore.Store{
+		mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2, MaxAttempts: 50}),
+		mustOpenDSN(t, dsn, pgstore.Options{MaxConns: 2, MaxAttempts: 50}),
+	}
+	const uids, sends = 12, 4
+	actors := make([][sends]string, uids)
+	errs := make([]error, uids*sends)
+	var wg sync.WaitGroup
+	for u := range uids {
+		for send := range sends {
+			wg.Go(func() {
+				// Every uid wants the same name: the first bound gets it, the
+				// others the numbered ones.
+				eng := engine.New(stores[(u+send)%2])
+				actors[u][send], errs[u*sends+send] = eng.ActorOf(t.Context(), engine.UIDSubject(uint32(7000+u)), func() (string, error) { return "unix-shared", nil })
+			})
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for u := range uids {
+		for send := range sends {
+			if actors[u][send] != actors[u][0] {
+				t.Errorf("uid %d was bound to %s and to %s", 7000+u, actors[u][0], actors[u][send])
+			}
+		}
+		if prev, taken := seen[actors[u][0]]; taken {
+			t.Errorf("uids %d and %d share actor %s", 7000+prev, 7000+u, actors[u][0])
+		}
+		seen[actors[u][0]] = u
+	}
+	var rows int
+	if err := stores[0].Pool().QueryRow(t.Context(), `SELECT count(*) FROM actor_bindings`).Scan(&rows); err != nil || rows != uids {
+		t.Fatalf("actor_bindings holds %d rows, %v; want %d", rows, err, uids)
+	}
+	if findings, err := stores[1].Check(t.Context()); err != nil || len(findings) != 0 {
+		t.Fatalf("check: %v, %v", findings, err)
 	}
 }

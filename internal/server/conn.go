@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
@@ -19,11 +21,17 @@ import (
 // request: which listener accepted it and, on the Unix socket, who is on the
 // other end according to the kernel.
 type connInfo struct {
-	socket   bool             // Accepted by the Unix socket listener.
-	loopback bool             // Accepted by a TCP listener bound to a loopback address.
-	peer     engine.Principal // The socket peer, valid when peerErr is nil.
+	socket   bool   // Accepted by the Unix socket listener.
+	loopback bool   // Accepted by a TCP listener bound to a loopback address.
+	uid      uint32 // The socket peer's uid, valid when peerErr is nil.
+	admin    bool   // Whether the socket peer is an admin.
 	peerErr  error
 	framing  *framing.Conn // Follows the framing of the requests read; nil outside serve.
+
+	// actor is the socket peer's actor once its first request that needs
+	// one has read it (socketPrincipal); mu guards it.
+	mu    sync.Mutex
+	actor string
 }
 
 type connKey struct{}
@@ -36,8 +44,10 @@ func connOf(ctx context.Context) *connInfo {
 	return c
 }
 
-// socketConnContext derives the actor of a Unix socket connection once, from
-// SO_PEERCRED, when the connection is accepted.
+// socketConnContext reads who is on the other end of a Unix socket
+// connection, from SO_PEERCRED, when the connection is accepted: its uid
+// and whether it is an admin. Its actor, which may need the store and the
+// user database, is worked out on its first request that needs one.
 func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Context {
 	info := &connInfo{socket: true}
 	info.framing, _ = c.(*framing.Conn)
@@ -56,8 +66,8 @@ func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Cont
 	if err != nil {
 		info.peerErr = fmt.Errorf("read peer credentials: %w", err)
 	} else {
-		info.peer = SocketPrincipal(cred.UID, s.daemonUID, lookupUsername)
-		info.peer.Admin = info.peer.Admin || InAdminGroup(cred, s.adminGIDs)
+		info.uid = cred.UID
+		info.admin = cred.UID == 0 || int64(cred.UID) == int64(s.daemonUID) || InAdminGroup(cred, s.adminGIDs)
 	}
 	return context.WithValue(ctx, connKey{}, info)
 }
@@ -71,15 +81,38 @@ func tcpConnContext(loopback bool) func(context.Context, net.Conn) context.Conte
 	}
 }
 
-// SocketPrincipal names the peer of a Unix socket connection: actor
-// "unix-<username>" when the uid has a name that makes a valid actor, else
-// "uid-<n>"; an admin when uid is 0 or the daemon's own uid.
-func SocketPrincipal(uid uint32, daemonUID int, lookup func(uid uint32) (string, error)) engine.Principal {
-	actor := "uid-" + strconv.FormatUint(uint64(uid), 10)
-	if name, err := lookup(uid); err == nil && engine.ValidateActor("unix-"+name) == nil {
-		actor = "unix-" + name
+// SocketActor returns the actor of the Unix socket peer uid: the actor its
+// uid is bound to in the store (engine.Engine.ActorOf). A uid seen for the
+// first time is bound to SocketActorName, asked of lookup then; from then
+// on the uid is that actor whatever the user database says of it later, or
+// whether it answers at all, so a retry with the same operation key is
+// always the same actor's. A uid without an actor whose lookup fails gets
+// CodeIdentityUnavailable, and nothing is bound.
+func SocketActor(ctx context.Context, eng *engine.Engine, uid uint32, lookup func(uid uint32) (string, error)) (string, error) {
+	return eng.ActorOf(ctx, engine.UIDSubject(uid), func() (string, error) { return SocketActorName(uid, lookup) })
+}
+
+// SocketActorName is the actor name the user database gives uid now:
+// "unix-<username>" when lookup names it and the name makes a valid actor,
+// "uid-<n>" when lookup answers that there is no such user
+// (user.UnknownUserIdError) or names it with a name that makes no valid
+// actor. Any other failure of lookup (a name service that is down or
+// slow) is CodeIdentityUnavailable, with the failure in the chain for the
+// log: calling the uid "uid-<n>" then would bind it to another actor than
+// the name it has.
+func SocketActorName(uid uint32, lookup func(uid uint32) (string, error)) (string, error) {
+	n := strconv.FormatUint(uint64(uid), 10)
+	name, err := lookup(uid)
+	var unknown user.UnknownUserIdError
+	switch {
+	case errors.As(err, &unknown):
+	case err != nil:
+		return "", fmt.Errorf("%w: %w", engine.Errorf(engine.CodeIdentityUnavailable,
+			"the user database could not say who uid %s is, and uid %s has no actor yet, so this request got no decision; send it again with the same Idempotency-Key", n, n), err)
+	case engine.ValidateActor("unix-"+name) == nil:
+		return "unix-" + name, nil
 	}
-	return engine.Principal{Actor: actor, Admin: uid == 0 || int64(uid) == int64(daemonUID)}
+	return "uid-" + n, nil
 }
 
 // InAdminGroup reports whether a socket peer is a member of one of the
@@ -97,6 +130,8 @@ func InAdminGroup(cred peercred.Cred, adminGIDs []uint32) bool {
 	return false
 }
 
+// lookupUsername asks the system's user database (os/user) for the name
+// of uid.
 func lookupUsername(uid uint32) (string, error) {
 	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
 	if err != nil {
@@ -116,7 +151,7 @@ func (s *Server) principal(r *http.Request) (engine.Principal, error) {
 			infoOf(r).err = c.peerErr
 			return engine.Principal{}, engine.Errorf(engine.CodeUnauthenticated, "the peer credentials of this socket connection could not be read")
 		}
-		return c.peer, nil
+		return s.socketPrincipal(r.Context(), c)
 	}
 	token, err := bearerToken(r.Header.Get("Authorization"))
 	if err != nil {
@@ -126,6 +161,24 @@ func (s *Server) principal(r *http.Request) (engine.Principal, error) {
 		return s.eng.SessionPrincipal(r.Context(), token)
 	}
 	return s.eng.Authenticate(r.Context(), token)
+}
+
+// socketPrincipal returns the principal of the socket connection c: its
+// uid's actor (SocketActor), read on the connection's first request that
+// needs it and kept for the later ones, which then need neither the store
+// nor the user database; a failure is not kept, so the next request tries
+// again.
+func (s *Server) socketPrincipal(ctx context.Context, c *connInfo) (engine.Principal, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.actor == "" {
+		actor, err := SocketActor(ctx, s.eng, c.uid, s.lookupUsername)
+		if err != nil {
+			return engine.Principal{}, err
+		}
+		c.actor = actor
+	}
+	return engine.Principal{Actor: c.actor, Admin: c.admin}, nil
 }
 
 // bearerToken returns the credential of an Authorization header of the

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -78,8 +79,8 @@ func LoginURL(base, code string) string {
 }
 
 // OwnerActor returns the actor of the user uid on the Unix socket
-// (unix-<username>, or uid-<n>): the daemon uses it for the login link it
-// prints for its owner at start.
-func OwnerActor(uid int) string {
-	return SocketPrincipal(uint32(uid), uid, lookupUsername).Actor
+// (SocketActor, with the system's user database): the daemon uses it for
+// the login link it prints for its owner at start.
+func OwnerActor(ctx context.Context, eng *engine.Engine, uid int) (string, error) {
+	return SocketActor(ctx, eng, uint32(uid), lookupUsername)
 }

@@ -543,14 +543,16 @@ func TestOpenAPIMatchesStoreUnavailable(t *testing.T) {
 	tr.do("DELETE "+api.PathCurrentSession, call{via: "rss_x", method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusServiceUnavailable)
 }
 
-// socketUnavailable is what each route answers on the socket, where the
-// peer is known without the store, when the store cannot serve.
+// socketUnavailable is what each route answers on the socket when the
+// store cannot serve: the peer's uid is known without the store, but its
+// actor is not (it is bound in the store), so every route that needs the
+// actor answers 503 too.
 var socketUnavailable = map[string]int{
 	"GET /healthz":                          http.StatusOK,
 	"GET /livez":                            http.StatusOK,
 	"GET /readyz":                           http.StatusServiceUnavailable,
 	"GET /metrics":                          http.StatusOK,
-	"GET /api/v1/whoami":                    http.StatusOK,
+	"GET /api/v1/whoami":                    http.StatusServiceUnavailable,
 	"GET /api/v1/workshops":                 http.StatusServiceUnavailable,
 	"GET /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
 	"PUT /api/v1/workshops/{id}":            http.StatusServiceUnavailable,

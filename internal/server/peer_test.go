@@ -77,15 +77,18 @@ func TestSocketPeerIsNotAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("peer client: %v\n%s", err, out)
 	}
-	want := server.SocketPrincipal(uid, 0, func(uid uint32) (string, error) {
+	want, err := server.SocketActorName(uid, func(uid uint32) (string, error) {
 		u, err := user.LookupId(strconv.Itoa(int(uid)))
 		if err != nil {
 			return "", err
 		}
 		return u.Username, nil
 	})
-	if got := strings.TrimSpace(string(out)); got != want.Actor+" false "+engine.CodeForbidden {
-		t.Errorf("peer client said %q, want %q", got, want.Actor+" false "+engine.CodeForbidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != want+" false "+engine.CodeForbidden {
+		t.Errorf("peer client said %q, want %q", got, want+" false "+engine.CodeForbidden)
 	}
 }
 

@@ -115,7 +115,7 @@ func TestStoreUnavailableAnswers(t *testing.T) {
 				r = httptest.NewRequest(rq.method, rq.path, nil)
 			}
 			r.Header.Set(api.HeaderIdempotencyKey, key)
-			conn := &connInfo{socket: true, peer: engine.Principal{Actor: "alice"}}
+			conn := &connInfo{socket: true, actor: "alice"}
 			if !rq.socket {
 				conn = &connInfo{}
 				r.Header.Set("Authorization", "Bearer "+engine.TokenPrefix+"not-in-any-cache")

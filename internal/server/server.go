@@ -48,6 +48,11 @@ type Config struct {
 	// AdminGIDs are groups whose members are admins on the socket
 	// (InAdminGroup). Nil means none.
 	AdminGIDs []uint32
+	// LookupUsername names a socket peer's uid the first time it is seen,
+	// for the actor it is bound to (SocketActorName); it reports a uid
+	// without a name with user.UnknownUserIdError. Nil means the system's
+	// user database (os/user).
+	LookupUsername func(uid uint32) (string, error)
 	// AllowedHosts adds Host names accepted on loopback TCP listeners.
 	AllowedHosts []string
 	// Faults, if set, is the fault injection of a daemon started with
@@ -81,6 +86,7 @@ type Server struct {
 	metrics        *Metrics
 	daemonUID      int
 	adminGIDs      []uint32
+	lookupUsername func(uid uint32) (string, error)
 	allowedHosts   map[string]bool
 	faultInjection Faults
 	backupFn       Backup
@@ -108,6 +114,7 @@ func New(cfg Config) *Server {
 		metrics:        cfg.Metrics,
 		daemonUID:      cfg.DaemonUID,
 		adminGIDs:      cfg.AdminGIDs,
+		lookupUsername: cfg.LookupUsername,
 		allowedHosts:   map[string]bool{},
 		faultInjection: cfg.Faults,
 		backupFn:       cfg.Backup,
@@ -123,6 +130,9 @@ func New(cfg Config) *Server {
 	}
 	if s.headerTimeout <= 0 {
 		s.headerTimeout = ReadHeaderTimeout
+	}
+	if s.lookupUsername == nil {
+		s.lookupUsername = lookupUsername
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
+	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,36 +35,47 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 	}
 }
 
-func TestSocketPrincipal(t *testing.T) {
-	names := map[uint32]string{0: "root", 1000: "alice", 1001: "Bob.Smith", 1002: strings.Repeat("x", 40)}
+// TestSocketActorName names a uid seen for the first time: unix-<name>
+// when the user database names it with a name that makes an actor name,
+// uid-<n> when it has no such user or a name that makes none, and
+// identity_unavailable (with the cause for the log) when the lookup fails
+// any other way.
+func TestSocketActorName(t *testing.T) {
+	down := errors.New("ldap: server unreachable")
+	names := map[uint32]string{0: "root", 1000: "alice", 1001: "Bob.Smith", 1002: strings.Repeat("x", 36), 1003: strings.Repeat("x", 37)}
 	lookup := func(uid uint32) (string, error) {
+		if uid == 5000 {
+			return "", down
+		}
 		if n, ok := names[uid]; ok {
 			return n, nil
 		}
-		return "", os.ErrNotExist
+		return "", user.UnknownUserIdError(int(uid))
 	}
-	tests := []struct {
-		uid       uint32
-		daemonUID int
-		want      engine.Principal
+	for _, tt := range []struct {
+		uid  uint32
+		want string
 	}{
-		{0, 1000, engine.Principal{Actor: "unix-root", Admin: true}},
-		{1000, 1000, engine.Principal{Actor: "unix-alice", Admin: true}},
-		{1000, 0, engine.Principal{Actor: "unix-alice", Admin: false}},
-		{1001, 0, engine.Principal{Actor: "uid-1001"}}, // Not a valid actor name.
-		{1002, 0, engine.Principal{Actor: "uid-1002"}}, // Too long with the prefix.
-		{4242, 0, engine.Principal{Actor: "uid-4242"}}, // No name.
-	}
-	for _, tt := range tests {
-		if got := server.SocketPrincipal(tt.uid, tt.daemonUID, lookup); got != tt.want {
-			t.Errorf("SocketPrincipal(%d, %d) = %+v, want %+v", tt.uid, tt.daemonUID, got, tt.want)
+		{0, "unix-root"},
+		{1000, "unix-alice"},
+		{1001, "uid-1001"},                        // Not a valid actor name.
+		{1002, "unix-" + strings.Repeat("x", 36)}, // The longest actor name.
+		{1003, "uid-1003"},                        // Too long with the prefix.
+		{4242, "uid-4242"},                        // No such user.
+	} {
+		if got, err := server.SocketActorName(tt.uid, lookup); got != tt.want || err != nil {
+			t.Errorf("SocketActorName(%d) = %q, %v; want %q", tt.uid, got, err, tt.want)
 		}
+	}
+	got, err := server.SocketActorName(5000, lookup)
+	if got != "" || engine.ErrorCode(err) != engine.CodeIdentityUnavailable || !errors.Is(err, down) || strings.Contains(engine.ErrorMessage(err), down.Error()) {
+		t.Errorf("SocketActorName with a failing user database = %q, %v; want %s, the cause in the chain but not in the message", got, err, engine.CodeIdentityUnavailable)
 	}
 }
 
 func TestHealthAndIdentity(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
-	wantSocket := server.SocketPrincipal(uint32(os.Getuid()), os.Getuid(), func(uint32) (string, error) { return "", os.ErrNotExist })
+	wantSocket := engine.Principal{Actor: "uid-" + strconv.Itoa(os.Getuid()), Admin: true}
 
 	for _, via := range []string{viaSocket, viaNoToken} {
 		resp, body := send(t, h, call{via: via, method: http.MethodGet, path: "/healthz"})

@@ -24,7 +24,22 @@ func RunAsNobody(t *testing.T, run string, env ...string) {
 	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
-	// The test binary may sit in a directory only root can enter.
+	bin := CopyTestBinary(t, dir)
+	cmd := exec.Command(bin, "-test.run="+run, "-test.v")
+	cmd.Dir = dir
+	cmd.Env = append([]string{"TMPDIR=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: ForeignUID, Gid: ForeignUID}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: ") || strings.Contains(string(out), "--- SKIP") {
+		t.Fatalf("as uid %d: %v\n%s", ForeignUID, err, out)
+	}
+}
+
+// CopyTestBinary copies the running test binary into dir (mode 0755) and
+// returns the copy's path. The test binary may sit in a directory only its
+// owner can enter; the copy runs as any user who may enter dir.
+func CopyTestBinary(t testing.TB, dir string) string {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -37,12 +52,5 @@ func RunAsNobody(t *testing.T, run string, env ...string) {
 	if err := os.WriteFile(bin, raw, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run="+run, "-test.v")
-	cmd.Dir = dir
-	cmd.Env = append([]string{"TMPDIR=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: ForeignUID, Gid: ForeignUID}}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: ") || strings.Contains(string(out), "--- SKIP") {
-		t.Fatalf("as uid %d: %v\n%s", ForeignUID, err, out)
-	}
+	return bin
 }

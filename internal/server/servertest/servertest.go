@@ -46,6 +46,9 @@ type Options struct {
 	// fail the test, naming the request, the status and the validator's
 	// findings, at each one that departs from it.
 	CheckOpenAPI bool
+	// LookupUsername, if set, names socket peers' uids instead of the
+	// system's user database (server.Config.LookupUsername).
+	LookupUsername func(uid uint32) (string, error)
 }
 
 // Harness is a running server and its parts.
@@ -82,6 +85,8 @@ func Start(tb testing.TB, opts Options) *Harness {
 		DaemonUID:    os.Getuid(),
 		AllowedHosts: opts.AllowedHosts,
 		Backup:       store.Backup,
+
+		LookupUsername: opts.LookupUsername,
 	}
 	var engStore engine.Store = store
 	if opts.FaultInjection {
