@@ -152,6 +152,10 @@ type Problem struct {
 	Status int    `json:"status"`
 	Code   string `json:"code"`
 	Detail string `json:"detail,omitempty"`
+	// Reason is set on the problem of an item of an atomic batch refused
+	// as a whole: why the item was not reserved (engine.RefusalReasons, or
+	// the code of the item's own refusal).
+	Reason string `json:"reason,omitempty"`
 }
 
 // BatchAnswer is the body of the answer to POST /api/v1/batches: 200 with

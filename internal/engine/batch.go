@@ -38,7 +38,27 @@ type BatchItemResult struct {
 	Key     OperationKey
 	Outcome Outcome
 	Err     error
+	// Reason is set on every item of an atomic batch refused as a whole
+	// that is answered with a refusal (Err): why this item was not
+	// reserved, as a word a client can act on. See RefusalReason.
+	Reason string
 }
+
+// The reasons an item of an atomic batch refused as a whole was not
+// reserved, besides the code of a refusal of its own (unknown_workshop,
+// request_contract, operation_conflict, …): too few places were left for
+// it; it could have been reserved, and another item refused the batch; or
+// it was not decided, because another item refused the batch before any
+// item was decided.
+const (
+	ReasonUnavailable      = StatusUnavailable
+	ReasonOtherItemRefused = "other_item_refused"
+	ReasonNotDecided       = "not_decided"
+)
+
+// RefusalReasons lists every reason word an item of a refused atomic batch
+// may carry that is not an error code.
+var RefusalReasons = []string{ReasonUnavailable, ReasonOtherItemRefused, ReasonNotDecided}
 
 // batchKey marks the context of a batch's store write with its number of
 // items.
@@ -232,17 +252,18 @@ func refused(res BatchResult, entries []BatchEntry) BatchResult {
 		switch {
 		case it.Outcome.Replayed && it.Err == nil:
 		case repeated && ErrorCode(it.Err) == CodeOperationConflict:
-			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeOperationConflict, "item %d has the operation key of item %d with another payload; a different operation needs a new operation key", i+1, earlier+1)}
+			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeOperationConflict, "item %d has the operation key of item %d with another payload; a different operation needs a new operation key", i+1, earlier+1), Reason: CodeOperationConflict}
 		case it.Err != nil:
+			it.Reason = ErrorCode(it.Err)
 		default:
-			detail := "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
+			reason, detail := ReasonNotDecided, "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
 			switch it.Outcome.Answer.Status {
 			case StatusReserved:
-				detail = "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored"
+				reason, detail = ReasonOtherItemRefused, "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored"
 			case StatusUnavailable:
-				detail = "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
+				reason, detail = ReasonUnavailable, "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
 			}
-			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeBatchRefused, "%s", detail)}
+			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeBatchRefused, "%s", detail), Reason: reason}
 		}
 	}
 	res.Refused = true

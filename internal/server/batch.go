@@ -74,12 +74,14 @@ func appendBatchAnswer(b []byte, a api.BatchAnswer) []byte {
 }
 
 // batchResultOf is one item's result as the single reservation would
-// answer it: the answer and its status, or the problem of its refusal.
+// answer it: the answer and its status, or the problem of its refusal,
+// which for an item of an atomic batch refused as a whole names its reason.
 func batchResultOf(it engine.BatchItemResult) api.BatchResult {
 	if it.Err != nil {
 		code := engine.ErrorCode(it.Err)
 		status := StatusOf(code)
-		return api.BatchResult{Key: string(it.Key), Status: status, Body: problemJSON(status, code, problemDetail(it.Err))}
+		body := problemJSONWith(api.Problem{Status: status, Code: code, Detail: problemDetail(it.Err), Reason: it.Reason})
+		return api.BatchResult{Key: string(it.Key), Status: status, Body: body}
 	}
 	a := it.Outcome.Answer
 	return api.BatchResult{Key: string(it.Key), Status: StatusOfAnswer(a), Replayed: it.Outcome.Replayed, Body: a.JSON()}

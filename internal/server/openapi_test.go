@@ -30,6 +30,9 @@ type openAPIDoc struct {
 					Code struct {
 						Enum []string `yaml:"enum"`
 					} `yaml:"code"`
+					Reason struct {
+						Description string `yaml:"description"`
+					} `yaml:"reason"`
 				} `yaml:"properties"`
 			} `yaml:"Problem"`
 		} `yaml:"schemas"`
@@ -96,6 +99,17 @@ func TestOpenAPIErrorCodesAreTheEngines(t *testing.T) {
 	for code, status := range doc.Codes {
 		if StatusOf(code) != status {
 			t.Errorf("x-reserve-codes: %s is %d, but the server answers %d", code, status, StatusOf(code))
+		}
+	}
+}
+
+// TestOpenAPIRefusalReasonsAreTheEngines checks that the reason member of a
+// refused atomic batch's items documents every reason word of the engine.
+func TestOpenAPIRefusalReasonsAreTheEngines(t *testing.T) {
+	desc := loadOpenAPI(t).Components.Schemas.Problem.Properties.Reason.Description
+	for _, reason := range engine.RefusalReasons {
+		if !strings.Contains(desc, reason) {
+			t.Errorf("Problem.reason does not document the reason %q: %q", reason, desc)
 		}
 	}
 }

@@ -96,7 +96,13 @@ func problemDetail(err error) string {
 
 // problemJSON is the JSON of an RFC 9457 problem detail with a stable code.
 func problemJSON(status int, code, detail string) []byte {
-	body, _ := json.Marshal(api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	return problemJSONWith(api.Problem{Status: status, Code: code, Detail: detail})
+}
+
+// problemJSONWith is the JSON of p with its type and title filled in.
+func problemJSONWith(p api.Problem) []byte {
+	p.Type, p.Title = "about:blank", http.StatusText(p.Status)
+	body, _ := json.Marshal(p)
 	return body
 }
 
