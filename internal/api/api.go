@@ -71,72 +71,24 @@ func ReleasePath(id string) string { return HoldPath(id) + "/release" }
 // OperationPath returns the path of the receipt of operation key.
 func OperationPath(key engine.OperationKey) string { return PathOperations + "/" + string(key) }
 
-// statusByAnswer is the one table from the (kind, status) of an
-// authoritative answer to the HTTP status it is sent with: 201 Created and
-// 409 Conflict for a reservation, a hold and a confirmation, 200 OK and 409
-// Conflict for a cancellation and a release.
-var statusByAnswer = map[answerKey]int{
-	{engine.OperationReserve, engine.StatusReserved}:         201,
-	{engine.OperationReserve, engine.StatusUnavailable}:      409,
-	{engine.OperationCancel, engine.StatusCancelled}:         200,
-	{engine.OperationCancel, engine.StatusAlreadyCancelled}:  409,
-	{engine.OperationHold, engine.StatusHeld}:                201,
-	{engine.OperationHold, engine.StatusUnavailable}:         409,
-	{engine.OperationConfirm, engine.StatusReserved}:         201,
-	{engine.OperationConfirm, engine.StatusExpired}:          409,
-	{engine.OperationConfirm, engine.StatusReleased}:         409,
-	{engine.OperationConfirm, engine.StatusAlreadyConfirmed}: 409,
-	{engine.OperationRelease, engine.StatusReleased}:         200,
-	{engine.OperationRelease, engine.StatusExpired}:          409,
-	{engine.OperationRelease, engine.StatusAlreadyConfirmed}: 409,
-	{engine.OperationRelease, engine.StatusAlreadyReleased}:  409,
-}
-
-type answerKey struct {
-	kind   engine.OperationKind
-	status string
+// statusByEffect is the HTTP status each effect of an authoritative answer
+// (engine.Answers) is sent with: 201 Created for an answer that made a
+// reservation or a hold, 200 OK for one that changed what was there (a
+// cancellation, a release), 409 Conflict for a decided refusal.
+var statusByEffect = map[engine.Effect]int{
+	engine.EffectMade:    201,
+	engine.EffectChanged: 200,
+	engine.EffectRefused: 409,
 }
 
 // StatusOfAnswer returns the HTTP status of an answer of kind with status,
 // and 0 for a (kind, status) that is not an answer.
 func StatusOfAnswer(kind engine.OperationKind, status string) int {
-	return statusByAnswer[answerKey{kind, status}]
-}
-
-// AnswerMembers says which members an answer's body carries beside
-// "status", "workshop" and "quantity", which every answer has.
-type AnswerMembers struct {
-	ReservationID bool // "reservation_id": the reservation made or cancelled.
-	HoldID        bool // "hold_id": the hold made, confirmed or released.
-	ExpiresAt     bool // "expires_at": the deadline of the hold made.
-}
-
-// MembersOfAnswer returns the members of the body of an answer of kind with
-// status: a reservation id in every answer that made a reservation
-// (reserved) and in every answer to a cancellation, a hold id in the
-// answer that made a hold (held) and in every answer to a confirmation or
-// a release, and a deadline only with the hold made.
-func MembersOfAnswer(kind engine.OperationKind, status string) AnswerMembers {
-	held := kind == engine.OperationHold && status == engine.StatusHeld
-	return AnswerMembers{
-		ReservationID: status == engine.StatusReserved || kind == engine.OperationCancel,
-		HoldID:        held || kind == engine.OperationConfirm || kind == engine.OperationRelease,
-		ExpiresAt:     held,
+	spec, ok := engine.SpecOf(kind, status)
+	if !ok {
+		return 0
 	}
-}
-
-// Names returns the names of every member of such a body.
-func (m AnswerMembers) Names() []string {
-	names := []string{"status", "workshop", "quantity"}
-	for _, o := range []struct {
-		has  bool
-		name string
-	}{{m.ReservationID, "reservation_id"}, {m.HoldID, "hold_id"}, {m.ExpiresAt, "expires_at"}} {
-		if o.has {
-			names = append(names, o.name)
-		}
-	}
-	return names
+	return statusByEffect[spec.Effect]
 }
 
 // OutcomeRejected is the outcome of a decided refusal (a problem answer

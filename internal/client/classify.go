@@ -52,15 +52,16 @@ func Releasing(id string) Operation {
 
 // answers reports whether a, decoded from body and sent with HTTP status,
 // is the answer to op: of op's kind, with the status that answer is sent
-// with, with exactly the members of that answer (api.MembersOfAnswer), ids
+// with, with exactly the members of that answer (engine.Answers), ids
 // of the right form, and about op's request: the same workshop and
 // quantity for a reserve or a hold, the same reservation for a cancel, the
 // same hold for a confirm or a release.
 func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
-	if api.StatusOfAnswer(op.Kind, a.Status) != status {
+	spec, ok := engine.SpecOf(op.Kind, a.Status)
+	if !ok || api.StatusOfAnswer(op.Kind, a.Status) != status {
 		return false
 	}
-	m := api.MembersOfAnswer(op.Kind, a.Status)
+	m := spec.Members
 	if !hasMembers(body, m.Names()) {
 		return false
 	}

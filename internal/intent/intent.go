@@ -475,9 +475,9 @@ func (o *Outcome) validate(kind engine.OperationKind) error {
 	case o.Status == StatusRejected && (o.HTTPStatus < 400 || o.HTTPStatus > 499):
 		return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
 	}
-	var members api.AnswerMembers
-	if o.Status != StatusRejected {
-		members = api.MembersOfAnswer(kind, string(o.Status))
+	var members engine.AnswerMembers
+	if spec, ok := engine.SpecOf(kind, string(o.Status)); ok {
+		members = spec.Members
 	}
 	switch {
 	case members.ReservationID && !engine.IsReservationID(o.ReservationID):
@@ -496,17 +496,10 @@ func (o *Outcome) validate(kind engine.OperationKind) error {
 	return nil
 }
 
-// allStatuses are the status words of every answer, in the order in which
-// statusesOf lists them.
-var allStatuses = []string{
-	engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
-	engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased,
-}
-
 // statusesOf lists, quoted, the statuses an intent of kind can settle on.
 func statusesOf(kind engine.OperationKind) []string {
 	var quoted []string
-	for _, s := range allStatuses {
+	for _, s := range engine.AnswerStatuses() {
 		if api.StatusOfAnswer(kind, s) != 0 {
 			quoted = append(quoted, strconv.Quote(s))
 		}

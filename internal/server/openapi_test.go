@@ -133,12 +133,6 @@ var answerKinds = map[string]engine.OperationKind{
 	"POST /api/v1/holds/{id}/release":       engine.OperationRelease,
 }
 
-// answerStatuses are the status words of every answer.
-var answerStatuses = []string{
-	engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
-	engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased,
-}
-
 // TestOpenAPIDescribesEveryAnswer checks that, for every route of an
 // idempotent operation, docs/openapi.yaml describes every answer the
 // server sends there: a JSON response under the answer's HTTP status whose
@@ -157,7 +151,7 @@ func TestOpenAPIDescribesEveryAnswer(t *testing.T) {
 		method, path, _ := strings.Cut(route, " ")
 		responses, _ := dig(doc, "paths", path, strings.ToLower(method), "responses").(map[string]any)
 		n := 0
-		for _, status := range answerStatuses {
+		for _, status := range engine.AnswerStatuses() {
 			code := api.StatusOfAnswer(kind, status)
 			if code == 0 {
 				continue

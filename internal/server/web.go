@@ -18,6 +18,7 @@ func (s *Server) webRoutes() []route {
 	return []route{
 		{"GET /{$}", anyone, s.asset("index.html")},
 		{"GET /app.js", anyone, s.asset("app.js")},
+		{"GET /answers.js", anyone, s.asset("answers.js")},
 		{"GET /style.css", anyone, s.asset("style.css")},
 		{"GET /favicon.svg", anyone, s.asset("favicon.svg")},
 		{"GET " + api.PathLogin, anyone, s.loginPage},

@@ -105,6 +105,7 @@ func TestWebAssetsOnTCP(t *testing.T) {
 	for path, ctype := range map[string]string{
 		"/":            "text/html; charset=utf-8",
 		"/app.js":      "text/javascript; charset=utf-8",
+		"/answers.js":  "text/javascript; charset=utf-8",
 		"/style.css":   "text/css; charset=utf-8",
 		"/favicon.svg": "image/svg+xml",
 	} {
