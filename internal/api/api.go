@@ -91,12 +91,6 @@ func StatusOfAnswer(kind engine.OperationKind, status string) int {
 	return statusByEffect[spec.Effect]
 }
 
-// OutcomeRejected is the outcome of a decided refusal (a problem answer
-// that retrying with the same key cannot change), beside the status words
-// of the answers: the same word in the daemon's request log and metrics, in
-// reservectl's state file, import plan and --json output.
-const OutcomeRejected = "rejected"
-
 // Problem is an RFC 9457 problem detail with reserve's stable code member.
 type Problem struct {
 	Type   string `json:"type"`

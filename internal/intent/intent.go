@@ -124,10 +124,10 @@ type Status string
 const (
 	// StatusRejected is an authoritative refusal: any decided 4xx problem
 	// (conflict, request contract, unknown workshop, authentication).
-	StatusRejected Status = api.OutcomeRejected
+	StatusRejected Status = engine.OutcomeRejected
 	// StatusOpen is an operation without an authoritative answer: never
 	// sent, or sent without one. It is never recorded as an outcome.
-	StatusOpen Status = "unknown"
+	StatusOpen Status = engine.OutcomeUnknown
 )
 
 // Record is where one operation stands: the operation key (a lowercase

@@ -40,7 +40,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, who engine.Princi
 	status := http.StatusOK
 	if res.Refused {
 		answer.Status, status = engine.CodeBatchRefused, http.StatusConflict
-		info.outcome, info.code = "rejected", engine.CodeBatchRefused
+		info.outcome, info.code = engine.OutcomeRejected, engine.CodeBatchRefused
 	}
 	body = appendBatchAnswer(make([]byte, 0, 64+len(answer.Results)*192), answer)
 	w.Header().Set("Content-Type", api.MediaJSON)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
 )
@@ -43,13 +42,13 @@ func (i *requestInfo) outcomeOf(status int) string {
 	case i.outcome != "":
 		return i.outcome
 	case status >= 500:
-		return "error"
+		return engine.OutcomeError
 	case i.code == engine.CodeOperationConflict:
-		return "conflict"
+		return engine.OutcomeConflict
 	case status >= 400:
-		return api.OutcomeRejected
+		return engine.OutcomeRejected
 	}
-	return "ok"
+	return engine.OutcomeOK
 }
 
 // statusWriter remembers the status an answer was sent with. An answer

@@ -49,10 +49,10 @@ func (s *Server) writeOutcome(w http.ResponseWriter, info *requestInfo, out engi
 	a := out.Answer
 	switch {
 	case out.Replayed:
-		info.outcome = "replayed"
+		info.outcome = engine.OutcomeReplayed
 		w.Header().Set(api.HeaderReplayed, "true")
 	case a.Status == engine.StatusReserved:
-		info.outcome = "created"
+		info.outcome = engine.OutcomeCreated
 	default:
 		info.outcome = a.Status
 	}
