@@ -190,23 +190,6 @@ func TestErrorHelpers(t *testing.T) {
 	}
 }
 
-func TestTruncateKeepsCharactersWhole(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"abc", 5, "abc"},
-		{"abcdef", 3, "abc…"},
-		{"aéb", 2, "a…"}, // é is two bytes: cutting inside it would break UTF-8.
-		{"ééé", 3, "é…"},
-	} {
-		if got := engine.Truncate(c.in, c.n); got != c.want {
-			t.Errorf("Truncate(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
-		}
-	}
-}
-
 // TestDecodeEmptyObject: the body of a confirmation or release is exactly
 // {}, and a member in it is refused by saying so.
 func TestDecodeEmptyObject(t *testing.T) {

@@ -1,6 +1,6 @@
 package engine
 
-import "unicode/utf8"
+import "github.com/reserve/reserve/internal/clip"
 
 // OperationKey is the client's random UUIDv4 for one business intent, in its
 // lowercase canonical form. The zero value is not a valid key.
@@ -68,13 +68,5 @@ func isLowerHex(c byte) bool {
 func truncate(s string, n int) string { return Truncate(s, n) }
 
 // Truncate shortens s to at most n bytes, cut at a character boundary and
-// marked with "…", for quoting client input in messages.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+// marked with "…", for quoting client input in messages (clip.Text).
+func Truncate(s string, n int) string { return clip.Text(s, n) }
