@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // Header names and media types of the API.
@@ -214,9 +215,9 @@ type TokenRequest struct {
 // "actor" is required, "admin" is optional and false by default.
 func DecodeTokenRequest(body []byte) (TokenRequest, error) {
 	var r TokenRequest
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("actor", true, engine.ValidateActor, &r.Actor),
-		engine.BoolMember("admin", false, &r.Admin),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("actor", true, engine.ValidateActor, &r.Actor),
+		strictjson.BoolMember("admin", false, &r.Admin),
 	})
 	return r, err
 }
@@ -249,10 +250,10 @@ type Fault struct {
 // required for delay_response and refused for the other faults.
 func DecodeFault(body []byte) (Fault, error) {
 	var f Fault
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("fault", true, validateFault, &f.Fault),
-		engine.IntMember("count", false, 1, 1000, &f.Count),
-		engine.IntMember("delay_ms", false, 1, MaxFaultDelayMS, &f.DelayMS),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("fault", true, validateFault, &f.Fault),
+		strictjson.IntMember("count", false, 1, 1000, &f.Count),
+		strictjson.IntMember("delay_ms", false, 1, MaxFaultDelayMS, &f.DelayMS),
 	})
 	if err != nil {
 		return Fault{}, err

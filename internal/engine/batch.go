@@ -9,6 +9,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // MaxBatchItems bounds the items of one batch.
@@ -313,29 +315,29 @@ func DecodeBatch(body []byte) (atomic bool, entries []BatchEntry, err error) {
 // any, …) it reports false and decodeBatchTokens decides and words the
 // error. FuzzDecodeBatch checks that the two agree.
 func decodeBatchPlain(body []byte) (atomic bool, entries []BatchEntry, ok bool) {
-	i := skipSpace(body, 0)
+	i := strictjson.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return false, nil, false
 	}
 	var sawAtomic, sawItems bool
 	for first := true; ; first = false {
-		i = skipSpace(body, i+1)
+		i = strictjson.SkipSpace(body, i+1)
 		if first && i < len(body) && body[i] == '}' {
 			return false, nil, false // No items: the token path words it.
 		}
-		name, next, ok := plainString(body, i)
+		name, next, ok := strictjson.PlainString(body, i)
 		if !ok {
 			return false, nil, false
 		}
-		i = skipSpace(body, next)
+		i = strictjson.SkipSpace(body, next)
 		if i >= len(body) || body[i] != ':' {
 			return false, nil, false
 		}
-		i = skipSpace(body, i+1)
+		i = strictjson.SkipSpace(body, i+1)
 		switch {
 		case name == "atomic" && !sawAtomic:
 			sawAtomic = true
-			val, next, ok := plainValue(body, i)
+			val, next, ok := strictjson.PlainValue(body, i)
 			b, isBool := val.(bool)
 			if !ok || !isBool {
 				return false, nil, false
@@ -349,7 +351,7 @@ func decodeBatchPlain(body []byte) (atomic bool, entries []BatchEntry, ok bool) 
 		default:
 			return false, nil, false
 		}
-		i = skipSpace(body, i)
+		i = strictjson.SkipSpace(body, i)
 		if i >= len(body) {
 			return false, nil, false
 		}
@@ -360,7 +362,7 @@ func decodeBatchPlain(body []byte) (atomic bool, entries []BatchEntry, ok bool) 
 			return false, nil, false
 		}
 	}
-	if !sawItems || skipSpace(body, i+1) != len(body) {
+	if !sawItems || strictjson.SkipSpace(body, i+1) != len(body) {
 		return false, nil, false
 	}
 	return atomic, entries, true
@@ -375,7 +377,7 @@ func plainItems(body []byte, i int) ([]BatchEntry, int, bool) {
 	}
 	entries := make([]BatchEntry, 0, 16)
 	for {
-		i = skipSpace(body, i+1)
+		i = strictjson.SkipSpace(body, i+1)
 		if len(entries) == MaxBatchItems || i >= len(body) || body[i] != '{' {
 			return nil, i, false
 		}
@@ -385,12 +387,12 @@ func plainItems(body []byte, i int) ([]BatchEntry, int, bool) {
 		}
 		var en BatchEntry
 		var key string
-		if !decodePlain(body[i:end], itemMembers(&key, &en.Request)) {
+		if !strictjson.DecodePlain(body[i:end], itemMembers(&key, &en.Request)) {
 			return nil, i, false
 		}
 		en.Key = OperationKey(key)
 		entries = append(entries, en)
-		i = skipSpace(body, end)
+		i = strictjson.SkipSpace(body, end)
 		if i >= len(body) {
 			return nil, i, false
 		}
@@ -445,7 +447,7 @@ func plainStringEnd(b []byte, i int) int {
 func itemError(n int, raw []byte, err error) (OperationKey, error) {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(raw, &members) != nil {
-		if i := skipSpace(raw, 0); i < len(raw) && raw[i] != '{' {
+		if i := strictjson.SkipSpace(raw, 0); i < len(raw) && raw[i] != '{' {
 			return "", Errorf(CodeRequestContract, "item %d must be a JSON object", n)
 		}
 		return "", Errorf(CodeRequestContract, "item %d: %s", n, ErrorMessage(err))
@@ -462,11 +464,11 @@ func itemError(n int, raw []byte, err error) (OperationKey, error) {
 }
 
 // itemMembers are the members of one item of a batch.
-func itemMembers(key *string, req *Request) []Member {
-	return []Member{
-		StringMember("key", true, nil, key),
-		StringMember("workshop", true, ValidateWorkshopID, &req.Workshop),
-		IntMember("quantity", true, 1, maxQuantity, &req.Quantity),
+func itemMembers(key *string, req *Request) []strictjson.Member {
+	return []strictjson.Member{
+		strictjson.StringMember("key", true, nil, key),
+		strictjson.StringMember("workshop", true, ValidateWorkshopID, &req.Workshop),
+		strictjson.IntMember("quantity", true, 1, maxQuantity, &req.Quantity),
 	}
 }
 
@@ -480,7 +482,7 @@ func decodeBatchTokens(body []byte) (atomic bool, entries []BatchEntry, err erro
 		return false, nil, contractSyntax(err, "body must be one JSON object")
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return false, nil, Errorf(CodeRequestContract, "body must be one JSON object, not %s", describeToken(tok))
+		return false, nil, Errorf(CodeRequestContract, "body must be one JSON object, not %s", strictjson.Describe(tok))
 	}
 	var sawAtomic, sawItems bool
 	for dec.More() {
@@ -500,7 +502,7 @@ func decodeBatchTokens(body []byte) (atomic bool, entries []BatchEntry, err erro
 			}
 			b, ok := val.(bool)
 			if !ok {
-				return false, nil, Errorf(CodeRequestContract, "member \"atomic\" must be true or false, not %s", describeToken(val))
+				return false, nil, Errorf(CodeRequestContract, "member \"atomic\" must be true or false, not %s", strictjson.Describe(val))
 			}
 			atomic = b
 		case "items":
@@ -522,7 +524,7 @@ func decodeBatchTokens(body []byte) (atomic bool, entries []BatchEntry, err erro
 		if err != nil {
 			return false, nil, contractSyntax(err, "unexpected data after the JSON object")
 		}
-		return false, nil, Errorf(CodeRequestContract, "unexpected data after the JSON object: %s", describeToken(tok))
+		return false, nil, Errorf(CodeRequestContract, "unexpected data after the JSON object: %s", strictjson.Describe(tok))
 	}
 	if !sawItems {
 		return false, nil, Errorf(CodeRequestContract, "member \"items\" is missing")
@@ -541,7 +543,7 @@ func decodeItems(dec *json.Decoder) ([]BatchEntry, error) {
 		return nil, contractSyntax(err, "malformed value for member \"items\"")
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, Errorf(CodeRequestContract, "member \"items\" must be an array, not %s", describeToken(tok))
+		return nil, Errorf(CodeRequestContract, "member \"items\" must be an array, not %s", strictjson.Describe(tok))
 	}
 	var entries []BatchEntry
 	for dec.More() {
@@ -554,7 +556,7 @@ func decodeItems(dec *json.Decoder) ([]BatchEntry, error) {
 		}
 		var en BatchEntry
 		var key string
-		err := DecodeStrict(raw, itemMembers(&key, &en.Request))
+		err := decodeStrict(raw, itemMembers(&key, &en.Request))
 		en.Key = OperationKey(key)
 		if err != nil {
 			en.Key, en.Invalid = itemError(len(entries)+1, raw, err)
@@ -565,4 +567,9 @@ func decodeItems(dec *json.Decoder) ([]BatchEntry, error) {
 		return nil, contractSyntax(err, "malformed value for member \"items\"")
 	}
 	return entries, nil
+}
+
+// contractSyntax is strictjson.SyntaxError as a CodeRequestContract error.
+func contractSyntax(err error, what string) error {
+	return Errorf(CodeRequestContract, "%s", strictjson.SyntaxError(err, what))
 }

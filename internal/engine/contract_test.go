@@ -24,30 +24,6 @@ func TestDecodeRequestAccepts(t *testing.T) {
 	}
 }
 
-// TestDecodeStrictFastPath makes sure the bodies clients send take the fast
-// path (FuzzDecodeStrictPaths checks that it agrees with the token decoder),
-// and that escapes, fractions and errors leave it.
-func TestDecodeStrictFastPath(t *testing.T) {
-	for body, plain := range map[string]bool{
-		`{"workshop":"go-basics","quantity":2}`:                       true,
-		" \n\t{ \"quantity\" : 2 , \"workshop\" : \"go-basics\" } \n": true,
-		`{"\u0077orkshop":"go-basics","quantity":2}`:                  false,
-		`{"workshop":"go-basics","quantity":2.0}`:                     false,
-		`{"workshop":"go-basics","quantity":0}`:                       false,
-		`{"workshop":"go-basics"}`:                                    false,
-		`{"workshop":"go-basics","quantity":2,"quantity":2}`:          false,
-	} {
-		var r engine.Request
-		members := []engine.Member{
-			engine.StringMember("workshop", true, engine.ValidateWorkshopID, &r.Workshop),
-			engine.IntMember("quantity", true, 1, 10, &r.Quantity),
-		}
-		if got := engine.DecodePlain([]byte(body), members); got != plain {
-			t.Errorf("fast path for %s = %v, want %v", body, got, plain)
-		}
-	}
-}
-
 func TestDecodeRequestRejects(t *testing.T) {
 	cases := []struct {
 		body, mention string

@@ -1,9 +1,10 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // Principal is an authenticated caller: the actor the server derived from the
@@ -52,28 +53,13 @@ type WorkshopSpec struct {
 // same strict rules as reservation bodies.
 func DecodeWorkshopSpec(body []byte) (WorkshopSpec, error) {
 	var s WorkshopSpec
-	err := DecodeStrict(body, []Member{
-		IntMember("capacity", true, 0, maxQuantity, &s.Capacity),
-		IntMember("max_quantity", false, 1, maxQuantity, &s.MaxQuantity),
-		StringMember("title", false, validateTitle, &s.Title),
-		optionalBool(BoolMember("hidden", false, new(bool)), &s.Hidden),
+	err := decodeStrict(body, []strictjson.Member{
+		strictjson.IntMember("capacity", true, 0, maxQuantity, &s.Capacity),
+		strictjson.IntMember("max_quantity", false, 1, maxQuantity, &s.MaxQuantity),
+		strictjson.StringMember("title", false, validateTitle, &s.Title),
+		strictjson.OptionalBoolMember("hidden", &s.Hidden),
 	})
 	return s, err
-}
-
-// optionalBool makes m, a BoolMember, also point *dst at its value when the
-// member is present, so that an absent member stays nil.
-func optionalBool(m Member, dst **bool) Member {
-	set := m.set
-	m.set = func(tok json.Token) error {
-		if err := set(tok); err != nil {
-			return err
-		}
-		b := tok.(bool)
-		*dst = &b
-		return nil
-	}
-	return m
 }
 
 func validateTitle(t string) error {

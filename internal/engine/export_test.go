@@ -1,12 +1,5 @@
 package engine
 
-// DecodeTokens and DecodePlain expose the two paths of DecodeStrict to the
-// differential fuzz test.
-var (
-	DecodeTokens = decodeTokens
-	DecodePlain  = decodePlain
-)
-
 // DecodeBatchTokens and DecodeBatchPlain expose the two paths of
 // DecodeBatch to FuzzDecodeBatch.
 var (

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // The bounds of a hold's time to live, in seconds.
@@ -74,10 +76,10 @@ type HoldRequest struct {
 // MaxHoldTTLSeconds).
 func DecodeHoldRequest(body []byte) (HoldRequest, error) {
 	var r HoldRequest
-	err := DecodeStrict(body, []Member{
-		StringMember("workshop", true, ValidateWorkshopID, &r.Workshop),
-		IntMember("quantity", true, 1, maxQuantity, &r.Quantity),
-		IntMember("ttl_seconds", true, MinHoldTTLSeconds, MaxHoldTTLSeconds, &r.TTLSeconds),
+	err := decodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("workshop", true, ValidateWorkshopID, &r.Workshop),
+		strictjson.IntMember("quantity", true, 1, maxQuantity, &r.Quantity),
+		strictjson.IntMember("ttl_seconds", true, MinHoldTTLSeconds, MaxHoldTTLSeconds, &r.TTLSeconds),
 	})
 	return r, err
 }
@@ -96,7 +98,7 @@ func (r HoldRequest) Validate() error {
 
 // DecodeEmptyObject checks the body of a confirmation or release: exactly
 // the empty JSON object.
-func DecodeEmptyObject(body []byte) error { return DecodeStrict(body, nil) }
+func DecodeEmptyObject(body []byte) error { return decodeStrict(body, nil) }
 
 // IsHoldID reports whether id has the form of a hold id (the form of a
 // reservation id).

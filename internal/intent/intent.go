@@ -13,6 +13,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // SchemaVersion is the version of the state file's record that this package
@@ -79,8 +80,8 @@ type CancelRequest struct {
 // DecodeCancelRequest decodes a CancelRequest strictly.
 func DecodeCancelRequest(payload []byte) (CancelRequest, error) {
 	var c CancelRequest
-	err := engine.DecodeStrict(payload, []engine.Member{
-		engine.StringMember("reservation_id", true, validReservationID, &c.ReservationID),
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("reservation_id", true, validReservationID, &c.ReservationID),
 	})
 	return c, err
 }
@@ -102,8 +103,8 @@ type HoldRef struct {
 // DecodeHoldRef decodes a HoldRef strictly.
 func DecodeHoldRef(payload []byte) (HoldRef, error) {
 	var h HoldRef
-	err := engine.DecodeStrict(payload, []engine.Member{
-		engine.StringMember("hold_id", true, validHoldID, &h.HoldID),
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("hold_id", true, validHoldID, &h.HoldID),
 	})
 	return h, err
 }
