@@ -173,7 +173,7 @@ func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 		strictjson.StringMember("reservation_id", false, nil, &a.ReservationID),
 		strictjson.StringMember("hold_id", false, nil, &a.HoldID),
 		strictjson.StringMember("workshop", true, nil, &a.Workshop),
-		strictjson.IntMember("quantity", true, 1, maxQuantity, &a.Quantity),
+		strictjson.IntMember("quantity", true, 1, MaxQuantity, &a.Quantity),
 		strictjson.TimeMember("expires_at", false, &a.ExpiresAt),
 	})
 	if err != nil {

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"fmt"
-
-	"github.com/reserve/reserve/internal/strictjson"
-)
+import "fmt"
 
 // Request is the typed payload of one reservation intent. Exactly these two
 // members make up the request contract and the fingerprint.
@@ -13,34 +9,22 @@ type Request struct {
 	Quantity int    `json:"quantity"`
 }
 
-// DecodeRequest decodes a reservation body under the strict request contract:
-// exactly one JSON object with exactly the members "workshop" (a workshop id)
-// and "quantity" (a JSON integer literal of at least 1), in any order. Every
-// violation is a CodeRequestContract error whose message names the member.
-func DecodeRequest(body []byte) (Request, error) {
-	var r Request
-	err := decodeStrict(body, []strictjson.Member{
-		strictjson.StringMember("workshop", true, ValidateWorkshopID, &r.Workshop),
-		strictjson.IntMember("quantity", true, 1, maxQuantity, &r.Quantity),
-	})
-	return r, err
-}
-
 // Validate checks a Request built in code (not decoded) against the same
-// rules DecodeRequest applies, so every front end refuses the same payloads.
+// rules the request contract applies to a decoded one (api.DecodeRequest),
+// so every front end refuses the same payloads.
 func (r Request) Validate() error {
 	if err := ValidateWorkshopID(r.Workshop); err != nil {
 		return Errorf(CodeRequestContract, "member \"workshop\" %s", err)
 	}
-	if r.Quantity < 1 || r.Quantity > maxQuantity {
-		return Errorf(CodeRequestContract, "member \"quantity\" must be an integer from 1 to %d", maxQuantity)
+	if r.Quantity < 1 || r.Quantity > MaxQuantity {
+		return Errorf(CodeRequestContract, "member \"quantity\" must be an integer from 1 to %d", MaxQuantity)
 	}
 	return nil
 }
 
-// maxQuantity bounds quantities, capacities and max_quantity so that counter
+// MaxQuantity bounds quantities, capacities and max_quantity so that counter
 // arithmetic can never overflow.
-const maxQuantity = 1_000_000_000
+const MaxQuantity = 1_000_000_000
 
 // ValidateWorkshopID checks that id matches ^[a-z][a-z0-9-]{1,40}$. The error
 // text completes the sentence `member "workshop" …`.

@@ -3,8 +3,6 @@ package engine
 import (
 	"errors"
 	"time"
-
-	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // Principal is an authenticated caller: the actor the server derived from the
@@ -49,20 +47,9 @@ type WorkshopSpec struct {
 	Hidden      *bool  `json:"hidden,omitempty"`
 }
 
-// DecodeWorkshopSpec decodes the body of PUT /api/v1/workshops/{id} with the
-// same strict rules as reservation bodies.
-func DecodeWorkshopSpec(body []byte) (WorkshopSpec, error) {
-	var s WorkshopSpec
-	err := decodeStrict(body, []strictjson.Member{
-		strictjson.IntMember("capacity", true, 0, maxQuantity, &s.Capacity),
-		strictjson.IntMember("max_quantity", false, 1, maxQuantity, &s.MaxQuantity),
-		strictjson.StringMember("title", false, validateTitle, &s.Title),
-		strictjson.OptionalBoolMember("hidden", &s.Hidden),
-	})
-	return s, err
-}
-
-func validateTitle(t string) error {
+// ValidateTitle checks a workshop's title: at most 200 bytes of printable
+// text. The error text completes the sentence `member "title" …`.
+func ValidateTitle(t string) error {
 	if len(t) > 200 {
 		return errTitle
 	}

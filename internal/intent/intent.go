@@ -51,7 +51,7 @@ const (
 // with its constructor.
 var kinds = map[engine.OperationKind]func(in *Intent) error{
 	KindReserve: func(in *Intent) (err error) {
-		in.request, err = engine.DecodeRequest(in.Payload)
+		in.request, err = api.DecodeRequest(in.Payload)
 		return err
 	},
 	KindCancel: func(in *Intent) (err error) {
@@ -59,7 +59,7 @@ var kinds = map[engine.OperationKind]func(in *Intent) error{
 		return err
 	},
 	KindHold: func(in *Intent) (err error) {
-		in.hold, err = engine.DecodeHoldRequest(in.Payload)
+		in.hold, err = api.DecodeHoldRequest(in.Payload)
 		return err
 	},
 	KindConfirm: decodeHoldRef,

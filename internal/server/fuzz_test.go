@@ -71,7 +71,7 @@ func FuzzReserveHandler(f *testing.F) {
 			t.Fatalf("answer %d %s: neither an outcome nor a refusal", resp.StatusCode, answer)
 		}
 		_, keyErr := engine.ParseOperationKey(key)
-		_, bodyErr := engine.DecodeRequest(body)
+		_, bodyErr := api.DecodeRequest(body)
 		mt, _, _ := mime.ParseMediaType(contentType)
 		invalid := !authenticated || keyErr != nil || bodyErr != nil || mt != api.MediaJSON || len(body) > api.MaxBodyBytes || len(header.Values(api.HeaderIdempotencyKey)) != 1
 		if invalid && resp.StatusCode < 400 {

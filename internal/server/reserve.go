@@ -12,7 +12,7 @@ import (
 
 // reserve is POST /api/v1/reservations, the idempotent operation.
 func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	return serveOperation(s, w, r, engine.DecodeRequest, func(ctx context.Context, key engine.OperationKey, req engine.Request) (engine.Outcome, error) {
+	return serveOperation(s, w, r, api.DecodeRequest, func(ctx context.Context, key engine.OperationKey, req engine.Request) (engine.Outcome, error) {
 		return s.eng.Reserve(ctx, who.Actor, key, req)
 	})
 }
