@@ -9,30 +9,6 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-func TestParseOperationKey(t *testing.T) {
-	const key = "f47ac10b-58cc-4372-a567-0e02b2c3d479"
-	for _, raw := range []string{key, `"` + key + `"`} {
-		got, err := engine.ParseOperationKey(raw)
-		if err != nil || got != key {
-			t.Errorf("ParseOperationKey(%q) = %q, %v; want %q", raw, got, err, key)
-		}
-	}
-	if _, err := engine.ParseOperationKey(""); engine.ErrorCode(err) != engine.CodeMissingIdempotencyKey {
-		t.Errorf("empty key: %v", err)
-	}
-	for _, raw := range []string{
-		`""`, `"`, "F47AC10B-58CC-4372-A567-0E02B2C3D479", "f47ac10b-58cc-1372-a567-0e02b2c3d479",
-		"f47ac10b-58cc-4372-c567-0e02b2c3d479", "f47ac10b58cc4372a5670e02b2c3d479",
-		"{f47ac10b-58cc-4372-a567-0e02b2c3d479}", "f47ac10b-58cc-4372-a567-0e02b2c3d47", key + "0",
-		`"` + key, key + `"`, `'` + key + `'`, " " + key, "f47ac10b-58cc-4372-a567-0e02b2c3d47g",
-		"urn:uuid:" + key, "00000000-0000-0000-0000-000000000000",
-	} {
-		if _, err := engine.ParseOperationKey(raw); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
-			t.Errorf("ParseOperationKey(%q) error = %v, want %s", raw, err, engine.CodeInvalidIdempotencyKey)
-		}
-	}
-}
-
 func TestFingerprint(t *testing.T) {
 	a := engine.Fingerprint(engine.Request{Workshop: "go-basics", Quantity: 1})
 	if len(a) != 64 || a != engine.Fingerprint(engine.Request{Workshop: "go-basics", Quantity: 1}) {

@@ -6,26 +6,6 @@ import "github.com/reserve/reserve/internal/clip"
 // lowercase canonical form. The zero value is not a valid key.
 type OperationKey string
 
-// ParseOperationKey parses the value of an Idempotency-Key header. It accepts
-// a lowercase canonical UUIDv4 either bare or as a structured-field string
-// (the IETF draft's form, `"…"`); both forms give the same key. An empty value
-// is CodeMissingIdempotencyKey; anything else that is not such a UUID is
-// CodeInvalidIdempotencyKey. Uppercase hex is refused rather than folded, so
-// that one intent has exactly one spelling.
-func ParseOperationKey(raw string) (OperationKey, error) {
-	if raw == "" {
-		return "", Errorf(CodeMissingIdempotencyKey, "the Idempotency-Key header is required: send a random UUIDv4 that you keep for every retry of this reservation")
-	}
-	s := raw
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = s[1 : len(s)-1]
-	}
-	if !isCanonicalUUIDv4(s) {
-		return "", Errorf(CodeInvalidIdempotencyKey, "Idempotency-Key %q is not a lowercase canonical UUIDv4 (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx)", truncate(raw, 80))
-	}
-	return OperationKey(s), nil
-}
-
 // IsOperationKey reports whether k has the form of an operation key: a
 // lowercase canonical UUIDv4, without the quotes a header may add.
 func IsOperationKey(k OperationKey) bool { return isCanonicalUUIDv4(string(k)) }

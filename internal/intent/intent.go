@@ -425,7 +425,7 @@ func (in *Intent) validate(saved bool) error {
 	if in.Key == "" {
 		return errors.New("member \"operation\" is missing")
 	}
-	if k, err := engine.ParseOperationKey(string(in.Key)); err != nil || k != in.Key {
+	if !engine.IsOperationKey(in.Key) {
 		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv4", in.Key)
 	}
 	if len(in.Payload) == 0 {

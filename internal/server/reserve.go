@@ -96,5 +96,5 @@ func operationKeyHeader(h http.Header) (engine.OperationKey, error) {
 	if len(values) == 1 {
 		raw = values[0]
 	}
-	return engine.ParseOperationKey(raw)
+	return api.ParseOperationKey(raw)
 }

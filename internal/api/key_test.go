@@ -1,11 +1,36 @@
-package engine_test
+package api_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
+
+func TestParseOperationKey(t *testing.T) {
+	const key = "f47ac10b-58cc-4372-a567-0e02b2c3d479"
+	for _, raw := range []string{key, `"` + key + `"`} {
+		got, err := api.ParseOperationKey(raw)
+		if err != nil || got != key {
+			t.Errorf("ParseOperationKey(%q) = %q, %v; want %q", raw, got, err, key)
+		}
+	}
+	if _, err := api.ParseOperationKey(""); engine.ErrorCode(err) != engine.CodeMissingIdempotencyKey {
+		t.Errorf("empty key: %v", err)
+	}
+	for _, raw := range []string{
+		`""`, `"`, "F47AC10B-58CC-4372-A567-0E02B2C3D479", "f47ac10b-58cc-1372-a567-0e02b2c3d479",
+		"f47ac10b-58cc-4372-c567-0e02b2c3d479", "f47ac10b58cc4372a5670e02b2c3d479",
+		"{f47ac10b-58cc-4372-a567-0e02b2c3d479}", "f47ac10b-58cc-4372-a567-0e02b2c3d47", key + "0",
+		`"` + key, key + `"`, `'` + key + `'`, " " + key, "f47ac10b-58cc-4372-a567-0e02b2c3d47g",
+		"urn:uuid:" + key, "00000000-0000-0000-0000-000000000000",
+	} {
+		if _, err := api.ParseOperationKey(raw); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
+			t.Errorf("ParseOperationKey(%q) error = %v, want %s", raw, err, engine.CodeInvalidIdempotencyKey)
+		}
+	}
+}
 
 // FuzzParseOperationKey feeds arbitrary Idempotency-Key values to the key
 // parser. It must never panic; an accepted key is the lowercase canonical
@@ -26,7 +51,7 @@ func FuzzParseOperationKey(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		key, err := engine.ParseOperationKey(raw)
+		key, err := api.ParseOperationKey(raw)
 		if err != nil {
 			switch code := engine.ErrorCode(err); {
 			case raw == "" && code == engine.CodeMissingIdempotencyKey:
@@ -52,7 +77,7 @@ func FuzzParseOperationKey(f *testing.F) {
 				t.Fatalf("ParseOperationKey(%q) = %q: character %d is %q", raw, key, i, c)
 			}
 		}
-		if again, err := engine.ParseOperationKey(`"` + s + `"`); err != nil || again != key {
+		if again, err := api.ParseOperationKey(`"` + s + `"`); err != nil || again != key {
 			t.Fatalf("the quoted form of %q parses to %q, %v", key, again, err)
 		}
 	})
