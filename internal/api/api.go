@@ -1,10 +1,14 @@
 // Package api holds the wire contract of reserve's HTTP API v1 that the
-// server writes and the client reads: header names, media types, paths and
-// the JSON bodies that are not already engine types. Keeping them here means
-// they exist once, not once per side.
+// server writes and the client reads: header names, media types, paths,
+// the JSON bodies that are not already engine types, the strict decoders of
+// every request body (the CLI's journal decodes its stored payloads with
+// them too), the Idempotency-Key header's parser, and the error codes of
+// the refusals only the HTTP edge makes, with the one rule of which codes
+// leave a request undecided. Keeping them here means they exist once, not
+// once per side.
 //
-// It may import package engine; it must not import net/http, the server, the
-// client or any command tree.
+// It may import packages engine and strictjson; it must not import
+// net/http, the server, the client or any command tree.
 package api
 
 import (
@@ -211,7 +215,7 @@ type TokenRequest struct {
 	Admin bool   `json:"admin"`
 }
 
-// DecodeTokenRequest decodes a TokenRequest with the engine's strict rules:
+// DecodeTokenRequest decodes a TokenRequest with the strict rules:
 // "actor" is required, "admin" is optional and false by default.
 func DecodeTokenRequest(body []byte) (TokenRequest, error) {
 	var r TokenRequest

@@ -173,7 +173,7 @@ func itemError(n int, raw []byte, err error) (engine.OperationKey, error) {
 	}
 	k, ok := members["key"]
 	if !ok {
-		return "", engine.Errorf(engine.CodeMissingIdempotencyKey, "item %d has no member \"key\": every item needs an operation key of its own, a lowercase canonical UUIDv4", n)
+		return "", engine.Errorf(CodeMissingIdempotencyKey, "item %d has no member \"key\": every item needs an operation key of its own, a lowercase canonical UUIDv4", n)
 	}
 	var key string
 	if json.Unmarshal(k, &key) != nil || !engine.IsOperationKey(engine.OperationKey(key)) {

@@ -11,7 +11,7 @@ import "github.com/reserve/reserve/internal/engine"
 // that one intent has exactly one spelling.
 func ParseOperationKey(raw string) (engine.OperationKey, error) {
 	if raw == "" {
-		return "", engine.Errorf(engine.CodeMissingIdempotencyKey, "the Idempotency-Key header is required: send a random UUIDv4 that you keep for every retry of this reservation")
+		return "", engine.Errorf(CodeMissingIdempotencyKey, "the Idempotency-Key header is required: send a random UUIDv4 that you keep for every retry of this reservation")
 	}
 	s := raw
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {

@@ -16,7 +16,7 @@ func TestParseOperationKey(t *testing.T) {
 			t.Errorf("ParseOperationKey(%q) = %q, %v; want %q", raw, got, err, key)
 		}
 	}
-	if _, err := api.ParseOperationKey(""); engine.ErrorCode(err) != engine.CodeMissingIdempotencyKey {
+	if _, err := api.ParseOperationKey(""); engine.ErrorCode(err) != api.CodeMissingIdempotencyKey {
 		t.Errorf("empty key: %v", err)
 	}
 	for _, raw := range []string{
@@ -54,7 +54,7 @@ func FuzzParseOperationKey(f *testing.F) {
 		key, err := api.ParseOperationKey(raw)
 		if err != nil {
 			switch code := engine.ErrorCode(err); {
-			case raw == "" && code == engine.CodeMissingIdempotencyKey:
+			case raw == "" && code == api.CodeMissingIdempotencyKey:
 			case raw != "" && code == engine.CodeInvalidIdempotencyKey:
 			default:
 				t.Fatalf("ParseOperationKey(%q) failed with code %s: %v", raw, code, err)
