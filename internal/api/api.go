@@ -1,10 +1,14 @@
 // Package api holds the wire contract of reserve's HTTP API v1 that the
-// server writes and the client reads: header names, media types, paths and
-// the JSON bodies that are not already engine types. Keeping them here means
-// they exist once, not once per side.
+// server writes and the client reads: header names, media types, paths,
+// the JSON bodies that are not already engine types, the strict decoders of
+// every request body (the CLI's journal decodes its stored payloads with
+// them too), the Idempotency-Key header's parser, and the error codes of
+// the refusals only the HTTP edge makes, with the one rule of which codes
+// leave a request undecided. Keeping them here means they exist once, not
+// once per side.
 //
-// It may import package engine; it must not import net/http, the server, the
-// client or any command tree.
+// It may import packages engine and strictjson; it must not import
+// net/http, the server, the client or any command tree.
 package api
 
 import (
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // Header names and media types of the API.
@@ -204,13 +209,13 @@ type TokenRequest struct {
 	Admin bool   `json:"admin"`
 }
 
-// DecodeTokenRequest decodes a TokenRequest with the engine's strict rules:
+// DecodeTokenRequest decodes a TokenRequest with the strict rules:
 // "actor" is required, "admin" is optional and false by default.
 func DecodeTokenRequest(body []byte) (TokenRequest, error) {
 	var r TokenRequest
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("actor", true, engine.ValidateActor, &r.Actor),
-		engine.BoolMember("admin", false, &r.Admin),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("actor", true, engine.ValidateActor, &r.Actor),
+		strictjson.BoolMember("admin", false, &r.Admin),
 	})
 	return r, err
 }
@@ -243,10 +248,10 @@ type Fault struct {
 // required for delay_response and refused for the other faults.
 func DecodeFault(body []byte) (Fault, error) {
 	var f Fault
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("fault", true, validateFault, &f.Fault),
-		engine.IntMember("count", false, 1, 1000, &f.Count),
-		engine.IntMember("delay_ms", false, 1, MaxFaultDelayMS, &f.DelayMS),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("fault", true, validateFault, &f.Fault),
+		strictjson.IntMember("count", false, 1, 1000, &f.Count),
+		strictjson.IntMember("delay_ms", false, 1, MaxFaultDelayMS, &f.DelayMS),
 	})
 	if err != nil {
 		return Fault{}, err

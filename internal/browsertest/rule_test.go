@@ -82,7 +82,7 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 			}
 		}
 	}
-	for _, code := range engine.Codes {
+	for _, code := range api.Codes {
 		bodies = append(bodies, `{"type":"about:blank","status":409,"code":"`+code+`","detail":"d"}`)
 	}
 	type check struct {

@@ -137,7 +137,7 @@ type Result struct {
 // Classify is the one rule of every Go client for what an answer to op
 // means: a JSON answer of op's kind, with its HTTP status, about exactly
 // op's request, is authoritative; a problem with a code is a decided
-// refusal unless its code is undecided (engine.Undecided: body_incomplete,
+// refusal unless its code is undecided (api.Undecided: body_incomplete,
 // store_unavailable, internal) or its status is not a refusal (not a 4xx,
 // or 408 or 429, whatever its code); anything else is undecided.
 // reply.Replayed is kept only on an answer.
@@ -182,7 +182,7 @@ func problemOf(body []byte) *engine.Error {
 // decides its request; status 0 means the status is not known, and the
 // code alone decides then.
 func decides(status int, code string) bool {
-	if engine.Undecided(code) {
+	if api.Undecided(code) {
 		return false
 	}
 	return status == 0 || (status >= 400 && status < 500 && status != 408 && status != 429)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"time"
+
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // The status words of authoritative answers.
@@ -166,18 +168,27 @@ func (a Answer) Verbatim() bool { return a.isVerbatim }
 // CodeRequestContract.
 func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 	a := Answer{Kind: kind}
-	err := DecodeStrict(body, []Member{
-		StringMember("status", true, func(s string) error { return checkStatus(kind, s) }, &a.Status),
-		StringMember("reservation_id", false, nil, &a.ReservationID),
-		StringMember("hold_id", false, nil, &a.HoldID),
-		StringMember("workshop", true, nil, &a.Workshop),
-		IntMember("quantity", true, 1, maxQuantity, &a.Quantity),
-		TimeMember("expires_at", false, &a.ExpiresAt),
+	err := decodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("status", true, func(s string) error { return checkStatus(kind, s) }, &a.Status),
+		strictjson.StringMember("reservation_id", false, nil, &a.ReservationID),
+		strictjson.StringMember("hold_id", false, nil, &a.HoldID),
+		strictjson.StringMember("workshop", true, nil, &a.Workshop),
+		strictjson.IntMember("quantity", true, 1, MaxQuantity, &a.Quantity),
+		strictjson.TimeMember("expires_at", false, &a.ExpiresAt),
 	})
 	if err != nil {
 		return Answer{}, err
 	}
 	return a, nil
+}
+
+// decodeStrict is strictjson.Decode with its refusal as a
+// CodeRequestContract error with the same message.
+func decodeStrict(body []byte, members []strictjson.Member) error {
+	if err := strictjson.Decode(body, members); err != nil {
+		return Errorf(CodeRequestContract, "%s", err)
+	}
+	return nil
 }
 
 // checkStatus reports a status that kind does not answer with.

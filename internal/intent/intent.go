@@ -13,6 +13,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // SchemaVersion is the version of the state file's record that this package
@@ -50,7 +51,7 @@ const (
 // with its constructor.
 var kinds = map[engine.OperationKind]func(in *Intent) error{
 	KindReserve: func(in *Intent) (err error) {
-		in.request, err = engine.DecodeRequest(in.Payload)
+		in.request, err = api.DecodeRequest(in.Payload)
 		return err
 	},
 	KindCancel: func(in *Intent) (err error) {
@@ -58,7 +59,7 @@ var kinds = map[engine.OperationKind]func(in *Intent) error{
 		return err
 	},
 	KindHold: func(in *Intent) (err error) {
-		in.hold, err = engine.DecodeHoldRequest(in.Payload)
+		in.hold, err = api.DecodeHoldRequest(in.Payload)
 		return err
 	},
 	KindConfirm: decodeHoldRef,
@@ -79,8 +80,8 @@ type CancelRequest struct {
 // DecodeCancelRequest decodes a CancelRequest strictly.
 func DecodeCancelRequest(payload []byte) (CancelRequest, error) {
 	var c CancelRequest
-	err := engine.DecodeStrict(payload, []engine.Member{
-		engine.StringMember("reservation_id", true, validReservationID, &c.ReservationID),
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("reservation_id", true, validReservationID, &c.ReservationID),
 	})
 	return c, err
 }
@@ -102,8 +103,8 @@ type HoldRef struct {
 // DecodeHoldRef decodes a HoldRef strictly.
 func DecodeHoldRef(payload []byte) (HoldRef, error) {
 	var h HoldRef
-	err := engine.DecodeStrict(payload, []engine.Member{
-		engine.StringMember("hold_id", true, validHoldID, &h.HoldID),
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("hold_id", true, validHoldID, &h.HoldID),
 	})
 	return h, err
 }
@@ -424,7 +425,7 @@ func (in *Intent) validate(saved bool) error {
 	if in.Key == "" {
 		return errors.New("member \"operation\" is missing")
 	}
-	if k, err := engine.ParseOperationKey(string(in.Key)); err != nil || k != in.Key {
+	if !engine.IsOperationKey(in.Key) {
 		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv4", in.Key)
 	}
 	if len(in.Payload) == 0 {

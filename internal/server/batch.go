@@ -22,7 +22,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, who engine.Princi
 	if err != nil {
 		return err
 	}
-	atomic, entries, err := engine.DecodeBatch(body)
+	atomic, entries, err := api.DecodeBatch(body)
 	if err != nil {
 		return err
 	}

@@ -181,9 +181,9 @@ func TestBatchWholeProblems(t *testing.T) {
 	}
 	big := `{"items":[` + strings.Repeat(item()+",", api.MaxBatchBytes/len(item())) + item() + `]}`
 	resp, raw := send(t, h, batchCall(h.Alice, big))
-	wantProblem(t, resp, raw, http.StatusRequestEntityTooLarge, engine.CodeBodyTooLarge)
+	wantProblem(t, resp, raw, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
 	resp, raw = send(t, h, call{via: h.Alice, method: http.MethodPost, path: api.PathBatches, header: http.Header{"Content-Type": {"text/plain"}}, body: `{"items":[` + item() + `]}`})
-	wantProblem(t, resp, raw, http.StatusUnsupportedMediaType, engine.CodeUnsupportedMediaType)
+	wantProblem(t, resp, raw, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
 	resp, raw = send(t, h, batchCall(viaNoToken, `{"items":[`+item()+`]}`))
 	wantProblem(t, resp, raw, http.StatusUnauthorized, engine.CodeUnauthenticated)
 	if n := reserved(t, h, servertest.Workshop); n != 0 {
@@ -224,7 +224,7 @@ func TestBatchItemChecksInOrder(t *testing.T) {
 		code   string
 		detail string
 	}{
-		{400, engine.CodeMissingIdempotencyKey, `item 1 has no member "key"`},
+		{400, api.CodeMissingIdempotencyKey, `item 1 has no member "key"`},
 		{400, engine.CodeInvalidIdempotencyKey, `item 2: member "key" must be`},
 		{422, engine.CodeRequestContract, "item 3 must be a JSON object"},
 		{422, engine.CodeRequestContract, `item 4: member "quantity" must be`},

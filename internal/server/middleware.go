@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
 )
@@ -195,7 +196,7 @@ func checkFraming(next http.Handler) http.Handler {
 		var fe *framing.Error
 		switch {
 		case errors.As(err, &fe) && fe.Kind == framing.ErrBadFraming:
-			fail(w, r, engine.Errorf(engine.CodeBadFraming, "%s (nothing was decided)", fe.Reason))
+			fail(w, r, engine.Errorf(api.CodeBadFraming, "%s (nothing was decided)", fe.Reason))
 		case errors.Is(err, framing.ErrHeaderTooLarge):
 			// The answer net/http gives to a header block it refuses
 			// itself, so that every one gets the same.

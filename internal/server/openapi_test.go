@@ -86,15 +86,15 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 }
 
 // TestOpenAPIErrorCodesAreTheEngines checks that the documented codes are
-// exactly engine.Codes, each with the status of the one table.
+// exactly api.Codes, each with the status of the one table.
 func TestOpenAPIErrorCodesAreTheEngines(t *testing.T) {
 	doc := loadOpenAPI(t)
-	want := slices.Sorted(slices.Values(engine.Codes))
+	want := slices.Sorted(slices.Values(api.Codes))
 	if got := slices.Sorted(slices.Values(doc.Components.Schemas.Problem.Properties.Code.Enum)); !slices.Equal(got, want) {
-		t.Errorf("Problem.code enum = %v, want engine.Codes %v", got, want)
+		t.Errorf("Problem.code enum = %v, want api.Codes %v", got, want)
 	}
 	if got := slices.Sorted(maps.Keys(doc.Codes)); !slices.Equal(got, want) {
-		t.Errorf("x-reserve-codes = %v, want engine.Codes %v", got, want)
+		t.Errorf("x-reserve-codes = %v, want api.Codes %v", got, want)
 	}
 	for code, status := range doc.Codes {
 		if StatusOf(code) != status {

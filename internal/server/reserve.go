@@ -12,7 +12,7 @@ import (
 
 // reserve is POST /api/v1/reservations, the idempotent operation.
 func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	return serveOperation(s, w, r, engine.DecodeRequest, func(ctx context.Context, key engine.OperationKey, req engine.Request) (engine.Outcome, error) {
+	return serveOperation(s, w, r, api.DecodeRequest, func(ctx context.Context, key engine.OperationKey, req engine.Request) (engine.Outcome, error) {
 		return s.eng.Reserve(ctx, who.Actor, key, req)
 	})
 }
@@ -96,5 +96,5 @@ func operationKeyHeader(h http.Header) (engine.OperationKey, error) {
 	if len(values) == 1 {
 		raw = values[0]
 	}
-	return engine.ParseOperationKey(raw)
+	return api.ParseOperationKey(raw)
 }

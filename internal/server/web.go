@@ -46,7 +46,7 @@ func (s *Server) asset(name string) handlerFunc {
 // sessions belong to the TCP listener.
 func tcpOnly(r *http.Request) error {
 	if connOf(r.Context()).socket {
-		return engine.Errorf(engine.CodeNotFound, "the browser form is served on the TCP listener, not on the Unix socket")
+		return engine.Errorf(api.CodeNotFound, "the browser form is served on the TCP listener, not on the Unix socket")
 	}
 	return nil
 }
