@@ -85,6 +85,7 @@ install -D -m 0644 -t "$root/usr/share/zsh/vendor-completions" "$work"/docs/comp
 install -D -m 0644 -t "$root/usr/share/fish/vendor_completions.d" "$work"/docs/completions/fish/*
 install -D -m 0644 -t "$root/lib/systemd/system" dist/systemd/reserved.service dist/systemd/reserved.socket dist/systemd/reserved-tcp.socket
 install -D -m 0644 -t "$root/usr/share/doc/reserve" README.md
+install -D -m 0644 -t "$root/usr/share/doc/reserve/docs" docs/*.md
 
 install -d "$root/DEBIAN"
 for script in postinst prerm postrm; do

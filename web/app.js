@@ -695,32 +695,9 @@
     await refresh(); // Availability has changed, whatever the answer says.
   }
 
-  // ANSWERS lists, for each kind of operation the page sends, its
-  // authoritative answers: the HTTP status each is sent with and exactly
-  // the members of its body. A body with any other member, or with that
-  // status word under another HTTP status, is not the documented answer.
-  const ANSWERS = {
-    reserve: {
-      reserved: [201, "quantity,reservation_id,status,workshop"],
-      unavailable: [409, "quantity,status,workshop"],
-    },
-    cancel: {
-      cancelled: [200, "quantity,reservation_id,status,workshop"],
-      already_cancelled: [409, "quantity,reservation_id,status,workshop"],
-    },
-    confirm: {
-      reserved: [201, "hold_id,quantity,reservation_id,status,workshop"],
-      expired: [409, "hold_id,quantity,status,workshop"],
-      released: [409, "hold_id,quantity,status,workshop"],
-      already_confirmed: [409, "hold_id,quantity,status,workshop"],
-    },
-    release: {
-      released: [200, "hold_id,quantity,status,workshop"],
-      expired: [409, "hold_id,quantity,status,workshop"],
-      already_confirmed: [409, "hold_id,quantity,status,workshop"],
-      already_released: [409, "hold_id,quantity,status,workshop"],
-    },
-  };
+  // ANSWERS (answers.js, generated from the engine's table) lists, for
+  // each kind of operation, its authoritative answers: the HTTP status each
+  // is sent with and exactly the members of its body.
 
   // answerBody returns the body of r when it is one of kind's answers, sent
   // with its HTTP status, with exactly that answer's members and ids of the

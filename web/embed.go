@@ -9,6 +9,8 @@ package web
 import "embed"
 
 // Assets are the files of the form, served from the root of the listener.
+// answers.js is generated from the engine's table of answers.
 //
-//go:embed index.html app.js style.css favicon.svg
+//go:generate go run ../internal/tools/genanswers -o answers.js
+//go:embed index.html app.js answers.js style.css favicon.svg
 var Assets embed.FS

@@ -1,10 +1,14 @@
 // Package api holds the wire contract of reserve's HTTP API v1 that the
-// server writes and the client reads: header names, media types, paths and
-// the JSON bodies that are not already engine types. Keeping them here means
-// they exist once, not once per side.
+// server writes and the client reads: header names, media types, paths,
+// the JSON bodies that are not already engine types, the strict decoders of
+// every request body (the CLI's journal decodes its stored payloads with
+// them too), the Idempotency-Key header's parser, and the error codes of
+// the refusals only the HTTP edge makes, with the one rule of which codes
+// leave a request undecided. Keeping them here means they exist once, not
+// once per side.
 //
-// It may import package engine; it must not import net/http, the server, the
-// client or any command tree.
+// It may import packages engine and strictjson; it must not import
+// net/http, the server, the client or any command tree.
 package api
 
 import (
@@ -13,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // Header names and media types of the API.
@@ -71,79 +76,25 @@ func ReleasePath(id string) string { return HoldPath(id) + "/release" }
 // OperationPath returns the path of the receipt of operation key.
 func OperationPath(key engine.OperationKey) string { return PathOperations + "/" + string(key) }
 
-// statusByAnswer is the one table from the (kind, status) of an
-// authoritative answer to the HTTP status it is sent with: 201 Created and
-// 409 Conflict for a reservation, a hold and a confirmation, 200 OK and 409
-// Conflict for a cancellation and a release.
-var statusByAnswer = map[answerKey]int{
-	{engine.OperationReserve, engine.StatusReserved}:         201,
-	{engine.OperationReserve, engine.StatusUnavailable}:      409,
-	{engine.OperationCancel, engine.StatusCancelled}:         200,
-	{engine.OperationCancel, engine.StatusAlreadyCancelled}:  409,
-	{engine.OperationHold, engine.StatusHeld}:                201,
-	{engine.OperationHold, engine.StatusUnavailable}:         409,
-	{engine.OperationConfirm, engine.StatusReserved}:         201,
-	{engine.OperationConfirm, engine.StatusExpired}:          409,
-	{engine.OperationConfirm, engine.StatusReleased}:         409,
-	{engine.OperationConfirm, engine.StatusAlreadyConfirmed}: 409,
-	{engine.OperationRelease, engine.StatusReleased}:         200,
-	{engine.OperationRelease, engine.StatusExpired}:          409,
-	{engine.OperationRelease, engine.StatusAlreadyConfirmed}: 409,
-	{engine.OperationRelease, engine.StatusAlreadyReleased}:  409,
-}
-
-type answerKey struct {
-	kind   engine.OperationKind
-	status string
+// statusByEffect is the HTTP status each effect of an authoritative answer
+// (engine.Answers) is sent with: 201 Created for an answer that made a
+// reservation or a hold, 200 OK for one that changed what was there (a
+// cancellation, a release), 409 Conflict for a decided refusal.
+var statusByEffect = map[engine.Effect]int{
+	engine.EffectMade:    201,
+	engine.EffectChanged: 200,
+	engine.EffectRefused: 409,
 }
 
 // StatusOfAnswer returns the HTTP status of an answer of kind with status,
 // and 0 for a (kind, status) that is not an answer.
 func StatusOfAnswer(kind engine.OperationKind, status string) int {
-	return statusByAnswer[answerKey{kind, status}]
-}
-
-// AnswerMembers says which members an answer's body carries beside
-// "status", "workshop" and "quantity", which every answer has.
-type AnswerMembers struct {
-	ReservationID bool // "reservation_id": the reservation made or cancelled.
-	HoldID        bool // "hold_id": the hold made, confirmed or released.
-	ExpiresAt     bool // "expires_at": the deadline of the hold made.
-}
-
-// MembersOfAnswer returns the members of the body of an answer of kind with
-// status: a reservation id in every answer that made a reservation
-// (reserved) and in every answer to a cancellation, a hold id in the
-// answer that made a hold (held) and in every answer to a confirmation or
-// a release, and a deadline only with the hold made.
-func MembersOfAnswer(kind engine.OperationKind, status string) AnswerMembers {
-	held := kind == engine.OperationHold && status == engine.StatusHeld
-	return AnswerMembers{
-		ReservationID: status == engine.StatusReserved || kind == engine.OperationCancel,
-		HoldID:        held || kind == engine.OperationConfirm || kind == engine.OperationRelease,
-		ExpiresAt:     held,
+	spec, ok := engine.SpecOf(kind, status)
+	if !ok {
+		return 0
 	}
+	return statusByEffect[spec.Effect]
 }
-
-// Names returns the names of every member of such a body.
-func (m AnswerMembers) Names() []string {
-	names := []string{"status", "workshop", "quantity"}
-	for _, o := range []struct {
-		has  bool
-		name string
-	}{{m.ReservationID, "reservation_id"}, {m.HoldID, "hold_id"}, {m.ExpiresAt, "expires_at"}} {
-		if o.has {
-			names = append(names, o.name)
-		}
-	}
-	return names
-}
-
-// OutcomeRejected is the outcome of a decided refusal (a problem answer
-// that retrying with the same key cannot change), beside the status words
-// of the answers: the same word in the daemon's request log and metrics, in
-// reservectl's state file, import plan and --json output.
-const OutcomeRejected = "rejected"
 
 // Problem is an RFC 9457 problem detail with reserve's stable code member.
 type Problem struct {
@@ -152,6 +103,10 @@ type Problem struct {
 	Status int    `json:"status"`
 	Code   string `json:"code"`
 	Detail string `json:"detail,omitempty"`
+	// Reason is set on the problem of an item of an atomic batch refused
+	// as a whole: why the item was not reserved (engine.RefusalReasons, or
+	// the code of the item's own refusal).
+	Reason string `json:"reason,omitempty"`
 }
 
 // BatchAnswer is the body of the answer to POST /api/v1/batches: 200 with
@@ -254,13 +209,13 @@ type TokenRequest struct {
 	Admin bool   `json:"admin"`
 }
 
-// DecodeTokenRequest decodes a TokenRequest with the engine's strict rules:
+// DecodeTokenRequest decodes a TokenRequest with the strict rules:
 // "actor" is required, "admin" is optional and false by default.
 func DecodeTokenRequest(body []byte) (TokenRequest, error) {
 	var r TokenRequest
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("actor", true, engine.ValidateActor, &r.Actor),
-		engine.BoolMember("admin", false, &r.Admin),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("actor", true, engine.ValidateActor, &r.Actor),
+		strictjson.BoolMember("admin", false, &r.Admin),
 	})
 	return r, err
 }
@@ -293,10 +248,10 @@ type Fault struct {
 // required for delay_response and refused for the other faults.
 func DecodeFault(body []byte) (Fault, error) {
 	var f Fault
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("fault", true, validateFault, &f.Fault),
-		engine.IntMember("count", false, 1, 1000, &f.Count),
-		engine.IntMember("delay_ms", false, 1, MaxFaultDelayMS, &f.DelayMS),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("fault", true, validateFault, &f.Fault),
+		strictjson.IntMember("count", false, 1, 1000, &f.Count),
+		strictjson.IntMember("delay_ms", false, 1, MaxFaultDelayMS, &f.DelayMS),
 	})
 	if err != nil {
 		return Fault{}, err

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // Paths of the browser sign-in.
@@ -30,8 +31,8 @@ type LoginLinkRequest struct {
 // optional.
 func DecodeLoginLinkRequest(body []byte) (LoginLinkRequest, error) {
 	var r LoginLinkRequest
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("actor", false, engine.ValidateActor, &r.Actor),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("actor", false, engine.ValidateActor, &r.Actor),
 	})
 	return r, err
 }
@@ -55,8 +56,8 @@ type SessionRequest struct {
 // required. Whether the code is valid is the engine's decision.
 func DecodeSessionRequest(body []byte) (SessionRequest, error) {
 	var r SessionRequest
-	err := engine.DecodeStrict(body, []engine.Member{
-		engine.StringMember("code", true, nil, &r.Code),
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("code", true, nil, &r.Code),
 	})
 	return r, err
 }

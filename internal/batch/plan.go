@@ -165,7 +165,7 @@ func (p *Plan) validate() error {
 	seen := make(map[engine.OperationKey]bool, len(p.Rows))
 	for i := range p.Rows {
 		r := &p.Rows[i]
-		if k, err := engine.ParseOperationKey(string(r.Key)); err != nil || k != r.Key {
+		if !engine.IsOperationKey(r.Key) {
 			return fmt.Errorf("row %d (line %d): invalid operation key %q", i+1, r.Line, r.Key)
 		}
 		if seen[r.Key] {

@@ -15,20 +15,24 @@ import (
 	"github.com/reserve/reserve/web"
 )
 
-// ruleSource returns the part of web/app.js that decides which answers
-// settle an intent: the id patterns, the table of answers and the
-// functions answerBody, authoritative and opAuthoritative.
+// ruleSource returns the part of the page that decides which answers
+// settle an intent: the generated table of answers (web/answers.js) and,
+// from web/app.js, the id patterns and the functions answerBody,
+// authoritative and opAuthoritative.
 func ruleSource(t *testing.T) string {
 	t.Helper()
+	table, err := web.Assets.ReadFile("answers.js")
+	if err != nil {
+		t.Fatal(err)
+	}
 	src, err := web.Assets.ReadFile("app.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parts []string
+	parts := []string{string(table)}
 	for _, re := range []string{
 		`(?m)^  const RESERVATION_ID = .*;$`,
 		`(?m)^  const WORKSHOP_ID = .*;$`,
-		`(?ms)^  const ANSWERS = \{$.*?^  \};$`,
 		`(?ms)^  function answerBody\(kind, r\) \{$.*?^  \}$`,
 		`(?ms)^  function authoritative\(r, payload\) \{$.*?^  \}$`,
 		`(?ms)^  function opAuthoritative\(r, op\) \{$.*?^  \}$`,
@@ -58,9 +62,7 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 	// id is the reservation cancelled and the hold confirmed or released;
 	// the answers to holds carry members that no other answer has.
 	extras := []string{"", `,"x":1`, `,"hold_id":"` + id + `"`, `,"hold_id":"` + other + `"`, `,"hold_id":"ABC"`, `,"expires_at":"2026-12-01T10:10:00Z"`}
-	statuses := []string{engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
-		engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased}
-	for _, status := range statuses {
+	for _, status := range engine.AnswerStatuses() {
 		for _, rid := range []string{id, other, "", "empty", "abc"} {
 			for _, w := range []string{"w-1", "w-2", "", "W_1"} {
 				for _, q := range []string{"2", "3", "0", `"2"`} {
@@ -80,7 +82,7 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 			}
 		}
 	}
-	for _, code := range engine.Codes {
+	for _, code := range api.Codes {
 		bodies = append(bodies, `{"type":"about:blank","status":409,"code":"`+code+`","detail":"d"}`)
 	}
 	type check struct {
@@ -144,7 +146,7 @@ return %s.map((c) => {
 	// The table holds every authoritative answer of every kind, so that the
 	// comparison cannot pass by missing one.
 	for kind := range ops {
-		for _, status := range statuses {
+		for _, status := range engine.AnswerStatuses() {
 			if api.StatusOfAnswer(kind, status) != 0 && !settled[string(kind)+" "+status] {
 				t.Errorf("the table has no authoritative %s answer %q", kind, status)
 			}

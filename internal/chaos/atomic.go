@@ -33,39 +33,27 @@ func (r *run) createAtomicWorkshops(ctx context.Context, admin *client.Client) e
 }
 
 // The reasons an item of a refused atomic batch that got the problem
-// batch_refused was given, as its detail words them; an item refused for a
-// problem of its own has that problem's code as its reason.
+// batch_refused was given, as its "reason" member names them; an item
+// refused for a problem of its own has that problem's code as its reason.
 const (
 	// refusalUnavailable: too few places were left for the item.
-	refusalUnavailable = "unavailable"
+	refusalUnavailable = engine.ReasonUnavailable
 	// refusalReservable: the item could have been reserved, and another
 	// item refused the batch.
-	refusalReservable = "reservable"
+	refusalReservable = engine.ReasonOtherItemRefused
 	// refusalUndecided: the item was not decided, as another item refused
 	// the batch before any was.
-	refusalUndecided = "undecided"
+	refusalUndecided = engine.ReasonNotDecided
 )
 
-// refusal is the reason a refused item of an atomic batch was given: its
-// problem's code, or for batch_refused what the detail says (empty when
-// the detail says none of the reasons).
+// refusal is the reason a refused item of an atomic batch was given: the
+// "reason" member of its problem (empty when it has none).
 func (op *Op) refusal() string {
-	if op.Code != engine.CodeBatchRefused {
-		return op.Code
-	}
 	var p struct {
-		Detail string `json:"detail"`
+		Reason string `json:"reason"`
 	}
 	json.Unmarshal(op.Body, &p)
-	switch d := p.Detail; {
-	case strings.HasPrefix(d, "not decided:"):
-		return refusalUndecided
-	case strings.HasPrefix(d, "not reserved: too few places"):
-		return refusalUnavailable
-	case strings.HasPrefix(d, "not reserved: the batch is atomic and another"):
-		return refusalReservable
-	}
-	return ""
+	return p.Reason
 }
 
 // checkAtomic checks every decision of an atomic batch: answered 200, every
@@ -148,11 +136,14 @@ func checkAtomic(ops []*Op, final Final, intents map[string]*Op) []Violation {
 // places (which the model judges). first is the history's intent under the
 // item's key, if any, and items are the batch's.
 func untrueRefusal(op *Op, why string, final Final, maxQuantity map[string]int, first *Op, items []*Op) string {
+	if op.Code != engine.CodeBatchRefused && why != op.Code {
+		return fmt.Sprintf("its reason %q is not its code: %s", why, op.Body)
+	}
 	switch why {
 	case refusalUnavailable, refusalReservable, refusalUndecided:
 		return ""
 	case "":
-		return fmt.Sprintf("its detail names no reason: %s", op.Body)
+		return fmt.Sprintf("it names no reason: %s", op.Body)
 	case engine.CodeUnknownWorkshop:
 		if _, ok := final.Capacity[op.Workshop]; ok {
 			return "the workshop exists"

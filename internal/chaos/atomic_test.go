@@ -9,11 +9,11 @@ import (
 	"github.com/reserve/reserve/internal/engine/memstore"
 )
 
-// TestRefusalReadsTheEnginesDetails checks that the checker reads the
+// TestRefusalReadsTheEnginesReasons checks that the checker reads the
 // reason the engine gives each item of a refused atomic batch from the
-// words the engine uses: an item that could have been reserved, one with
+// item's reason member: an item that could have been reserved, one with
 // too few places, and the items of a batch refused before any was decided.
-func TestRefusalReadsTheEnginesDetails(t *testing.T) {
+func TestRefusalReadsTheEnginesReasons(t *testing.T) {
 	ctx := context.Background()
 	e := engine.New(memstore.New(memstore.Options{}))
 	if _, _, err := e.PutWorkshop(ctx, "ws-a", engine.WorkshopSpec{Capacity: 2, MaxQuantity: 2}, nil); err != nil {
@@ -40,7 +40,7 @@ func TestRefusalReadsTheEnginesDetails(t *testing.T) {
 				t.Fatalf("Batch = %+v, %v; want refused", res, err)
 			}
 			for i, it := range res.Items {
-				body, _ := json.Marshal(map[string]string{"code": engine.ErrorCode(it.Err), "detail": engine.ErrorMessage(it.Err)})
+				body, _ := json.Marshal(map[string]string{"code": engine.ErrorCode(it.Err), "detail": engine.ErrorMessage(it.Err), "reason": it.Reason})
 				op := &Op{Code: engine.ErrorCode(it.Err), Body: body}
 				if got := op.refusal(); got != c.want[i] {
 					t.Errorf("item %d (%s) is read as %q, want %q", i+1, body, got, c.want[i])

@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -92,11 +93,12 @@ type item struct {
 	key      engine.OperationKey
 }
 
-// The details of batch_refused, as the service words them.
+// The reasons of batch_refused, as the service names them in the item's
+// "reason" member.
 const (
-	reservable  = "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored"
-	unavailable = "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
-	undecided   = "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
+	reservable  = engine.ReasonOtherItemRefused
+	unavailable = engine.ReasonUnavailable
+	undecided   = engine.ReasonNotDecided
 )
 
 // atomic adds the decision of an atomic batch of actor from call to ret:
@@ -120,7 +122,13 @@ func (h *history) atomic(actor string, batch, call, ret int, items ...item) []*c
 		switch {
 		case refused:
 			op.Role, op.Status, op.Code = chaos.Refused, 409, it.code
-			op.Body = fmt.Appendf(nil, `{"type":"about:blank","title":"Conflict","status":409,"code":%q,"detail":%q}`, it.code, it.detail)
+			// The detail of batch_refused is the reason's; an item's own
+			// refusal has its code as its reason.
+			reason := it.code
+			if it.code == engine.CodeBatchRefused {
+				reason = it.detail
+			}
+			op.Body = fmt.Appendf(nil, `{"type":"about:blank","title":"Conflict","status":409,"code":%q,"detail":%q,"reason":%q}`, it.code, it.detail, reason)
 		default:
 			a := engine.Answer{Kind: engine.OperationReserve, Status: engine.StatusReserved, ReservationID: id(h.n), Workshop: it.workshop, Quantity: it.quantity}
 			op.Status, op.Body = 201, a.JSON()
@@ -301,6 +309,10 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		{"refused with no reason", chaos.CheckAtomic, func(h *history) {
 			h.atomic("dave", 6, 400, 410, item{workshop: "w", quantity: 1, code: engine.CodeBatchRefused, detail: undecided},
 				item{workshop: "vv", quantity: 1, code: engine.CodeBatchRefused, detail: undecided})
+		}},
+		{"refused for a reason that is not its code", chaos.CheckAtomic, func(h *history) {
+			op := h.refusedItem(2, 2)
+			op.Body = bytes.Replace(op.Body, []byte(`"reason":"unknown_workshop"`), []byte(`"reason":"unavailable"`), 1)
 		}},
 		{"refused for an unknown workshop that exists", chaos.CheckAtomic, func(h *history) {
 			h.refusedItem(2, 2).Workshop = "vv"

@@ -148,12 +148,12 @@ func (r *run) runImport(ctx context.Context, token string) {
 	for i, row := range plan.Rows {
 		out, err := ref.Reserve(ctx, plan.Actor, row.Key, rows[i])
 		if err != nil {
-			wantOutcomes = append(wantOutcomes, "rejected")
+			wantOutcomes = append(wantOutcomes, engine.OutcomeRejected)
 		} else {
 			wantOutcomes = append(wantOutcomes, out.Answer.Status)
 		}
 		if row.Outcome == nil {
-			got = append(got, "unclear")
+			got = append(got, engine.OutcomeUnknown)
 			continue
 		}
 		got = append(got, string(row.Outcome.Status))

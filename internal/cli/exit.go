@@ -118,7 +118,7 @@ var exitMeanings = map[int]string{
 	ExitFailure:     "failed",
 	ExitUsage:       "refused locally: nothing sent",
 	ExitUnavailable: "unavailable",
-	ExitRejected:    "rejected",
+	ExitRejected:    engine.OutcomeRejected,
 	ExitUnknown:     "outcome unknown or no answer: try again (an intent stays open)",
 }
 

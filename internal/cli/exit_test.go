@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
@@ -45,7 +46,7 @@ func TestExitCode(t *testing.T) {
 		{"internal", problem(engine.CodeInternal), ExitUnknown},
 		{"store unavailable", fmt.Errorf("whoami: %w", problem(engine.CodeStoreUnavailable)), ExitUnknown},
 		{"identity unavailable", fmt.Errorf("whoami: %w", problem(engine.CodeIdentityUnavailable)), ExitUnknown},
-		{"body incomplete", problem(engine.CodeBodyIncomplete), ExitUnknown},
+		{"body incomplete", problem(api.CodeBodyIncomplete), ExitUnknown},
 		{"unauthenticated", problem(engine.CodeUnauthenticated), ExitRejected},
 		{"forbidden", problem(engine.CodeForbidden), ExitRejected},
 		{"version mismatch", problem(engine.CodeVersionMismatch), ExitRejected},
@@ -103,7 +104,7 @@ func TestClassify(t *testing.T) {
 		{"internal", http.StatusInternalServerError, pj, problemBody(engine.CodeInternal), nil, intent.StatusOpen},
 		{"store unavailable", http.StatusServiceUnavailable, pj, problemBody(engine.CodeStoreUnavailable), nil, intent.StatusOpen},
 		{"identity unavailable", http.StatusServiceUnavailable, pj, problemBody(engine.CodeIdentityUnavailable), nil, intent.StatusOpen},
-		{"body incomplete", http.StatusRequestTimeout, pj, problemBody(engine.CodeBodyIncomplete), nil, intent.StatusOpen},
+		{"body incomplete", http.StatusRequestTimeout, pj, problemBody(api.CodeBodyIncomplete), nil, intent.StatusOpen},
 		{"bad gateway problem", http.StatusBadGateway, pj, problemBody("upstream"), nil, intent.StatusOpen},
 		{"garbled", http.StatusOK, js, []byte("{"), nil, intent.StatusOpen},
 		{"timeout", 0, "", nil, context.DeadlineExceeded, intent.StatusOpen},

@@ -255,7 +255,7 @@ func (env *commandEnv) importCSV(ctx context.Context, path string, parallel, bat
 // the plan, and a later run once the cause is fixed sends them.
 func refusalError(p *engine.Error, c *client.Client, unclear int, plan string) error {
 	hint := "fix the cause and run the same import again"
-	if p.Code == engine.CodeNotFound || p.Code == engine.CodeMethodNotAllowed {
+	if p.Code == api.CodeNotFound || p.Code == api.CodeMethodNotAllowed {
 		hint = "the daemon is older than this reservectl and takes no batches (POST " + api.PathBatches + "): upgrade it, then run the same import again"
 	}
 	return fmt.Errorf("reserved at %s refused a batch as a whole: %v; %s still unclear in %s: %s", c.Where(), p, count(unclear, "row"), plan, hint)

@@ -360,7 +360,7 @@ func settledOutcome(in *intent.Intent) outcome {
 	}
 	res := client.Classify(operation(in), client.Reply{Status: rec.HTTPStatus, ContentType: ct, Body: rec.Body})
 	if res.Decided = true; rec.Status == intent.StatusRejected && res.Problem == nil {
-		res.Problem = &engine.Error{Code: "rejected", Message: string(rec.Body)}
+		res.Problem = &engine.Error{Code: engine.OutcomeRejected, Message: string(rec.Body)}
 	}
 	return outcome{status: rec.Status, op: in.Kind, key: in.Key, res: res}
 }

@@ -52,15 +52,16 @@ func Releasing(id string) Operation {
 
 // answers reports whether a, decoded from body and sent with HTTP status,
 // is the answer to op: of op's kind, with the status that answer is sent
-// with, with exactly the members of that answer (api.MembersOfAnswer), ids
+// with, with exactly the members of that answer (engine.Answers), ids
 // of the right form, and about op's request: the same workshop and
 // quantity for a reserve or a hold, the same reservation for a cancel, the
 // same hold for a confirm or a release.
 func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
-	if api.StatusOfAnswer(op.Kind, a.Status) != status {
+	spec, ok := engine.SpecOf(op.Kind, a.Status)
+	if !ok || api.StatusOfAnswer(op.Kind, a.Status) != status {
 		return false
 	}
-	m := api.MembersOfAnswer(op.Kind, a.Status)
+	m := spec.Members
 	if !hasMembers(body, m.Names()) {
 		return false
 	}
@@ -136,7 +137,7 @@ type Result struct {
 // Classify is the one rule of every Go client for what an answer to op
 // means: a JSON answer of op's kind, with its HTTP status, about exactly
 // op's request, is authoritative; a problem with a code is a decided
-// refusal unless its code is undecided (engine.Undecided: body_incomplete,
+// refusal unless its code is undecided (api.Undecided: body_incomplete,
 // store_unavailable, identity_unavailable, internal) or its status is not
 // a refusal (not a 4xx, or 408 or 429, whatever its code); anything else
 // is undecided.
@@ -182,7 +183,7 @@ func problemOf(body []byte) *engine.Error {
 // decides its request; status 0 means the status is not known, and the
 // code alone decides then.
 func decides(status int, code string) bool {
-	if engine.Undecided(code) {
+	if api.Undecided(code) {
 		return false
 	}
 	return status == 0 || (status >= 400 && status < 500 && status != 408 && status != 429)

@@ -104,7 +104,7 @@ func TestTypedCalls(t *testing.T) {
 	if tok, err := admin.CreateToken(ctx, "carol", false); err != nil || tok == "" {
 		t.Errorf("token = %q %v", tok, err)
 	}
-	if err := admin.ArmFault(ctx, api.Fault{Fault: api.FaultGarbleResponse}); engine.ErrorCode(err) != engine.CodeNotFound {
+	if err := admin.ArmFault(ctx, api.Fault{Fault: api.FaultGarbleResponse}); engine.ErrorCode(err) != api.CodeNotFound {
 		t.Errorf("fault without fault injection: %v", err)
 	}
 	if _, err := h.TCPClient("").WhoAmI(ctx); engine.ErrorCode(err) != engine.CodeUnauthenticated {
@@ -189,7 +189,7 @@ func TestUndecided(t *testing.T) {
 		{http.StatusServiceUnavailable, engine.CodeStoreUnavailable, true},
 		{http.StatusServiceUnavailable, engine.CodeIdentityUnavailable, true},
 		{http.StatusInternalServerError, engine.CodeInternal, true},
-		{http.StatusRequestTimeout, engine.CodeBodyIncomplete, true},
+		{http.StatusRequestTimeout, api.CodeBodyIncomplete, true},
 		{http.StatusServiceUnavailable, "a_code_of_a_newer_daemon", true},
 		{http.StatusTooManyRequests, "a_code_of_a_newer_daemon", true},
 		{http.StatusBadGateway, "", true}, // A proxy's page, not a problem.
@@ -206,7 +206,7 @@ func TestUndecided(t *testing.T) {
 		}
 		// Without the status only the code decides, as after WhoAmI.
 		_, err = c.WhoAmI(context.Background())
-		if got, want := client.Undecided(0, err), engine.Undecided(tc.code) || tc.code == ""; got != want {
+		if got, want := client.Undecided(0, err), api.Undecided(tc.code) || tc.code == ""; got != want {
 			t.Errorf("%d %q: Undecided(0, %v) = %v, want %v", tc.status, tc.code, err, got, want)
 		}
 	}

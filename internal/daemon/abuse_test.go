@@ -150,7 +150,7 @@ func TestHugeBodyRefusedUnread(t *testing.T) {
 				t.Fatalf("no answer after %d of %d bytes: %v", prefix, total, err)
 			}
 			body, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Contains(body, []byte(engine.CodeBodyTooLarge)) {
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || !bytes.Contains(body, []byte(api.CodeBodyTooLarge)) {
 				t.Fatalf("answer = %d %s", resp.StatusCode, body)
 			}
 			if !resp.Close {

@@ -168,8 +168,8 @@ func TestBadFramingRefused(t *testing.T) {
 				resp, answer := c.answer(t)
 				var problem api.Problem
 				if err := json.Unmarshal(answer, &problem); err != nil || resp.StatusCode != http.StatusBadRequest ||
-					problem.Code != engine.CodeBadFraming || resp.Header.Get("Content-Type") != api.MediaProblem || !resp.Close {
-					t.Errorf("answer = %d %s %s (close %v), want 400 %s and the connection closed", resp.StatusCode, resp.Header.Get("Content-Type"), answer, resp.Close, engine.CodeBadFraming)
+					problem.Code != api.CodeBadFraming || resp.Header.Get("Content-Type") != api.MediaProblem || !resp.Close {
+					t.Errorf("answer = %d %s %s (close %v), want 400 %s and the connection closed", resp.StatusCode, resp.Header.Get("Content-Type"), answer, resp.Close, api.CodeBadFraming)
 				}
 				c.mustBeClosed(t)
 				owner := p.tcpClient(token)

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"os/user"
-	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/activation"
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/internal/sdnotify"
 )
 
 // The names of the listeners that socket activation may pass
@@ -31,18 +34,15 @@ const watchdogReadTimeout = time.Second
 // --socket or --listen; its file belongs to the service manager, so the
 // daemon neither locks, probes nor removes it.
 func inheritedListeners() (sock *net.UnixListener, tcp *net.TCPListener, err error) {
-	files, err := sdnotify.Listeners()
-	if err != nil {
-		return nil, nil, &exitError{code: ExitUsage, err: fmt.Errorf("socket activation: %w", err)}
-	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	// Every passed descriptor must be named, so that none is taken for
+	// another: go-systemd would name an unnamed one LISTEN_FD_<n>.
+	named := checkListenNames()
+	files := activation.Files(true)
 	fail := func(err error) (*net.UnixListener, *net.TCPListener, error) {
 		for _, f := range files {
-			f.Close()
+			if f != nil {
+				f.Close()
+			}
 		}
 		if sock != nil {
 			sock.Close()
@@ -52,14 +52,23 @@ func inheritedListeners() (sock *net.UnixListener, tcp *net.TCPListener, err err
 		}
 		return nil, nil, &exitError{code: ExitUsage, err: err}
 	}
-	for _, name := range names {
-		f := files[name]
-		delete(files, name)
+	if named != nil {
+		return fail(fmt.Errorf("socket activation: %w", named))
+	}
+	seen := map[string]bool{}
+	for i, f := range files {
+		name := f.Name()
+		files[i] = nil
+		if seen[name] {
+			f.Close()
+			return fail(fmt.Errorf("socket activation: LISTEN_FDNAMES names %q twice", name))
+		}
+		seen[name] = true
 		if name != fdNameSocket && name != fdNameTCP {
 			f.Close()
 			return fail(fmt.Errorf("socket activation passed a listener named %q: reserved takes only %q (the Unix socket) and %q (the TCP listener); set FileDescriptorName= in the socket unit", name, fdNameSocket, fdNameTCP))
 		}
-		ln, err := sdnotify.Listener(f)
+		ln, err := listenerOf(f)
 		if err != nil {
 			return fail(fmt.Errorf("socket activation: listener %q: %w", name, err))
 		}
@@ -85,6 +94,37 @@ func inheritedListeners() (sock *net.UnixListener, tcp *net.TCPListener, err err
 	return sock, tcp, nil
 }
 
+// checkListenNames fails when socket activation passes this process
+// descriptors that LISTEN_FDNAMES does not name one by one.
+func checkListenNames() error {
+	if os.Getenv("LISTEN_PID") != strconv.Itoa(os.Getpid()) {
+		return nil
+	}
+	fds, names := os.Getenv("LISTEN_FDS"), os.Getenv("LISTEN_FDNAMES")
+	n, err := strconv.Atoi(fds)
+	if err != nil || n < 0 {
+		return fmt.Errorf("LISTEN_FDS=%q is not a number of file descriptors", fds)
+	}
+	var list []string
+	if names != "" {
+		list = strings.Split(names, ":")
+	}
+	if len(list) != n {
+		return fmt.Errorf("LISTEN_FDS=%d passes %d file descriptors but LISTEN_FDNAMES=%q names %d; name each one (FileDescriptorName= or systemd-socket-activate --fdname)", n, n, names, len(list))
+	}
+	return nil
+}
+
+// listenerOf returns the listening socket of an inherited file, which it
+// closes: an error if the file is not a socket or not listening.
+func listenerOf(f *os.File) (net.Listener, error) {
+	defer f.Close()
+	if err := checkListening(f); err != nil {
+		return nil, err
+	}
+	return net.FileListener(f)
+}
+
 // lookupGroup returns the gid of the group --admin-group names, by name
 // or by number.
 func lookupGroup(name string) (uint32, error) {
@@ -108,7 +148,6 @@ func lookupGroup(name string) (uint32, error) {
 // once it serves, WATCHDOG=1 while its store answers reads, STOPPING=1
 // when it shuts down. Without NOTIFY_SOCKET it does nothing.
 type serviceNotifier struct {
-	n        *sdnotify.Notifier
 	logger   *slog.Logger
 	interval time.Duration // Of the watchdog pings; 0 for none.
 	stop     context.CancelFunc
@@ -116,22 +155,21 @@ type serviceNotifier struct {
 }
 
 func newServiceNotifier(logger *slog.Logger) (*serviceNotifier, error) {
-	n, err := sdnotify.New()
+	// The service manager wants a ping within WATCHDOG_USEC; one every
+	// half of it keeps one late ping from missing the deadline.
+	watchdog, err := sddaemon.SdWatchdogEnabled(false)
 	if err != nil {
-		return nil, &exitError{code: ExitUsage, err: err}
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("watchdog: %w", err)}
 	}
-	interval, err := sdnotify.WatchdogInterval()
-	if err != nil {
-		return nil, &exitError{code: ExitUsage, err: err}
-	}
-	if !n.Enabled() {
+	interval := watchdog / 2
+	if os.Getenv("NOTIFY_SOCKET") == "" {
 		interval = 0
 	}
-	return &serviceNotifier{n: n, logger: logger, interval: interval}, nil
+	return &serviceNotifier{logger: logger, interval: interval}, nil
 }
 
 func (s *serviceNotifier) send(state string) {
-	if err := s.n.Notify(state); err != nil {
+	if _, err := sddaemon.SdNotify(false, state); err != nil {
 		s.logger.Warn("could not tell the service manager", "state", state, "error", err)
 	}
 }
@@ -140,7 +178,7 @@ func (s *serviceNotifier) send(state string) {
 // only after the store has answered a read within watchdogReadTimeout, so
 // that the service manager restarts a daemon whose store hangs.
 func (s *serviceNotifier) ready(eng *engine.Engine) {
-	s.send(sdnotify.Ready)
+	s.send(sddaemon.SdNotifyReady)
 	if s.interval == 0 {
 		return
 	}
@@ -158,7 +196,7 @@ func (s *serviceNotifier) ready(eng *engine.Engine) {
 				}
 				s.logger.Error("no watchdog ping: the store does not answer reads", "error", err)
 			} else {
-				s.send(sdnotify.Watchdog)
+				s.send(sddaemon.SdNotifyWatchdog)
 			}
 			select {
 			case <-ctx.Done():
@@ -176,5 +214,5 @@ func (s *serviceNotifier) stopping() {
 		<-s.done
 		s.stop = nil
 	}
-	s.send(sdnotify.Stopping)
+	s.send(sddaemon.SdNotifyStopping)
 }

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"bytes"
+	"slices"
 	"time"
+
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // The status words of authoritative answers.
@@ -18,15 +21,97 @@ const (
 	StatusAlreadyReleased  = "already_released"
 )
 
-// answerStatuses lists the status words each kind of operation answers
-// with. A new kind of operation adds its row here, and front ends map every
-// (kind, status) of this table to their own vocabulary.
-var answerStatuses = map[OperationKind][]string{
-	OperationReserve: {StatusReserved, StatusUnavailable},
-	OperationCancel:  {StatusCancelled, StatusAlreadyCancelled},
-	OperationHold:    {StatusHeld, StatusUnavailable},
-	OperationConfirm: {StatusReserved, StatusExpired, StatusReleased, StatusAlreadyConfirmed},
-	OperationRelease: {StatusReleased, StatusExpired, StatusAlreadyConfirmed, StatusAlreadyReleased},
+// Effect is what an authoritative answer says its operation did: made
+// something new (a reservation, a hold), changed something that was there
+// (a cancellation, a release), or refused, for good, with nothing changed
+// (too few places, a hold that expired). Front ends give each effect their
+// own form: the server an HTTP status.
+type Effect int
+
+// The effects of answers.
+const (
+	EffectMade Effect = iota + 1
+	EffectChanged
+	EffectRefused
+)
+
+// AnswerMembers says which members an answer's body carries beside
+// "status", "workshop" and "quantity", which every answer has.
+type AnswerMembers struct {
+	ReservationID bool // "reservation_id": the reservation made or cancelled.
+	HoldID        bool // "hold_id": the hold made, confirmed or released.
+	ExpiresAt     bool // "expires_at": the deadline of the hold made.
+}
+
+// Names returns the names of every member of such a body, in the order of
+// its encoding.
+func (m AnswerMembers) Names() []string {
+	names := []string{"status"}
+	if m.ReservationID {
+		names = append(names, "reservation_id")
+	}
+	if m.HoldID {
+		names = append(names, "hold_id")
+	}
+	names = append(names, "workshop", "quantity")
+	if m.ExpiresAt {
+		names = append(names, "expires_at")
+	}
+	return names
+}
+
+// AnswerSpec is one row of the table of authoritative answers: a status
+// word a kind of operation answers with, its effect, and the members of
+// its body.
+type AnswerSpec struct {
+	Kind    OperationKind
+	Status  string
+	Effect  Effect
+	Members AnswerMembers
+}
+
+// Answers is the one table of authoritative answers. Every front end
+// derives what it needs from it (the server its HTTP statuses, the
+// clients what an answer must look like, the browser page its generated
+// copy), and a new kind of operation or a new refusal adds its rows here.
+var Answers = []AnswerSpec{
+	{OperationReserve, StatusReserved, EffectMade, AnswerMembers{ReservationID: true}},
+	{OperationReserve, StatusUnavailable, EffectRefused, AnswerMembers{}},
+	{OperationCancel, StatusCancelled, EffectChanged, AnswerMembers{ReservationID: true}},
+	{OperationCancel, StatusAlreadyCancelled, EffectRefused, AnswerMembers{ReservationID: true}},
+	{OperationHold, StatusHeld, EffectMade, AnswerMembers{HoldID: true, ExpiresAt: true}},
+	{OperationHold, StatusUnavailable, EffectRefused, AnswerMembers{}},
+	{OperationConfirm, StatusReserved, EffectMade, AnswerMembers{ReservationID: true, HoldID: true}},
+	{OperationConfirm, StatusExpired, EffectRefused, AnswerMembers{HoldID: true}},
+	{OperationConfirm, StatusReleased, EffectRefused, AnswerMembers{HoldID: true}},
+	{OperationConfirm, StatusAlreadyConfirmed, EffectRefused, AnswerMembers{HoldID: true}},
+	{OperationRelease, StatusReleased, EffectChanged, AnswerMembers{HoldID: true}},
+	{OperationRelease, StatusExpired, EffectRefused, AnswerMembers{HoldID: true}},
+	{OperationRelease, StatusAlreadyConfirmed, EffectRefused, AnswerMembers{HoldID: true}},
+	{OperationRelease, StatusAlreadyReleased, EffectRefused, AnswerMembers{HoldID: true}},
+}
+
+// SpecOf returns the row of Answers for an answer of kind with status, and
+// false when kind does not answer with status.
+func SpecOf(kind OperationKind, status string) (AnswerSpec, bool) {
+	for _, a := range Answers {
+		if a.Kind == kind && a.Status == status {
+			return a, true
+		}
+	}
+	return AnswerSpec{}, false
+}
+
+// AnswerStatuses returns every status word of Answers, each once, in the
+// order of the table.
+func AnswerStatuses() []string {
+	var words []string
+	for _, a := range Answers {
+		if !slices.Contains(words, a.Status) {
+			words = append(words, a.Status)
+		}
+	}
+	return words
 }
 
 // Answer is the authoritative result of one operation: what the engine
@@ -83,13 +168,13 @@ func (a Answer) Verbatim() bool { return a.isVerbatim }
 // CodeRequestContract.
 func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 	a := Answer{Kind: kind}
-	err := DecodeStrict(body, []Member{
-		StringMember("status", true, func(s string) error { return checkStatus(kind, s) }, &a.Status),
-		StringMember("reservation_id", false, nil, &a.ReservationID),
-		StringMember("hold_id", false, nil, &a.HoldID),
-		StringMember("workshop", true, nil, &a.Workshop),
-		IntMember("quantity", true, 1, maxQuantity, &a.Quantity),
-		TimeMember("expires_at", false, &a.ExpiresAt),
+	err := decodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("status", true, func(s string) error { return checkStatus(kind, s) }, &a.Status),
+		strictjson.StringMember("reservation_id", false, nil, &a.ReservationID),
+		strictjson.StringMember("hold_id", false, nil, &a.HoldID),
+		strictjson.StringMember("workshop", true, nil, &a.Workshop),
+		strictjson.IntMember("quantity", true, 1, MaxQuantity, &a.Quantity),
+		strictjson.TimeMember("expires_at", false, &a.ExpiresAt),
 	})
 	if err != nil {
 		return Answer{}, err
@@ -97,12 +182,19 @@ func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 	return a, nil
 }
 
+// decodeStrict is strictjson.Decode with its refusal as a
+// CodeRequestContract error with the same message.
+func decodeStrict(body []byte, members []strictjson.Member) error {
+	if err := strictjson.Decode(body, members); err != nil {
+		return Errorf(CodeRequestContract, "%s", err)
+	}
+	return nil
+}
+
 // checkStatus reports a status that kind does not answer with.
 func checkStatus(kind OperationKind, status string) error {
-	for _, s := range answerStatuses[kind] {
-		if s == status {
-			return nil
-		}
+	if _, ok := SpecOf(kind, status); ok {
+		return nil
 	}
 	return errUnknownStatus
 }

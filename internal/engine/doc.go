@@ -1,7 +1,9 @@
 // Package engine is the domain of reserve: workshops, reservations, operation
-// receipts, the strict request contract, the payload fingerprint and the one
-// decision that turns an idempotent reservation request into exactly one
-// effect.
+// receipts, the rules of the request contract, the payload fingerprint and
+// the one decision that turns an idempotent reservation request into exactly
+// one effect. Decoding request bodies and refusing what the transport
+// carries (a missing key, a media type, a body's size or framing, a route)
+// are the HTTP edge's, in package api and the server, not the engine's.
 //
 // The decision "receipt? fingerprint? workshop? capacity? insert and store the
 // receipt" is written once, in Engine.Reserve, against the narrow Store and Tx

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"time"
 )
@@ -48,35 +47,9 @@ type WorkshopSpec struct {
 	Hidden      *bool  `json:"hidden,omitempty"`
 }
 
-// DecodeWorkshopSpec decodes the body of PUT /api/v1/workshops/{id} with the
-// same strict rules as reservation bodies.
-func DecodeWorkshopSpec(body []byte) (WorkshopSpec, error) {
-	var s WorkshopSpec
-	err := DecodeStrict(body, []Member{
-		IntMember("capacity", true, 0, maxQuantity, &s.Capacity),
-		IntMember("max_quantity", false, 1, maxQuantity, &s.MaxQuantity),
-		StringMember("title", false, validateTitle, &s.Title),
-		optionalBool(BoolMember("hidden", false, new(bool)), &s.Hidden),
-	})
-	return s, err
-}
-
-// optionalBool makes m, a BoolMember, also point *dst at its value when the
-// member is present, so that an absent member stays nil.
-func optionalBool(m Member, dst **bool) Member {
-	set := m.set
-	m.set = func(tok json.Token) error {
-		if err := set(tok); err != nil {
-			return err
-		}
-		b := tok.(bool)
-		*dst = &b
-		return nil
-	}
-	return m
-}
-
-func validateTitle(t string) error {
+// ValidateTitle checks a workshop's title: at most 200 bytes of printable
+// text. The error text completes the sentence `member "title" …`.
+func ValidateTitle(t string) error {
 	if len(t) > 200 {
 		return errTitle
 	}

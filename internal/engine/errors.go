@@ -7,26 +7,13 @@ import (
 
 // The error codes are stable: they appear in HTTP problem details, in logs and
 // in the CLI's exit-code mapping. Never rename one; add new ones instead.
+// These are the domain's; the refusals that only the HTTP edge makes (a
+// missing key, the media type, the body's size and framing, routing) have
+// their codes in package api.
 const (
-	// CodeMissingIdempotencyKey means the request carried no operation key.
-	CodeMissingIdempotencyKey = "missing_idempotency_key"
 	// CodeInvalidIdempotencyKey means the operation key is not a lowercase
 	// canonical UUIDv4.
 	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
-	// CodeUnsupportedMediaType means the body is not application/json.
-	CodeUnsupportedMediaType = "unsupported_media_type"
-	// CodeBodyTooLarge means the body exceeds the request limit.
-	CodeBodyTooLarge = "body_too_large"
-	// CodeBodyIncomplete means the body could not be read to its end (the
-	// client stalled or the connection broke). It is undecided: nothing was
-	// decided, so a client treats it as no answer and retries with the same
-	// key.
-	CodeBodyIncomplete = "body_incomplete"
-	// CodeBadFraming means the request's length is framed ambiguously
-	// (Content-Length with Transfer-Encoding, say) or where it begins on
-	// its connection is uncertain; it was not read, nothing was decided,
-	// and the connection is closed.
-	CodeBadFraming = "bad_framing"
 	// CodeRequestContract means the body breaks the request contract.
 	CodeRequestContract = "request_contract"
 	// CodeOperationConflict means the operation key was already used by the
@@ -59,13 +46,6 @@ const (
 	CodeUnauthenticated = "unauthenticated"
 	// CodeForbidden means the caller is known but not allowed.
 	CodeForbidden = "forbidden"
-	// CodeNotFound means no such route or resource.
-	CodeNotFound = "not_found"
-	// CodeMethodNotAllowed means the route exists but not for this method.
-	CodeMethodNotAllowed = "method_not_allowed"
-	// CodeNotImplemented means the store behind this daemon cannot do what
-	// was asked (an online backup of a PostgreSQL store).
-	CodeNotImplemented = "not_implemented"
 	// CodeInsufficientStorage means the machine lacks the disk space the
 	// request needs (a backup's snapshot beside the database). Nothing was
 	// done, and the same request is refused again until someone frees
@@ -97,7 +77,6 @@ const (
 
 // undecidedCodes are the codes whose answers decide nothing for the client.
 var undecidedCodes = map[string]bool{
-	CodeBodyIncomplete:      true,
 	CodeStoreUnavailable:    true,
 	CodeIdentityUnavailable: true,
 	CodeInternal:            true,
@@ -108,16 +87,18 @@ var undecidedCodes = map[string]bool{
 // it keeps the operation key and retries with the same key, and never
 // treats the answer as a refusal. Every other code is a decision: a refusal
 // that the same request gets again, or for a read the answer itself. This
-// is the one rule; clients apply it through internal/client.
+// is the one rule for the domain's codes; api.Undecided, which every
+// client applies through internal/client, adds the HTTP edge's codes.
 func Undecided(code string) bool { return undecidedCodes[code] }
 
-// Codes lists every stable error code, for documentation and tests.
+// Codes lists every stable error code of the domain, for documentation and
+// tests; api.Codes adds the HTTP edge's.
 var Codes = []string{
-	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
-	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
+	CodeInvalidIdempotencyKey,
+	CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeVersionMismatch,
-	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
-	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeIdentityUnavailable, CodeInternal,
+	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden,
+	CodeInsufficientStorage, CodeStoreUnavailable, CodeIdentityUnavailable, CodeInternal,
 }
 
 // Error is the one error type of reserve: a stable machine-readable code and a

@@ -10,30 +10,6 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// TestUndecidedCodes pins which answers decide nothing: exactly these codes
-// make a client keep its key and retry, every other code is a decision.
-func TestUndecidedCodes(t *testing.T) {
-	undecided := map[string]bool{
-		engine.CodeBodyIncomplete:      true,
-		engine.CodeStoreUnavailable:    true,
-		engine.CodeIdentityUnavailable: true,
-		engine.CodeInternal:            true,
-	}
-	for _, code := range engine.Codes {
-		if got := engine.Undecided(code); got != undecided[code] {
-			t.Errorf("Undecided(%s) = %v, want %v", code, got, undecided[code])
-		}
-	}
-	for code := range undecided {
-		if !strings.Contains(" "+strings.Join(engine.Codes, " ")+" ", " "+code+" ") {
-			t.Errorf("%s is not in engine.Codes", code)
-		}
-	}
-	if engine.Undecided("") || engine.Undecided("no_such_code") {
-		t.Error("an empty or unknown code is undecided; only the listed codes are")
-	}
-}
-
 // TestStoreUnavailable checks that a marked store failure carries the code
 // and a message without its cause to the client, and the cause to the log
 // and to errors.Is.

@@ -68,22 +68,8 @@ type HoldRequest struct {
 	TTLSeconds int    `json:"ttl_seconds"`
 }
 
-// DecodeHoldRequest decodes the body of a hold request under the strict
-// request contract: exactly the members "workshop", "quantity" and
-// "ttl_seconds" (a JSON integer from MinHoldTTLSeconds to
-// MaxHoldTTLSeconds).
-func DecodeHoldRequest(body []byte) (HoldRequest, error) {
-	var r HoldRequest
-	err := DecodeStrict(body, []Member{
-		StringMember("workshop", true, ValidateWorkshopID, &r.Workshop),
-		IntMember("quantity", true, 1, maxQuantity, &r.Quantity),
-		IntMember("ttl_seconds", true, MinHoldTTLSeconds, MaxHoldTTLSeconds, &r.TTLSeconds),
-	})
-	return r, err
-}
-
-// Validate checks a HoldRequest built in code against the rules
-// DecodeHoldRequest applies.
+// Validate checks a HoldRequest built in code against the rules of the
+// request contract (api.DecodeHoldRequest).
 func (r HoldRequest) Validate() error {
 	if err := (Request{Workshop: r.Workshop, Quantity: r.Quantity}).Validate(); err != nil {
 		return err
@@ -93,10 +79,6 @@ func (r HoldRequest) Validate() error {
 	}
 	return nil
 }
-
-// DecodeEmptyObject checks the body of a confirmation or release: exactly
-// the empty JSON object.
-func DecodeEmptyObject(body []byte) error { return DecodeStrict(body, nil) }
 
 // IsHoldID reports whether id has the form of a hold id (the form of a
 // reservation id).

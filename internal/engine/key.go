@@ -1,30 +1,10 @@
 package engine
 
-import "unicode/utf8"
+import "github.com/reserve/reserve/internal/clip"
 
 // OperationKey is the client's random UUIDv4 for one business intent, in its
 // lowercase canonical form. The zero value is not a valid key.
 type OperationKey string
-
-// ParseOperationKey parses the value of an Idempotency-Key header. It accepts
-// a lowercase canonical UUIDv4 either bare or as a structured-field string
-// (the IETF draft's form, `"…"`); both forms give the same key. An empty value
-// is CodeMissingIdempotencyKey; anything else that is not such a UUID is
-// CodeInvalidIdempotencyKey. Uppercase hex is refused rather than folded, so
-// that one intent has exactly one spelling.
-func ParseOperationKey(raw string) (OperationKey, error) {
-	if raw == "" {
-		return "", Errorf(CodeMissingIdempotencyKey, "the Idempotency-Key header is required: send a random UUIDv4 that you keep for every retry of this reservation")
-	}
-	s := raw
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = s[1 : len(s)-1]
-	}
-	if !isCanonicalUUIDv4(s) {
-		return "", Errorf(CodeInvalidIdempotencyKey, "Idempotency-Key %q is not a lowercase canonical UUIDv4 (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx)", truncate(raw, 80))
-	}
-	return OperationKey(s), nil
-}
 
 // IsOperationKey reports whether k has the form of an operation key: a
 // lowercase canonical UUIDv4, without the quotes a header may add.
@@ -68,13 +48,5 @@ func isLowerHex(c byte) bool {
 func truncate(s string, n int) string { return Truncate(s, n) }
 
 // Truncate shortens s to at most n bytes, cut at a character boundary and
-// marked with "…", for quoting client input in messages.
-func Truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+// marked with "…", for quoting client input in messages (clip.Text).
+func Truncate(s string, n int) string { return clip.Text(s, n) }

@@ -1,7 +1,7 @@
 package engine
 
 // OperationKind is what an operation key is used for. Each kind answers
-// with status words of its own (answerStatuses) and fingerprints its
+// with status words of its own (the rows of Answers) and fingerprints its
 // payload under fingerprint versions of its own (fingerprintVersions).
 // Its words are stored (in the CLI's journal) and sent (in the operations
 // view) as they are.

@@ -18,9 +18,8 @@ const (
 )
 
 // OperationOutcomes are the outcomes the operations view can filter by: the
-// status of the stored answer.
-var OperationOutcomes = []string{StatusReserved, StatusUnavailable, StatusCancelled, StatusAlreadyCancelled,
-	StatusHeld, StatusExpired, StatusReleased, StatusAlreadyConfirmed, StatusAlreadyReleased}
+// status of the stored answer, every status word of Answers.
+var OperationOutcomes = AnswerStatuses()
 
 // OperationRecord is one stored operation as an admin sees it: who used
 // which key, and the stored answer (its members: the kind of operation, the

@@ -14,13 +14,13 @@ func (e *Engine) PutWorkshop(ctx context.Context, id string, spec WorkshopSpec, 
 	if err := ValidateWorkshopID(id); err != nil {
 		return Workshop{}, false, Errorf(CodeRequestContract, "workshop id %s", err)
 	}
-	if spec.Capacity < 0 || spec.Capacity > maxQuantity {
-		return Workshop{}, false, Errorf(CodeRequestContract, "member \"capacity\" must be an integer from 0 to %d", maxQuantity)
+	if spec.Capacity < 0 || spec.Capacity > MaxQuantity {
+		return Workshop{}, false, Errorf(CodeRequestContract, "member \"capacity\" must be an integer from 0 to %d", MaxQuantity)
 	}
-	if spec.MaxQuantity < 0 || spec.MaxQuantity > maxQuantity {
-		return Workshop{}, false, Errorf(CodeRequestContract, "member \"max_quantity\" must be an integer from 1 to %d", maxQuantity)
+	if spec.MaxQuantity < 0 || spec.MaxQuantity > MaxQuantity {
+		return Workshop{}, false, Errorf(CodeRequestContract, "member \"max_quantity\" must be an integer from 1 to %d", MaxQuantity)
 	}
-	if err := validateTitle(spec.Title); err != nil {
+	if err := ValidateTitle(spec.Title); err != nil {
 		return Workshop{}, false, Errorf(CodeRequestContract, "member \"title\" %s", err)
 	}
 	var w Workshop

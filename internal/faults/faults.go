@@ -146,7 +146,7 @@ func (w *answerWriter) WriteHeader(status int) {
 		w.ResponseWriter.WriteHeader(status)
 		return
 	}
-	key, _ := engine.ParseOperationKey(w.r.Header.Get(api.HeaderIdempotencyKey))
+	key, _ := api.ParseOperationKey(w.r.Header.Get(api.HeaderIdempotencyKey))
 	if w.in.take(&w.in.delays) {
 		w.in.mu.Lock()
 		delay := w.in.delay

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/strictjson"
 )
 
 // SchemaVersion is the version of the state file's record that this package
@@ -50,7 +51,7 @@ const (
 // with its constructor.
 var kinds = map[engine.OperationKind]func(in *Intent) error{
 	KindReserve: func(in *Intent) (err error) {
-		in.request, err = engine.DecodeRequest(in.Payload)
+		in.request, err = api.DecodeRequest(in.Payload)
 		return err
 	},
 	KindCancel: func(in *Intent) (err error) {
@@ -58,7 +59,7 @@ var kinds = map[engine.OperationKind]func(in *Intent) error{
 		return err
 	},
 	KindHold: func(in *Intent) (err error) {
-		in.hold, err = engine.DecodeHoldRequest(in.Payload)
+		in.hold, err = api.DecodeHoldRequest(in.Payload)
 		return err
 	},
 	KindConfirm: decodeHoldRef,
@@ -79,8 +80,8 @@ type CancelRequest struct {
 // DecodeCancelRequest decodes a CancelRequest strictly.
 func DecodeCancelRequest(payload []byte) (CancelRequest, error) {
 	var c CancelRequest
-	err := engine.DecodeStrict(payload, []engine.Member{
-		engine.StringMember("reservation_id", true, validReservationID, &c.ReservationID),
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("reservation_id", true, validReservationID, &c.ReservationID),
 	})
 	return c, err
 }
@@ -102,8 +103,8 @@ type HoldRef struct {
 // DecodeHoldRef decodes a HoldRef strictly.
 func DecodeHoldRef(payload []byte) (HoldRef, error) {
 	var h HoldRef
-	err := engine.DecodeStrict(payload, []engine.Member{
-		engine.StringMember("hold_id", true, validHoldID, &h.HoldID),
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("hold_id", true, validHoldID, &h.HoldID),
 	})
 	return h, err
 }
@@ -124,10 +125,10 @@ type Status string
 const (
 	// StatusRejected is an authoritative refusal: any decided 4xx problem
 	// (conflict, request contract, unknown workshop, authentication).
-	StatusRejected Status = api.OutcomeRejected
+	StatusRejected Status = engine.OutcomeRejected
 	// StatusOpen is an operation without an authoritative answer: never
 	// sent, or sent without one. It is never recorded as an outcome.
-	StatusOpen Status = "unknown"
+	StatusOpen Status = engine.OutcomeUnknown
 )
 
 // Record is where one operation stands: the operation key (a lowercase
@@ -424,7 +425,7 @@ func (in *Intent) validate(saved bool) error {
 	if in.Key == "" {
 		return errors.New("member \"operation\" is missing")
 	}
-	if k, err := engine.ParseOperationKey(string(in.Key)); err != nil || k != in.Key {
+	if !engine.IsOperationKey(in.Key) {
 		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv4", in.Key)
 	}
 	if len(in.Payload) == 0 {
@@ -475,9 +476,9 @@ func (o *Outcome) validate(kind engine.OperationKind) error {
 	case o.Status == StatusRejected && (o.HTTPStatus < 400 || o.HTTPStatus > 499):
 		return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
 	}
-	var members api.AnswerMembers
-	if o.Status != StatusRejected {
-		members = api.MembersOfAnswer(kind, string(o.Status))
+	var members engine.AnswerMembers
+	if spec, ok := engine.SpecOf(kind, string(o.Status)); ok {
+		members = spec.Members
 	}
 	switch {
 	case members.ReservationID && !engine.IsReservationID(o.ReservationID):
@@ -496,17 +497,10 @@ func (o *Outcome) validate(kind engine.OperationKind) error {
 	return nil
 }
 
-// allStatuses are the status words of every answer, in the order in which
-// statusesOf lists them.
-var allStatuses = []string{
-	engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
-	engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased,
-}
-
 // statusesOf lists, quoted, the statuses an intent of kind can settle on.
 func statusesOf(kind engine.OperationKind) []string {
 	var quoted []string
-	for _, s := range allStatuses {
+	for _, s := range engine.AnswerStatuses() {
 		if api.StatusOfAnswer(kind, s) != 0 {
 			quoted = append(quoted, strconv.Quote(s))
 		}

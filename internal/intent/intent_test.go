@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 	"github.com/reserve/reserve/internal/paths/pathstest"
@@ -813,7 +814,7 @@ func TestNewKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if parsed, err := engine.ParseOperationKey(string(k)); err != nil || parsed != k {
+		if parsed, err := api.ParseOperationKey(string(k)); err != nil || parsed != k {
 			t.Fatalf("NewKey() = %q is not a canonical UUIDv4: %v", k, err)
 		}
 		if seen[k] {

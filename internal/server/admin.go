@@ -25,7 +25,7 @@ type Backup func(ctx context.Context, size func(int64), w io.Writer) (int64, err
 // not_implemented.
 func (s *Server) backup(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
 	if s.backupFn == nil {
-		return engine.Errorf(engine.CodeNotImplemented, "this daemon's store has no online backup through the API; back up a PostgreSQL store with pg_dump")
+		return engine.Errorf(api.CodeNotImplemented, "this daemon's store has no online backup through the API; back up a PostgreSQL store with pg_dump")
 	}
 	// A large snapshot may take longer than the listener's write timeout,
 	// but a client that stops reading must not hold the connection and the

@@ -151,7 +151,7 @@ func TestBackupOfAStoreWithoutOneIsNotImplemented(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
 	socket := serveSocket(t, server.Config{Engine: engine.New(storeWithoutBackup{h.Store}), DaemonUID: os.Getuid()})
 	_, err := (&client.Client{Socket: socket}).Backup(context.Background(), &bytes.Buffer{})
-	if engine.ErrorCode(err) != engine.CodeNotImplemented || server.StatusOf(engine.CodeNotImplemented) != http.StatusNotImplemented {
+	if engine.ErrorCode(err) != api.CodeNotImplemented || server.StatusOf(api.CodeNotImplemented) != http.StatusNotImplemented {
 		t.Errorf("backup of a store without one: %v, want 501 not_implemented", err)
 	}
 }

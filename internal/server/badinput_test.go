@@ -33,8 +33,8 @@ func TestBadInput(t *testing.T) {
 		code   string
 	}{
 		// 1. The operation key.
-		{"missing key", http.Header{"Content-Type": {api.MediaJSON}}, good, 400, engine.CodeMissingIdempotencyKey},
-		{"empty key", http.Header{api.HeaderIdempotencyKey: {""}, "Content-Type": {api.MediaJSON}}, good, 400, engine.CodeMissingIdempotencyKey},
+		{"missing key", http.Header{"Content-Type": {api.MediaJSON}}, good, 400, api.CodeMissingIdempotencyKey},
+		{"empty key", http.Header{api.HeaderIdempotencyKey: {""}, "Content-Type": {api.MediaJSON}}, good, 400, api.CodeMissingIdempotencyKey},
 		{"key not a uuid", keyHeader("abc"), good, 400, engine.CodeInvalidIdempotencyKey},
 		{"uppercase key", keyHeader(strings.ToUpper(key)), good, 400, engine.CodeInvalidIdempotencyKey},
 		{"v1 uuid", keyHeader("f47ac10b-58cc-1372-a567-0e02b2c3d479"), good, 400, engine.CodeInvalidIdempotencyKey},
@@ -49,13 +49,13 @@ func TestBadInput(t *testing.T) {
 		{"nil uuid", keyHeader("00000000-0000-0000-0000-000000000000"), good, 400, engine.CodeInvalidIdempotencyKey},
 		{"two keys", http.Header{api.HeaderIdempotencyKey: {key, uuid.NewString()}, "Content-Type": {api.MediaJSON}}, good, 400, engine.CodeInvalidIdempotencyKey},
 		// 2. Media type and size.
-		{"no content type", json415(""), good, 415, engine.CodeUnsupportedMediaType},
-		{"text/plain", json415("text/plain"), good, 415, engine.CodeUnsupportedMediaType},
-		{"form", json415("application/x-www-form-urlencoded"), good, 415, engine.CodeUnsupportedMediaType},
-		{"json-ish", json415("application/jsonx"), good, 415, engine.CodeUnsupportedMediaType},
-		{"problem+json", json415(api.MediaProblem), good, 415, engine.CodeUnsupportedMediaType},
-		{"latin1 charset", json415("application/json; charset=latin1"), good, 415, engine.CodeUnsupportedMediaType},
-		{"5 KiB body", nil, big, 413, engine.CodeBodyTooLarge},
+		{"no content type", json415(""), good, 415, api.CodeUnsupportedMediaType},
+		{"text/plain", json415("text/plain"), good, 415, api.CodeUnsupportedMediaType},
+		{"form", json415("application/x-www-form-urlencoded"), good, 415, api.CodeUnsupportedMediaType},
+		{"json-ish", json415("application/jsonx"), good, 415, api.CodeUnsupportedMediaType},
+		{"problem+json", json415(api.MediaProblem), good, 415, api.CodeUnsupportedMediaType},
+		{"latin1 charset", json415("application/json; charset=latin1"), good, 415, api.CodeUnsupportedMediaType},
+		{"5 KiB body", nil, big, 413, api.CodeBodyTooLarge},
 		// 3. The body.
 		{"empty body", nil, "", 422, engine.CodeRequestContract},
 		{"malformed JSON", nil, `{"workshop":"workshop-demo",`, 422, engine.CodeRequestContract},

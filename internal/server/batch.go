@@ -22,7 +22,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, who engine.Princi
 	if err != nil {
 		return err
 	}
-	atomic, entries, err := engine.DecodeBatch(body)
+	atomic, entries, err := api.DecodeBatch(body)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, who engine.Princi
 	status := http.StatusOK
 	if res.Refused {
 		answer.Status, status = engine.CodeBatchRefused, http.StatusConflict
-		info.outcome, info.code = "rejected", engine.CodeBatchRefused
+		info.outcome, info.code = engine.OutcomeRejected, engine.CodeBatchRefused
 	}
 	body = appendBatchAnswer(make([]byte, 0, 64+len(answer.Results)*192), answer)
 	w.Header().Set("Content-Type", api.MediaJSON)
@@ -74,12 +74,14 @@ func appendBatchAnswer(b []byte, a api.BatchAnswer) []byte {
 }
 
 // batchResultOf is one item's result as the single reservation would
-// answer it: the answer and its status, or the problem of its refusal.
+// answer it: the answer and its status, or the problem of its refusal,
+// which for an item of an atomic batch refused as a whole names its reason.
 func batchResultOf(it engine.BatchItemResult) api.BatchResult {
 	if it.Err != nil {
 		code := engine.ErrorCode(it.Err)
 		status := StatusOf(code)
-		return api.BatchResult{Key: string(it.Key), Status: status, Body: problemJSON(status, code, problemDetail(it.Err))}
+		body := problemJSONWith(api.Problem{Status: status, Code: code, Detail: problemDetail(it.Err), Reason: it.Reason})
+		return api.BatchResult{Key: string(it.Key), Status: status, Body: body}
 	}
 	a := it.Outcome.Answer
 	return api.BatchResult{Key: string(it.Key), Status: StatusOfAnswer(a), Replayed: it.Outcome.Replayed, Body: a.JSON()}

@@ -118,6 +118,7 @@ func TestAtomicBatch(t *testing.T) {
 	if r := a.Results[2]; !strings.Contains(string(r.Body), "too few places") {
 		t.Errorf("the item without places = %d %s", r.Status, r.Body)
 	}
+	wantReasons(t, a, engine.ReasonOtherItemRefused, engine.ReasonOtherItemRefused, engine.ReasonUnavailable)
 	if n := reserved(t, h, "course"); n != 0 {
 		t.Fatalf("a refused atomic batch reserved %d places", n)
 	}
@@ -180,9 +181,9 @@ func TestBatchWholeProblems(t *testing.T) {
 	}
 	big := `{"items":[` + strings.Repeat(item()+",", api.MaxBatchBytes/len(item())) + item() + `]}`
 	resp, raw := send(t, h, batchCall(h.Alice, big))
-	wantProblem(t, resp, raw, http.StatusRequestEntityTooLarge, engine.CodeBodyTooLarge)
+	wantProblem(t, resp, raw, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
 	resp, raw = send(t, h, call{via: h.Alice, method: http.MethodPost, path: api.PathBatches, header: http.Header{"Content-Type": {"text/plain"}}, body: `{"items":[` + item() + `]}`})
-	wantProblem(t, resp, raw, http.StatusUnsupportedMediaType, engine.CodeUnsupportedMediaType)
+	wantProblem(t, resp, raw, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
 	resp, raw = send(t, h, batchCall(viaNoToken, `{"items":[`+item()+`]}`))
 	wantProblem(t, resp, raw, http.StatusUnauthorized, engine.CodeUnauthenticated)
 	if n := reserved(t, h, servertest.Workshop); n != 0 {
@@ -223,7 +224,7 @@ func TestBatchItemChecksInOrder(t *testing.T) {
 		code   string
 		detail string
 	}{
-		{400, engine.CodeMissingIdempotencyKey, `item 1 has no member "key"`},
+		{400, api.CodeMissingIdempotencyKey, `item 1 has no member "key"`},
 		{400, engine.CodeInvalidIdempotencyKey, `item 2: member "key" must be`},
 		{422, engine.CodeRequestContract, "item 3 must be a JSON object"},
 		{422, engine.CodeRequestContract, `item 4: member "quantity" must be`},
@@ -240,5 +241,48 @@ func TestBatchItemChecksInOrder(t *testing.T) {
 	}
 	if n := reserved(t, h, servertest.Workshop); n != 1 {
 		t.Errorf("reserved %d places, want 1", n)
+	}
+}
+
+// wantReasons checks the reason member of every item of the refused atomic
+// batch a.
+func wantReasons(t *testing.T, a api.BatchAnswer, want ...string) {
+	t.Helper()
+	for i, r := range a.Results {
+		var p api.Problem
+		if err := json.Unmarshal(r.Body, &p); err != nil || i >= len(want) || p.Reason != want[i] {
+			t.Errorf("item %d of the refused batch = %s, want the reason %q", i+1, r.Body, want[min(i, len(want)-1)])
+		}
+	}
+}
+
+// TestAtomicBatchReasons: every item of a refused atomic batch names why it
+// was not reserved in its reason member: its own refusal's code, or that
+// another item refused the batch before it was decided.
+func TestAtomicBatchReasons(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	putWorkshop(t, h, "course", 4, 2)
+	for _, c := range []struct {
+		name  string
+		items [][3]any
+		want  []string
+	}{
+		{"an unknown workshop", [][3]any{{uuid.NewString(), "course", 1}, {uuid.NewString(), "no-such-course", 1}},
+			[]string{engine.ReasonOtherItemRefused, engine.CodeUnknownWorkshop}},
+		{"an invalid item", [][3]any{{uuid.NewString(), "course", 1}, {uuid.NewString(), "course", 0}},
+			[]string{engine.ReasonNotDecided, engine.CodeRequestContract}},
+		{"over the maximum per request", [][3]any{{uuid.NewString(), "course", 3}, {uuid.NewString(), "course", 1}},
+			[]string{engine.CodeRequestContract, engine.ReasonOtherItemRefused}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			status, a := sendBatch(t, h, h.Alice, batchBody(true, c.items...))
+			if status != http.StatusConflict || a.Status != engine.CodeBatchRefused {
+				t.Fatalf("atomic batch = %d %+v, want 409 batch_refused", status, a)
+			}
+			wantReasons(t, a, c.want...)
+		})
+	}
+	if n := reserved(t, h, "course"); n != 0 {
+		t.Fatalf("refused atomic batches reserved %d places", n)
 	}
 }

@@ -29,9 +29,9 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // is closed after the answer so the server does not drain it either.
 func readJSONBodyUpTo(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
-		return nil, engine.Errorf(engine.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", engine.Truncate(ct, 60))
+		return nil, engine.Errorf(api.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", engine.Truncate(ct, 60))
 	}
-	tooLarge := engine.Errorf(engine.CodeBodyTooLarge, "the body must be at most %d bytes", max)
+	tooLarge := engine.Errorf(api.CodeBodyTooLarge, "the body must be at most %d bytes", max)
 	if r.ContentLength > max {
 		w.Header().Set("Connection", "close")
 		return nil, tooLarge
@@ -60,7 +60,7 @@ func readJSONBodyUpTo(w http.ResponseWriter, r *http.Request, max int64) ([]byte
 		w.Header().Set("Connection", "close")
 		return nil, tooLarge
 	case err != nil:
-		return nil, engine.Errorf(engine.CodeBodyIncomplete, "the body could not be read to its end; nothing was decided, send the request again")
+		return nil, engine.Errorf(api.CodeBodyIncomplete, "the body could not be read to its end; nothing was decided, send the request again")
 	}
 	return body, nil
 }
@@ -81,7 +81,7 @@ func isJSON(contentType string) bool {
 }
 
 // decodeBody reads a JSON body with readJSONBody and decodes it with one of
-// the engine's strict decoders.
+// the strict decoders of package api.
 func decodeBody[T any](w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, error) {
 	body, err := readJSONBody(w, r)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestCancel(t *testing.T) {
 
 	// Refusals that store nothing, in the documented order.
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodPost, path: api.CancelPath(id)})
-	wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeMissingIdempotencyKey)
+	wantProblem(t, resp, body, http.StatusBadRequest, api.CodeMissingIdempotencyKey)
 	resp, body = send(t, h, cancelCall(h.Alice, "nope", id))
 	wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeInvalidIdempotencyKey)
 	bobKey := uuid.NewString()
@@ -42,7 +42,7 @@ func TestCancel(t *testing.T) {
 	resp, body = send(t, h, cancelCall(viaNoToken, bobKey, id))
 	wantProblem(t, resp, body, http.StatusUnauthorized, engine.CodeUnauthenticated)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.CancelPath(id)})
-	wantProblem(t, resp, body, http.StatusMethodNotAllowed, engine.CodeMethodNotAllowed)
+	wantProblem(t, resp, body, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 
 	// The first cancellation, its byte-identical replay, and a conflict.
 	key := uuid.NewString()

@@ -1,6 +1,6 @@
 // Package server is reserve's HTTP API v1: one route table,
 // a handler per concern, middleware for logging, metrics, origin and host
-// checks, and the one table that maps engine error codes to HTTP status.
+// checks, and the one table that maps error codes to HTTP status.
 //
 // Identity comes from the listener: on the Unix socket the kernel's peer
 // credentials name the actor, on TCP a bearer token does. Every decision

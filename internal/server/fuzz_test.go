@@ -70,8 +70,8 @@ func FuzzReserveHandler(f *testing.F) {
 		if resp.StatusCode < 400 && resp.StatusCode != http.StatusCreated {
 			t.Fatalf("answer %d %s: neither an outcome nor a refusal", resp.StatusCode, answer)
 		}
-		_, keyErr := engine.ParseOperationKey(key)
-		_, bodyErr := engine.DecodeRequest(body)
+		_, keyErr := api.ParseOperationKey(key)
+		_, bodyErr := api.DecodeRequest(body)
 		mt, _, _ := mime.ParseMediaType(contentType)
 		invalid := !authenticated || keyErr != nil || bodyErr != nil || mt != api.MediaJSON || len(body) > api.MaxBodyBytes || len(header.Values(api.HeaderIdempotencyKey)) != 1
 		if invalid && resp.StatusCode < 400 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -11,7 +12,7 @@ import (
 // answers of a reservation request, with the body of a hold request
 // (workshop, quantity, ttl_seconds).
 func (s *Server) hold(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	return serveOperation(s, w, r, engine.DecodeHoldRequest, func(ctx context.Context, key engine.OperationKey, req engine.HoldRequest) (engine.Outcome, error) {
+	return serveOperation(s, w, r, api.DecodeHoldRequest, func(ctx context.Context, key engine.OperationKey, req engine.HoldRequest) (engine.Outcome, error) {
 		return s.eng.Hold(ctx, who.Actor, key, req)
 	})
 }
@@ -37,7 +38,7 @@ func (s *Server) releaseHold(w http.ResponseWriter, r *http.Request, who engine.
 // decodeEmptyObject decodes the body of a confirmation or release, which
 // carries nothing.
 func decodeEmptyObject(body []byte) (struct{}, error) {
-	return struct{}{}, engine.DecodeEmptyObject(body)
+	return struct{}{}, api.DecodeEmptyObject(body)
 }
 
 // getHold is GET /api/v1/holds/{id}: the hold with its state as of now,

@@ -101,13 +101,13 @@ func TestHoldRequest(t *testing.T) {
 	// Refusals that store nothing, in the documented order: key, media
 	// type, size, body, then the engine's refusals of the request.
 	resp, body := send(t, h, call{via: h.Alice, method: http.MethodPost, path: api.PathHolds, header: http.Header{"Content-Type": {api.MediaJSON}}, body: holdBody(1, 60)})
-	wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeMissingIdempotencyKey)
+	wantProblem(t, resp, body, http.StatusBadRequest, api.CodeMissingIdempotencyKey)
 	resp, body = send(t, h, holdCall(h.Alice, "nope", `{`))
 	wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeInvalidIdempotencyKey)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodPost, path: api.PathHolds, header: http.Header{api.HeaderIdempotencyKey: {key}, "Content-Type": {"text/plain"}}, body: holdBody(1, 60)})
-	wantProblem(t, resp, body, http.StatusUnsupportedMediaType, engine.CodeUnsupportedMediaType)
+	wantProblem(t, resp, body, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
 	resp, body = send(t, h, holdCall(h.Alice, key, `{"workshop":"`+strings.Repeat("a", api.MaxBodyBytes)+`"}`))
-	wantProblem(t, resp, body, http.StatusRequestEntityTooLarge, engine.CodeBodyTooLarge)
+	wantProblem(t, resp, body, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
 	for _, bad := range []string{
 		``, `[]`, `{`,
 		fmt.Sprintf(`{"workshop":%q,"quantity":1}`, servertest.Workshop),
@@ -203,13 +203,13 @@ func TestConfirmAndRelease(t *testing.T) {
 	// Refusals that store nothing, in the documented order.
 	key := uuid.NewString()
 	resp, body := send(t, h, call{via: h.Alice, method: http.MethodPost, path: confirm, header: http.Header{"Content-Type": {api.MediaJSON}}, body: "{}"})
-	wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeMissingIdempotencyKey)
+	wantProblem(t, resp, body, http.StatusBadRequest, api.CodeMissingIdempotencyKey)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodPost, path: confirm, header: http.Header{api.HeaderIdempotencyKey: {"nope"}, "Content-Type": {api.MediaJSON}}, body: "{}"})
 	wantProblem(t, resp, body, http.StatusBadRequest, engine.CodeInvalidIdempotencyKey)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodPost, path: confirm, header: http.Header{api.HeaderIdempotencyKey: {key}, "Content-Type": {"application/x-www-form-urlencoded"}}, body: "{}"})
-	wantProblem(t, resp, body, http.StatusUnsupportedMediaType, engine.CodeUnsupportedMediaType)
+	wantProblem(t, resp, body, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodPost, path: api.ReleasePath(id), header: http.Header{api.HeaderIdempotencyKey: {key}, "Content-Type": {api.MediaJSON}}, body: "{" + strings.Repeat(" ", api.MaxBodyBytes) + "}"})
-	wantProblem(t, resp, body, http.StatusRequestEntityTooLarge, engine.CodeBodyTooLarge)
+	wantProblem(t, resp, body, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
 	for _, path := range []string{confirm, api.ReleasePath(id)} {
 		for _, bad := range []string{``, `[]`, `null`, `{`, `{"x":1}`, `{"hold_id":"` + id + `"}`, `{}{}`, `""`} {
 			c := settleCall(h.Alice, key, path)
@@ -229,7 +229,7 @@ func TestConfirmAndRelease(t *testing.T) {
 	resp, body = send(t, h, settleCall(h.Alice, key, api.ConfirmPath("0190a1b2c3d4e5f60718293a4b5c6d7e")))
 	wantProblem(t, resp, body, http.StatusNotFound, engine.CodeUnknownHold)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodGet, path: confirm})
-	wantProblem(t, resp, body, http.StatusMethodNotAllowed, engine.CodeMethodNotAllowed)
+	wantProblem(t, resp, body, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 	if holds, receipts := holdCounts(t, h); holds != 1 || receipts != 1 {
 		t.Fatalf("refusals left %d holds and %d receipts, want the hold's 1 and 1", holds, receipts)
 	}

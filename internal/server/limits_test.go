@@ -35,7 +35,7 @@ func TestLargeBodyIsRefusedUnread(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var p api.Problem
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || p.Code != engine.CodeBodyTooLarge || !resp.Close {
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || p.Code != api.CodeBodyTooLarge || !resp.Close {
 		t.Errorf("answer = %d %+v %v, close %v", resp.StatusCode, p, err, resp.Close)
 	}
 }
@@ -86,7 +86,7 @@ func TestLimits(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var p api.Problem
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || p.Code != engine.CodeBodyTooLarge {
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || p.Code != api.CodeBodyTooLarge {
 		t.Errorf("chunked 5 KiB body = %d %+v %v", resp.StatusCode, p, err)
 	}
 }
@@ -115,8 +115,8 @@ func TestIncompleteBodyIsNotAnAnswer(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var p api.Problem
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestTimeout || p.Code != engine.CodeBodyIncomplete {
-		t.Errorf("answer = %d %+v %v, want 408 %s", resp.StatusCode, p, err, engine.CodeBodyIncomplete)
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusRequestTimeout || p.Code != api.CodeBodyIncomplete {
+		t.Errorf("answer = %d %+v %v, want 408 %s", resp.StatusCode, p, err, api.CodeBodyIncomplete)
 	}
 	if res, rec := h.Counts(t); res != 0 || rec != 0 {
 		t.Errorf("an incomplete body left %d reservations and %d receipts", res, rec)

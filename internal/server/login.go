@@ -21,7 +21,7 @@ func (s *Server) createLoginLink(w http.ResponseWriter, r *http.Request, who eng
 	}
 	base := s.loginBaseURL()
 	if base == "" {
-		return engine.Errorf(engine.CodeNotFound, "reserved has no TCP listener to sign in on: start it with --listen")
+		return engine.Errorf(api.CodeNotFound, "reserved has no TCP listener to sign in on: start it with --listen")
 	}
 	var req api.LoginLinkRequest
 	if r.ContentLength != 0 {

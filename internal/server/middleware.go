@@ -43,13 +43,13 @@ func (i *requestInfo) outcomeOf(status int) string {
 	case i.outcome != "":
 		return i.outcome
 	case status >= 500:
-		return "error"
+		return engine.OutcomeError
 	case i.code == engine.CodeOperationConflict:
-		return "conflict"
+		return engine.OutcomeConflict
 	case status >= 400:
-		return api.OutcomeRejected
+		return engine.OutcomeRejected
 	}
-	return "ok"
+	return engine.OutcomeOK
 }
 
 // statusWriter remembers the status an answer was sent with. An answer
@@ -196,7 +196,7 @@ func checkFraming(next http.Handler) http.Handler {
 		var fe *framing.Error
 		switch {
 		case errors.As(err, &fe) && fe.Kind == framing.ErrBadFraming:
-			fail(w, r, engine.Errorf(engine.CodeBadFraming, "%s (nothing was decided)", fe.Reason))
+			fail(w, r, engine.Errorf(api.CodeBadFraming, "%s (nothing was decided)", fe.Reason))
 		case errors.Is(err, framing.ErrHeaderTooLarge):
 			// The answer net/http gives to a header block it refuses
 			// itself, so that every one gets the same.

@@ -30,6 +30,9 @@ type openAPIDoc struct {
 					Code struct {
 						Enum []string `yaml:"enum"`
 					} `yaml:"code"`
+					Reason struct {
+						Description string `yaml:"description"`
+					} `yaml:"reason"`
 				} `yaml:"properties"`
 			} `yaml:"Problem"`
 		} `yaml:"schemas"`
@@ -83,19 +86,30 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 }
 
 // TestOpenAPIErrorCodesAreTheEngines checks that the documented codes are
-// exactly engine.Codes, each with the status of the one table.
+// exactly api.Codes, each with the status of the one table.
 func TestOpenAPIErrorCodesAreTheEngines(t *testing.T) {
 	doc := loadOpenAPI(t)
-	want := slices.Sorted(slices.Values(engine.Codes))
+	want := slices.Sorted(slices.Values(api.Codes))
 	if got := slices.Sorted(slices.Values(doc.Components.Schemas.Problem.Properties.Code.Enum)); !slices.Equal(got, want) {
-		t.Errorf("Problem.code enum = %v, want engine.Codes %v", got, want)
+		t.Errorf("Problem.code enum = %v, want api.Codes %v", got, want)
 	}
 	if got := slices.Sorted(maps.Keys(doc.Codes)); !slices.Equal(got, want) {
-		t.Errorf("x-reserve-codes = %v, want engine.Codes %v", got, want)
+		t.Errorf("x-reserve-codes = %v, want api.Codes %v", got, want)
 	}
 	for code, status := range doc.Codes {
 		if StatusOf(code) != status {
 			t.Errorf("x-reserve-codes: %s is %d, but the server answers %d", code, status, StatusOf(code))
+		}
+	}
+}
+
+// TestOpenAPIRefusalReasonsAreTheEngines checks that the reason member of a
+// refused atomic batch's items documents every reason word of the engine.
+func TestOpenAPIRefusalReasonsAreTheEngines(t *testing.T) {
+	desc := loadOpenAPI(t).Components.Schemas.Problem.Properties.Reason.Description
+	for _, reason := range engine.RefusalReasons {
+		if !strings.Contains(desc, reason) {
+			t.Errorf("Problem.reason does not document the reason %q: %q", reason, desc)
 		}
 	}
 }
@@ -119,12 +133,6 @@ var answerKinds = map[string]engine.OperationKind{
 	"POST /api/v1/holds/{id}/release":       engine.OperationRelease,
 }
 
-// answerStatuses are the status words of every answer.
-var answerStatuses = []string{
-	engine.StatusReserved, engine.StatusUnavailable, engine.StatusCancelled, engine.StatusAlreadyCancelled,
-	engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased,
-}
-
 // TestOpenAPIDescribesEveryAnswer checks that, for every route of an
 // idempotent operation, docs/openapi.yaml describes every answer the
 // server sends there: a JSON response under the answer's HTTP status whose
@@ -143,7 +151,7 @@ func TestOpenAPIDescribesEveryAnswer(t *testing.T) {
 		method, path, _ := strings.Cut(route, " ")
 		responses, _ := dig(doc, "paths", path, strings.ToLower(method), "responses").(map[string]any)
 		n := 0
-		for _, status := range answerStatuses {
+		for _, status := range engine.AnswerStatuses() {
 			code := api.StatusOfAnswer(kind, status)
 			if code == 0 {
 				continue

@@ -10,12 +10,13 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// statusByCode is the one table from engine error codes to HTTP status.
+// statusByCode is the one table from error codes (api.Codes: the engine's
+// and the HTTP edge's) to HTTP status.
 var statusByCode = map[string]int{
-	engine.CodeMissingIdempotencyKey: http.StatusBadRequest,
+	api.CodeMissingIdempotencyKey:    http.StatusBadRequest,
 	engine.CodeInvalidIdempotencyKey: http.StatusBadRequest,
-	engine.CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
-	engine.CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
+	api.CodeUnsupportedMediaType:     http.StatusUnsupportedMediaType,
+	api.CodeBodyTooLarge:             http.StatusRequestEntityTooLarge,
 	engine.CodeRequestContract:       http.StatusUnprocessableEntity,
 	engine.CodeOperationConflict:     http.StatusConflict,
 	engine.CodeOperationExpired:      http.StatusGone,
@@ -28,14 +29,14 @@ var statusByCode = map[string]int{
 	engine.CodeCapacityBelowReserved: http.StatusConflict,
 	engine.CodeUnauthenticated:       http.StatusUnauthorized,
 	engine.CodeForbidden:             http.StatusForbidden,
-	engine.CodeNotFound:              http.StatusNotFound,
-	engine.CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
-	engine.CodeNotImplemented:        http.StatusNotImplemented,
+	api.CodeNotFound:                 http.StatusNotFound,
+	api.CodeMethodNotAllowed:         http.StatusMethodNotAllowed,
+	api.CodeNotImplemented:           http.StatusNotImplemented,
 	engine.CodeInsufficientStorage:   http.StatusInsufficientStorage,
-	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
+	api.CodeBodyIncomplete:           http.StatusRequestTimeout,
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
 	engine.CodeIdentityUnavailable:   http.StatusServiceUnavailable,
-	engine.CodeBadFraming:            http.StatusBadRequest,
+	api.CodeBadFraming:               http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
 
@@ -56,7 +57,7 @@ func StatusOfAnswer(a engine.Answer) int {
 // that failed one lookup usually answers the next.
 const storeRetryAfter = "1"
 
-// StatusOf returns the HTTP status of an engine error code, and 500 for a
+// StatusOf returns the HTTP status of an error code, and 500 for a
 // code it does not know.
 func StatusOf(code string) int {
 	if s, ok := statusByCode[code]; ok {
@@ -99,7 +100,13 @@ func problemDetail(err error) string {
 
 // problemJSON is the JSON of an RFC 9457 problem detail with a stable code.
 func problemJSON(status int, code, detail string) []byte {
-	body, _ := json.Marshal(api.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Code: code, Detail: detail})
+	return problemJSONWith(api.Problem{Status: status, Code: code, Detail: detail})
+}
+
+// problemJSONWith is the JSON of p with its type and title filled in.
+func problemJSONWith(p api.Problem) []byte {
+	p.Type, p.Title = "about:blank", http.StatusText(p.Status)
+	body, _ := json.Marshal(p)
 	return body
 }
 

@@ -22,12 +22,12 @@ import (
 // undecided, every 4xx but 408 is a decided refusal.
 func TestStatusTable(t *testing.T) {
 	want := map[string]int{
-		engine.CodeMissingIdempotencyKey: 400,
+		api.CodeMissingIdempotencyKey:    400,
 		engine.CodeInvalidIdempotencyKey: 400,
-		engine.CodeUnsupportedMediaType:  415,
-		engine.CodeBodyTooLarge:          413,
-		engine.CodeBodyIncomplete:        408,
-		engine.CodeBadFraming:            400,
+		api.CodeUnsupportedMediaType:     415,
+		api.CodeBodyTooLarge:             413,
+		api.CodeBodyIncomplete:           408,
+		api.CodeBadFraming:               400,
 		engine.CodeRequestContract:       422,
 		engine.CodeOperationConflict:     409,
 		engine.CodeOperationExpired:      410,
@@ -40,23 +40,23 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeCapacityBelowReserved: 409,
 		engine.CodeUnauthenticated:       401,
 		engine.CodeForbidden:             403,
-		engine.CodeNotFound:              404,
-		engine.CodeMethodNotAllowed:      405,
-		engine.CodeNotImplemented:        501,
+		api.CodeNotFound:                 404,
+		api.CodeMethodNotAllowed:         405,
+		api.CodeNotImplemented:           501,
 		engine.CodeInsufficientStorage:   507,
 		engine.CodeStoreUnavailable:      503,
 		engine.CodeIdentityUnavailable:   503,
 		engine.CodeInternal:              500,
 	}
-	if len(want) != len(engine.Codes) {
-		t.Errorf("the test pins %d codes, engine.Codes has %d", len(want), len(engine.Codes))
+	if len(want) != len(api.Codes) {
+		t.Errorf("the test pins %d codes, api.Codes has %d", len(want), len(api.Codes))
 	}
-	for _, code := range engine.Codes {
+	for _, code := range api.Codes {
 		if got := StatusOf(code); got != want[code] {
 			t.Errorf("StatusOf(%s) = %d, want %d", code, got, want[code])
 		}
 		// An undecided code must never look like a decided refusal.
-		if s := StatusOf(code); engine.Undecided(code) && s >= 400 && s < 500 && s != http.StatusRequestTimeout {
+		if s := StatusOf(code); api.Undecided(code) && s >= 400 && s < 500 && s != http.StatusRequestTimeout {
 			t.Errorf("%s is undecided but answers %d, a refusal", code, s)
 		}
 	}

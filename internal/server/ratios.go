@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/reserve/reserve/internal/engine"
 )
 
 // idempotentRoutes are the routes of idempotent operations, whose answers
@@ -55,9 +57,9 @@ func (w *ratioWindow) observe(route, outcome string) {
 	}
 	s.total++
 	switch outcome {
-	case "replayed":
+	case engine.OutcomeReplayed:
 		s.replays++
-	case "conflict":
+	case engine.OutcomeConflict:
 		s.conflicts++
 	}
 }

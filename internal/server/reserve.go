@@ -12,7 +12,7 @@ import (
 
 // reserve is POST /api/v1/reservations, the idempotent operation.
 func (s *Server) reserve(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	return serveOperation(s, w, r, engine.DecodeRequest, func(ctx context.Context, key engine.OperationKey, req engine.Request) (engine.Outcome, error) {
+	return serveOperation(s, w, r, api.DecodeRequest, func(ctx context.Context, key engine.OperationKey, req engine.Request) (engine.Outcome, error) {
 		return s.eng.Reserve(ctx, who.Actor, key, req)
 	})
 }
@@ -49,10 +49,10 @@ func (s *Server) writeOutcome(w http.ResponseWriter, info *requestInfo, out engi
 	a := out.Answer
 	switch {
 	case out.Replayed:
-		info.outcome = "replayed"
+		info.outcome = engine.OutcomeReplayed
 		w.Header().Set(api.HeaderReplayed, "true")
 	case a.Status == engine.StatusReserved:
-		info.outcome = "created"
+		info.outcome = engine.OutcomeCreated
 	default:
 		info.outcome = a.Status
 	}
@@ -96,5 +96,5 @@ func operationKeyHeader(h http.Header) (engine.OperationKey, error) {
 	if len(values) == 1 {
 		raw = values[0]
 	}
-	return engine.ParseOperationKey(raw)
+	return api.ParseOperationKey(raw)
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -83,10 +84,10 @@ func (s *Server) newMux() http.Handler {
 		h.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			fail(w, r, engine.Errorf(engine.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, engine.Truncate(r.URL.Path, 80), probe.header.Get("Allow")))
+			fail(w, r, engine.Errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s (allowed: %s)", r.Method, engine.Truncate(r.URL.Path, 80), probe.header.Get("Allow")))
 			return
 		}
-		fail(w, r, engine.Errorf(engine.CodeNotFound, "no API route %s", engine.Truncate(r.URL.Path, 80)))
+		fail(w, r, engine.Errorf(api.CodeNotFound, "no API route %s", engine.Truncate(r.URL.Path, 80)))
 	})
 }
 

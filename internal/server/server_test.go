@@ -25,7 +25,7 @@ import (
 )
 
 func TestEveryCodeHasAStatus(t *testing.T) {
-	for _, code := range engine.Codes {
+	for _, code := range api.Codes {
 		if got := server.StatusOf(code); got == http.StatusInternalServerError && code != engine.CodeInternal {
 			t.Errorf("StatusOf(%s) = 500: the code is missing from the status table", code)
 		}
@@ -193,7 +193,7 @@ func TestWorkshops(t *testing.T) {
 	resp, body = put(h.Admin, "go-basics", "", `{"capacity":"7"}`)
 	wantProblem(t, resp, body, http.StatusUnprocessableEntity, engine.CodeRequestContract)
 	resp, body = send(t, h, call{via: h.Admin, method: http.MethodPut, path: api.WorkshopPath("go-basics"), body: `{"capacity":7}`, header: http.Header{"Content-Type": {"text/plain"}}})
-	wantProblem(t, resp, body, http.StatusUnsupportedMediaType, engine.CodeUnsupportedMediaType)
+	wantProblem(t, resp, body, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
 
 	status, _, _, err := h.TCPClient(h.Alice).Reserve(context.Background(), engine.OperationKey(uuid.NewString()), engine.Request{Workshop: "go-basics", Quantity: 2})
 	if err != nil || status != http.StatusCreated {
@@ -376,22 +376,22 @@ func TestTokens(t *testing.T) {
 func TestUnknownRoutesAreProblems(t *testing.T) {
 	h := servertest.Start(t, servertest.Options{})
 	resp, body := send(t, h, call{via: h.Alice, method: http.MethodGet, path: "/api/v1/nothing"})
-	wantProblem(t, resp, body, http.StatusNotFound, engine.CodeNotFound)
+	wantProblem(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodDelete, path: api.PathReservations})
-	wantProblem(t, resp, body, http.StatusMethodNotAllowed, engine.CodeMethodNotAllowed)
+	wantProblem(t, resp, body, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 	if resp.Header.Get("Allow") != "GET, HEAD, POST" {
 		t.Errorf("Allow = %q", resp.Header.Get("Allow"))
 	}
 	resp, body = send(t, h, call{via: h.Alice, method: http.MethodGet, path: api.CancelPath("0190a1b2c3d4e5f60718293a4b5c6d7e")})
-	wantProblem(t, resp, body, http.StatusMethodNotAllowed, engine.CodeMethodNotAllowed)
+	wantProblem(t, resp, body, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 	if resp.Header.Get("Allow") != "POST" {
 		t.Errorf("Allow = %q", resp.Header.Get("Allow"))
 	}
 	resp, body = send(t, h, call{via: viaSocket, method: http.MethodPost, path: api.WorkshopPath("x"), body: "{}"})
-	wantProblem(t, resp, body, http.StatusMethodNotAllowed, engine.CodeMethodNotAllowed)
+	wantProblem(t, resp, body, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 	// Without --enable-fault-injection the fault route does not exist.
 	resp, body = send(t, h, call{via: viaSocket, method: http.MethodPost, path: api.PathFaults, body: `{"fault":"garble_response"}`})
-	wantProblem(t, resp, body, http.StatusNotFound, engine.CodeNotFound)
+	wantProblem(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 }
 
 func TestMetrics(t *testing.T) {

@@ -18,6 +18,7 @@ func (s *Server) webRoutes() []route {
 	return []route{
 		{"GET /{$}", anyone, s.asset("index.html")},
 		{"GET /app.js", anyone, s.asset("app.js")},
+		{"GET /answers.js", anyone, s.asset("answers.js")},
 		{"GET /style.css", anyone, s.asset("style.css")},
 		{"GET /favicon.svg", anyone, s.asset("favicon.svg")},
 		{"GET " + api.PathLogin, anyone, s.loginPage},
@@ -45,7 +46,7 @@ func (s *Server) asset(name string) handlerFunc {
 // sessions belong to the TCP listener.
 func tcpOnly(r *http.Request) error {
 	if connOf(r.Context()).socket {
-		return engine.Errorf(engine.CodeNotFound, "the browser form is served on the TCP listener, not on the Unix socket")
+		return engine.Errorf(api.CodeNotFound, "the browser form is served on the TCP listener, not on the Unix socket")
 	}
 	return nil
 }

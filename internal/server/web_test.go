@@ -105,6 +105,7 @@ func TestWebAssetsOnTCP(t *testing.T) {
 	for path, ctype := range map[string]string{
 		"/":            "text/html; charset=utf-8",
 		"/app.js":      "text/javascript; charset=utf-8",
+		"/answers.js":  "text/javascript; charset=utf-8",
 		"/style.css":   "text/css; charset=utf-8",
 		"/favicon.svg": "image/svg+xml",
 	} {
@@ -134,7 +135,7 @@ func TestWebAssetsOnTCP(t *testing.T) {
 	t.Run("NotOnSocket", func(t *testing.T) {
 		for _, path := range []string{"/", "/app.js", "/login?code=x"} {
 			resp, body := send(t, h, call{via: viaSocket, method: http.MethodGet, path: path})
-			wantProblem(t, resp, body, http.StatusNotFound, engine.CodeNotFound)
+			wantProblem(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 		}
 	})
 }
@@ -191,7 +192,7 @@ func TestBrowserSession(t *testing.T) {
 
 	t.Run("NoSessionsOnSocket", func(t *testing.T) {
 		resp, body := send(t, h, call{via: viaSocket, method: http.MethodPost, path: api.PathSessions, body: `{"code":"` + loginCode(t, h, "") + `"}`})
-		wantProblem(t, resp, body, http.StatusNotFound, engine.CodeNotFound)
+		wantProblem(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 	})
 
 	t.Run("SessionIsNoAdmin", func(t *testing.T) {

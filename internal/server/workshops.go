@@ -48,7 +48,7 @@ func (s *Server) putWorkshop(w http.ResponseWriter, r *http.Request, _ engine.Pr
 	if err != nil {
 		return err
 	}
-	spec, err := decodeBody(w, r, engine.DecodeWorkshopSpec)
+	spec, err := decodeBody(w, r, api.DecodeWorkshopSpec)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package enginetest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -133,6 +134,23 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 			if got != reason {
 				t.Errorf("%s: item %d = %q, want %q", name, i+1, got, reason)
 			}
+			// Every refused item names its reason: its own code, or one
+			// of the engine's reason words for batch_refused.
+			switch {
+			case it.Err == nil:
+				if it.Reason != "" {
+					t.Errorf("%s: item %d is answered and has the reason %q", name, i+1, it.Reason)
+				}
+			case got == engine.CodeBatchRefused:
+				if !slices.Contains(engine.RefusalReasons, it.Reason) {
+					t.Errorf("%s: item %d is batch_refused with the reason %q, want one of %v", name, i+1, it.Reason, engine.RefusalReasons)
+				}
+			case it.Reason != got:
+				t.Errorf("%s: item %d is refused with %s and the reason %q", name, i+1, got, it.Reason)
+			}
+		}
+		if name == "unavailable" && res.Items[2].Reason != engine.ReasonUnavailable {
+			t.Errorf("unavailable: the item without places has the reason %q", res.Items[2].Reason)
 		}
 		if name == "unavailable" && !strings.Contains(engine.ErrorMessage(res.Items[2].Err), "too few places") {
 			t.Errorf("unavailable: the item without places says %v", res.Items[2].Err)

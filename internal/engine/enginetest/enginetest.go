@@ -320,11 +320,11 @@ func testConflict(t *testing.T, h *harness) {
 
 func testMemberOrder(t *testing.T, h *harness) {
 	h.workshop("go-basics", 3, 2)
-	a, err := engine.DecodeRequest([]byte(`{"workshop":"go-basics","quantity":1}`))
+	a, err := api.DecodeRequest([]byte(`{"workshop":"go-basics","quantity":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := engine.DecodeRequest([]byte(" {\n \"quantity\" : 1 ,\"workshop\":\"go-basics\" }\n"))
+	b, err := api.DecodeRequest([]byte(" {\n \"quantity\" : 1 ,\"workshop\":\"go-basics\" }\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

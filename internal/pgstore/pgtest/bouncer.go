@@ -20,7 +20,7 @@ const BouncerSkipMessage = `PgBouncer tests SKIPPED: RESERVE_PGBOUNCER_DSN is no
 Run them through a PgBouncer in transaction pooling mode in front of the
 server of RESERVE_PG_DSN, whose role may create databases, e.g.
     RESERVE_PGBOUNCER_DSN='postgres://reserve@localhost:6432/reserve' ./test.sh
-(see "PostgreSQL store (tests)" in README.md).`
+(see "PostgreSQL store (tests)" in docs/testing.md).`
 
 // BouncerDSN returns a DSN that reaches, through the PgBouncer of
 // EnvBouncerDSN, a new empty database of the server of EnvDSN, dropped

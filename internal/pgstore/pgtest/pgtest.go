@@ -25,7 +25,7 @@ const EnvDSN = "RESERVE_PG_DSN"
 const SkipMessage = `PostgreSQL tests SKIPPED: RESERVE_PG_DSN is not set.
 Run them against a PostgreSQL server whose role may create schemas, e.g.
     RESERVE_PG_DSN='postgres://reserve@localhost:5432/reserve' ./test.sh
-(see "PostgreSQL store (tests)" in README.md).`
+(see "PostgreSQL store (tests)" in docs/testing.md).`
 
 // Announce prints SkipMessage to stderr when the tests will be skipped; call
 // it from TestMain so the notice shows even without -v.

@@ -19,7 +19,6 @@ import (
 
 	"github.com/reserve/reserve/docs"
 	"github.com/reserve/reserve/internal/api"
-	"github.com/reserve/reserve/internal/engine"
 )
 
 // OpenAPI checks real exchanges against docs/openapi.yaml with an outside
@@ -119,7 +118,7 @@ func undescribed(errs []*valerrors.ValidationError) bool {
 // checkUnrouted checks the answer to a request outside every described
 // operation.
 func checkUnrouted(req *http.Request, resp *http.Response, body []byte) error {
-	want := map[int]string{http.StatusNotFound: engine.CodeNotFound, http.StatusMethodNotAllowed: engine.CodeMethodNotAllowed}
+	want := map[int]string{http.StatusNotFound: api.CodeNotFound, http.StatusMethodNotAllowed: api.CodeMethodNotAllowed}
 	code, ok := want[resp.StatusCode]
 	if !ok {
 		return fmt.Errorf("the document describes no such operation, and the answer %d is neither 404 nor 405", resp.StatusCode)

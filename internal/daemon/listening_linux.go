@@ -1,4 +1,6 @@
-package sdnotify
+//go:build linux
+
+package daemon
 
 import (
 	"errors"
@@ -9,7 +11,8 @@ import (
 )
 
 // checkListening fails unless f is a socket on which listen(2) was called
-// (SO_ACCEPTCONN).
+// (SO_ACCEPTCONN), so that a datagram socket or one passed before it
+// listens is refused at start instead of failing its first accept.
 func checkListening(f *os.File) error {
 	raw, err := f.SyscallConn()
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sdnotify
+package daemon
 
 import "os"
 

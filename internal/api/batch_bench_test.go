@@ -1,4 +1,4 @@
-package engine_test
+package api_test
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/api"
 )
 
 // batchOf is the body of a batch of n items.
@@ -29,7 +29,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				if _, entries, err := engine.DecodeBatch(body); err != nil || len(entries) != n {
+				if _, entries, err := api.DecodeBatch(body); err != nil || len(entries) != n {
 					b.Fatal(err)
 				}
 			}
