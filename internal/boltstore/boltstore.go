@@ -41,8 +41,12 @@ import (
 // workshops (format 3 of a workshop); it changes no earlier record, and an
 // earlier file is marked 5 when it is opened for writing, so that a
 // reserved of version 4, which cannot read a hidden workshop, refuses the
-// whole file with a clear message.
-const SchemaVersion = 5
+// whole file with a clear message. Version 7 adds the index of API tokens
+// by id (tokenindex.go), which opening an earlier version's file for
+// writing builds (upgradeTokenIndex), and API token records with the
+// member last_used_at; it changes no earlier record. (Version 6 is the
+// step before it; a file of version 5 takes every step.)
+const SchemaVersion = 7
 
 // The buckets, declared once and created by Open.
 var (
@@ -63,11 +67,14 @@ var (
 	bucketReceiptsByTime   = []byte("receipts_by_time")   // Receipts by creation time (timeindex.go).
 	bucketTombstonesByTime = []byte("tombstones_by_time") // Tombstones by creation time (timeindex.go).
 
+	bucketTokensByID = []byte("tokens_by_id") // API tokens: id hash (tokenindex.go).
+
 	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
 		bucketTombstones, bucketEvents, bucketPending,
 		bucketReceiptsByTime, bucketTombstonesByTime,
 		bucketHolds, bucketOpenHolds,
 		bucketReservationsByActor, bucketHoldsByActor,
+		bucketTokensByID,
 	}
 
 	keySchema = []byte("schema")
@@ -234,8 +241,9 @@ func createSchema(tx *bolt.Tx, path string) error {
 
 // initSchema refuses a file of a newer schema or of another program, marks
 // an older file with the current schema version, creates buckets this
-// version declares that an older file lacks, and builds the time and actor
-// indexes of a file written before version 4 (or that lacks them).
+// version declares that an older file lacks, builds the time and actor
+// indexes of a file written before version 4 (or that lacks them) and the
+// token index of a file written before version 7 (or that lacks it).
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -243,6 +251,7 @@ func initSchema(tx *bolt.Tx, path string) error {
 	}
 	rebuild := v < 4 || tx.Bucket(bucketReceiptsByTime) == nil || tx.Bucket(bucketTombstonesByTime) == nil
 	rebuildActors := v < 4 || tx.Bucket(bucketReservationsByActor) == nil || tx.Bucket(bucketHoldsByActor) == nil
+	tokenIndex := v < 7 || tx.Bucket(bucketTokensByID) == nil
 	if err := createBuckets(tx, path); err != nil {
 		return err
 	}
@@ -259,6 +268,11 @@ func initSchema(tx *bolt.Tx, path string) error {
 			return err
 		}
 		if err := holdActors.build(tx, path); err != nil {
+			return err
+		}
+	}
+	if tokenIndex {
+		if err := upgradeTokenIndex(tx, path); err != nil {
 			return err
 		}
 	}
@@ -404,7 +418,7 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, verifyTokenIndex} {
 			more, err := verify(t)
 			if err != nil {
 				return err

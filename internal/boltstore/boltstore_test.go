@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,7 +95,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	}
 	db.Close()
 	_, err = boltstore.Open(path, boltstore.Options{})
-	if err == nil || !strings.Contains(err.Error(), "schema version 99, newer than this reserved understands (5)") {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99, newer than this reserved understands (%d)", boltstore.SchemaVersion)) {
 		t.Fatalf("open of newer schema: %v", err)
 	}
 }

@@ -30,6 +30,7 @@ const (
 	FindingHold             = "hold_mismatch"
 	FindingTimeIndex        = "time_index_mismatch"
 	FindingActorIndex       = "actor_index_mismatch"
+	FindingTokenIndex       = "token_index_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that

@@ -49,6 +49,9 @@ const (
 	CodeUnknownReservation = "unknown_reservation"
 	// CodeUnknownHold means no hold visible to the caller has that id.
 	CodeUnknownHold = "unknown_hold"
+	// CodeUnknownToken means no API token has that id: there never was one,
+	// or it was revoked.
+	CodeUnknownToken = "unknown_token"
 	// CodeVersionMismatch means an If-Match precondition named a stale
 	// workshop version.
 	CodeVersionMismatch = "version_mismatch"
@@ -105,7 +108,7 @@ func Undecided(code string) bool { return undecidedCodes[code] }
 var Codes = []string{
 	CodeMissingIdempotencyKey, CodeInvalidIdempotencyKey, CodeUnsupportedMediaType,
 	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
-	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeVersionMismatch,
+	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeUnknownToken, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
 	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeInternal,
 }

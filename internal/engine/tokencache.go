@@ -1,36 +1,154 @@
 package engine
 
-import "sync"
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+)
 
-// tokenCacheSize bounds how many API token principals an engine remembers.
-// A daemon sees few distinct tokens; when more arrive the cache starts over
-// rather than tracking recency.
+// tokenCacheSize bounds how many API token principals an engine remembers,
+// and how many tokens' uses it tracks. A daemon sees few distinct tokens;
+// when more arrive the cache starts over rather than tracking recency.
 const tokenCacheSize = 4096
 
-// tokenCache remembers the principals of API tokens the store has confirmed,
-// by the token's hash, so a busy client does not pay a read transaction and a
-// record decode on every request. That is sound because an API token record
-// never changes and is never deleted (there is no revocation); should that
-// change, the cache must be invalidated with it. Sessions and login codes end
-// and are never cached, nor are failed lookups: a token created by another
-// daemon on a shared database is found as soon as it exists.
+// DefaultTokenCacheTTL is how long an engine trusts what it read of an API
+// token before it reads the token again.
+//
+// The cache saves a busy client a read transaction and a record decode per
+// request (on PostgreSQL a round trip). A revocation must still be
+// effective on the very next request, on every daemon, even where several
+// daemons share one database and none can see another's cache. So an entry
+// is trusted for this long after the read that found the token began, and
+// no longer; and a revocation on an engine that may share its store
+// (WithExclusiveStore not given) answers only after waiting this long past
+// its commit. By then every entry that any engine read before the commit
+// has lapsed, so any request that starts after the revocation's answer
+// reads the store and is refused. An expiry needs no such care: an entry
+// carries the token's expiry and is checked against it on every use.
+// Sessions and login codes end at any time and are never cached, nor are
+// failed lookups: a token created by another daemon on a shared database is
+// found as soon as it exists.
+const DefaultTokenCacheTTL = time.Second
+
+// cachedToken is what a cache entry holds of an API token.
+type cachedToken struct {
+	p       Principal
+	expires time.Time // The token's expiry; zero: never.
+	readAt  time.Time // When the read that found the token began (monotonic).
+}
+
+// tokenCache remembers the API tokens the store has confirmed, by hash, for
+// at most ttl each (see DefaultTokenCacheTTL).
 type tokenCache struct {
-	mu sync.RWMutex
-	m  map[string]Principal
+	ttl time.Duration
+	mu  sync.RWMutex
+	m   map[string]cachedToken
 }
 
-func (c *tokenCache) get(hash string) (Principal, bool) {
+// get returns the entry of hash if it was read less than ttl ago.
+func (c *tokenCache) get(hash string) (cachedToken, bool) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	p, ok := c.m[hash]
-	return p, ok
+	t, ok := c.m[hash]
+	c.mu.RUnlock()
+	if !ok || time.Since(t.readAt) >= c.ttl {
+		return cachedToken{}, false
+	}
+	return t, true
 }
 
-func (c *tokenCache) put(hash string, p Principal) {
+func (c *tokenCache) put(hash string, t cachedToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= tokenCacheSize {
-		c.m = make(map[string]Principal)
+		c.m = make(map[string]cachedToken)
 	}
-	c.m[hash] = p
+	c.m[hash] = t
+}
+
+func (c *tokenCache) forget(hash string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, hash)
+}
+
+// TokenUseResolution is how precisely an API token's last_used_at follows
+// its uses: an engine notes a token's use at most once per this period, so
+// a busy token costs one small write a minute, not one per request.
+const TokenUseResolution = time.Minute
+
+// tokenUse collects the uses of API tokens that are not yet written to the
+// store. Authentication only notes a use in memory (a map lookup under a
+// mutex); FlushTokenUse writes what was noted, in bounded steps that the
+// daemon takes in the background, so no authenticated read becomes a
+// write.
+type tokenUse struct {
+	mu      sync.Mutex
+	noted   map[string]time.Time // By hash: the last use noted.
+	pending map[string]time.Time // By hash: the newest use not yet written.
+}
+
+// note records a use of the token at, unless a use less than
+// TokenUseResolution before it was noted already.
+func (u *tokenUse) note(hash string, at time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if last, ok := u.noted[hash]; ok && at.Sub(last) < TokenUseResolution {
+		return
+	}
+	if u.noted == nil || len(u.noted) >= tokenCacheSize {
+		u.noted = make(map[string]time.Time)
+	}
+	if u.pending == nil {
+		u.pending = make(map[string]time.Time)
+	}
+	u.noted[hash] = at
+	if len(u.pending) < tokenCacheSize {
+		u.pending[hash] = at
+	}
+}
+
+// tokenUseAt is one noted use.
+type tokenUseAt struct {
+	hash string
+	at   time.Time
+}
+
+// take removes and returns up to limit noted uses, in order of hash (so
+// that concurrent writers lock tokens in one order), and whether more are
+// left.
+func (u *tokenUse) take(limit int) ([]tokenUseAt, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	uses := make([]tokenUseAt, 0, min(limit, len(u.pending)))
+	for hash, at := range u.pending {
+		uses = append(uses, tokenUseAt{hash, at})
+	}
+	slices.SortFunc(uses, func(a, b tokenUseAt) int { return cmp.Compare(a.hash, b.hash) })
+	more := len(uses) > limit
+	uses = uses[:min(limit, len(uses))]
+	for _, x := range uses {
+		delete(u.pending, x.hash)
+	}
+	return uses, more
+}
+
+// giveBack returns uses that could not be written, unless a newer use of
+// the same token was noted meanwhile.
+func (u *tokenUse) giveBack(uses []tokenUseAt) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, x := range uses {
+		if at, ok := u.pending[x.hash]; !ok || at.Before(x.at) {
+			u.pending[x.hash] = x.at
+		}
+	}
+}
+
+// forget drops what was noted of a token, when it is revoked.
+func (u *tokenUse) forget(hash string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.noted, hash)
+	delete(u.pending, hash)
 }
