@@ -154,7 +154,7 @@ func (e *Engine) IssueToken(ctx context.Context, spec TokenSpec) (string, TokenI
 		return "", TokenInfo{}, Errorf(CodeRequestContract, "member \"expires_in_seconds\" must be an integer from 1 to %d", int64(MaxTokenLifetime/time.Second))
 	}
 	token := newSecret(TokenPrefix)
-	now := e.now().UTC()
+	now := e.now().UTC().Truncate(time.Microsecond) // What every store keeps.
 	rec := TokenRecord{Hash: HashToken(token), Kind: TokenAPI, Actor: spec.Actor, Admin: spec.Admin, CreatedAt: now}
 	if spec.ExpiresIn > 0 {
 		rec.ExpiresAt = now.Add(spec.ExpiresIn)
@@ -489,6 +489,6 @@ func (e *Engine) apiPrincipal(hash string, c cachedToken) (Principal, error) {
 	if !c.expires.IsZero() && !now.Before(c.expires) {
 		return Principal{}, Errorf(CodeUnauthenticated, "the bearer token expired at %s; ask an admin for a new one", c.expires.UTC().Format(time.RFC3339))
 	}
-	e.use.note(hash, now.UTC())
+	e.use.note(hash, now.UTC().Truncate(time.Microsecond))
 	return c.p, nil
 }
