@@ -472,7 +472,7 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 	}
 	p := Principal{Actor: rec.Actor, Admin: rec.Admin}
 	if kind == TokenAPI {
-		c := cachedToken{p: p, expires: rec.ExpiresAt, readAt: readAt}
+		c := &cachedToken{p: p, expires: rec.ExpiresAt, readAt: readAt}
 		e.tokens.put(hash, c)
 		return e.apiPrincipal(hash, c)
 	}
@@ -484,11 +484,11 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 
 // apiPrincipal returns the principal of the API token hash, unless it has
 // expired, and notes its use.
-func (e *Engine) apiPrincipal(hash string, c cachedToken) (Principal, error) {
+func (e *Engine) apiPrincipal(hash string, c *cachedToken) (Principal, error) {
 	now := e.now()
 	if !c.expires.IsZero() && !now.Before(c.expires) {
 		return Principal{}, Errorf(CodeUnauthenticated, "the bearer token expired at %s; ask an admin for a new one", c.expires.UTC().Format(time.RFC3339))
 	}
-	e.use.note(hash, now.UTC().Truncate(time.Microsecond))
+	e.noteUse(hash, c, now.UTC().Truncate(time.Microsecond))
 	return c.p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,11 @@ type cachedToken struct {
 	p       Principal
 	expires time.Time // The token's expiry; zero: never.
 	readAt  time.Time // When the read that found the token began (monotonic).
+	// noted is when a use of the token was last noted for FlushTokenUse,
+	// in Unix nanoseconds (zero: never); an entry that replaces another
+	// takes it over. Kept here, an authentication tells without a lock of
+	// its own whether its use needs noting.
+	noted atomic.Int64
 }
 
 // tokenCache remembers the API tokens the store has confirmed, by hash, for
@@ -43,25 +49,30 @@ type cachedToken struct {
 type tokenCache struct {
 	ttl time.Duration
 	mu  sync.RWMutex
-	m   map[string]cachedToken
+	m   map[string]*cachedToken
 }
 
 // get returns the entry of hash if it was read less than ttl ago.
-func (c *tokenCache) get(hash string) (cachedToken, bool) {
+func (c *tokenCache) get(hash string) (*cachedToken, bool) {
 	c.mu.RLock()
 	t, ok := c.m[hash]
 	c.mu.RUnlock()
 	if !ok || time.Since(t.readAt) >= c.ttl {
-		return cachedToken{}, false
+		return nil, false
 	}
 	return t, true
 }
 
-func (c *tokenCache) put(hash string, t cachedToken) {
+// put remembers t as the entry of hash, with the noted use of the entry it
+// replaces.
+func (c *tokenCache) put(hash string, t *cachedToken) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if old, ok := c.m[hash]; ok {
+		t.noted.Store(old.noted.Load())
+	}
 	if c.m == nil || len(c.m) >= tokenCacheSize {
-		c.m = make(map[string]cachedToken)
+		c.m = make(map[string]*cachedToken)
 	}
 	c.m[hash] = t
 }
@@ -77,35 +88,40 @@ func (c *tokenCache) forget(hash string) {
 // a busy token costs one small write a minute, not one per request.
 const TokenUseResolution = time.Minute
 
-// tokenUse collects the uses of API tokens that are not yet written to the
-// store. Authentication only notes a use in memory (a map lookup under a
-// mutex); FlushTokenUse writes what was noted, in bounded steps that the
-// daemon takes in the background, so no authenticated read becomes a
-// write.
+// noteUse notes a use of the token of entry t at, for FlushTokenUse,
+// unless a use less than TokenUseResolution before was noted already.
+// Nearly every call returns after one atomic load.
+func (e *Engine) noteUse(hash string, t *cachedToken, at time.Time) {
+	last := t.noted.Load()
+	if last != 0 && at.UnixNano()-last < int64(TokenUseResolution) {
+		return
+	}
+	if t.noted.CompareAndSwap(last, at.UnixNano()) {
+		e.use.add(hash, at)
+	}
+}
+
+// tokenUse holds the uses of API tokens that are noted but not yet written
+// to the store. Authentication only notes a use in memory, and that at
+// most once per TokenUseResolution per token; FlushTokenUse writes what was
+// noted, in bounded steps that the daemon takes in the background, so no
+// authenticated read becomes a write.
 type tokenUse struct {
 	mu      sync.Mutex
-	noted   map[string]time.Time // By hash: the last use noted.
 	pending map[string]time.Time // By hash: the newest use not yet written.
 }
 
-// note records a use of the token at, unless a use less than
-// TokenUseResolution before it was noted already.
-func (u *tokenUse) note(hash string, at time.Time) {
+// add keeps the use of the token hash at, unless a newer one is kept.
+func (u *tokenUse) add(hash string, at time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if last, ok := u.noted[hash]; ok && at.Sub(last) < TokenUseResolution {
-		return
-	}
-	if u.noted == nil || len(u.noted) >= tokenCacheSize {
-		u.noted = make(map[string]time.Time)
-	}
 	if u.pending == nil {
 		u.pending = make(map[string]time.Time)
 	}
-	u.noted[hash] = at
-	if len(u.pending) < tokenCacheSize {
-		u.pending[hash] = at
+	if prev, ok := u.pending[hash]; (ok && !prev.Before(at)) || (!ok && len(u.pending) >= tokenCacheSize) {
+		return
 	}
+	u.pending[hash] = at
 }
 
 // tokenUseAt is one noted use.
@@ -136,19 +152,14 @@ func (u *tokenUse) take(limit int) ([]tokenUseAt, bool) {
 // giveBack returns uses that could not be written, unless a newer use of
 // the same token was noted meanwhile.
 func (u *tokenUse) giveBack(uses []tokenUseAt) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
 	for _, x := range uses {
-		if at, ok := u.pending[x.hash]; !ok || at.Before(x.at) {
-			u.pending[x.hash] = x.at
-		}
+		u.add(x.hash, x.at)
 	}
 }
 
-// forget drops what was noted of a token, when it is revoked.
+// forget drops the noted use of a token, when it is revoked.
 func (u *tokenUse) forget(hash string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	delete(u.noted, hash)
 	delete(u.pending, hash)
 }
