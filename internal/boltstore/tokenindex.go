@@ -35,31 +35,13 @@ func isAPIToken(raw []byte) (bool, error) {
 // upgradeTokenIndex is the upgrade step to schema version 7: it builds the
 // index of API tokens by id from the tokens bucket, replacing whatever the
 // index held, in the transaction that marks the file version 7. It changes
-// no record.
+// no record. Ids are random, so pages keep bbolt's default fill.
 func upgradeTokenIndex(btx *bolt.Tx, path string) error {
-	if err := btx.DeleteBucket(bucketTokensByID); err != nil && btx.Bucket(bucketTokensByID) != nil {
-		return fmt.Errorf("clear bucket %s in %s: %w", bucketTokensByID, path, err)
-	}
-	index, err := btx.CreateBucket(bucketTokensByID)
-	if err != nil {
-		return fmt.Errorf("create bucket %s in %s: %w", bucketTokensByID, path, err)
-	}
-	tokens := btx.Bucket(bucketTokens)
-	if tokens == nil {
-		return nil
-	}
-	return tokens.ForEach(func(k, raw []byte) error {
-		api, err := isAPIToken(raw)
-		if err != nil {
-			return fmt.Errorf("build %s of %s: decode %s/%q: %w", bucketTokensByID, path, bucketTokens, k, err)
+	return buildIndex(btx, path, bucketTokens, bucketTokensByID, bolt.DefaultFillPercent, func(k, raw []byte) ([]byte, error) {
+		if api, err := isAPIToken(raw); !api || err != nil {
+			return nil, err
 		}
-		if !api {
-			return nil
-		}
-		if err := index.Put(tokenEntry(string(k)), []byte{}); err != nil {
-			return fmt.Errorf("build %s of %s: %w", bucketTokensByID, path, err)
-		}
-		return nil
+		return tokenEntry(string(k)), nil
 	})
 }
 
