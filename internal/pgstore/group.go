@@ -901,21 +901,17 @@ func (p *probeTx) Hold(id string) (engine.Hold, bool, error) {
 	p.w.add(holds.name, id)
 	return engine.Hold{}, false, nil
 }
-func (p *probeTx) PutWorkshop(engine.Workshop) error                    { return nil }
-func (p *probeTx) PutReservation(engine.Reservation) error              { return nil }
-func (p *probeTx) PutReceipt(engine.Receipt) error                      { return nil }
-func (p *probeTx) PutToken(engine.TokenRecord) error                    { return nil }
-func (p *probeTx) DeleteToken(string) error                             { return nil }
-func (p *probeTx) DeleteReceipt(string, engine.OperationKey) error      { return nil }
-func (p *probeTx) PutTombstone(engine.Tombstone) error                  { return nil }
-func (p *probeTx) AddEvent(engine.Event) error                          { return nil }
-func (p *probeTx) MarkEventDelivered(string, time.Time) error           { return nil }
-func (p *probeTx) PutHold(engine.Hold) error                            { return nil }
-func (p *probeTx) ForEachToken(func(engine.TokenRecord) error) error    { return errProbe }
-func (p *probeTx) ForEachAPIToken(func(engine.TokenRecord) error) error { return errProbe }
-func (p *probeTx) APIToken(string) (engine.TokenRecord, bool, error) {
-	return engine.TokenRecord{}, false, errProbe
-}
+func (p *probeTx) PutWorkshop(engine.Workshop) error                       { return nil }
+func (p *probeTx) PutReservation(engine.Reservation) error                 { return nil }
+func (p *probeTx) PutReceipt(engine.Receipt) error                         { return nil }
+func (p *probeTx) PutToken(engine.TokenRecord) error                       { return nil }
+func (p *probeTx) DeleteToken(string) error                                { return nil }
+func (p *probeTx) DeleteReceipt(string, engine.OperationKey) error         { return nil }
+func (p *probeTx) PutTombstone(engine.Tombstone) error                     { return nil }
+func (p *probeTx) AddEvent(engine.Event) error                             { return nil }
+func (p *probeTx) MarkEventDelivered(string, time.Time) error              { return nil }
+func (p *probeTx) PutHold(engine.Hold) error                               { return nil }
+func (p *probeTx) ForEachToken(func(engine.TokenRecord) error) error       { return errProbe }
 func (p *probeTx) ForEachWorkshop(func(engine.Workshop) error) error       { return errProbe }
 func (p *probeTx) ForEachReservation(func(engine.Reservation) error) error { return errProbe }
 func (p *probeTx) ForEachReceipt(func(engine.Receipt) error) error         { return errProbe }
@@ -939,3 +935,9 @@ func (p *probeTx) ForEachReservationOf(string, string, func(engine.Reservation) 
 	return errProbe
 }
 func (p *probeTx) ForEachHoldOf(string, string, func(engine.Hold) error) error { return errProbe }
+
+// The API token reads by id are not fetched ahead.
+func (p *probeTx) APIToken(string) (engine.TokenRecord, bool, error) {
+	return engine.TokenRecord{}, false, errProbe
+}
+func (p *probeTx) ForEachAPIToken(func(engine.TokenRecord) error) error { return errProbe }
