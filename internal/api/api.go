@@ -14,6 +14,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
@@ -205,27 +206,51 @@ type OperationView struct {
 
 // TokenRequest is the body of POST /api/v1/tokens.
 type TokenRequest struct {
-	Actor string `json:"actor"`
-	Admin bool   `json:"admin"`
+	Actor            string `json:"actor"`
+	Admin            bool   `json:"admin"`
+	ExpiresInSeconds int    `json:"expires_in_seconds,omitempty"`
 }
 
+// MaxTokenLifetimeSeconds bounds "expires_in_seconds" (ten years).
+const MaxTokenLifetimeSeconds = int(engine.MaxTokenLifetime / time.Second)
+
 // DecodeTokenRequest decodes a TokenRequest with the strict rules:
-// "actor" is required, "admin" is optional and false by default.
+// "actor" is required, "admin" is optional and false by default,
+// "expires_in_seconds" is optional (no expiry), a JSON integer from 1 to
+// MaxTokenLifetimeSeconds.
 func DecodeTokenRequest(body []byte) (TokenRequest, error) {
 	var r TokenRequest
 	err := DecodeStrict(body, []strictjson.Member{
 		strictjson.StringMember("actor", true, engine.ValidateActor, &r.Actor),
 		strictjson.BoolMember("admin", false, &r.Admin),
+		strictjson.IntMember("expires_in_seconds", false, 1, MaxTokenLifetimeSeconds, &r.ExpiresInSeconds),
 	})
 	return r, err
 }
 
-// TokenResponse is the answer to POST /api/v1/tokens: the token, shown once.
-type TokenResponse struct {
-	Token string `json:"token"`
-	Actor string `json:"actor"`
-	Admin bool   `json:"admin"`
+// Spec is the engine's view of the request.
+func (r TokenRequest) Spec() engine.TokenSpec {
+	return engine.TokenSpec{Actor: r.Actor, Admin: r.Admin, ExpiresIn: time.Duration(r.ExpiresInSeconds) * time.Second}
 }
+
+// TokenResponse is the answer to POST /api/v1/tokens: the token, shown
+// once, with its id and, if it has one, its expiry.
+type TokenResponse struct {
+	ID        string    `json:"id"`
+	Token     string    `json:"token"`
+	Actor     string    `json:"actor"`
+	Admin     bool      `json:"admin"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// TokenList is the answer to GET /api/v1/tokens: the API tokens, oldest
+// first, without secrets.
+type TokenList struct {
+	Tokens []engine.TokenInfo `json:"tokens"`
+}
+
+// TokenPath returns the path of the API token id.
+func TokenPath(id string) string { return PathTokens + "/" + url.PathEscape(id) }
 
 // The faults that POST /api/v1/debug/faults arms.
 const (

@@ -45,8 +45,11 @@ import (
 // subjects (a socket peer's uid) to actors (bindings.go), in buckets of
 // their own; upgradeTo6 adds them to an earlier file, whose records stay
 // as they are, and a reserved of version 5, which would name a socket peer
-// by its user name of the moment, refuses the file.
-const SchemaVersion = 6
+// by its user name of the moment, refuses the file. Version 7 adds the
+// index of API tokens by id (tokenindex.go), which opening an earlier
+// version's file for writing builds (upgradeTokenIndex), and API token
+// records with the member last_used_at; it changes no earlier record.
+const SchemaVersion = 7
 
 // The buckets, declared once and created by Open.
 var (
@@ -67,12 +70,15 @@ var (
 	bucketReceiptsByTime   = []byte("receipts_by_time")   // Receipts by creation time (timeindex.go).
 	bucketTombstonesByTime = []byte("tombstones_by_time") // Tombstones by creation time (timeindex.go).
 
+	bucketTokensByID = []byte("tokens_by_id") // API tokens: id hash (tokenindex.go).
+
 	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
 		bucketTombstones, bucketEvents, bucketPending,
 		bucketReceiptsByTime, bucketTombstonesByTime,
 		bucketHolds, bucketOpenHolds,
 		bucketReservationsByActor, bucketHoldsByActor,
 		bucketBindings, bucketBindingsByActor,
+		bucketTokensByID,
 	}
 
 	keySchema = []byte("schema")
@@ -241,7 +247,9 @@ func createSchema(tx *bolt.Tx, path string) error {
 // an older file with the current schema version, creates buckets this
 // version declares that an older file lacks, builds the time and actor
 // indexes of a file written before version 4 (or that lacks them), and
-// runs the upgrade step of each later version (upgradeTo6), in order.
+// runs the upgrade step of each later version in order: upgradeTo6, then
+// upgradeTokenIndex for a file written before version 7 (or that lacks
+// the token index).
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -249,6 +257,7 @@ func initSchema(tx *bolt.Tx, path string) error {
 	}
 	rebuild := v < 4 || tx.Bucket(bucketReceiptsByTime) == nil || tx.Bucket(bucketTombstonesByTime) == nil
 	rebuildActors := v < 4 || tx.Bucket(bucketReservationsByActor) == nil || tx.Bucket(bucketHoldsByActor) == nil
+	tokenIndex := v < 7 || tx.Bucket(bucketTokensByID) == nil
 	if err := createBuckets(tx, path); err != nil {
 		return err
 	}
@@ -270,6 +279,11 @@ func initSchema(tx *bolt.Tx, path string) error {
 	}
 	if v < 6 {
 		if err := upgradeTo6(tx, path); err != nil {
+			return err
+		}
+	}
+	if tokenIndex {
+		if err := upgradeTokenIndex(tx, path); err != nil {
 			return err
 		}
 	}
@@ -417,7 +431,7 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, verifyBindingIndex} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, verifyBindingIndex, verifyTokenIndex} {
 			more, err := verify(t)
 			if err != nil {
 				return err

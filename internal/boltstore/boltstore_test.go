@@ -107,14 +107,7 @@ func TestSchemaUpgrade(t *testing.T) {
 	path := newFile(t)
 	setRaw := func(bucket, key string, value []byte) {
 		t.Helper()
-		db, err := bolt.Open(path, 0o600, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte(bucket)).Put([]byte(key), value) }); err != nil {
-			t.Fatal(err)
-		}
+		addRecord(t, path, bucket, key, value)
 	}
 	schema := func() uint64 {
 		t.Helper()

@@ -251,8 +251,8 @@ func (ix timeIndexed[R]) build(btx *bolt.Tx, path string) error {
 }
 
 // buildIndex fills the bucket index with the entries (empty values) that
-// entry makes of the records of the bucket records, replacing whatever it
-// held, in the transaction that upgrades an earlier schema version's file.
+// entry makes of the records of the bucket records (none for a record of
+// which it makes nil), replacing whatever it held, in the transaction that upgrades an earlier schema version's file.
 // The entries are written in key order, so that every page is filled once
 // (to fill, as full as the writes that follow will leave it).
 func buildIndex(btx *bolt.Tx, path string, records, index []byte, fill float64, entry func(k, raw []byte) ([]byte, error)) error {
@@ -273,7 +273,9 @@ func buildIndex(btx *bolt.Tx, path string, records, index []byte, fill float64, 
 		if err != nil {
 			return fmt.Errorf("decode %s/%q: %w", records, k, err)
 		}
-		entries = append(entries, e)
+		if e != nil {
+			entries = append(entries, e)
+		}
 		return nil
 	})
 	if err != nil {

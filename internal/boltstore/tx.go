@@ -226,11 +226,22 @@ func withKind(r engine.TokenRecord) engine.TokenRecord {
 	return r
 }
 
+// PutToken writes the record and, for an API token, its entry in the
+// token index (a record's kind never changes).
 func (t *tx) PutToken(r engine.TokenRecord) error {
+	if withKind(r).Kind == engine.TokenAPI {
+		if err := t.putRaw(bucketTokensByID, tokenEntry(r.Hash), []byte{}); err != nil {
+			return err
+		}
+	}
 	return t.put(bucketTokens, []byte(r.Hash), r)
 }
 
+// DeleteToken deletes the record and its entry in the token index, if any.
 func (t *tx) DeleteToken(hash string) error {
+	if err := t.deleteRaw(bucketTokensByID, tokenEntry(hash)); err != nil {
+		return err
+	}
 	if err := t.b.Bucket(bucketTokens).Delete([]byte(hash)); err != nil {
 		return fmt.Errorf("delete tokens/%q: %w", hash, err)
 	}

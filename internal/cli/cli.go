@@ -34,10 +34,11 @@ import (
 
 // The environment variables behind the global flags.
 const (
-	EnvSocket = paths.EnvSocket
-	EnvServer = "RESERVECTL_SERVER"
-	EnvToken  = "RESERVECTL_TOKEN"
-	EnvState  = "RESERVECTL_STATE"
+	EnvSocket    = paths.EnvSocket
+	EnvServer    = "RESERVECTL_SERVER"
+	EnvToken     = "RESERVECTL_TOKEN"
+	EnvTokenFile = "RESERVECTL_TOKEN_FILE"
+	EnvState     = "RESERVECTL_STATE"
 )
 
 // defaultTimeout bounds the wait for each answer from reserved.
@@ -78,12 +79,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // reserved is, as whom, the state file, the timeout, --json) and the output
 // streams.
 type commandEnv struct {
-	socket  string
-	server  string
-	token   string
-	state   string
-	timeout time.Duration
-	json    bool
+	socket    string
+	server    string
+	token     string
+	tokenFile string
+	state     string
+	timeout   time.Duration
+	json      bool
 
 	stdout, stderr io.Writer
 	flags          *pflag.FlagSet
@@ -152,6 +154,7 @@ Exit status:
 	f.StringVar(&env.socket, "socket", paths.Socket(), "Unix socket of the local reserved (env "+EnvSocket+")")
 	f.StringVar(&env.server, "server", "", "base URL of a reserved reached over TCP, e.g. http://127.0.0.1:8080 (env "+EnvServer+")")
 	f.StringVar(&env.token, "token", "", "bearer token for --server (env "+EnvToken+")")
+	f.StringVar(&env.tokenFile, "token-file", "", "read the bearer token for --server from this file, which keeps it out of the process list (env "+EnvTokenFile+")")
 	f.StringVar(&env.state, "state", statePath, "state file of the pending intent (env "+EnvState+")")
 	f.DurationVar(&env.timeout, "timeout", defaultTimeout, "how long to wait for each answer from reserved")
 	f.BoolVar(&env.json, "json", false, "print results as JSON")
@@ -185,15 +188,22 @@ func (env *commandEnv) resolve() error {
 	if !env.flags.Changed("server") {
 		env.server = os.Getenv(EnvServer)
 	}
-	tokenFlag := env.flags.Changed("token")
-	if !tokenFlag {
+	tokenFlag, fileFlag := env.flags.Changed("token"), env.flags.Changed("token-file")
+	if !fileFlag && !tokenFlag {
+		env.tokenFile = os.Getenv(EnvTokenFile)
+	}
+	if !tokenFlag && env.tokenFile == "" {
 		env.token = os.Getenv(EnvToken)
 	}
 	switch {
 	case env.flags.Changed("socket") && env.flags.Changed("server"):
 		return usageErrorf("--socket and --server exclude each other")
+	case tokenFlag && fileFlag:
+		return usageErrorf("--token and --token-file exclude each other")
 	case tokenFlag && env.server == "":
 		return usageErrorf("--token needs --server: on the Unix socket reserved knows you by your uid")
+	case fileFlag && env.server == "":
+		return usageErrorf("--token-file needs --server: on the Unix socket reserved knows you by your uid")
 	case env.timeout <= 0:
 		return usageErrorf("--timeout must be positive, not %s", env.timeout)
 	case env.server == "" && env.socket == "":
@@ -204,7 +214,37 @@ func (env *commandEnv) resolve() error {
 			return &usageError{err: err}
 		}
 	}
+	if env.tokenFile != "" && !tokenFlag && env.server != "" {
+		tok, err := readTokenFile(env.tokenFile)
+		if err != nil {
+			return usageErrorf("--token-file: %v", err)
+		}
+		env.token = tok
+	}
 	return nil
+}
+
+// maxTokenFile bounds what readTokenFile reads: a token is far shorter.
+const maxTokenFile = 4096
+
+// readTokenFile returns the one token that the file at path holds (white
+// space around it, such as a final newline, is dropped). The file may be a
+// pipe, as a shell's process substitution makes.
+func readTokenFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(raw))
+	if len(raw) > maxTokenFile || tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return "", fmt.Errorf("%s must hold one bearer token and nothing else", path)
+	}
+	return tok, nil
 }
 
 // serverID returns the normalised name of the daemon the flags select, as

@@ -463,11 +463,33 @@ func (c *Client) Hold(ctx context.Context, id string) (engine.Hold, error) {
 	return h, err
 }
 
-// CreateToken creates an API token for actor (admin only) and returns it.
+// CreateToken creates an API token for actor (admin only) that never
+// expires and returns it.
 func (c *Client) CreateToken(ctx context.Context, actor string, admin bool) (string, error) {
-	var t api.TokenResponse
-	_, err := c.call(ctx, http.MethodPost, api.PathTokens, nil, api.TokenRequest{Actor: actor, Admin: admin}, &t, http.StatusCreated)
+	t, err := c.IssueToken(ctx, api.TokenRequest{Actor: actor, Admin: admin})
 	return t.Token, err
+}
+
+// IssueToken creates an API token as req asks (admin only) and returns the
+// whole answer: the token, its id and its expiry.
+func (c *Client) IssueToken(ctx context.Context, req api.TokenRequest) (api.TokenResponse, error) {
+	var t api.TokenResponse
+	_, err := c.call(ctx, http.MethodPost, api.PathTokens, nil, req, &t, http.StatusCreated)
+	return t, err
+}
+
+// Tokens lists the API tokens (admin only).
+func (c *Client) Tokens(ctx context.Context) ([]engine.TokenInfo, error) {
+	var l api.TokenList
+	_, err := c.call(ctx, http.MethodGet, api.PathTokens, nil, nil, &l, http.StatusOK)
+	return l.Tokens, err
+}
+
+// RevokeToken revokes the API token id (admin only); an id that names no
+// token, also one revoked already, is unknown_token.
+func (c *Client) RevokeToken(ctx context.Context, id string) error {
+	_, err := c.call(ctx, http.MethodDelete, api.TokenPath(id), nil, nil, nil, http.StatusNoContent)
+	return err
 }
 
 // ArmFault arms an injected fault (admin only, daemon started with

@@ -290,7 +290,12 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		injector = faults.New(logger)
 		engStore = injector.Store(store)
 	}
-	eng := engine.New(engStore, engine.WithClock(failpoint.Clock(time.Now)))
+	engOpts := []engine.Option{engine.WithClock(failpoint.Clock(time.Now))}
+	if _, ok := store.(*boltstore.Store); ok {
+		// The daemon locks its bbolt file: no other engine shares it.
+		engOpts = append(engOpts, engine.WithExclusiveStore())
+	}
+	eng := engine.New(engStore, engOpts...)
 	if store.Created() && !o.noDemo {
 		spec := engine.WorkshopSpec{Capacity: demoCapacity, MaxQuantity: demoMaxQuantity, Title: demoTitle}
 		if _, _, err := eng.PutWorkshop(ctx, DemoWorkshop, spec, nil); err != nil {
@@ -339,6 +344,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	defer stopJanitor()
 	stopHoldJanitor := startHoldJanitor(ctx, eng, metrics.HoldsExpired, logger)
 	defer stopHoldJanitor()
+	stopTokenUse := startTokenUseWriter(ctx, eng, logger)
+	defer stopTokenUse()
 	stopOutbox, err := o.notify.start(ctx, eng, metrics, logger)
 	if err != nil {
 		return err
@@ -393,6 +400,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	stopOutbox()
 	stopJanitor()
 	stopHoldJanitor()
+	stopTokenUse()
 	if err := store.Close(); err != nil {
 		return err
 	}

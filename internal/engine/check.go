@@ -31,6 +31,7 @@ const (
 	FindingTimeIndex        = "time_index_mismatch"
 	FindingActorIndex       = "actor_index_mismatch"
 	FindingBinding          = "binding_mismatch"
+	FindingTokenIndex       = "token_index_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that

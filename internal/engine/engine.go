@@ -10,15 +10,14 @@ import (
 // Engine makes every decision of reserve against a Store. It is safe for
 // concurrent use.
 type Engine struct {
-	store Store
-	now   func() time.Time
-	newID func(time.Time) string
-	// tokens remembers the principals of API tokens, by the token's hash.
-	// That is sound because an API token record never changes and is never
-	// deleted (there is no revocation); should that change, the cache must
-	// be invalidated with it. Sessions and login codes end and are never
-	// cached.
-	tokens cache[string, Principal]
+	store  Store
+	now    func() time.Time
+	newID  func(time.Time) string
+	tokens tokenCache
+	use    tokenUse
+	// exclusive is set when this engine is the only one using its store
+	// (WithExclusiveStore).
+	exclusive bool
 	// bindings remembers the actors of the subjects it has read: a binding
 	// never changes and is never removed.
 	bindings cache[Subject, string]
@@ -38,12 +37,23 @@ func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = n
 // ids for which IsReservationID holds.
 func WithIDs(newID func(time.Time) string) Option { return func(e *Engine) { e.newID = newID } }
 
+// WithExclusiveStore declares that this engine is the only one that uses
+// its store (the daemon on its bbolt file, which it locks), so a token
+// revocation takes effect everywhere by leaving this engine's cache, and
+// RevokeToken need not wait for the caches of other engines to lapse.
+func WithExclusiveStore() Option { return func(e *Engine) { e.exclusive = true } }
+
+// WithTokenCacheTTL sets how long the engine trusts what it read of an API
+// token (DefaultTokenCacheTTL unless given; tests shorten it). A revocation
+// on an engine without WithExclusiveStore waits this long.
+func WithTokenCacheTTL(d time.Duration) Option { return func(e *Engine) { e.tokens.ttl = d } }
+
 // utcNow reads the clock in UTC.
 func (e *Engine) utcNow() time.Time { return e.now().UTC() }
 
 // New returns an Engine deciding against store.
 func New(store Store, opts ...Option) *Engine {
-	e := &Engine{store: store, now: time.Now, newID: NewReservationID}
+	e := &Engine{store: store, now: time.Now, newID: NewReservationID, tokens: tokenCache{ttl: DefaultTokenCacheTTL}}
 	for _, o := range opts {
 		o(e)
 	}

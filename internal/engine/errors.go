@@ -36,6 +36,9 @@ const (
 	CodeUnknownReservation = "unknown_reservation"
 	// CodeUnknownHold means no hold visible to the caller has that id.
 	CodeUnknownHold = "unknown_hold"
+	// CodeUnknownToken means no API token has that id: there never was one,
+	// or it was revoked.
+	CodeUnknownToken = "unknown_token"
 	// CodeVersionMismatch means an If-Match precondition named a stale
 	// workshop version.
 	CodeVersionMismatch = "version_mismatch"
@@ -96,7 +99,7 @@ func Undecided(code string) bool { return undecidedCodes[code] }
 var Codes = []string{
 	CodeInvalidIdempotencyKey,
 	CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
-	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeVersionMismatch,
+	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeUnknownToken, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden,
 	CodeInsufficientStorage, CodeStoreUnavailable, CodeIdentityUnavailable, CodeInternal,
 }

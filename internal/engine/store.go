@@ -39,6 +39,13 @@ type Tx interface {
 	// ForEachToken visits every credential record (hashes only) in key
 	// order, for tools that copy a whole store.
 	ForEachToken(fn func(TokenRecord) error) error
+	// APIToken reads the API token whose TokenID is id, and
+	// ForEachAPIToken visits every API token (no login code or session)
+	// in order of TokenID. Stores keep an index of API tokens by id, in
+	// step with PutToken and DeleteToken, so that both cost what they
+	// read, however many sessions are stored beside the tokens.
+	APIToken(id string) (t TokenRecord, ok bool, err error)
+	ForEachAPIToken(fn func(TokenRecord) error) error
 
 	// ForEachWorkshop, ForEachReservation and ForEachReceipt visit every
 	// record in key order until fn returns an error, which they return.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -16,7 +18,8 @@ import (
 // The kinds of secret credentials. All are stored the same way: only the
 // SHA-256 of the secret, with the actor it stands for.
 const (
-	// TokenAPI is a bearer token for the API; it never expires.
+	// TokenAPI is a bearer token for the API. It has an id (TokenID), may
+	// have an expiry, and lives until it expires or is revoked.
 	TokenAPI = "api"
 	// TokenLoginCode is a one-time code in a browser login link.
 	TokenLoginCode = "login_code"
@@ -44,14 +47,72 @@ const credentialPurgeBatch = 64
 
 // TokenRecord is what the store keeps of a secret credential: never the
 // secret, only its SHA-256, with its kind, the actor it authenticates, whether
-// that is an admin, and when it expires (zero: never).
+// that is an admin, when it expires (zero: never) and, for an API token,
+// when it was last used (zero: not yet, or not since the version that
+// records it), to a precision of TokenUseResolution.
 type TokenRecord struct {
-	Hash      string    `json:"hash"`
-	Kind      string    `json:"kind"`
-	Actor     string    `json:"actor"`
-	Admin     bool      `json:"admin"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Hash       string    `json:"hash"`
+	Kind       string    `json:"kind"`
+	Actor      string    `json:"actor"`
+	Admin      bool      `json:"admin"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+}
+
+// TokenIDPrefix is what TokenID hashes before a token's hash.
+const TokenIDPrefix = "reserve-token-id:"
+
+// TokenID returns the public id of the API token stored under hash: 32
+// lowercase hex digits, the first 128 bits of the SHA-256 of TokenIDPrefix
+// and the hash. It names the token in lists and revocations and reveals
+// nothing that authenticates (neither the secret nor its hash can be had
+// from it). Being derived rather than stored, every token has one, also a
+// token that an earlier version created; stores index API tokens by it.
+func TokenID(hash string) string {
+	sum := sha256.Sum256([]byte(TokenIDPrefix + hash))
+	return hex.EncodeToString(sum[:16])
+}
+
+// IsTokenID reports whether id has the form of a TokenID.
+func IsTokenID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxTokenLifetime bounds the lifetime an API token can be given: ten
+// years (of 365 days).
+const MaxTokenLifetime = 10 * 365 * 24 * time.Hour
+
+// TokenSpec is what an admin asks of a new API token: its actor, whether
+// it is an admin's, and its lifetime (zero: it never expires).
+type TokenSpec struct {
+	Actor     string
+	Admin     bool
+	ExpiresIn time.Duration
+}
+
+// TokenInfo is what anyone may see of an API token: never the secret or
+// its hash.
+type TokenInfo struct {
+	ID         string    `json:"id"`
+	Actor      string    `json:"actor"`
+	Admin      bool      `json:"admin"`
+	CreatedAt  time.Time `json:"created_at"`
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+}
+
+// tokenInfo is the public view of an API token's record.
+func tokenInfo(r TokenRecord) TokenInfo {
+	return TokenInfo{ID: TokenID(r.Hash), Actor: r.Actor, Admin: r.Admin, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, LastUsedAt: r.LastUsedAt}
 }
 
 // expiredAt reports whether the credential has expired at now: it has an
@@ -74,21 +135,140 @@ func newSecret(prefix string) string {
 	return prefix + base64.RawURLEncoding.EncodeToString(raw[:])
 }
 
-// CreateToken makes a new API token for actor, stores only its hash and
-// returns the token, which is shown once and never again.
+// CreateToken makes a new API token for actor that never expires; see
+// IssueToken.
 func (e *Engine) CreateToken(ctx context.Context, actor string, admin bool) (string, error) {
-	if err := ValidateActor(actor); err != nil {
-		return "", Errorf(CodeRequestContract, "member \"actor\": %v", err)
-	}
-	token := newSecret(TokenPrefix)
-	rec := TokenRecord{Hash: HashToken(token), Kind: TokenAPI, Actor: actor, Admin: admin, CreatedAt: e.now().UTC()}
-	if err := e.store.Update(ctx, func(tx Tx) error { return tx.PutToken(rec) }); err != nil {
-		return "", fmt.Errorf("create token for %s: %w", actor, err)
-	}
-	return token, nil
+	token, _, err := e.IssueToken(ctx, TokenSpec{Actor: actor, Admin: admin})
+	return token, err
 }
 
-// Authenticate returns the principal of an API token, or CodeUnauthenticated.
+// IssueToken makes a new API token as spec asks, stores only its hash and
+// returns the token, which is shown once and never again, with what
+// anyone may see of it. A bad actor or lifetime is CodeRequestContract,
+// naming the member of POST /api/v1/tokens, and stores nothing.
+func (e *Engine) IssueToken(ctx context.Context, spec TokenSpec) (string, TokenInfo, error) {
+	if err := ValidateActor(spec.Actor); err != nil {
+		return "", TokenInfo{}, Errorf(CodeRequestContract, "member \"actor\": %v", err)
+	}
+	if spec.ExpiresIn < 0 || spec.ExpiresIn > MaxTokenLifetime || spec.ExpiresIn%time.Second != 0 {
+		return "", TokenInfo{}, Errorf(CodeRequestContract, "member \"expires_in_seconds\" must be an integer from 1 to %d", int64(MaxTokenLifetime/time.Second))
+	}
+	token := newSecret(TokenPrefix)
+	now := e.now().UTC().Truncate(time.Microsecond) // What every store keeps.
+	rec := TokenRecord{Hash: HashToken(token), Kind: TokenAPI, Actor: spec.Actor, Admin: spec.Admin, CreatedAt: now}
+	if spec.ExpiresIn > 0 {
+		rec.ExpiresAt = now.Add(spec.ExpiresIn)
+	}
+	if err := e.store.Update(ctx, func(tx Tx) error { return tx.PutToken(rec) }); err != nil {
+		return "", TokenInfo{}, fmt.Errorf("create token for %s: %w", spec.Actor, err)
+	}
+	return token, tokenInfo(rec), nil
+}
+
+// Tokens lists the API tokens (not login codes or browser sessions), oldest
+// first. It writes the uses this engine noted first, so the list shows
+// them.
+func (e *Engine) Tokens(ctx context.Context) ([]TokenInfo, error) {
+	for more := true; more; {
+		var err error
+		if _, more, err = e.FlushTokenUse(ctx, tokenUseBatch); err != nil {
+			return nil, err
+		}
+	}
+	var infos []TokenInfo
+	err := e.store.View(ctx, func(tx Tx) error {
+		infos = infos[:0]
+		return tx.ForEachAPIToken(func(r TokenRecord) error {
+			infos = append(infos, tokenInfo(r))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	slices.SortFunc(infos, func(a, b TokenInfo) int { return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID)) })
+	return infos, nil
+}
+
+// RevokeToken deletes the API token id, so that it never authenticates
+// again: the next request with it is refused, by this engine and by every
+// other on the same store (see DefaultTokenCacheTTL; an engine that may
+// share its store returns only once no other engine can still trust it).
+// An id that names no API token, also one revoked already, is
+// CodeUnknownToken.
+func (e *Engine) RevokeToken(ctx context.Context, id string) error {
+	unknown := Errorf(CodeUnknownToken, "no API token has the id %q (it may have been revoked already); 'reservectl admin token list' shows the ids", id)
+	if !IsTokenID(id) {
+		return unknown
+	}
+	var hash string
+	err := e.store.Update(ctx, func(tx Tx) error {
+		hash = ""
+		rec, ok, err := tx.APIToken(id)
+		if err != nil || !ok {
+			return err
+		}
+		hash = rec.Hash
+		return tx.DeleteToken(rec.Hash)
+	})
+	if err != nil {
+		return fmt.Errorf("revoke token %s: %w", id, err)
+	}
+	if hash == "" {
+		return unknown
+	}
+	e.tokens.forget(hash)
+	e.use.forget(hash)
+	if !e.exclusive {
+		// Other engines may trust the token until their entries lapse.
+		time.Sleep(e.tokens.ttl)
+	}
+	return nil
+}
+
+// tokenUseBatch bounds how many tokens' uses one write of FlushTokenUse
+// records, so that the write stays short.
+const tokenUseBatch = 256
+
+// FlushTokenUse writes the last uses of API tokens that authentications
+// noted since the last flush, up to limit tokens in one write transaction,
+// and reports how many it wrote and whether more are waiting. A token
+// revoked meanwhile is passed over, and a use never moves last_used_at
+// back. The daemon calls it now and then in the background and at
+// shutdown; uses it could not write are kept for the next call.
+func (e *Engine) FlushTokenUse(ctx context.Context, limit int) (int, bool, error) {
+	uses, more := e.use.take(limit)
+	if len(uses) == 0 {
+		return 0, more, nil
+	}
+	n := 0
+	err := e.store.Update(ctx, func(tx Tx) error {
+		n = 0
+		for _, u := range uses {
+			rec, ok, err := tx.Token(u.hash)
+			if err != nil {
+				return err
+			}
+			if !ok || rec.Kind != TokenAPI || !rec.LastUsedAt.Before(u.at) {
+				continue
+			}
+			rec.LastUsedAt = u.at
+			if err := tx.PutToken(rec); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		e.use.giveBack(uses)
+		return 0, more, fmt.Errorf("record when tokens were last used: %w", err)
+	}
+	return n, more, nil
+}
+
+// Authenticate returns the principal of an API token, or CodeUnauthenticated:
+// for an unknown or revoked token, and, saying so, for an expired one.
 func (e *Engine) Authenticate(ctx context.Context, token string) (Principal, error) {
 	return e.principalOf(ctx, token, TokenPrefix, TokenAPI, "the bearer token is not valid")
 }
@@ -122,7 +302,8 @@ func (e *Engine) CreateLoginCode(ctx context.Context, actor string) (string, tim
 }
 
 // PurgeExpiredCredentials removes up to limit credentials whose expiry has
-// passed (login codes and browser sessions; API tokens do not expire) and
+// passed (login codes and browser sessions; an expired API token stays,
+// listed and refused as expired, until an admin revokes it) and
 // returns how many it removed. CreateLoginCode does this by itself; a
 // caller with a backlog calls it until it returns fewer than limit.
 func (e *Engine) PurgeExpiredCredentials(ctx context.Context, limit int) (int, error) {
@@ -155,7 +336,7 @@ func (e *Engine) expiredCredentials(ctx context.Context, now time.Time, limit in
 			if len(stale) >= limit {
 				return errEnough
 			}
-			if r.expiredAt(now) {
+			if r.Kind != TokenAPI && r.expiredAt(now) {
 				stale = append(stale, r.Hash)
 			}
 			return nil
@@ -180,7 +361,7 @@ func deleteExpired(tx Tx, hashes []string, now time.Time) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if !ok || !rec.expiredAt(now) {
+		if !ok || rec.Kind == TokenAPI || !rec.expiredAt(now) {
 			continue
 		}
 		if err := tx.DeleteToken(hash); err != nil {
@@ -261,7 +442,9 @@ func (e *Engine) EndSession(ctx context.Context, session string) error {
 }
 
 // principalOf looks up a secret of the given prefix and kind and returns its
-// principal if it has not expired.
+// principal if it has not expired. An API token is answered from the cache
+// while its entry is fresh (see DefaultTokenCacheTTL), and its use is noted
+// for FlushTokenUse.
 func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why string) (Principal, error) {
 	bad := Errorf(CodeUnauthenticated, "%s", why)
 	if !strings.HasPrefix(secret, prefix) || len(secret) > 100 {
@@ -269,10 +452,11 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 	}
 	hash := HashToken(secret)
 	if kind == TokenAPI {
-		if p, ok := e.tokens.get(hash); ok {
-			return p, nil
+		if c, ok := e.tokens.get(hash); ok {
+			return e.apiPrincipal(hash, c)
 		}
 	}
+	readAt := time.Now() // Before the read: an entry lapses no later than what it read.
 	var rec TokenRecord
 	var ok bool
 	err := e.store.View(ctx, func(tx Tx) error {
@@ -286,12 +470,25 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 	if !ok || rec.Kind != kind || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 {
 		return Principal{}, bad
 	}
+	p := Principal{Actor: rec.Actor, Admin: rec.Admin}
+	if kind == TokenAPI {
+		c := &cachedToken{p: p, expires: rec.ExpiresAt, readAt: readAt}
+		e.tokens.put(hash, c)
+		return e.apiPrincipal(hash, c)
+	}
 	if rec.expiredAt(e.now()) {
 		return Principal{}, bad
 	}
-	p := Principal{Actor: rec.Actor, Admin: rec.Admin}
-	if kind == TokenAPI && rec.ExpiresAt.IsZero() {
-		e.tokens.put(hash, p)
-	}
 	return p, nil
+}
+
+// apiPrincipal returns the principal of the API token hash, unless it has
+// expired, and notes its use.
+func (e *Engine) apiPrincipal(hash string, c *cachedToken) (Principal, error) {
+	now := e.now()
+	if !c.expires.IsZero() && !now.Before(c.expires) {
+		return Principal{}, Errorf(CodeUnauthenticated, "the bearer token expired at %s; ask an admin for a new one", c.expires.UTC().Format(time.RFC3339))
+	}
+	e.noteUse(hash, c, now.UTC().Truncate(time.Microsecond))
+	return c.p, nil
 }

@@ -305,3 +305,57 @@ func TestSchema8GetsBindings(t *testing.T) {
 		t.Errorf("check after binding: %v, %v", findings, err)
 	}
 }
+
+// TestSchema8GetsTokenLifecycle: API tokens, a login code and a session as
+// a database of schema version 8 holds them (no id, no last use) are
+// migrated on open: every API token gets the id engine.TokenID derives,
+// is listed (the others are not), authenticates without expiry and is
+// revoked by its id; a token that a daemon of version 8 creates after the
+// migration, writing only the columns it knows, has its id too.
+func TestSchema8GetsTokenLifecycle(t *testing.T) {
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status", "0005_holds", "0006_time_index", "0007_actor_index", "0008_workshop_hidden")
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	const alice, ops, session, late = "rsv_alice-as-version-8-stored-it", "rsv_ops-as-version-8-stored-it", "rss_a-session-of-version-8", "rsv_made-by-a-version-8-daemon-later"
+	insert := func(secret, kind, actor string, admin bool, expires *time.Time) {
+		pgtest.Exec(t, dsn, `INSERT INTO tokens (hash, kind, actor, admin, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			engine.HashToken(secret), kind, actor, admin, at, expires)
+	}
+	insert(alice, "api", "alice", false, nil)
+	insert(ops, "api", "ops", true, nil)
+	until := at.Add(time.Hour)
+	insert(session, "session", "dave", false, &until)
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	insert(late, "api", "late", false, nil) // A daemon of version 8, still running.
+	eng := engine.New(s, engine.WithClock(func() time.Time { return at.Add(time.Minute) }), engine.WithTokenCacheTTL(time.Millisecond))
+	list, err := eng.Tokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]engine.TokenInfo{}
+	for secret, p := range map[string]engine.Principal{alice: {Actor: "alice"}, ops: {Actor: "ops", Admin: true}, late: {Actor: "late"}} {
+		id := engine.TokenID(engine.HashToken(secret))
+		want[id] = engine.TokenInfo{ID: id, Actor: p.Actor, Admin: p.Admin, CreatedAt: at}
+		if got, err := eng.Authenticate(t.Context(), secret); err != nil || got != p {
+			t.Errorf("token of %s after the migration = %+v, %v", p.Actor, got, err)
+		}
+	}
+	if len(list) != len(want) {
+		t.Fatalf("tokens after the migration = %+v, want %d", list, len(want))
+	}
+	for _, info := range list {
+		if info != want[info.ID] {
+			t.Errorf("listed %+v, want %+v", info, want[info.ID])
+		}
+	}
+	if p, err := eng.SessionPrincipal(t.Context(), session); err != nil || p.Actor != "dave" {
+		t.Errorf("the session after the migration = %+v, %v", p, err)
+	}
+	if err := eng.RevokeToken(t.Context(), engine.TokenID(engine.HashToken(late))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Authenticate(t.Context(), late); engine.ErrorCode(err) != engine.CodeUnauthenticated {
+		t.Errorf("the revoked token: %v", err)
+	}
+}

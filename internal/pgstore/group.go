@@ -946,3 +946,9 @@ func (p *probeTx) ForEachReservationOf(string, string, func(engine.Reservation) 
 	return errProbe
 }
 func (p *probeTx) ForEachHoldOf(string, string, func(engine.Hold) error) error { return errProbe }
+
+// The API token reads by id are not fetched ahead.
+func (p *probeTx) APIToken(string) (engine.TokenRecord, bool, error) {
+	return engine.TokenRecord{}, false, errProbe
+}
+func (p *probeTx) ForEachAPIToken(func(engine.TokenRecord) error) error { return errProbe }

@@ -149,17 +149,13 @@ var holds = table[engine.Hold]{
 
 var tokens = table[engine.TokenRecord]{
 	name:    "tokens",
-	columns: []string{"hash", "kind", "actor", "admin", "created_at", "expires_at"},
+	columns: []string{"hash", "kind", "actor", "admin", "created_at", "expires_at", "last_used_at"},
 	keys:    1,
 	values: func(r engine.TokenRecord) []any {
-		var expires *time.Time
-		if !r.ExpiresAt.IsZero() {
-			expires = &r.ExpiresAt
-		}
-		return []any{r.Hash, r.Kind, r.Actor, r.Admin, r.CreatedAt, expires}
+		return []any{r.Hash, r.Kind, r.Actor, r.Admin, r.CreatedAt, nullTime(r.ExpiresAt), nullTime(r.LastUsedAt)}
 	},
 	dests: func(r *engine.TokenRecord) []any {
-		return []any{&r.Hash, &r.Kind, &r.Actor, &r.Admin, &r.CreatedAt, zeroIfNull{&r.ExpiresAt}}
+		return []any{&r.Hash, &r.Kind, &r.Actor, &r.Admin, &r.CreatedAt, zeroIfNull{&r.ExpiresAt}, zeroIfNull{&r.LastUsedAt}}
 	},
 }
 
@@ -191,6 +187,21 @@ var bindingsByActor = table[engine.Binding]{
 	dests: func(b *engine.Binding) []any {
 		return []any{&b.Actor, &b.Kind, &b.Subject, &b.CreatedAt}
 	},
+}
+
+// apiTokens is the tokens table seen through its index of API tokens by
+// id (the generated column of migration 0010); it is only scanned.
+var apiTokens = table[engine.TokenRecord]{
+	name:    "tokens",
+	columns: append([]string{"id"}, tokens.columns...),
+	keys:    1,
+	values: func(r engine.TokenRecord) []any {
+		return append([]any{engine.TokenID(r.Hash)}, tokens.values(r)...)
+	},
+	dests: func(r *engine.TokenRecord) []any {
+		return append([]any{new(string)}, tokens.dests(r)...)
+	},
+	filter: "kind = 'api'",
 }
 
 // zeroIfNull scans a nullable timestamptz column into a time, NULL as the
@@ -629,6 +640,31 @@ func (t *tx) DeleteToken(hash string) error {
 }
 
 func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, tokens, r) }
+
+// APIToken finds the hash of the API token id through the index of
+// migration 0010, then reads (and in a write transaction locks) its row as
+// Token does.
+func (t *tx) APIToken(id string) (engine.TokenRecord, bool, error) {
+	if err := t.usable(); err != nil {
+		return engine.TokenRecord{}, false, err
+	}
+	if err := t.direct(); err != nil {
+		return engine.TokenRecord{}, false, err
+	}
+	var hash string
+	err := t.tx.QueryRow(t.ctx, "SELECT hash FROM tokens WHERE id = $1 AND kind = 'api'", id).Scan(&hash)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return engine.TokenRecord{}, false, nil
+	case err != nil:
+		return engine.TokenRecord{}, false, t.fail(fmt.Errorf("read tokens by id %q: %w", id, err))
+	}
+	return t.Token(hash)
+}
+
+func (t *tx) ForEachAPIToken(fn func(engine.TokenRecord) error) error {
+	return forEach(t, apiTokens, fn)
+}
 
 // exec runs one write statement that is not a put.
 func (t *tx) exec(what string, query string, args ...any) error {

@@ -48,10 +48,35 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request, _ engine.Pr
 	if err != nil {
 		return err
 	}
-	token, err := s.eng.CreateToken(r.Context(), req.Actor, req.Admin)
+	token, info, err := s.eng.IssueToken(r.Context(), req.Spec())
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	return writeJSON(w, http.StatusCreated, api.TokenResponse{Token: token, Actor: req.Actor, Admin: req.Admin})
+	return writeJSON(w, http.StatusCreated, api.TokenResponse{ID: info.ID, Token: token, Actor: info.Actor, Admin: info.Admin, ExpiresAt: info.ExpiresAt})
+}
+
+// listTokens is GET /api/v1/tokens: the API tokens, never a secret or a
+// hash.
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	list, err := s.eng.Tokens(r.Context())
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []engine.TokenInfo{}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, http.StatusOK, api.TokenList{Tokens: list})
+}
+
+// revokeToken is DELETE /api/v1/tokens/{id}: 204 once the token is refused
+// everywhere; 404 unknown_token for an id that names no token, also one
+// revoked already (so a repeated revocation says that the token is gone).
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	if err := s.eng.RevokeToken(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

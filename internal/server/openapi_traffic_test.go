@@ -166,6 +166,8 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"POST /api/v1/holds/{id}/confirm":       {api.ConfirmPath(hold), "{}"},
 		"POST /api/v1/holds/{id}/release":       {api.ReleasePath(hold), "{}"},
 		"POST /api/v1/tokens":                   {api.PathTokens, `{"actor":"carol"}`},
+		"GET /api/v1/tokens":                    {api.PathTokens, ""},
+		"DELETE /api/v1/tokens/{id}":            {api.TokenPath(strings.Repeat("0", 32)), ""},
 		"GET /api/v1/admin/backup":              {api.PathBackup, ""},
 		"GET /api/v1/admin/operations":          {api.PathAdminOps, ""},
 		"GET /api/v1/openapi.yaml":              {api.PathOpenAPI, ""},
@@ -202,7 +204,8 @@ var anyoneRoutes = map[string]bool{
 
 // adminRoutes are the routes only admins may use on TCP.
 var adminRoutes = map[string]bool{
-	"GET /metrics": true, "PUT /api/v1/workshops/{id}": true, "POST /api/v1/tokens": true, "GET /api/v1/admin/backup": true,
+	"GET /metrics": true, "PUT /api/v1/workshops/{id}": true, "POST /api/v1/tokens": true, "GET /api/v1/tokens": true,
+	"DELETE /api/v1/tokens/{id}": true, "GET /api/v1/admin/backup": true,
 	"GET /api/v1/admin/operations": true, "POST /api/v1/debug/faults": true,
 }
 
@@ -404,6 +407,20 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	tr.do("POST /api/v1/tokens", jsonCall(viaSocket, http.MethodPost, api.PathTokens, "", `{"actor":"dave","admin":true}`), http.StatusCreated)
 	tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"X"}`), http.StatusUnprocessableEntity)
 	tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"carol"}`+strings.Repeat(" ", api.MaxBodyBytes)), http.StatusRequestEntityTooLarge)
+	for _, bad := range []string{`0`, `-1`, `1.5`, `"60"`, `315360001`, `null`} {
+		tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"carol","expires_in_seconds":`+bad+`}`), http.StatusUnprocessableEntity)
+	}
+	var brief api.TokenResponse
+	if err := json.Unmarshal(tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"erin","expires_in_seconds":3600}`), http.StatusCreated), &brief); err != nil || brief.ExpiresAt.IsZero() {
+		t.Fatalf("token with a lifetime: %+v, %v", brief, err)
+	}
+	tr.do("GET /api/v1/whoami", call{via: brief.Token, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
+	tr.do("GET /api/v1/tokens", call{via: h.Admin, method: http.MethodGet, path: api.PathTokens}, http.StatusOK)
+	tr.do("GET /api/v1/tokens", call{via: viaSocket, method: http.MethodGet, path: api.PathTokens}, http.StatusOK)
+	tr.do("DELETE /api/v1/tokens/{id}", call{via: h.Admin, method: http.MethodDelete, path: api.TokenPath(brief.ID)}, http.StatusNoContent)
+	tr.do("GET /api/v1/whoami", call{via: brief.Token, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusUnauthorized)
+	tr.do("DELETE /api/v1/tokens/{id}", call{via: h.Admin, method: http.MethodDelete, path: api.TokenPath(brief.ID)}, http.StatusNotFound)
+	tr.do("DELETE /api/v1/tokens/{id}", call{via: viaSocket, method: http.MethodDelete, path: api.TokenPath(strings.Repeat("f", 32))}, http.StatusNotFound)
 	tr.do("GET /api/v1/admin/backup", call{via: viaSocket, method: http.MethodGet, path: api.PathBackup}, http.StatusOK)
 	tr.do("GET /api/v1/admin/backup", call{via: h.Admin, method: http.MethodGet, path: api.PathBackup}, http.StatusOK)
 	for _, q := range []string{"", "?limit=2", "?actor=alice&outcome=reserved&since=2026-01-01T00:00:00Z"} {
@@ -566,6 +583,8 @@ var socketUnavailable = map[string]int{
 	"POST /api/v1/holds/{id}/confirm":       http.StatusServiceUnavailable,
 	"POST /api/v1/holds/{id}/release":       http.StatusServiceUnavailable,
 	"POST /api/v1/tokens":                   http.StatusServiceUnavailable,
+	"GET /api/v1/tokens":                    http.StatusServiceUnavailable,
+	"DELETE /api/v1/tokens/{id}":            http.StatusServiceUnavailable,
 	"GET /api/v1/admin/backup":              http.StatusServiceUnavailable,
 	"GET /api/v1/admin/operations":          http.StatusServiceUnavailable,
 	"GET /api/v1/openapi.yaml":              http.StatusOK,

@@ -25,6 +25,7 @@ var statusByCode = map[string]int{
 	engine.CodeUnknownOperation:      http.StatusNotFound,
 	engine.CodeUnknownReservation:    http.StatusNotFound,
 	engine.CodeUnknownHold:           http.StatusNotFound,
+	engine.CodeUnknownToken:          http.StatusNotFound,
 	engine.CodeVersionMismatch:       http.StatusPreconditionFailed,
 	engine.CodeCapacityBelowReserved: http.StatusConflict,
 	engine.CodeUnauthenticated:       http.StatusUnauthorized,

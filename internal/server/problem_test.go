@@ -36,6 +36,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeUnknownOperation:      404,
 		engine.CodeUnknownReservation:    404,
 		engine.CodeUnknownHold:           404,
+		engine.CodeUnknownToken:          404,
 		engine.CodeVersionMismatch:       412,
 		engine.CodeCapacityBelowReserved: 409,
 		engine.CodeUnauthenticated:       401,

@@ -53,6 +53,8 @@ func (s *Server) routes() []route {
 		{"POST /api/v1/holds/{id}/confirm", actor, s.confirmHold},
 		{"POST /api/v1/holds/{id}/release", actor, s.releaseHold},
 		{"POST /api/v1/tokens", admin, s.createToken},
+		{"GET /api/v1/tokens", admin, s.listTokens},
+		{"DELETE /api/v1/tokens/{id}", admin, s.revokeToken},
 		{"GET /api/v1/admin/backup", admin, s.backup},
 		{"GET /api/v1/admin/operations", admin, s.listOperations},
 		{"GET /api/v1/openapi.yaml", anyone, s.openAPI},

@@ -53,6 +53,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"HiddenWorkshops", testHiddenWorkshops},
 		{"ReserveBatch", testReserveBatch},
 		{"Tokens", testTokens},
+		{"TokenLifecycle", testTokenLifecycle},
+		{"RevocationReachesEveryEngine", testRevocationReachesEveryEngine},
+		{"TokenLastUsed", testTokenLastUsed},
 		{"LoginCodesAndSessions", testLoginCodesAndSessions},
 		{"ExpiredCredentialsArePurged", testExpiredCredentialsPurged},
 		{"CheckFindsBrokenInvariants", testCheckFindings},
@@ -153,6 +156,7 @@ func (h *harness) engineOn(store engine.Store) *engine.Engine {
 	return engine.New(store,
 		engine.WithClock(h.now),
 		engine.WithIDs(func(time.Time) string { return fmt.Sprintf("%032x", h.ids.Add(1)) }),
+		engine.WithTokenCacheTTL(suiteTokenTTL),
 	)
 }
 

@@ -278,6 +278,36 @@ func (t *tx) ForEachToken(fn func(engine.TokenRecord) error) error {
 	return forEach(t.s.tokens, cmp.Compare[string], fn)
 }
 
+// APIToken and ForEachAPIToken look through every credential; the other
+// stores read an index of API tokens by id instead.
+func (t *tx) APIToken(id string) (engine.TokenRecord, bool, error) {
+	for _, r := range t.s.tokens {
+		if r.Kind == engine.TokenAPI && engine.TokenID(r.Hash) == id {
+			return r, true, nil
+		}
+	}
+	return engine.TokenRecord{}, false, nil
+}
+
+func (t *tx) ForEachAPIToken(fn func(engine.TokenRecord) error) error {
+	byID := map[string]string{}
+	for hash, r := range t.s.tokens {
+		if r.Kind == engine.TokenAPI {
+			byID[engine.TokenID(hash)] = hash
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		r, ok := t.s.tokens[byID[id]]
+		if !ok {
+			continue // Deleted by fn.
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
 	return get(t.s.tombstones, receiptKey{actor, key})
 }
