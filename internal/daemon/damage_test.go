@@ -190,7 +190,9 @@ func TestDamageWhileServing(t *testing.T) {
 		damage func(t *testing.T, path string)
 		want   string
 	}{
-		{"zeroed leaf page", func(t *testing.T, path string) { boltfiletest.ZeroPage(t, path, boltfiletest.RootLeaf(t, path)) }, "bbolt failed reading it: "},
+		{"zeroed leaf page", func(t *testing.T, path string) {
+			boltfiletest.ZeroPage(t, path, boltfiletest.LeafOf(t, path, "receipts"))
+		}, "bbolt failed reading it: "},
 		{"file cut short", func(t *testing.T, path string) {
 			if err := os.Truncate(path, int64(2*boltfiletest.Newest(t, path).PageSize)); err != nil {
 				t.Fatal(err)

@@ -68,11 +68,45 @@ func Newest(tb testing.TB, path string) boltfile.Meta {
 	return m
 }
 
-// RootLeaf returns the first leaf page of the root bucket, the page that
-// lists the top-level buckets, which every transaction reads.
+// RootLeaf returns the first leaf page of the root bucket, which lists
+// top-level buckets. A root bucket with few buckets is that one leaf, which
+// every transaction reads; with more it is a tree, and LeafOf names the
+// leaf a given bucket's transactions read.
 func RootLeaf(tb testing.TB, path string) uint64 {
 	tb.Helper()
 	return FirstLeaf(tb, path, Newest(tb, path).Root)
+}
+
+// LeafOf returns the leaf page of the root bucket that lists the top-level
+// bucket name: the page that every transaction using that bucket reads,
+// whether the root bucket is one leaf or a tree of them.
+func LeafOf(tb testing.TB, path, name string) uint64 {
+	tb.Helper()
+	id := Newest(tb, path).Root
+	for {
+		p := ReadPage(tb, path, id)
+		switch flags := order.Uint16(p[8:]); flags {
+		case 0x02:
+			return id
+		case 0x01:
+			// A branch page: elements of 16 bytes (pos, ksize, child) after
+			// the 16-byte header; the child of the last key at or below
+			// name holds it.
+			count := int(order.Uint16(p[10:]))
+			child := order.Uint64(p[16+8:])
+			for i := 1; i < count; i++ {
+				e := 16 + i*16
+				pos, ksize := int(order.Uint32(p[e:])), int(order.Uint32(p[e+4:]))
+				if string(p[e+pos:e+pos+ksize]) > name {
+					break
+				}
+				child = order.Uint64(p[e+8:])
+			}
+			id = child
+		default:
+			tb.Fatalf("page %d of %s has flags %#x", id, path, flags)
+		}
+	}
 }
 
 // FirstLeaf returns the first leaf page of the tree whose root is page id.
