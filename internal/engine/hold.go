@@ -225,10 +225,11 @@ func (w Workshop) free() int { return w.Capacity - w.Reserved - w.Holding }
 // w is written once; it returns w as it then stands and how many holds it
 // cleaned. So a hold past its deadline is walked by one decision at most,
 // which stores it as expired, and a decision that finds its places without
-// the places of expired holds walks none: no decision's cost grows with
-// the holds that expired before it and that nobody cleaned up. Once it
-// has cleaned every open hold past its deadline, w's Holding counter is
-// exactly the places held at now, so w.free() < need is the exact refusal.
+// the places of expired holds walks none: however many expired holds
+// nobody cleaned up, the decisions that follow walk each of them once
+// between them, instead of every one of them each. Once it has cleaned
+// every open hold past its deadline, w's Holding counter is exactly the
+// places held at now, so w.free() < need is the exact refusal.
 func makeRoom(tx Tx, w Workshop, need int, now time.Time) (Workshop, int, error) {
 	if w.free() >= need {
 		return w, 0, nil

@@ -770,27 +770,30 @@ func (t *tx) ForEachHoldOf(actor, before string, fn func(engine.Hold) error) err
 // to its first row in that index, so a page costs the rows it reads, not
 // the actor's rows above it.
 func newestOf[T any](t *tx, tb table[T], actor, before string, id func(T) string, fn func(T) error) error {
+	if before == "" {
+		before = aboveEveryID
+	}
 	return paged(t, tb, "of "+actor, id, func(p *string, limit int) (string, []any) {
-		switch {
-		case p != nil:
-			return newestOfSQL(tb, true, limit), []any{actor, *p}
-		case before != "":
-			return newestOfSQL(tb, true, limit), []any{actor, before}
+		if p != nil {
+			return newestOfSQL(tb, limit), []any{actor, *p}
 		}
-		return newestOfSQL(tb, false, limit), []any{actor}
+		return newestOfSQL(tb, limit), []any{actor, before}
 	}, fn)
 }
 
-// newestOfSQL reads the next page of the records of tb of actor $1, newest
-// first: when below is set, those with an id below $2. The two forms are
-// two statements, not one with an optional bound: a prepared statement's
-// generic plan cannot turn an optional bound (the empty string for none,
-// or id < $2) into a bound of the index scan, and would then read the
-// actor's index entries from the newest on.
-func newestOfSQL[T any](tb table[T], below bool, limit int) string {
-	where := "actor = $1"
-	if below {
-		where += " AND id < $2"
-	}
-	return fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY id DESC LIMIT %d", strings.Join(tb.columns, ", "), tb.name, where, limit)
+// aboveEveryID sorts after every id (32 hex digits) in the ids' collation
+// (C: byte order).
+const aboveEveryID = "\U0010FFFF"
+
+// newestOfSQL reads the next page of the records of tb of actor $1 whose
+// id is below $2, newest first. The actor's range is bounded by row
+// comparisons on (actor, id) rather than actor = $1, and ordered by both
+// columns, so that only the index on (actor, id) bounds and orders the
+// scan: with an equality on the actor, a prepared statement's generic
+// plan, which knows neither the actor nor the cursor, may prefer the
+// primary key's order of ids and filter the actor's rows from the newest
+// on, which reads every row above the page of an actor with few.
+func newestOfSQL[T any](tb table[T], limit int) string {
+	return fmt.Sprintf("SELECT %s FROM %s WHERE (actor, id) > ($1, '') AND (actor, id) < ($1, $2) ORDER BY actor DESC, id DESC LIMIT %d",
+		strings.Join(tb.columns, ", "), tb.name, limit)
 }
