@@ -62,59 +62,43 @@ func (ix actorIndexed[R]) put(t *tx, id string, rec R) error {
 }
 
 // newestFirst visits the records of actor with an id below before (any,
-// for ""), in descending order of id. A file that lacks the index (one an
-// earlier schema version wrote, opened read-only) is scanned instead.
+// for ""), in descending order of id, reading the index in chunks (see
+// firstChunk): a scan that fn stops early reads about as many entries as
+// it visited, not every entry below before. A file that lacks the index
+// (one an earlier schema version wrote, opened read-only) is scanned
+// instead.
 func (ix actorIndexed[R]) newestFirst(t *tx, actor, before string, fn func(R) error) error {
-	index := t.read(ix.index)
-	if index == nil {
+	if t.read(ix.index) == nil {
 		return ix.scanUnindexed(t, actor, before, fn)
 	}
 	prefix := actorEntry(actor, "")
-	c := index.Cursor()
-	var k []byte
+	bound := actorEntry(actor, before)
 	if before == "" {
-		// The first key after the actor's range, then one back.
-		next := append(bytes.Clone(prefix[:len(prefix)-1]), 1)
-		if k, _ = c.Seek(next); k == nil {
-			k, _ = c.Last()
-		} else {
-			k, _ = c.Prev()
-		}
-	} else if k, _ = c.Seek(actorEntry(actor, before)); k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
+		// The first key after the actor's range.
+		bound = append(bytes.Clone(prefix[:len(prefix)-1]), 1)
 	}
-	var ids []string
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
-		ids = append(ids, string(k[len(prefix):]))
-	}
-	return ix.visit(t, actor, ids, fn)
+	in := func(k []byte) bool { return bytes.HasPrefix(k, prefix) }
+	return t.scanChunks(ix.index, backward(bound, in), func(k []byte) error {
+		return ix.visit(t, actor, string(k[len(prefix):]), fn)
+	})
 }
 
-// visit calls fn for the records ids of actor, in that order; they are read
-// only once the index is read, so that fn may write. An entry that names no
+// visit calls fn for the record id of actor. An entry that names no
 // record, or one of another actor, is passed over (Check reports it): a
 // person is never shown what is not theirs.
-func (ix actorIndexed[R]) visit(t *tx, actor string, ids []string, fn func(R) error) error {
-	records := t.read(ix.records)
-	for _, id := range ids {
-		raw := records.Get([]byte(id))
-		if raw == nil {
-			continue
-		}
-		rec, err := ix.decode([]byte(id), raw)
-		if err != nil {
-			return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
-		}
-		if ix.actor(rec) != actor {
-			continue
-		}
-		if err := fn(rec); err != nil {
-			return err
-		}
+func (ix actorIndexed[R]) visit(t *tx, actor, id string, fn func(R) error) error {
+	raw := t.read(ix.records).Get([]byte(id))
+	if raw == nil {
+		return nil
 	}
-	return nil
+	rec, err := ix.decode([]byte(id), raw)
+	if err != nil {
+		return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
+	}
+	if ix.actor(rec) != actor {
+		return nil
+	}
+	return fn(rec)
 }
 
 // verify reports every difference between the records and their index: a
@@ -185,7 +169,12 @@ func (ix actorIndexed[R]) scanUnindexed(t *tx, actor, before string, fn func(R) 
 		return err
 	}
 	slices.Reverse(ids) // ForEach visits in key order.
-	return ix.visit(t, actor, ids, fn)
+	for _, id := range ids {
+		if err := ix.visit(t, actor, id, fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // build fills the index from the records, replacing whatever it held, in

@@ -14,6 +14,7 @@ import (
 
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/engine/enginetest"
 	"github.com/reserve/reserve/internal/seed"
 )
 
@@ -211,4 +212,10 @@ func BenchmarkBatch100Parallel16(b *testing.B) {
 		return err
 	})
 	b.ReportMetric(float64(b.N*items)/b.Elapsed().Seconds(), "reservations/s")
+}
+
+// BenchmarkLists measures pages of a person's list, of an actor with
+// enginetest.ListBenchRecords reservations and of a fresh one.
+func BenchmarkLists(b *testing.B) {
+	enginetest.BenchmarkLists(b, mustOpen(b, boltstore.Options{}))
 }

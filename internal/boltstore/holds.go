@@ -63,25 +63,24 @@ func (t *tx) ForEachHold(fn func(engine.Hold) error) error {
 	return forEach(t, bucketHolds, fn)
 }
 
+// ForEachOpenHold reads the index of open holds in chunks, so that fn may
+// use the transaction and a scan that fn stops early reads few entries.
 func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.Hold) error) error {
 	prefix := append([]byte(workshop), 0)
 	last := binary.BigEndian.AppendUint64(bytes.Clone(prefix), uint64(through.UnixNano()))
-	index := t.read(bucketOpenHolds)
-	if index == nil {
-		return nil
-	}
-	c := index.Cursor()
-	var ids []string
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	var short error
+	due := forward(prefix, func(k []byte) bool {
+		if !bytes.HasPrefix(k, prefix) {
+			return false
+		}
 		if len(k) < len(prefix)+8 {
-			return fmt.Errorf("%s key %q is too short", bucketOpenHolds, k)
+			short = fmt.Errorf("%s key %q is too short", bucketOpenHolds, k)
+			return false
 		}
-		if bytes.Compare(k[:len(prefix)+8], last) > 0 {
-			break
-		}
-		ids = append(ids, string(k[len(prefix)+8:]))
-	}
-	for _, id := range ids {
+		return bytes.Compare(k[:len(prefix)+8], last) <= 0
+	})
+	err := t.scanChunks(bucketOpenHolds, due, func(k []byte) error {
+		id := string(k[len(prefix)+8:])
 		h, ok, err := t.Hold(id)
 		if err != nil {
 			return err
@@ -89,9 +88,10 @@ func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.
 		if !ok {
 			return fmt.Errorf("%s names hold %s, which does not exist", bucketOpenHolds, id)
 		}
-		if err := fn(h); err != nil {
-			return err
-		}
+		return fn(h)
+	})
+	if err == nil {
+		err = short
 	}
-	return nil
+	return err
 }

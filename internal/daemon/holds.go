@@ -26,8 +26,10 @@ func startHoldJanitor(ctx context.Context, eng *engine.Engine, expired func(n in
 // every every, until ctx ends: each is stored as expired and its places
 // leave its workshop's holding counter. It reports how many it cleaned to
 // expired and the log. Nothing depends on it for correctness: every
-// decision and every view treats a hold past its deadline as expired; the
-// janitor keeps the open-hold index short, which views and decisions read.
+// decision and every view treats a hold past its deadline as expired, and
+// a decision that needs the places of such holds cleans them up itself;
+// the janitor cleans up the others, in bounded steps, which keeps short
+// the open-hold index that views read.
 func holdJanitor(ctx context.Context, eng *engine.Engine, every time.Duration, expired func(n int), logger *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -122,13 +122,14 @@ func (r Receipt) payload() payload {
 }
 
 // Outcome is the result of an idempotent operation: its authoritative
-// answer and whether it was replayed from a receipt. ExpiredHold is set on
-// the first decision of a confirmation or release that found its hold
-// still open past its deadline and so gave the hold's places back itself:
-// with the holds ExpireHolds cleans up, these are every hold that expired,
-// each counted once.
+// answer and whether it was replayed from a receipt. ExpiredHolds counts
+// the holds past their deadline that the first decision found still open
+// and cleaned up itself, giving their places back: the hold a confirmation
+// or release was for, and the holds a reservation or hold request cleaned
+// to find the places it asked for. With the holds ExpireHolds cleans up,
+// these are every hold that expired, each counted once.
 type Outcome struct {
-	Answer      Answer
-	Replayed    bool
-	ExpiredHold bool
+	Answer       Answer
+	Replayed     bool
+	ExpiredHolds int
 }

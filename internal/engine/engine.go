@@ -200,11 +200,11 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		Request: req, CreatedAt: now,
 	}
 	status := StatusUnavailable
-	available, err := availableAt(tx, w, now)
+	w, expired, err := makeRoom(tx, w, req.Quantity, now)
 	if err != nil {
 		return Outcome{}, nil, err
 	}
-	if available >= req.Quantity {
+	if w.free() >= req.Quantity {
 		if _, taken, err := tx.Reservation(id); err != nil || taken {
 			return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", id, err)
 		}
@@ -222,6 +222,7 @@ func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp s
 		status, rec.ReservationID = StatusReserved, id
 	}
 	out, err = storeReceipt(tx, rec, status)
+	out.ExpiredHolds = expired
 	return out, nil, err
 }
 

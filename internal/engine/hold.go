@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -129,11 +130,11 @@ func decideHold(tx Tx, actor string, key OperationKey, p payload, clock func() t
 		Request: req, HoldTTLSeconds: p.hold.TTLSeconds, CreatedAt: now,
 	}
 	status := StatusUnavailable
-	available, err := availableAt(tx, w, now)
+	w, expired, err := makeRoom(tx, w, req.Quantity, now)
 	if err != nil {
 		return Outcome{}, nil, err
 	}
-	if available >= req.Quantity {
+	if w.free() >= req.Quantity {
 		if _, taken, err := tx.Hold(id); err != nil || taken {
 			return Outcome{}, nil, fmt.Errorf("hold id %s: already taken or unreadable: %v", id, err)
 		}
@@ -151,6 +152,7 @@ func decideHold(tx Tx, actor string, key OperationKey, p payload, clock func() t
 		status, rec.HoldID, rec.HoldExpiresAt = StatusHeld, h.ID, h.ExpiresAt
 	}
 	out, err = storeReceipt(tx, rec, status)
+	out.ExpiredHolds = expired
 	return out, nil, err
 }
 
@@ -172,9 +174,10 @@ func requestedWorkshop(tx Tx, req Request) (Workshop, error, error) {
 }
 
 // heldAt returns the places of w's open holds whose deadline has not come
-// at now: the Holding counter less the open holds past their deadline,
-// which the store finds through its index of open holds by deadline, so the
-// cost is the number of holds that expired and were not yet cleaned up.
+// at now, for a read that cannot clean up: the Holding counter less the
+// open holds past their deadline, which the store finds through its index
+// of open holds by deadline, so the cost is the number of holds that
+// expired and were not yet cleaned up. Decisions use makeRoom instead.
 func heldAt(tx Tx, w Workshop, now time.Time) (int, error) {
 	held := w.Holding
 	if held == 0 {
@@ -190,11 +193,54 @@ func heldAt(tx Tx, w Workshop, now time.Time) (int, error) {
 	return held, nil
 }
 
-// availableAt returns the places of w that are neither reserved nor held
-// at now.
-func availableAt(tx Tx, w Workshop, now time.Time) (int, error) {
-	held, err := heldAt(tx, w, now)
-	return w.Capacity - w.Reserved - held, err
+// free returns the places of w counted neither as reserved nor in its
+// Holding counter: the places free at any time, and all of them once no
+// open hold of w is past its deadline.
+func (w Workshop) free() int { return w.Capacity - w.Reserved - w.Holding }
+
+// makeRoom is how a decision that wants need places of w learns whether
+// they are free at now, in write transaction tx: when the places counted
+// neither as reserved nor in open holds suffice, it reads nothing more;
+// otherwise it cleans up open holds of w whose deadline has passed, oldest
+// deadline first, until need places are free or none is left. Each hold it
+// cleans is stored as expired and its places leave w's Holding counter, and
+// w is written once; it returns w as it then stands and how many holds it
+// cleaned. So a hold past its deadline is walked by one decision at most,
+// which stores it as expired, and a decision that finds its places without
+// the places of expired holds walks none: however many expired holds
+// nobody cleaned up, the decisions that follow walk each of them once
+// between them, instead of every one of them each. Once it has cleaned
+// every open hold past its deadline, w's Holding counter is exactly the
+// places held at now, so w.free() < need is the exact refusal.
+func makeRoom(tx Tx, w Workshop, need int, now time.Time) (Workshop, int, error) {
+	if w.free() >= need {
+		return w, 0, nil
+	}
+	room := w.free()
+	var due []Hold
+	err := tx.ForEachOpenHold(w.ID, now, func(h Hold) error {
+		due = append(due, h)
+		if room += h.Quantity; room >= need {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return Workshop{}, 0, fmt.Errorf("read the expired holds of workshop %s: %w", w.ID, err)
+	}
+	if len(due) == 0 {
+		return w, 0, nil
+	}
+	for _, h := range due {
+		w.Holding -= h.Quantity
+		if err := putExpired(tx, h, now); err != nil {
+			return Workshop{}, 0, err
+		}
+	}
+	if err := tx.PutWorkshop(w); err != nil {
+		return Workshop{}, 0, fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	return w, len(due), nil
 }
 
 // viewAt fills in the Held and Available members of w as a view shows them
@@ -326,7 +372,9 @@ func decideSettle(tx Tx, who Principal, key OperationKey, p payload, clock func(
 		}
 	}
 	out, err = storeReceipt(tx, rec, status)
-	out.ExpiredHold = expired
+	if expired {
+		out.ExpiredHolds = 1
+	}
 	return out, nil, err
 }
 
@@ -337,6 +385,12 @@ func expireHold(tx Tx, w Workshop, h Hold, now time.Time) error {
 	if err := tx.PutWorkshop(w); err != nil {
 		return fmt.Errorf("update workshop %s: %w", w.ID, err)
 	}
+	return putExpired(tx, h, now)
+}
+
+// putExpired stores open hold h, past its deadline, as cleaned up at now;
+// its caller takes its places out of its workshop's Holding counter.
+func putExpired(tx Tx, h Hold, now time.Time) error {
 	h.State, h.SettledAt = HoldExpired, now
 	if err := tx.PutHold(h); err != nil {
 		return fmt.Errorf("expire hold %s: %w", h.ID, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/engine/enginetest"
 	"github.com/reserve/reserve/internal/pgstore"
 	"github.com/reserve/reserve/internal/pgstore/pgtest"
 )
@@ -69,4 +70,11 @@ func benchReserve(b *testing.B, dsn string) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reservations/s")
+}
+
+// BenchmarkLists measures pages of a person's list, of an actor with
+// enginetest.ListBenchRecords reservations and of a fresh one.
+func BenchmarkLists(b *testing.B) {
+	dsn, _ := pgtest.FreshSchema(b)
+	enginetest.BenchmarkLists(b, mustOpenDSN(b, dsn, pgstore.Options{}))
 }

@@ -807,13 +807,13 @@ func (g *group) begin(begin string, w *wanted) error {
 	if g.write {
 		lock = " FOR UPDATE"
 	}
-	queuePrefetch(g, b, workshops, w, lock)
-	queuePrefetch(g, b, reservations, w, lock)
-	queuePrefetch(g, b, holds, w, lock)
-	queuePrefetch(g, b, tokens, w, lock)
-	queuePrefetch(g, b, events, w, lock)
-	queuePrefetch(g, b, receipts, w, "")
-	queuePrefetch(g, b, tombstones, w, "")
+	queuePrefetch(g, b, workshops, w, lock, holdsWorkshops(g, w))
+	queuePrefetch(g, b, reservations, w, lock, nil)
+	queuePrefetch(g, b, holds, w, lock, nil)
+	queuePrefetch(g, b, tokens, w, lock, nil)
+	queuePrefetch(g, b, events, w, lock, nil)
+	queuePrefetch(g, b, receipts, w, "", nil)
+	queuePrefetch(g, b, tombstones, w, "", nil)
 	if b.Len() == 2 {
 		_, err := g.conn.Exec(g.ctx, begin)
 		return err
@@ -830,9 +830,35 @@ func (g *group) begin(begin string, w *wanted) error {
 	return g.restore("prefetch", true)
 }
 
-func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix string) {
+// moreRows selects rows a group reads ahead besides the ones it wants:
+// cond, a condition with one parameter (a %d verb for its number), and
+// arg, its value.
+type moreRows struct {
+	cond string
+	arg  any
+}
+
+// holdsWorkshops adds to the workshops a write group reads ahead, and so
+// locks, the workshops of the holds it locks, before them, as Hold does
+// (see there); nil for a read-only group or one that wants no hold.
+func holdsWorkshops(g *group, w *wanted) *moreRows {
+	ids := w.keys[holds.name]
+	if !g.write || len(ids) == 0 {
+		return nil
+	}
+	list := make([]string, len(ids))
+	for i, k := range ids {
+		list[i] = k[0].(string)
+	}
+	return &moreRows{"id IN (SELECT workshop FROM holds WHERE id = ANY($%d))", list}
+}
+
+// queuePrefetch queues the read of the rows of tb that w wants, and of
+// those more selects if it is not nil, with suffix (FOR UPDATE), in key
+// order.
+func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix string, more *moreRows) {
 	keys := w.keys[tb.name]
-	if len(keys) == 0 {
+	if len(keys) == 0 && more == nil {
 		return
 	}
 	cols := make([][]string, tb.keys)
@@ -849,6 +875,10 @@ func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix
 	} else {
 		where = fmt.Sprintf("(%s) IN (SELECT * FROM unnest($1::text[], $2::text[]))", tb.keyList())
 		args[0], args[1] = cols[0], cols[1]
+	}
+	if more != nil {
+		where = fmt.Sprintf("%s OR "+more.cond, where, len(args)+1)
+		args = append(args, more.arg)
 	}
 	query := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s%s", strings.Join(tb.columns, ", "), tb.name, where, tb.keyList(), suffix)
 	b.Queue(query, args...).Query(func(rows pgx.Rows) error {

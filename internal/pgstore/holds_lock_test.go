@@ -13,12 +13,15 @@ import (
 )
 
 // TestConfirmAfterRowLockWait confirms a hold 1 ns before its
-// deadline while another daemon's transaction holds the hold's row lock, with real
-// PostgreSQL locks only. The confirmation reads its clock, then waits for
-// the lock; meanwhile the deadline passes and a reservation takes the
-// place the expired hold no longer blocks. When the lock is free the
-// confirmation must answer "expired": its decision comes after that
-// reservation's. Answering "reserved" puts reserved above capacity.
+// deadline while another daemon's transaction holds the hold's row lock
+// (and so, as every transaction that locks a hold does, its workshop's
+// row lock first), with real PostgreSQL locks only. The confirmation
+// waits for the locks; meanwhile the deadline passes and a reservation,
+// which waits for the workshop's lock too, asks for the place the expired
+// hold no longer blocks. When the locks are free, whichever decides first,
+// the reservation gets the place and the confirmation must answer
+// "expired": it reads its clock only once it has its locks, after the
+// deadline. Answering "reserved" puts reserved above capacity.
 func TestConfirmAfterRowLockWait(t *testing.T) {
 	t.Run("three daemons", func(t *testing.T) {
 		// One holds the lock, one confirms, one reserves.
@@ -89,20 +92,26 @@ func confirmAfterRowLockWait(t *testing.T, locker, s, other *pgstore.Store) {
 		out, err := eng.Confirm(ctx, alice, "4a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d", id)
 		confirmed <- result{out, err}
 	}()
-	// Wait until the confirmation waits for the hold's row lock.
-	waitForRowLock(t, s, "holds")
+	// Wait until the confirmation waits for the locks.
+	waitForRowLocks(t, s, "holds", 1)
 	later.Add(int64(time.Nanosecond)) // The deadline has come.
-	// Bounded, so that a reservation that waits behind the confirmation
-	// for good fails the test instead of hanging it.
-	reserveCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	r, err := otherEng.Reserve(reserveCtx, "bob", "5b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", engine.Request{Workshop: "go-basics", Quantity: 1})
-	if err != nil || r.Answer.Status != engine.StatusReserved {
-		t.Fatalf("reserve at the deadline of the only hold = %+v, %v; want reserved", r, err)
-	}
+	reserved := make(chan result, 1)
+	go func() {
+		// Bounded, so that a reservation that waits for good fails the
+		// test instead of hanging it.
+		reserveCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		out, err := otherEng.Reserve(reserveCtx, "bob", "5b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e", engine.Request{Workshop: "go-basics", Quantity: 1})
+		reserved <- result{out, err}
+	}()
+	// Both wait for the workshop's row lock.
+	waitForRowLocks(t, s, "workshops", 2)
 	unlock()
 	if err := <-lockDone; err != nil {
 		t.Fatal(err)
+	}
+	if r := <-reserved; r.err != nil || r.out.Answer.Status != engine.StatusReserved {
+		t.Fatalf("reserve at the deadline of the only hold = %+v, %v; want reserved", r.out, r.err)
 	}
 	res := <-confirmed
 	if res.err != nil {
@@ -125,9 +134,9 @@ func confirmAfterRowLockWait(t *testing.T, locker, s, other *pgstore.Store) {
 	}
 }
 
-// waitForRowLock polls, with a deadline, until a statement of s waits for
-// a row lock that a SELECT … FROM table … FOR UPDATE asked for.
-func waitForRowLock(t *testing.T, s *pgstore.Store, table string) {
+// waitForRowLocks polls, with a deadline, until n statements wait for a
+// row lock that a SELECT … FROM table … FOR UPDATE asked for.
+func waitForRowLocks(t *testing.T, s *pgstore.Store, table string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -137,11 +146,11 @@ func waitForRowLock(t *testing.T, s *pgstore.Store, table string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if waiting > 0 {
+		if waiting >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no statement waited for a row lock of %s within 30s", table)
+			t.Fatalf("%d statements, not %d, waited for a row lock of %s within 30s", waiting, n, table)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

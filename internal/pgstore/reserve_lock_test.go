@@ -49,7 +49,7 @@ func TestReserveAfterWorkshopLockWait(t *testing.T) {
 		}
 		done <- out
 	}()
-	waitForRowLock(t, s, "workshops")
+	waitForRowLocks(t, s, "workshops", 1)
 	later.Add(int64(time.Nanosecond)) // the hold's deadline has come
 	close(release)
 	<-lockDone

@@ -491,13 +491,26 @@ func (tb table[T]) newestSQL(from, past bool, limit int) string {
 }
 
 // forEachByTime calls fn for the records of tb (receipts or tombstones) that
-// query selects, a page at a time: query(p, limit) reads the first page when
-// p is nil, and the page after the record at position p otherwise. Pages
-// start small and grow to pageSize, so a scan that stops early (a page of
-// the operations view) reads few rows more than it uses.
+// query selects, a page at a time (see paged), in the order of their
+// position.
 func forEachByTime[T any](t *tx, tb table[T], position func(T) engine.TimePosition, query func(p *engine.TimePosition, limit int) (string, []any), fn func(T) error) error {
-	var p *engine.TimePosition
-	for limit := 64; ; limit = min(2*limit, pageSize) {
+	return paged(t, tb, "by time", position, query, fn)
+}
+
+// firstPage is the rows the first query of a paged scan reads; each later
+// query reads twice as many, up to pageSize.
+const firstPage = 8
+
+// paged calls fn for the records of tb that query selects, a page at a
+// time: query(p, limit) reads the first page when p is nil, and the page
+// after the record at position p (what at returns of a record) otherwise.
+// Pages start small and grow to pageSize, so a scan that stops early (a
+// page of a list) reads few rows more than it uses, and fn is called
+// between queries, so it may use the transaction. what names the scan in
+// errors.
+func paged[T, P any](t *tx, tb table[T], what string, at func(T) P, query func(p *P, limit int) (string, []any), fn func(T) error) error {
+	var p *P
+	for limit := firstPage; ; limit = min(2*limit, pageSize) {
 		if err := t.usable(); err != nil {
 			return err
 		}
@@ -507,7 +520,7 @@ func forEachByTime[T any](t *tx, tb table[T], position func(T) engine.TimePositi
 		sql, args := query(p, limit)
 		rows, err := t.tx.Query(t.ctx, sql, args...)
 		if err != nil {
-			return t.fail(fmt.Errorf("scan %s by time: %w", tb.name, err))
+			return t.fail(fmt.Errorf("scan %s %s: %w", tb.name, what, err))
 		}
 		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
 			var r T
@@ -515,7 +528,7 @@ func forEachByTime[T any](t *tx, tb table[T], position func(T) engine.TimePositi
 			return r, err
 		})
 		if err != nil {
-			return t.fail(fmt.Errorf("scan %s by time: %w", tb.name, err))
+			return t.fail(fmt.Errorf("scan %s %s: %w", tb.name, what, err))
 		}
 		for _, r := range page {
 			if err := fn(r); err != nil {
@@ -525,7 +538,7 @@ func forEachByTime[T any](t *tx, tb table[T], position func(T) engine.TimePositi
 		if len(page) < limit {
 			return nil
 		}
-		last := position(page[len(page)-1])
+		last := at(page[len(page)-1])
 		p = &last
 	}
 }
@@ -758,44 +771,53 @@ var pendingEvents = func() table[engine.Event] {
 
 // Hold locks the row in a write transaction, so that two transactions
 // settling one hold cannot both see it open: the second waits and then
-// reads it settled.
+// reads it settled. It locks the row of the hold's workshop first, as a
+// group's first read does (see holdsWorkshops): a decision that needs
+// places cleans up the holds past their deadline of the workshop it has
+// locked, so every write transaction locks a workshop before any hold of
+// it, and none can hold a hold's row while it waits for the workshop's
+// row that another holds while it waits for that hold.
 func (t *tx) Hold(id string) (engine.Hold, bool, error) {
+	if t.write && t.m == nil {
+		if err := t.exec("lock the workshop of hold "+id, lockHoldWorkshopSQL, id); err != nil {
+			return engine.Hold{}, false, err
+		}
+	}
 	return get(t, holds, t.lockRead(), id)
 }
+
+// lockHoldWorkshopSQL locks the row of the workshop of hold $1, if any.
+const lockHoldWorkshopSQL = "SELECT 1 FROM workshops WHERE id = (SELECT workshop FROM holds WHERE id = $1) FOR UPDATE"
 
 func (t *tx) PutHold(h engine.Hold) error { return put(t, holds, h) }
 
 func (t *tx) ForEachHold(fn func(engine.Hold) error) error { return forEach(t, holds, fn) }
 
 // ForEachOpenHold reads the due open holds of workshop through the partial
-// index holds_open, all before calling fn, so fn may use the transaction.
+// index holds_open, a page at a time (see paged).
 func (t *tx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.Hold) error) error {
-	if err := t.usable(); err != nil {
-		return err
+	type position struct {
+		at time.Time
+		id string
 	}
-	if err := t.direct(); err != nil {
-		return err
+	return paged(t, holds, "open of "+workshop, func(h engine.Hold) position { return position{h.ExpiresAt, h.ID} },
+		func(p *position, limit int) (string, []any) {
+			if p == nil {
+				return openHoldsSQL(false, limit), []any{workshop, through}
+			}
+			return openHoldsSQL(true, limit), []any{workshop, through, p.at, p.id}
+		}, fn)
+}
+
+// openHoldsSQL reads the next page of the open holds of workshop $1 whose
+// deadline is at or before $2, by deadline and id: after the first page,
+// those after the hold at ($3, $4).
+func openHoldsSQL(after bool, limit int) string {
+	where := "state = 'held' AND workshop = $1 AND expires_at <= $2"
+	if after {
+		where += " AND (expires_at, id) > ($3, $4)"
 	}
-	query := fmt.Sprintf("SELECT %s FROM holds WHERE state = 'held' AND workshop = $1 AND expires_at <= $2 ORDER BY expires_at, id",
-		strings.Join(holds.columns, ", "))
-	rows, err := t.tx.Query(t.ctx, query, workshop, through)
-	if err != nil {
-		return t.fail(fmt.Errorf("scan open holds of %s: %w", workshop, err))
-	}
-	due, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (engine.Hold, error) {
-		var h engine.Hold
-		err := row.Scan(holds.dests(&h)...)
-		return h, err
-	})
-	if err != nil {
-		return t.fail(fmt.Errorf("scan open holds of %s: %w", workshop, err))
-	}
-	for _, h := range due {
-		if err := fn(h); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fmt.Sprintf("SELECT %s FROM holds WHERE %s ORDER BY expires_at, id LIMIT %d", strings.Join(holds.columns, ", "), where, limit)
 }
 
 // ForEachReservationOf pages through the index reservations_by_actor.
@@ -809,40 +831,37 @@ func (t *tx) ForEachHoldOf(actor, before string, fn func(engine.Hold) error) err
 }
 
 // newestOf calls fn for the records of tb (keyed by id) of actor whose id
-// is below before ("" for any), in descending order of id, reading a page
-// at a time through the table's index on (actor, id).
+// is below before ("" for any), in descending order of id, a page at a time
+// (see paged) through the table's index on (actor, id): each query seeks
+// to its first row in that index, so a page costs the rows it reads, not
+// the actor's rows above it.
 func newestOf[T any](t *tx, tb table[T], actor, before string, id func(T) string, fn func(T) error) error {
-	query := fmt.Sprintf("SELECT %s FROM %s WHERE actor = $1 AND ($2 = '' OR id < $2) ORDER BY id DESC LIMIT %d",
-		strings.Join(tb.columns, ", "), tb.name, pageSize)
-	for {
-		if err := t.usable(); err != nil {
-			return err
-		}
-		if err := t.direct(); err != nil {
-			return err
-		}
-		rows, err := t.tx.Query(t.ctx, query, actor, before)
-		if err != nil {
-			return t.fail(fmt.Errorf("scan %s of %s: %w", tb.name, actor, err))
-		}
-		page, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
-			var r T
-			err := row.Scan(tb.dests(&r)...)
-			return r, err
-		})
-		if err != nil {
-			return t.fail(fmt.Errorf("scan %s of %s: %w", tb.name, actor, err))
-		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if len(page) < pageSize {
-			return nil
-		}
-		before = id(page[len(page)-1])
+	if before == "" {
+		before = aboveEveryID
 	}
+	return paged(t, tb, "of "+actor, id, func(p *string, limit int) (string, []any) {
+		if p != nil {
+			return newestOfSQL(tb, limit), []any{actor, *p}
+		}
+		return newestOfSQL(tb, limit), []any{actor, before}
+	}, fn)
+}
+
+// aboveEveryID sorts after every id (32 hex digits) in the ids' collation
+// (C: byte order).
+const aboveEveryID = "\U0010FFFF"
+
+// newestOfSQL reads the next page of the records of tb of actor $1 whose
+// id is below $2, newest first. The actor's range is bounded by row
+// comparisons on (actor, id) rather than actor = $1, and ordered by both
+// columns, so that only the index on (actor, id) bounds and orders the
+// scan: with an equality on the actor, a prepared statement's generic
+// plan, which knows neither the actor nor the cursor, may prefer the
+// primary key's order of ids and filter the actor's rows from the newest
+// on, which reads every row above the page of an actor with few.
+func newestOfSQL[T any](tb table[T], limit int) string {
+	return fmt.Sprintf("SELECT %s FROM %s WHERE (actor, id) > ($1, '') AND (actor, id) < ($1, $2) ORDER BY actor DESC, id DESC LIMIT %d",
+		strings.Join(tb.columns, ", "), tb.name, limit)
 }
 
 func (t *tx) Binding(kind, subject string) (engine.Binding, bool, error) {

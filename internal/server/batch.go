@@ -32,6 +32,13 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request, who engine.Princi
 	}
 	failpoint.Hit(failpoint.ServerAfterCommit)
 	s.metrics.observeBatch(len(entries))
+	if !res.Refused {
+		for _, it := range res.Items {
+			if !it.Outcome.Replayed {
+				s.metrics.countExpired(it.Outcome)
+			}
+		}
+	}
 	answer := api.BatchAnswer{Results: make([]api.BatchResult, len(res.Items))}
 	for i, it := range res.Items {
 		answer.Results[i] = batchResultOf(it)

@@ -386,6 +386,37 @@ func TestConfirmExpiredHold(t *testing.T) {
 	h.MustCheckClean(t)
 }
 
+// TestReserveCleansExpiredHolds: a reservation that needs the places of
+// holds past their deadline, with no cleanup run, cleans up as many as it
+// needs, and the metrics count each of them expired once; a batch item
+// does the same.
+func TestReserveCleansExpiredHolds(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	h := servertest.Start(t, servertest.Options{Clock: clock.Now})
+	for range servertest.WorkshopCapacity {
+		mustHold(t, h, 1, engine.MinHoldTTLSeconds)
+	}
+	clock.Advance(engine.MinHoldTTLSeconds * time.Second)
+	c := h.TCPClient(h.Alice)
+	ctx := context.Background()
+	if status, body, _, err := c.Reserve(ctx, engine.OperationKey(uuid.NewString()), engine.Request{Workshop: servertest.Workshop, Quantity: 2}); err != nil || status != http.StatusCreated {
+		t.Fatalf("reserve of 2 places of expired holds = %d %s, %v", status, body, err)
+	}
+	reply, err := c.ReserveBatch(ctx, []client.BatchItem{{Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: servertest.Workshop, Quantity: 1}}}, false)
+	if err != nil || len(reply.Items) != 1 || reply.Items[0].Answer.Status != engine.StatusReserved {
+		t.Fatalf("batch of the last place = %+v, %v", reply, err)
+	}
+	resp, body := send(t, h, call{via: viaSocket, method: http.MethodGet, path: api.PathMetrics})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics = %d", resp.StatusCode)
+	}
+	if m := fmt.Sprintf(`reserved_holds_total{event="expired"} %d`, servertest.WorkshopCapacity); !bytes.Contains(body, []byte(m)) {
+		t.Errorf("metrics lack %s", m)
+	}
+	h.MustCheckClean(t)
+}
+
 // TestConcurrentConfirms sends 64 confirmations of one hold at once, each
 // under its own key: exactly one makes the reservation, every other is a
 // stored already_confirmed, and the workshop's counters agree.

@@ -72,7 +72,7 @@ func NewMetrics() *Metrics {
 		}, []string{"listener", "action"}),
 		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_holds_total",
-			Help: "Holds by event, each hold counted at most once per event: held (a hold request decided held), confirmed (a confirmation made the hold a reservation), released (a release gave its places back), expired (its deadline passed while it was open and its places were given back, by the hold janitor or by a confirmation or release that found it so). Replays count nothing.",
+			Help: "Holds by event, each hold counted at most once per event: held (a hold request decided held), confirmed (a confirmation made the hold a reservation), released (a release gave its places back), expired (its deadline passed while it was open and its places were given back, by the hold janitor, by a confirmation or release that found it so, or by a reservation, hold request or batch item that needed its places). Replays count nothing.",
 		}, []string{"event"}),
 	}
 	for _, e := range []string{holdHeld, holdConfirmed, holdReleased, holdExpired} {
@@ -131,19 +131,27 @@ func (m *Metrics) observeBatch(items int) { m.batches.Observe(float64(items)) }
 // cleaned up.
 func (m *Metrics) HoldsExpired(n int) { m.holds.WithLabelValues(holdExpired).Add(float64(n)) }
 
-// countHold counts what the first decision out did to a hold: made,
-// confirmed or released it, or found it expired and gave its places back.
+// countHold counts what the first decision out did to holds: the holds
+// past their deadline it found open and gave the places of back, and the
+// hold it made, confirmed or released.
 func (m *Metrics) countHold(out engine.Outcome) {
+	m.countExpired(out)
 	a := out.Answer
 	switch {
-	case out.ExpiredHold:
-		m.holds.WithLabelValues(holdExpired).Inc()
 	case a.Kind == engine.OperationHold && a.Status == engine.StatusHeld:
 		m.holds.WithLabelValues(holdHeld).Inc()
 	case a.Kind == engine.OperationConfirm && a.Status == engine.StatusReserved:
 		m.holds.WithLabelValues(holdConfirmed).Inc()
 	case a.Kind == engine.OperationRelease && a.Status == engine.StatusReleased:
 		m.holds.WithLabelValues(holdReleased).Inc()
+	}
+}
+
+// countExpired counts the holds past their deadline that the first
+// decision out cleaned up.
+func (m *Metrics) countExpired(out engine.Outcome) {
+	if out.ExpiredHolds > 0 {
+		m.holds.WithLabelValues(holdExpired).Add(float64(out.ExpiredHolds))
 	}
 }
 

@@ -91,6 +91,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CheckFindsHoldsSettledOutOfTime", testCheckFindsHoldsSettledOutOfTime},
 		{"ExpireHoldsSaysWhatIsLeft", testExpireHoldsSaysWhatIsLeft},
 		{"ConcurrentLastPlacesPastDeadlines", testConcurrentLastPlacesPastDeadlines},
+		{"ExpiredHoldsAreWalkedOnce", testExpiredHoldsWalkedOnce},
 		{"ListReservations", testListReservations},
 		{"ListHolds", testListHolds},
 		{"ListVisitsOnlyItsPage", testListVisits},

@@ -89,6 +89,10 @@ func (t *countingTx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn fu
 	return t.Tx.ForEachTombstoneNewestFirst(from, counted(t.c, fn))
 }
 
+func (t *countingTx) ForEachOpenHold(workshop string, through time.Time, fn func(engine.Hold) error) error {
+	return t.Tx.ForEachOpenHold(workshop, through, counted(t.c, fn))
+}
+
 // reserveMany stores n reservations of one place in workshop, by a few
 // actors, at the harness's current time.
 func (h *harness) reserveMany(workshop string, n int) {
