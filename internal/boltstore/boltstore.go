@@ -22,33 +22,14 @@ import (
 )
 
 // SchemaVersion is the layout version this package writes and understands.
-// Version 1 stored workshops and outbox events as JSON; version 2 writes
-// them in the binary layout of codec.go and still reads the JSON ones. A
-// version 1 file is marked version 2 when it is opened for writing, so that
-// an older reserved refuses it with a clear message instead of failing on a
-// record it cannot decode. Version 3 stores a receipt's answer as its
-// status and an outbox event as the members its payload is built from
-// (format 2 of each in codec.go) and still reads the older records; a
-// version 1 or 2 file is marked 3 the same way. Version 4 adds holds (the
-// holds and holds_open buckets, workshops of format 2 with their holding
-// counter, receipts of format 3 with their hold members), the time
-// indexes of receipts and tombstones (timeindex.go) and the indexes of
-// reservations and holds by actor (actorindex.go); opening an earlier
-// version's file for writing builds the indexes, in the transaction that
-// marks it version 4, before the store serves anything. A read-only open
-// leaves such a file as it is: its time-ordered scans read every record
-// instead, and the buckets it lacks read as empty. Version 5 adds hidden
-// workshops (format 3 of a workshop); it changes no earlier record, and an
-// earlier file is marked 5 when it is opened for writing, so that a
-// reserved of version 4, which cannot read a hidden workshop, refuses the
-// whole file with a clear message. Version 6 adds the bindings of
-// subjects (a socket peer's uid) to actors (bindings.go), in buckets of
-// their own; upgradeTo6 adds them to an earlier file, whose records stay
-// as they are, and a reserved of version 5, which would name a socket peer
-// by its user name of the moment, refuses the file. Version 7 adds the
-// index of API tokens by id (tokenindex.go), which opening an earlier
-// version's file for writing builds (upgradeTokenIndex), and API token
-// records with the member last_used_at; it changes no earlier record.
+// Each version reads the records of every version before it; opening an
+// older file for writing runs the upgrade steps of the versions after it,
+// in order, in the transaction that marks it with this version (initSchema),
+// after which an older reserved refuses the file with a clear message.
+// What each version changed is in docs/architecture.md ("Storage layouts
+// and their versions"); a version that changes a stored format adds its row
+// there, an upgrade step and a test on records as the earlier version wrote
+// them (testdata/schema*.dump).
 const SchemaVersion = 7
 
 // The buckets, declared once and created by Open.
