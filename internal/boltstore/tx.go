@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -254,6 +255,22 @@ func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
 		return err
 	}
 	return t.deleteRaw(bucketReceipts, k)
+}
+
+// HasReceiptsOf seeks the actor's range (actor 0x00 …) in the receipts
+// and the tombstones, which their keys order by actor.
+func (t *tx) HasReceiptsOf(actor string) (bool, error) {
+	prefix := receiptKey(actor, "")
+	for _, name := range [][]byte{bucketReceipts, bucketTombstones} {
+		b := t.read(name)
+		if b == nil {
+			continue
+		}
+		if k, _ := b.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {

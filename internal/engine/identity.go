@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -95,7 +96,14 @@ func (e *Engine) ActorOf(ctx context.Context, subject Subject, wanted func() (st
 }
 
 // bind returns the binding of subject, adding one to the first free name
-// of name, name-2, name-3, … when it has none. It has no effects outside
+// of name, name-2, name-3, … when it has none. name itself is free when no
+// subject is bound to it: a store written before bindings existed named
+// actors by the name alone, and the subject that has that name now takes
+// its history, as it would have before. A numbered name is made up, so it
+// is free only when it has no history either (no receipt or tombstone, no
+// reservation, no hold): a subject that once had that very name (a user
+// "alice-2" of a store written before bindings) must find its own
+// receipts under it, not a stranger who took it. It has no effects outside
 // tx.
 func bind(tx Tx, subject Subject, name string, clock func() time.Time) (Binding, error) {
 	b, ok, err := tx.Binding(subject.Kind, subject.ID)
@@ -108,6 +116,11 @@ func bind(tx Tx, subject Subject, name string, clock func() time.Time) (Binding,
 		if err != nil {
 			return Binding{}, err
 		}
+		if !taken && n > 1 {
+			if taken, err = hasHistory(tx, actor); err != nil {
+				return Binding{}, err
+			}
+		}
 		if !taken {
 			b = Binding{Kind: subject.Kind, Subject: subject.ID, Actor: actor, CreatedAt: clock()}
 			if err := tx.AddBinding(b); err != nil {
@@ -116,6 +129,24 @@ func bind(tx Tx, subject Subject, name string, clock func() time.Time) (Binding,
 			return b, nil
 		}
 	}
+}
+
+// hasHistory reports whether anything is stored under actor: a receipt or
+// a tombstone, a reservation or a hold. Each read stops at the first
+// record.
+func hasHistory(tx Tx, actor string) (bool, error) {
+	if has, err := tx.HasReceiptsOf(actor); err != nil || has {
+		return has, err
+	}
+	found := errors.New("found")
+	err := tx.ForEachReservationOf(actor, "", func(Reservation) error { return found })
+	if err == nil {
+		err = tx.ForEachHoldOf(actor, "", func(Hold) error { return found })
+	}
+	if errors.Is(err, found) {
+		return true, nil
+	}
+	return false, err
 }
 
 // numberedActor is the n-th candidate actor name of a subject that wants

@@ -19,56 +19,87 @@ import (
 // index instead of scattering writes over it. Hold and event ids are made
 // the same way.
 func NewReservationID(now time.Time) string {
+	ms := uint64(now.UnixMilli())
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], lastID.next(uint64(now.UnixMilli()))<<16)
-	copy(b[6:], lastID.random[:]) // next left them locked.
-	lastID.Unlock()
+	binary.BigEndian.PutUint64(b[:8], ms<<16)
+	random := lastID.next(ms)
+	copy(b[6:], random[:])
 	return hex.EncodeToString(b[:])
 }
 
-// lastID is the last id NewReservationID made.
+// lastID is the source of NewReservationID's random parts.
 var lastID idSource
 
-// idSource is the millisecond and the random part of the last id made.
+// idWindow is how many milliseconds before the newest one an idSource
+// keeps the sequence of: enough for decisions that read the clock before
+// others took the lock, far less than a clock that steps back.
+const idWindow = 64
+
+// idSource keeps the random part of the last id made in each of the recent
+// milliseconds.
 type idSource struct {
 	sync.Mutex
-	ms     uint64
-	random [10]byte
+	newest uint64
+	last   map[uint64][10]byte
 }
 
 // idStep bounds the random step between two ids of one millisecond, so
 // that about 32 bits of every id stay unpredictable.
 const idStep = 1 << 32
 
-// next locks s and sets its random part for a new id of millisecond ms:
-// the last one's plus a random step from 1 to idStep if the last id was of
-// ms too, fresh random bits otherwise; it returns ms. The caller unlocks s
-// once it has copied the random part.
-func (s *idSource) next(ms uint64) uint64 {
+// next returns the random part of a new id of millisecond ms: the last one
+// of ms plus a random step from 1 to idStep if ms had one, fresh random bits
+// otherwise. It keeps the sequences of the idWindow milliseconds up to the
+// newest, so that ids of one millisecond keep increasing even when ids of
+// an earlier one are made between them; a millisecond further back than
+// that (a clock that stepped back) starts the window anew.
+func (s *idSource) next(ms uint64) [10]byte {
 	s.Lock()
-	if ms == s.ms && s.step() {
-		return ms
+	defer s.Unlock()
+	if r, ok := s.last[ms]; ok {
+		if step(&r) {
+			s.last[ms] = r
+			return r
+		}
 	}
-	s.ms = ms
-	rand.Read(s.random[:]) // crypto/rand.Read never fails.
-	// The top bit clear leaves room for 2^79 more in this millisecond, far
-	// more steps than a process can take in one.
-	s.random[0] &= 0x7f
-	return ms
+	if s.last == nil {
+		s.last = make(map[uint64][10]byte, idWindow+1)
+	}
+	if ms > s.newest || s.newest-ms > idWindow {
+		s.newest = ms
+		for k := range s.last {
+			if k > ms || ms-k > idWindow {
+				delete(s.last, k)
+			}
+		}
+	}
+	r := freshRandom()
+	s.last[ms] = r
+	return r
 }
 
-// step adds a random step to the random part, and reports false, leaving
-// it as it was, if that would overflow it.
-func (s *idSource) step() bool {
-	var r [8]byte
-	rand.Read(r[:])
-	low, carry := bits.Add64(binary.BigEndian.Uint64(s.random[2:]), binary.BigEndian.Uint64(r[:])%idStep+1, 0)
-	high := uint32(binary.BigEndian.Uint16(s.random[:2])) + uint32(carry)
+// freshRandom returns random bits for the first id of a millisecond. The
+// top bit clear leaves room for 2^79 more in that millisecond, far more
+// steps than a process can take in one.
+func freshRandom() [10]byte {
+	var r [10]byte
+	rand.Read(r[:]) // crypto/rand.Read never fails.
+	r[0] &= 0x7f
+	return r
+}
+
+// step adds a random step to the random part r, and reports false,
+// leaving it as it was, if that would overflow it.
+func step(r *[10]byte) bool {
+	var x [8]byte
+	rand.Read(x[:])
+	low, carry := bits.Add64(binary.BigEndian.Uint64(r[2:]), binary.BigEndian.Uint64(x[:])%idStep+1, 0)
+	high := uint32(binary.BigEndian.Uint16(r[:2])) + uint32(carry)
 	if high > 0xffff {
 		return false
 	}
-	binary.BigEndian.PutUint16(s.random[:2], uint16(high))
-	binary.BigEndian.PutUint64(s.random[2:], low)
+	binary.BigEndian.PutUint16(r[:2], uint16(high))
+	binary.BigEndian.PutUint64(r[2:], low)
 	return true
 }
 

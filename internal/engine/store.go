@@ -109,6 +109,12 @@ type Tx interface {
 	ForEachReservationOf(actor, before string, fn func(Reservation) error) error
 	ForEachHoldOf(actor, before string, fn func(Hold) error) error
 
+	// HasReceiptsOf reports whether any receipt or tombstone is stored
+	// under actor, reading at most one of each: whether the actor name has
+	// a decided operation, so that binding it anew could answer another
+	// subject's retry.
+	HasReceiptsOf(actor string) (bool, error)
+
 	// Binding reads the binding of the subject (kind, subject), and
 	// BindingOfActor the binding that holds actor; a store keeps both
 	// lookups cheap. AddBinding adds a new binding and fails if its

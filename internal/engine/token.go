@@ -457,6 +457,7 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 		}
 	}
 	readAt := time.Now() // Before the read: an entry lapses no later than what it read.
+	gen := e.tokens.generation()
 	var rec TokenRecord
 	var ok bool
 	err := e.store.View(ctx, func(tx Tx) error {
@@ -473,7 +474,7 @@ func (e *Engine) principalOf(ctx context.Context, secret, prefix, kind, why stri
 	p := Principal{Actor: rec.Actor, Admin: rec.Admin}
 	if kind == TokenAPI {
 		c := &cachedToken{p: p, expires: rec.ExpiresAt, readAt: readAt}
-		e.tokens.put(hash, c)
+		e.tokens.putUnlessForgotten(hash, c, gen)
 		return e.apiPrincipal(hash, c)
 	}
 	if rec.expiredAt(e.now()) {

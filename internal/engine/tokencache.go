@@ -50,6 +50,9 @@ type tokenCache struct {
 	ttl time.Duration
 	mu  sync.RWMutex
 	m   map[string]*cachedToken
+	// forgotten counts the entries forgotten (revocations); a read that
+	// began before one must not put back what it found (putUnlessForgotten).
+	forgotten uint64
 }
 
 // get returns the entry of hash if it was read less than ttl ago.
@@ -63,11 +66,26 @@ func (c *tokenCache) get(hash string) (*cachedToken, bool) {
 	return t, true
 }
 
-// put remembers t as the entry of hash, with the noted use of the entry it
-// replaces.
-func (c *tokenCache) put(hash string, t *cachedToken) {
+// generation returns the count of forgotten entries, for
+// putUnlessForgotten.
+func (c *tokenCache) generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.forgotten
+}
+
+// putUnlessForgotten remembers t as the entry of hash, with the noted use
+// of the entry it replaces, unless an entry was forgotten since generation
+// returned gen: the read that found t may have begun before a revocation
+// committed, and putting it back would let a request after the revocation's
+// answer pass. (Revocations are rare; a put they skip only costs the next
+// request a read.)
+func (c *tokenCache) putUnlessForgotten(hash string, t *cachedToken, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.forgotten != gen {
+		return
+	}
 	if old, ok := c.m[hash]; ok {
 		t.noted.Store(old.noted.Load())
 	}
@@ -80,6 +98,7 @@ func (c *tokenCache) put(hash string, t *cachedToken) {
 func (c *tokenCache) forget(hash string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgotten++
 	delete(c.m, hash)
 }
 

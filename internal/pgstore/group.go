@@ -941,6 +941,7 @@ func (p *probeTx) BindingOfActor(string) (engine.Binding, bool, error) {
 	return engine.Binding{}, false, nil
 }
 func (p *probeTx) AddBinding(engine.Binding) error                         { return nil }
+func (p *probeTx) HasReceiptsOf(string) (bool, error)                      { return false, nil }
 func (p *probeTx) ForEachBinding(func(engine.Binding) error) error         { return errProbe }
 func (p *probeTx) PutWorkshop(engine.Workshop) error                       { return nil }
 func (p *probeTx) PutReservation(engine.Reservation) error                 { return nil }

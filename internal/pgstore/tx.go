@@ -864,6 +864,23 @@ func newestOfSQL[T any](tb table[T], limit int) string {
 		strings.Join(tb.columns, ", "), tb.name, limit)
 }
 
+// HasReceiptsOf asks the server whether a receipt or a tombstone of actor
+// exists; both tables' keys begin with the actor.
+func (t *tx) HasReceiptsOf(actor string) (bool, error) {
+	if err := t.usable(); err != nil {
+		return false, err
+	}
+	if err := t.direct(); err != nil {
+		return false, err
+	}
+	var has bool
+	err := t.tx.QueryRow(t.ctx, "SELECT EXISTS (SELECT 1 FROM receipts WHERE actor = $1) OR EXISTS (SELECT 1 FROM tombstones WHERE actor = $1)", actor).Scan(&has)
+	if err != nil {
+		return false, t.fail(fmt.Errorf("look for receipts of %s: %w", actor, err))
+	}
+	return has, nil
+}
+
 func (t *tx) Binding(kind, subject string) (engine.Binding, bool, error) {
 	return get(t, bindings, "", kind, subject)
 }

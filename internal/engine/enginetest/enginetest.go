@@ -102,6 +102,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentOverlappingBatches", testConcurrentOverlappingBatches},
 		{"BindingIsStable", testBindingIsStable},
 		{"BindingNamesAreNeverReused", testBindingNamesAreNeverReused},
+		{"BindingNumbersSkipHistory", testBindingNumbersSkipHistory},
 		{"BindingWaitsForAName", testBindingWaitsForAName},
 		{"AddBindingRefusesBound", testAddBindingRefusesBound},
 		{"ConcurrentBindsAgree", testConcurrentBindsAgree},

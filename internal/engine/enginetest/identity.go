@@ -223,3 +223,43 @@ func testCheckFindsBrokenBindings(t *testing.T, h *harness) {
 		t.Fatalf("Check = %v, %v; want one %s", findings, err, engine.FindingBinding)
 	}
 }
+
+// testBindingNumbersSkipHistory: in a store written before bindings
+// existed, actors were named by the user name alone. A made-up numbered
+// name that already has history (a user "alice-2" reserved as
+// unix-alice-2, a user "alice-3" was answered unavailable as unix-alice-3)
+// is not given to a new subject; the subject whose name it is finds its
+// own receipts under it, and its retries replay.
+func testBindingNumbersSkipHistory(t *testing.T, h *harness) {
+	h.workshop("ws", 1, 1)
+	kReserved, kUnavailable := newKey(), newKey()
+	first := h.mustReserve("unix-alice-2", kReserved, "ws", 1)
+	refused := h.mustReserve("unix-alice-3", kUnavailable, "ws", 1)
+	if first.Answer.Status != engine.StatusReserved || refused.Answer.Status != engine.StatusUnavailable {
+		t.Fatalf("history: %s, %s", first.Answer.JSON(), refused.Answer.JSON())
+	}
+	var calls atomic.Int32
+	for _, c := range []struct {
+		uid          uint32
+		wanted, want string
+	}{
+		{1000, "unix-alice", "unix-alice"},
+		{1001, "unix-alice", "unix-alice-4"}, // -2 and -3 have history.
+		{1003, "unix-alice-2", "unix-alice-2"},
+		{1004, "unix-alice-3", "unix-alice-3"},
+	} {
+		if got := h.mustActorOf(h.eng, engine.UIDSubject(c.uid), name(c.wanted, &calls)); got != c.want {
+			t.Fatalf("uid %d wanting %s is bound to %s, want %s", c.uid, c.wanted, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		actor string
+		key   engine.OperationKey
+		want  engine.Outcome
+	}{{"unix-alice-2", kReserved, first}, {"unix-alice-3", kUnavailable, refused}} {
+		again := h.mustReserve(c.actor, c.key, "ws", 1)
+		if !again.Replayed || string(again.Answer.JSON()) != string(c.want.Answer.JSON()) {
+			t.Errorf("the retry of %s = %s (replayed %t), want the replay of %s", c.actor, again.Answer.JSON(), again.Replayed, c.want.Answer.JSON())
+		}
+	}
+}

@@ -461,6 +461,22 @@ func newestOf[R any](m map[string]R, actor, before string, owner func(R) string,
 	return nil
 }
 
+// HasReceiptsOf scans every receipt and tombstone; the other stores read
+// the first key of the actor's range instead.
+func (t *tx) HasReceiptsOf(actor string) (bool, error) {
+	for k := range t.s.receipts {
+		if k.actor == actor {
+			return true, nil
+		}
+	}
+	for k := range t.s.tombstones {
+		if k.actor == actor {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 func (t *tx) Binding(kind, subject string) (engine.Binding, bool, error) {
 	return get(t.s.bindings, engine.Subject{Kind: kind, ID: subject})
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// TestAttackIDsOfOneMillisecondInterleaved: two decisions read the clock in
+// TestIDsOfOneMillisecondInterleaved: two decisions read the clock in
 // one millisecond and a third, between them, reads the one before (a
 // decision that read the clock earlier and took the id source later, or a
 // clock stepped back). The later id of the millisecond must still sort
 // after the earlier one.
-func TestAttackIDsOfOneMillisecondInterleaved(t *testing.T) {
+func TestIDsOfOneMillisecondInterleaved(t *testing.T) {
 	ms := time.Date(2026, 12, 2, 4, 0, 0, 5e6, time.UTC)
 	for i := 0; i < 64; i++ {
 		ms = ms.Add(10 * time.Millisecond)

@@ -32,11 +32,11 @@ func (s *pausingStore) View(ctx context.Context, fn func(engine.Tx) error) error
 	return err
 }
 
-// TestAttackRevokeRacesCachedRead: an authentication whose read found the
+// TestRevokeRacesCachedRead: an authentication whose read found the
 // token before a revocation committed puts its entry in the cache after
 // the revocation cleared it; on an exclusive store the revocation does not
 // wait, so a request sent after the revocation's answer is still accepted.
-func TestAttackRevokeRacesCachedRead(t *testing.T) {
+func TestRevokeRacesCachedRead(t *testing.T) {
 	ctx := context.Background()
 	st := &pausingStore{Store: memstore.New(memstore.Options{}), reached: make(chan struct{}), release: make(chan struct{})}
 	eng := engine.New(st, engine.WithExclusiveStore())
