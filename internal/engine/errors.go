@@ -80,6 +80,13 @@ const (
 	// then, or replays the decision if one was committed after all (a commit
 	// whose connection broke before its acknowledgement arrived).
 	CodeStoreUnavailable = "store_unavailable"
+	// CodeTooManyConnections means the listener was at a connection cap
+	// with every connection that could have made room busy with a request
+	// (the listener's cap, the slots not kept for admins, or the caller's
+	// own share of the socket), so it closed the new connection without
+	// reading a request from it. Nothing was read or done: it is
+	// undecided, and the client retries with the same key.
+	CodeTooManyConnections = "too_many_connections"
 	// CodeInternal means something failed inside the service. It is
 	// undecided: the outcome of a reservation answered with it is unknown to
 	// the client, which retries with the same key.
@@ -88,9 +95,10 @@ const (
 
 // undecidedCodes are the codes whose answers decide nothing for the client.
 var undecidedCodes = map[string]bool{
-	CodeBodyIncomplete:   true,
-	CodeStoreUnavailable: true,
-	CodeInternal:         true,
+	CodeBodyIncomplete:     true,
+	CodeStoreUnavailable:   true,
+	CodeTooManyConnections: true,
+	CodeInternal:           true,
 }
 
 // Undecided reports whether an answer with code leaves its request
@@ -107,7 +115,7 @@ var Codes = []string{
 	CodeBodyTooLarge, CodeBodyIncomplete, CodeBadFraming, CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeVersionMismatch,
 	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden, CodeNotFound,
-	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeInternal,
+	CodeMethodNotAllowed, CodeNotImplemented, CodeInsufficientStorage, CodeStoreUnavailable, CodeTooManyConnections, CodeInternal,
 }
 
 // Error is the one error type of reserve: a stable machine-readable code and a

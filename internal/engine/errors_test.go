@@ -14,9 +14,10 @@ import (
 // make a client keep its key and retry, every other code is a decision.
 func TestUndecidedCodes(t *testing.T) {
 	undecided := map[string]bool{
-		engine.CodeBodyIncomplete:   true,
-		engine.CodeStoreUnavailable: true,
-		engine.CodeInternal:         true,
+		engine.CodeBodyIncomplete:     true,
+		engine.CodeStoreUnavailable:   true,
+		engine.CodeTooManyConnections: true,
+		engine.CodeInternal:           true,
 	}
 	for _, code := range engine.Codes {
 		if got := engine.Undecided(code); got != undecided[code] {

@@ -34,6 +34,7 @@ var statusByCode = map[string]int{
 	engine.CodeInsufficientStorage:   http.StatusInsufficientStorage,
 	engine.CodeBodyIncomplete:        http.StatusRequestTimeout,
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
+	engine.CodeTooManyConnections:    http.StatusServiceUnavailable,
 	engine.CodeBadFraming:            http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }

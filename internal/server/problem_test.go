@@ -45,6 +45,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeNotImplemented:        501,
 		engine.CodeInsufficientStorage:   507,
 		engine.CodeStoreUnavailable:      503,
+		engine.CodeTooManyConnections:    503,
 		engine.CodeInternal:              500,
 	}
 	if len(want) != len(engine.Codes) {
