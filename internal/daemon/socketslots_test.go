@@ -28,6 +28,7 @@ import (
 	"github.com/reserve/reserve/internal/cli"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/paths/pathstest"
 	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
@@ -56,7 +57,7 @@ var slotsHoarders = []int{65534, 65533, 65532, 65531}
 // latecomer's reservectl is refused with an answer that says nothing was
 // read (exit 75, the intent kept).
 func TestSocketAdminsKeepTheirSlots(t *testing.T) {
-	needRootForPeers(t)
+	pathstest.NeedRootFor(t, "running processes as other users", "that admins keep their socket connections")
 	const maxConns = 16
 	reserved, share := server.SocketSlots(maxConns)
 	if reserved != 2 || share != 4 {
@@ -192,19 +193,6 @@ func growListing(t *testing.T, p *proc, token string) {
 	if err != nil || len(body) < 3*sndbuf {
 		t.Fatalf("the workshop listing has %d bytes (%v), want more than %d", len(body), err, 3*sndbuf)
 	}
-}
-
-// needRootForPeers skips (or, under RESERVE_CI, fails) a test that runs
-// processes as other users, which needs root.
-func needRootForPeers(t *testing.T) {
-	t.Helper()
-	if os.Getuid() == 0 {
-		return
-	}
-	if os.Getenv("RESERVE_CI") != "" {
-		t.Fatal("running processes as other users needs root, and CI (RESERVE_CI) must run this test")
-	}
-	t.Skip("SKIPPED: running processes as other users needs root: run the tests as root to check that admins keep their socket connections (CI, with RESERVE_CI set, must)")
 }
 
 // otherUsers runs this test binary and reserved as other users, from a
