@@ -41,9 +41,11 @@ const stateDir = "/var/lib/reserved"
 // TestDebianPackage builds the package with scripts/package.sh, checks its
 // contents, installs it, runs both binaries, and removes and purges it:
 // removing keeps the system user, purging removes it unless a database is
-// left in its state directory, which purging keeps. It changes this
-// machine, so it refuses to run where the package or the user is there
-// already, and undoes what it did even when it fails.
+// left in its state directory, which purging keeps; a group that was there
+// before stays, and a person's login named reserved makes dpkg refuse the
+// installation before anything is unpacked. It changes this machine, so
+// it refuses to run where the package or the user is there already, and
+// undoes what it did even when it fails.
 func TestDebianPackage(t *testing.T) {
 	need(t, os.Getuid() == 0, "root (it installs a Debian package)")
 	for _, tool := range []string{"dpkg", "dpkg-deb", "dpkg-query", "git", "useradd"} {
@@ -72,8 +74,10 @@ func TestDebianPackage(t *testing.T) {
 				}
 			}
 		}
-		if err := os.RemoveAll(stateDir); err != nil {
-			t.Errorf("clean up: %v", err)
+		for _, dir := range []string{stateDir, accountsState} {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Errorf("clean up: %v", err)
+			}
 		}
 		if userExists(t) {
 			if out, err := exec.Command("userdel", "reserved").CombinedOutput(); err != nil {
@@ -87,10 +91,9 @@ func TestDebianPackage(t *testing.T) {
 		}
 	})
 
-	out := t.TempDir()
 	arch := strings.TrimSpace(run(t, "", nil, "dpkg", "--print-architecture"))
-	deb := strings.TrimSpace(run(t, "..", []string{"PACKAGE_OUT=" + out}, "scripts/package.sh", packageVersion))
-	if want := filepath.Join(out, "reserve_"+packageVersion+"_"+arch+".deb"); deb != want {
+	deb := buildDeb(t)
+	if want := "reserve_" + packageVersion + "_" + arch + ".deb"; filepath.Base(deb) != want {
 		t.Fatalf("scripts/package.sh wrote %q, want %q", deb, want)
 	}
 	checkContents(t, run(t, "", nil, "dpkg-deb", "-c", deb))
@@ -144,6 +147,9 @@ func TestDebianPackage(t *testing.T) {
 	if _, err := user.LookupGroup("reserved"); err == nil {
 		t.Error("dpkg -P left the group reserved")
 	}
+	if _, err := os.Lstat(accountsState); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("dpkg -P left %s (%v)", accountsState, err)
+	}
 
 	// Purging keeps a database, and the user that owns it.
 	run(t, "", nil, "dpkg", "-i", deb)
@@ -185,6 +191,59 @@ func TestDebianPackage(t *testing.T) {
 		t.Errorf("the user reserved has the primary group %s, want the group reserved that was there before (%s)", u.Gid, g.Gid)
 	}
 	run(t, "", nil, "dpkg", "-P", "reserve")
+	if userExists(t) {
+		t.Error("dpkg -P left the user reserved it created")
+	}
+	if after, err := user.LookupGroup("reserved"); err != nil || after.Gid != g.Gid {
+		t.Errorf("dpkg -P removed or changed the group reserved that was there before it: %v, %v", after, err)
+	}
+	if _, err := user.LookupGroup("reserved"); err == nil {
+		run(t, "", nil, "groupdel", "reserved")
+	}
+
+	// A person's login named reserved is never adopted: dpkg refuses the
+	// package before unpacking it, and the user stays as it was.
+	const home = "/home/reserved"
+	if _, err := os.Lstat(home); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s exists on this machine (%v); this test creates and removes it, so remove it first", home, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	run(t, "", nil, "useradd", "--create-home", "--home-dir", home, "--shell", "/bin/bash", "reserved")
+	before := run(t, "", nil, "getent", "passwd", "reserved")
+	cmd := exec.Command("dpkg", "-i", deb)
+	refusal, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(refusal), `reserve: refusing to install: a user "reserved" exists`) {
+		t.Errorf("dpkg -i with a login named reserved: %v\n%s\nwant it refused", err, refusal)
+	}
+	if packageInstalled() {
+		t.Error("dpkg installed the package though preinst refused it")
+	}
+	if after := run(t, "", nil, "getent", "passwd", "reserved"); after != before {
+		t.Errorf("the refused installation changed the user: %q, was %q", after, before)
+	}
+	for path := range installed {
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the refused installation left %s (%v)", path, err)
+		}
+	}
+	if packageKnown() {
+		run(t, "", nil, "dpkg", "-P", "reserve")
+	}
+	if !userExists(t) {
+		t.Fatal("the user reserved, a person's login, is gone")
+	}
+	run(t, "", nil, "userdel", "--remove", "reserved")
+}
+
+// packageInstalled reports whether dpkg has the package reserve unpacked
+// or installed, as opposed to not installed or only its configuration.
+func packageInstalled() bool {
+	out, err := exec.Command("dpkg-query", "-W", "-f", "${db:Status-Status}", "reserve").Output()
+	if err != nil {
+		return false
+	}
+	status := strings.TrimSpace(string(out))
+	return status != "not-installed" && status != "config-files"
 }
 
 // checkContents checks a dpkg-deb -c listing: every file in installed with

@@ -87,9 +87,13 @@ install -D -m 0644 -t "$root/lib/systemd/system" dist/systemd/reserved.service d
 install -D -m 0644 -t "$root/usr/share/doc/reserve" README.md
 install -D -m 0644 -t "$root/usr/share/doc/reserve/docs" docs/*.md
 
+# The maintainer scripts source dist/debian/accounts.sh, which is put in
+# its place: a maintainer script has nothing but itself to read.
 install -d "$root/DEBIAN"
-for script in postinst prerm postrm; do
-  install -m 0755 "dist/debian/$script" "$root/DEBIAN/$script"
+for script in preinst postinst prerm postrm; do
+  awk '$0 == ". dist/debian/accounts.sh" { while ((getline line < "dist/debian/accounts.sh") > 0) print line; close("dist/debian/accounts.sh"); next } { print }' \
+    "dist/debian/$script" >"$root/DEBIAN/$script"
+  chmod 0755 "$root/DEBIAN/$script"
 done
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: reserve

@@ -34,18 +34,26 @@ const (
 	// CodeNotImplemented means the store behind this daemon cannot do what
 	// was asked (an online backup of a PostgreSQL store).
 	CodeNotImplemented = "not_implemented"
+	// CodeTooManyConnections means the listener was at a connection cap
+	// with every connection that could have made room busy with a request
+	// (the listener's cap, the slots not kept for admins, or the caller's
+	// own share of the socket), so it closed the new connection without
+	// reading a request from it. Nothing was read or done: it is
+	// undecided, and the client retries with the same key.
+	CodeTooManyConnections = "too_many_connections"
 )
 
 // transportCodes lists the codes of the HTTP edge.
 var transportCodes = []string{
 	CodeMissingIdempotencyKey, CodeUnsupportedMediaType, CodeBodyTooLarge, CodeBodyIncomplete,
-	CodeBadFraming, CodeNotFound, CodeMethodNotAllowed, CodeNotImplemented,
+	CodeBadFraming, CodeNotFound, CodeMethodNotAllowed, CodeNotImplemented, CodeTooManyConnections,
 }
 
 // undecidedTransport are the codes of the HTTP edge whose answers decide
 // nothing for the client.
 var undecidedTransport = map[string]bool{
-	CodeBodyIncomplete: true,
+	CodeBodyIncomplete:     true,
+	CodeTooManyConnections: true,
 }
 
 // Undecided reports whether an answer with code leaves its request

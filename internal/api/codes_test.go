@@ -13,6 +13,7 @@ import (
 func TestUndecidedCodes(t *testing.T) {
 	undecided := map[string]bool{
 		api.CodeBodyIncomplete:         true,
+		api.CodeTooManyConnections:     true,
 		engine.CodeStoreUnavailable:    true,
 		engine.CodeIdentityUnavailable: true,
 		engine.CodeInternal:            true,

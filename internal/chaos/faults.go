@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/reserve/reserve/internal/redact"
 )
 
 // diskSize is the size of the tmpfs a bolt run's database lives on when
@@ -81,7 +83,7 @@ const CampaignDatabase = "reservechaos"
 func CampaignDSN(ctx context.Context, dsn string) (string, string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return "", "", fmt.Errorf("%s %q: want a postgres:// URL", EnvDSN, dsn)
+		return "", "", fmt.Errorf("%s %q: want a postgres:// URL", EnvDSN, redact.DSN(dsn))
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -117,7 +119,7 @@ func withDatabase(u *url.URL, db string) string {
 func (r *run) freshSchema(ctx context.Context) error {
 	u, err := url.Parse(r.cfg.DSN)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return fmt.Errorf("RESERVE_PG_DSN %q: want a postgres:// URL", r.cfg.DSN)
+		return fmt.Errorf("%s %q: want a postgres:// URL", EnvDSN, redact.DSN(r.cfg.DSN))
 	}
 	suffix := randomHex(6)
 	schema := "reservechaos_" + suffix

@@ -23,6 +23,7 @@ import (
 	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/pgcluster"
 	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/redact"
 )
 
 // Config is one run.
@@ -652,7 +653,7 @@ func (r *run) reservedCheck() string {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, failpoint.EnvClock + "=" + r.clockFile}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Sprintf("reserved %s: %v: %s", strings.Join(args, " "), err, out)
+		return fmt.Sprintf("reserved %s: %v: %s", strings.Join(redact.Args(args), " "), err, out)
 	}
 	return ""
 }

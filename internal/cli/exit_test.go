@@ -139,6 +139,50 @@ func TestOutcomeLines(t *testing.T) {
 	}
 }
 
+// TestNotReadAtTheCap: a reservation, or the whoami before it, that the
+// daemon did not read because it was at a connection cap, is reported as
+// not sent (the intent kept, exit 75), whether the daemon answered 503
+// too_many_connections or closed the connection before the request was
+// written; only the whoami question is said to have been sent when it
+// was.
+func TestNotReadAtTheCap(t *testing.T) {
+	const refused = "uid 1000 holds its share of 4 socket connections, each busy with a request: reserved closed this connection without reading a request from it, so nothing was done; retry"
+	atCap := classify(http.StatusServiceUnavailable, "application/problem+json",
+		[]byte(`{"type":"about:blank","status":503,"code":"too_many_connections","detail":"`+refused+`"}`), false, nil, time.Second)
+	if got, want := atCap.line(), "outcome unknown: too_many_connections: "+refused+"; your intent is kept — run: reservectl reserve --retry"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+	if atCap.exitCode() != ExitUnknown {
+		t.Errorf("exit code = %d, want %d", atCap.exitCode(), ExitUnknown)
+	}
+
+	env := &commandEnv{timeout: time.Second}
+	in, err := intent.NewReserve(testReq, "unix:/s", "unix-alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"answered", fmt.Errorf("whoami: %w", &engine.Error{Code: api.CodeTooManyConnections, Message: refused}),
+			"outcome unknown: nothing was sent: too_many_connections: " + refused + "; your intent is kept — run: reservectl reserve --retry"},
+		{"closed", fmt.Errorf("whoami: %w", &client.ConnectError{Where: "/s", HungUp: true}),
+			"outcome unknown: nothing was sent: cannot connect to reserved at /s: it closed the connection before the request was sent (restarting, or at its connection cap?); your intent is kept — run: reservectl reserve --retry"},
+		{"broken", fmt.Errorf("whoami: %w", &client.SentError{Where: "/s", Method: http.MethodGet, Path: "/api/v1/whoami", Err: errors.New("EOF")}),
+			"outcome unknown: the intent was not sent, only the question who you are: the connection to reserved at /s broke after GET /api/v1/whoami was sent, so it may have arrived (EOF); your intent is kept — run: reservectl reserve --retry"},
+	} {
+		o := env.notSent(in, tc.err)
+		if got := o.line(); got != tc.want {
+			t.Errorf("%s: line = %q, want %q", tc.name, got, tc.want)
+		}
+		if o.exitCode() != ExitUnknown {
+			t.Errorf("%s: exit code = %d, want %d", tc.name, o.exitCode(), ExitUnknown)
+		}
+	}
+}
+
 // TestSettlementRoundTrip proves that every authoritative outcome is one the
 // journal accepts, and that the settled intent reads back as that outcome.
 func TestSettlementRoundTrip(t *testing.T) {

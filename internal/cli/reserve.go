@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -254,11 +255,19 @@ func refuseNew(in *intent.Intent) error {
 }
 
 // notSent is the outcome of an intent that could not be sent because the
-// daemon did not answer whoami: still unknown, the intent stays open.
+// daemon did not answer whoami: still unknown, the intent stays open. When
+// the whoami request itself was sent, it says that only that question was.
 func (env *commandEnv) notSent(in *intent.Intent, err error) outcome {
+	again := in.Attempts > 0
 	why := "nothing was sent"
-	if in.Attempts > 0 {
+	if again {
 		why = "not sent again"
+	}
+	if errors.As(err, new(*client.SentError)) {
+		why = "the intent was not sent, only the question who you are"
+		if again {
+			why = "the intent was not sent again, only the question who you are"
+		}
 	}
 	o := outcomeOf(operation(in), in.Key, client.Result{}, err, env.timeout)
 	o.why = why + ": " + o.why

@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
@@ -73,6 +75,14 @@ func (c *Client) init() {
 			if c.hc == nil {
 				t := http.DefaultTransport.(*http.Transport).Clone()
 				t.MaxIdleConnsPerHost = maxIdleConns
+				d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+				t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+					conn, err := d.DialContext(ctx, network, addr)
+					if err != nil {
+						return nil, err
+					}
+					return &countingConn{Conn: conn}, nil
+				}
 				c.hc = &http.Client{Transport: t}
 			}
 			return
@@ -86,12 +96,89 @@ func (c *Client) init() {
 			var d net.Dialer
 			c.hc = &http.Client{Transport: &http.Transport{
 				DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-					return dialSocket(ctx, &d, socket)
+					conn, err := dialSocket(ctx, &d, socket)
+					if err != nil {
+						return nil, err
+					}
+					return &countingConn{Conn: conn}, nil
 				},
 				MaxIdleConnsPerHost: maxIdleConns,
 			}}
 		}
 	})
+}
+
+// countingConn counts the bytes written to a connection, so that the
+// client can tell a request of which no byte reached the daemon's
+// connection from one that did, whatever the transport buffered.
+type countingConn struct {
+	net.Conn
+	written atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+// sendTrace follows the attempts of one request (the transport may try a
+// request with an Idempotency-Key again on a new connection) and tells
+// whether any of them wrote a byte of it to its connection: after that the
+// daemon may have received it.
+type sendTrace struct {
+	mu       sync.Mutex
+	attempts []sendAttempt
+	// headers says that an attempt wrote the request's headers to the
+	// transport's buffer, which is all a connection the client did not
+	// dial (Client.HTTPClient) tells.
+	headers bool
+}
+
+// sendAttempt is one connection a request was sent on, with the bytes
+// written to it before.
+type sendAttempt struct {
+	conn   *countingConn
+	before int64
+}
+
+func (t *sendTrace) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if cc, ok := info.Conn.(*countingConn); ok {
+				t.mu.Lock()
+				t.attempts = append(t.attempts, sendAttempt{cc, cc.written.Load()})
+				t.mu.Unlock()
+			}
+		},
+		WroteHeaders: func() {
+			t.mu.Lock()
+			t.headers = true
+			t.mu.Unlock()
+		},
+	}
+}
+
+// sent reports whether any attempt may have reached the daemon: it wrote
+// bytes to its connection, or, on a connection that does not count them,
+// its headers to the transport's buffer.
+func (t *sendTrace) sent() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, a := range t.attempts {
+		if a.conn.written.Load() > a.before {
+			return true
+		}
+	}
+	return len(t.attempts) == 0 && t.headers
+}
+
+// connected reports whether an attempt got a connection that counts its
+// bytes: then sent tells exactly whether a byte of the request reached it.
+func (t *sendTrace) connected() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.attempts) > 0
 }
 
 // dialSocket connects to the Unix socket at path unless paths refuses its
@@ -128,6 +215,9 @@ type ConnectError struct {
 	Err   error
 	// Socket says that Where is a Unix socket's path (else a base URL).
 	Socket bool
+	// HungUp says that the daemon accepted the connection and closed it
+	// before any of the request was written to it.
+	HungUp bool
 }
 
 func (e *ConnectError) Error() string {
@@ -139,7 +229,7 @@ func (e *ConnectError) Error() string {
 		return fmt.Sprintf("cannot connect to reserved at %s: permission denied: %s", e.Where, deniedBy(e.Where))
 	case !e.Socket && errors.Is(e.Err, fs.ErrPermission):
 		return fmt.Sprintf("cannot connect to reserved at %s: %v", e.Where, e.Err)
-	case hungUp(e.Err):
+	case e.HungUp:
 		return fmt.Sprintf("cannot connect to reserved at %s: it closed the connection before the request was sent (restarting, or at its connection cap?)", e.Where)
 	}
 	return fmt.Sprintf("cannot connect to reserved at %s: is it running?", e.Where)
@@ -228,16 +318,11 @@ func (c *Client) request(ctx context.Context, method, path string, header http.H
 	if c.BaseURL != "" && c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	// sent records whether any attempt of the transport (which may try a
-	// request with an Idempotency-Key again on a new connection) wrote the
-	// request's headers: after that the daemon may have received it.
-	var sent atomic.Bool
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		WroteHeaders: func() { sent.Store(true) },
-	}))
+	var st sendTrace
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), st.trace()))
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, c.sendError(method, path, err, sent.Load())
+		return nil, c.sendError(method, path, err, st.sent(), st.connected())
 	}
 	return resp, nil
 }
@@ -246,17 +331,24 @@ func (c *Client) request(ctx context.Context, method, path string, header http.H
 // *ConnectError when the daemon could not be reached at all, or hung up
 // before anything was sent, a *SentError when the request was sent (wholly
 // or in part) and the connection then broke, so that it may have arrived.
-func (c *Client) sendError(method, path string, err error, sent bool) error {
+// connected says that sent is exact: the request failed on a connection
+// that counted its bytes, so with nothing sent, whatever the transport
+// made of it (an end of stream, a reset, or the connection taken for one
+// the daemon closed while idle), the daemon hung up before the request.
+func (c *Client) sendError(method, path string, err error, sent, connected bool) error {
 	var op *net.OpError
 	var owner *paths.SocketOwnerError
 	socket := c.BaseURL == ""
+	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	switch {
 	case errors.As(err, &owner), socket && !sent && errors.Is(err, fs.ErrPermission):
 		return &ConnectError{Where: c.where, Err: err, Socket: socket}
-	case sent && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
-		return &SentError{Where: c.where, Err: err}
-	case !sent && errors.As(err, &op) && op.Op == "dial", !sent && hungUp(err):
+	case sent && !timedOut:
+		return &SentError{Where: c.where, Method: method, Path: path, Err: err}
+	case !sent && errors.As(err, &op) && op.Op == "dial":
 		return &ConnectError{Where: c.where, Err: err, Socket: socket}
+	case !sent && (hungUp(err) || connected && !timedOut):
+		return &ConnectError{Where: c.where, Err: err, Socket: socket, HungUp: true}
 	}
 	return fmt.Errorf("%s %s at %s: %w", method, path, c.where, err)
 }
@@ -274,11 +366,18 @@ func hungUp(err error) bool {
 // and decided it, so its outcome is unknown.
 type SentError struct {
 	Where string
-	Err   error
+	// Method and Path name the request, e.g. GET /api/v1/whoami.
+	Method, Path string
+	Err          error
 }
 
 func (e *SentError) Error() string {
-	return fmt.Sprintf("the connection to reserved at %s broke after the request was sent, so it may have arrived (%v)", e.Where, e.Err)
+	cause := e.Err
+	var ue *url.Error
+	if errors.As(cause, &ue) {
+		cause = ue.Err // Its URL repeats Where, Method and Path.
+	}
+	return fmt.Sprintf("the connection to reserved at %s broke after %s %s was sent, so it may have arrived (%v)", e.Where, e.Method, e.Path, cause)
 }
 
 func (e *SentError) Unwrap() error { return e.Err }

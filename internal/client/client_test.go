@@ -287,7 +287,7 @@ func TestBrokenAfterSending(t *testing.T) {
 	_, err = c.Send(ctx, engine.OperationKey(uuid.NewString()), client.Reserving(engine.Request{Workshop: "w1", Quantity: 1}))
 	var se *client.SentError
 	var ce *client.ConnectError
-	if !errors.As(err, &se) || errors.As(err, &ce) || !strings.Contains(err.Error(), "broke after the request was sent, so it may have arrived") {
+	if !errors.As(err, &se) || errors.As(err, &ce) || !strings.Contains(err.Error(), "broke after POST /api/v1/reservations was sent, so it may have arrived") {
 		t.Fatalf("err = %v (%T), want a SentError", err, err)
 	}
 	// A daemon that is not there at all is still a ConnectError.

@@ -1,7 +1,14 @@
 package client
 
-// SendError exposes how a request that got no answer is classified.
+import "net"
+
+// SendError exposes how a request that got no answer on a connection that
+// does not count its bytes is classified.
 func (c *Client) SendError(method, path string, err error, sent bool) error {
 	c.init()
-	return c.sendError(method, path, err, sent)
+	return c.sendError(method, path, err, sent, false)
 }
+
+// CountingConn wraps c as the client's own dialers do, counting the bytes
+// written to it.
+func CountingConn(c net.Conn) net.Conn { return &countingConn{Conn: c} }

@@ -1,15 +1,23 @@
 package client_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/reserve/reserve/internal/client"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server/servertest"
 )
 
 // TestHangUpBeforeTheRequestIsAConnectError: a daemon that accepted a
@@ -41,5 +49,47 @@ func TestHangUpBeforeTheRequestIsAConnectError(t *testing.T) {
 	other := get(errors.New(`unsupported protocol scheme "ftp"`))
 	if err := c.SendError("GET", "/api/v1/whoami", other, false); errors.As(err, new(*client.ConnectError)) || errors.As(err, new(*client.SentError)) {
 		t.Errorf("unsupported scheme: %v (%T)", err, err)
+	}
+}
+
+// TestClosedBeforeWrittenIsNotSent: a daemon that closed a connection at
+// accept (at its connection cap, say) before the client wrote a byte of
+// its request to it never got the request, although the client's
+// transport had put the request's headers in its buffer: writing them
+// fails (broken pipe), and the client says that the request was not sent,
+// a *ConnectError, never that it may have arrived.
+func TestClosedBeforeWrittenIsNotSent(t *testing.T) {
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			err = c.Close()
+		}
+		closed <- err
+	}()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "unix", socket)
+		if err != nil {
+			return nil, err
+		}
+		// The daemon closes the connection before the client writes.
+		if err := <-closed; err != nil {
+			return nil, err
+		}
+		return client.CountingConn(c), nil
+	}}}
+	c := &client.Client{Socket: socket, HTTPClient: hc}
+	_, err = c.Send(context.Background(), engine.OperationKey(uuid.NewString()), client.Reserving(engine.Request{Workshop: "w1", Quantity: 1}))
+	var ce *client.ConnectError
+	const msg = "it closed the connection before the request was sent (restarting, or at its connection cap?)"
+	if !errors.As(err, &ce) || errors.As(err, new(*client.SentError)) || !strings.Contains(err.Error(), msg) {
+		t.Fatalf("err = %v (%T), want a *client.ConnectError saying %q", err, err, msg)
 	}
 }

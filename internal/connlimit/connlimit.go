@@ -10,6 +10,19 @@
 // is the youngest waiting connection and the last one closed: to keep it
 // out, connections that hold their slots without finishing a header must
 // be opened faster than it sends its header, not merely held.
+//
+// Connections that stay busy cannot be closed to make room: a client that
+// pipelines requests and never reads the answers keeps its connections
+// busy until the server's write timeout. So that such a client cannot take
+// every slot, a listener can tell the owners of its connections apart
+// (Options.Owner, say by the uid of a Unix socket peer): privileged owners
+// have slots of their own that no other owner can take (Options.Reserved),
+// and each other owner holds at most its share (Options.Share). A
+// connection counts against its owner from its acceptance to its close,
+// busy or not, and at a bound it is the owner's own idle or waiting
+// connections, or another unprivileged owner's, that make room.
+//
+// It imports nothing of the server it bounds.
 package connlimit
 
 import (
@@ -19,15 +32,41 @@ import (
 	"sync"
 )
 
+// Owner is who holds a connection, as Options.Owner names it.
+type Owner struct {
+	// Key tells owners apart, e.g. the uid of a Unix socket peer.
+	Key string
+	// Privileged owners may take the reserved slots and have no share:
+	// they are bounded only by the listener's max.
+	Privileged bool
+}
+
+// Refusal says why a new connection was closed at once.
+type Refusal int
+
+const (
+	// RefusedBusy means every connection held was busy with a request.
+	RefusedBusy Refusal = iota
+	// RefusedUnreserved means unprivileged owners held every slot that is
+	// not reserved, each busy with a request.
+	RefusedUnreserved
+	// RefusedShare means the new connection's owner held its whole share,
+	// each connection busy with a request.
+	RefusedShare
+)
+
 // Listener admits at most Max connections at a time. Its ConnState method
 // must be the http.Server's ConnState hook: that is how it learns which
 // connections are idle, which are busy and which are gone.
 type Listener struct {
 	net.Listener
 	max           int
+	unreserved    int // Slots unprivileged owners may hold together.
+	share         int // Slots one unprivileged owner may hold.
+	owner         func(net.Conn) Owner
 	onShed        func()
 	onShedWaiting func()
-	onRefuse      func()
+	onRefuse      func(net.Conn, Refusal)
 
 	mu    sync.Mutex
 	conns map[net.Conn]held // Every admitted connection.
@@ -35,11 +74,14 @@ type Listener struct {
 	// longest held in the queue first: idle ones, and those that have
 	// not yet finished their first request header.
 	idle, waiting list.List
+	held          map[string]int // Connections held by each unprivileged owner.
+	unprivileged  int            // Connections held by unprivileged owners.
 }
 
-// held is where an admitted connection is queued: in idle or waiting, or
-// nowhere (queue nil) while it is busy with a request.
+// held is who holds an admitted connection and where it is queued: in
+// idle or waiting, or nowhere (queue nil) while it is busy with a request.
 type held struct {
+	owner Owner
 	queue *list.List
 	e     *list.Element
 }
@@ -48,11 +90,25 @@ type held struct {
 type Options struct {
 	// OnShed is called when an idle connection is closed to admit a new
 	// one, OnShedWaiting when a connection that had not finished its
-	// first request header is, and OnRefuse when a new connection is
-	// closed because every connection was busy with a request. Each is
-	// called just before the close, so that whoever sees the connection
-	// closed also sees what the call counted. Any may be nil.
-	OnShed, OnShedWaiting, OnRefuse func()
+	// first request header is. Each is called just before the close, so
+	// that whoever sees the connection closed also sees what the call
+	// counted. Either may be nil.
+	OnShed, OnShedWaiting func()
+	// OnRefuse, if set, is called with a new connection that is closed at
+	// once and why, just before the close. It may write a short answer to
+	// it (the connection is fresh, so a small write does not wait for
+	// the client), but it runs in the accept loop and must not block.
+	OnRefuse func(c net.Conn, why Refusal)
+	// Owner, if set, names who holds each new connection. It is called
+	// once per connection, in the accept loop. Without it every
+	// connection has the same unprivileged owner.
+	Owner func(net.Conn) Owner
+	// Reserved is how many of the slots only privileged owners may take;
+	// it must be less than max.
+	Reserved int
+	// Share is the most slots one unprivileged owner may hold; zero (or
+	// more than the slots that are not reserved) means every one of them.
+	Share int
 }
 
 // New bounds the connections accepted from ln to max, which must be at
@@ -61,7 +117,17 @@ func New(ln net.Listener, max int, opts Options) *Listener {
 	if max < 1 {
 		panic("connlimit: max must be at least 1")
 	}
-	return &Listener{Listener: ln, max: max, onShed: opts.OnShed, onShedWaiting: opts.OnShedWaiting, onRefuse: opts.OnRefuse, conns: map[net.Conn]held{}}
+	if opts.Reserved < 0 || opts.Reserved >= max {
+		panic("connlimit: Reserved must be at least 0 and less than max")
+	}
+	l := &Listener{Listener: ln, max: max, unreserved: max - opts.Reserved, owner: opts.Owner,
+		onShed: opts.OnShed, onShedWaiting: opts.OnShedWaiting, onRefuse: opts.OnRefuse,
+		conns: map[net.Conn]held{}, held: map[string]int{}}
+	l.share = l.unreserved
+	if opts.Share > 0 && opts.Share < l.unreserved {
+		l.share = opts.Share
+	}
+	return l
 }
 
 // Accept waits for the next connection it can admit. Connections it cannot
@@ -72,15 +138,21 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		admitted, shed, onShed := l.admit(c)
+		var o Owner
+		if l.owner != nil {
+			o = l.owner(c)
+		}
+		refused, why, shed, onShed := l.admit(c, o)
 		if shed != nil {
 			call(onShed)
 			shed.Close()
 		}
-		if admitted {
+		if !refused {
 			return c, nil
 		}
-		call(l.onRefuse)
+		if l.onRefuse != nil {
+			l.onRefuse(c, why)
+		}
 		c.Close()
 	}
 }
@@ -91,26 +163,66 @@ func call(f func()) {
 	}
 }
 
-// admit counts c in if there is room, making room by giving up the longest
-// idle connection or else the one waiting longest for its first header,
-// which the caller must close after it called onShed. Admitted, c waits for
-// its first header.
-func (l *Listener) admit(c net.Conn) (admitted bool, shed net.Conn, onShed func()) {
+// admit counts c, held by o, in if there is room. At a bound it makes room
+// by giving up the longest idle connection that frees a slot under that
+// bound, or else the one waiting longest for its first header, which the
+// caller must close after it called onShed; the bounds are o's share, the
+// slots that are not reserved (for an unprivileged o) and max. Admitted, c
+// waits for its first header.
+func (l *Listener) admit(c net.Conn, o Owner) (refused bool, why Refusal, shed net.Conn, onShed func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.conns) >= l.max {
-		switch {
-		case l.idle.Len() > 0:
-			shed, onShed = l.idle.Remove(l.idle.Front()).(net.Conn), l.onShed
-		case l.waiting.Len() > 0:
-			shed, onShed = l.waiting.Remove(l.waiting.Front()).(net.Conn), l.onShedWaiting
-		default:
-			return false, nil, nil
-		}
-		delete(l.conns, shed)
+	// frees says whether closing a connection held by h makes room.
+	var frees func(h Owner) bool
+	switch {
+	case !o.Privileged && l.held[o.Key] >= l.share && l.share < l.unreserved:
+		why, frees = RefusedShare, func(h Owner) bool { return h == o }
+	case !o.Privileged && l.unprivileged >= l.unreserved && l.unreserved < l.max:
+		why, frees = RefusedUnreserved, func(h Owner) bool { return !h.Privileged }
+	case len(l.conns) >= l.max:
+		why, frees = RefusedBusy, func(Owner) bool { return true }
 	}
-	l.conns[c] = held{queue: &l.waiting, e: l.waiting.PushBack(c)}
-	return true, shed, onShed
+	if frees != nil {
+		if shed, onShed = l.first(&l.idle, frees), l.onShed; shed == nil {
+			if shed, onShed = l.first(&l.waiting, frees), l.onShedWaiting; shed == nil {
+				return true, why, nil, nil
+			}
+		}
+		l.forget(shed)
+	}
+	l.conns[c] = held{owner: o, queue: &l.waiting, e: l.waiting.PushBack(c)}
+	if !o.Privileged {
+		l.held[o.Key]++
+		l.unprivileged++
+	}
+	return false, 0, shed, onShed
+}
+
+// first returns the connection queued longest in q whose owner frees
+// accepts, or nil.
+func (l *Listener) first(q *list.List, frees func(Owner) bool) net.Conn {
+	for e := q.Front(); e != nil; e = e.Next() {
+		c := e.Value.(net.Conn)
+		if frees(l.conns[c].owner) {
+			return c
+		}
+	}
+	return nil
+}
+
+// forget stops counting c, dequeuing it.
+func (l *Listener) forget(c net.Conn) {
+	h := l.conns[c]
+	if h.queue != nil {
+		h.queue.Remove(h.e)
+	}
+	delete(l.conns, c)
+	if !h.owner.Privileged {
+		l.unprivileged--
+		if l.held[h.owner.Key]--; l.held[h.owner.Key] == 0 {
+			delete(l.held, h.owner.Key)
+		}
+	}
 }
 
 // ConnState follows the state of the server's connections; set it as the
@@ -127,17 +239,19 @@ func (l *Listener) ConnState(c net.Conn, s http.ConnState) {
 	if !ok {
 		return // Shed already, or never admitted.
 	}
+	switch s {
+	case http.StateClosed, http.StateHijacked:
+		l.forget(c)
+		return
+	}
 	if h.queue != nil {
 		h.queue.Remove(h.e)
 	}
-	switch s {
-	case http.StateIdle:
-		l.conns[c] = held{queue: &l.idle, e: l.idle.PushBack(c)}
-	case http.StateClosed, http.StateHijacked:
-		delete(l.conns, c)
-	default:
-		l.conns[c] = held{}
+	h.queue, h.e = nil, nil
+	if s == http.StateIdle {
+		h.queue, h.e = &l.idle, l.idle.PushBack(c)
 	}
+	l.conns[c] = h
 }
 
 // Idle returns the number of admitted connections that wait for their next

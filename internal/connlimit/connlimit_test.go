@@ -26,22 +26,39 @@ type server struct {
 	l                 *connlimit.Listener
 	shed, shedWaiting atomic.Int64
 	refused           atomic.Int64
-	holding           chan struct{} // Receives when a GET /hold request reaches the handler.
+	refusedWhy        chan connlimit.Refusal // Receives why, for each connection refused.
+	holding           chan struct{}          // Receives when a GET /hold request reaches the handler.
 	release           chan struct{}
 }
 
-func serve(t *testing.T, max int) *server {
+func serve(t *testing.T, max int) *server { return newServer(t, max, connlimit.Options{}) }
+
+// serveOwned serves with owners: a connection's owner is named by the
+// client's loopback address (dialFrom), 127.0.0.1 privileged and every
+// other address an unprivileged owner of its own.
+func serveOwned(t *testing.T, max, reserved, share int) *server {
+	return newServer(t, max, connlimit.Options{Reserved: reserved, Share: share, Owner: func(c net.Conn) connlimit.Owner {
+		ip := c.RemoteAddr().(*net.TCPAddr).IP.String()
+		return connlimit.Owner{Key: ip, Privileged: ip == "127.0.0.1"}
+	}})
+}
+
+// newServer serves with opts, their callbacks set to the server's.
+func newServer(t *testing.T, max int, opts connlimit.Options) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: ln.Addr().String(), holding: make(chan struct{}, max), release: make(chan struct{})}
-	s.l = connlimit.New(ln, max, connlimit.Options{
-		OnShed:        func() { s.shed.Add(1) },
-		OnShedWaiting: func() { s.shedWaiting.Add(1) },
-		OnRefuse:      func() { s.refused.Add(1) },
-	})
+	s := &server{addr: ln.Addr().String(), refusedWhy: make(chan connlimit.Refusal, 100),
+		holding: make(chan struct{}, max), release: make(chan struct{})}
+	opts.OnShed = func() { s.shed.Add(1) }
+	opts.OnShedWaiting = func() { s.shedWaiting.Add(1) }
+	opts.OnRefuse = func(_ net.Conn, why connlimit.Refusal) {
+		s.refused.Add(1)
+		s.refusedWhy <- why
+	}
+	s.l = connlimit.New(ln, max, opts)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/hold":
@@ -92,9 +109,14 @@ type conn struct {
 	br *bufio.Reader
 }
 
-func dial(t *testing.T, addr string) *conn {
+func dial(t *testing.T, addr string) *conn { return dialFrom(t, "127.0.0.1", addr) }
+
+// dialFrom connects from the loopback address from, which names the
+// connection's owner on a server from serveOwned.
+func dialFrom(t *testing.T, from, addr string) *conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	d := net.Dialer{Timeout: timeout, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,4 +302,145 @@ func TestHijackedLeaves(t *testing.T) {
 		t.Errorf("a connection after one was hijacked: %v", err)
 	}
 	s.wantCounts(t, 0, 0, 0)
+}
+
+// wantRefused wants the next connection refused to have been refused for
+// why.
+func (s *server) wantRefused(t *testing.T, why connlimit.Refusal) {
+	t.Helper()
+	select {
+	case got := <-s.refusedWhy:
+		if got != why {
+			t.Errorf("refused for %d, want %d", got, why)
+		}
+	default:
+		t.Errorf("no connection was refused, want one refused for %d", why)
+	}
+}
+
+// The loopback addresses of the owners of serveOwned.
+const (
+	privileged = "127.0.0.1"
+	ownerA     = "127.0.0.2"
+	ownerB     = "127.0.0.3"
+	ownerC     = "127.0.0.4"
+)
+
+// TestReservedSlotsStayFree fills every slot that is not reserved with
+// connections of two unprivileged owners, each busy with a request: a
+// third owner's new connection is closed at once, also while a privileged
+// connection idles in a reserved slot, and privileged connections are
+// served until they fill the listener too.
+func TestReservedSlotsStayFree(t *testing.T) {
+	s := serveOwned(t, 5, 2, 0)
+	for _, from := range []string{ownerA, ownerB, ownerA} {
+		s.hold(t, dialFrom(t, from, s.addr))
+	}
+	waitWaiting(t, s.l, 0)
+	if c := dialFrom(t, ownerC, s.addr); !c.closedByServer() {
+		t.Fatal("an unprivileged connection took a reserved slot")
+	}
+	s.wantRefused(t, connlimit.RefusedUnreserved)
+
+	admin := dialFrom(t, privileged, s.addr)
+	if err := admin.request(t); err != nil {
+		t.Fatalf("a privileged connection with the unreserved slots full: %v", err)
+	}
+	waitIdle(t, s.l, 1)
+	if c := dialFrom(t, ownerC, s.addr); !c.closedByServer() {
+		t.Fatal("an unprivileged connection took the place of an idle privileged one")
+	}
+	s.wantRefused(t, connlimit.RefusedUnreserved)
+	if err := admin.request(t); err != nil {
+		t.Errorf("the idle privileged connection was closed: %v", err)
+	}
+
+	s.hold(t, admin)
+	s.hold(t, dialFrom(t, privileged, s.addr))
+	waitIdle(t, s.l, 0)
+	if c := dialFrom(t, privileged, s.addr); !c.closedByServer() {
+		t.Fatal("a connection beyond the cap was not closed")
+	}
+	s.wantRefused(t, connlimit.RefusedBusy)
+	s.wantCounts(t, 0, 0, 3)
+	close(s.release)
+}
+
+// TestShareOfOwner lets one unprivileged owner fill its share with
+// connections busy with a request: its next connection is closed at once,
+// and another owner's is served.
+func TestShareOfOwner(t *testing.T) {
+	s := serveOwned(t, 8, 1, 2)
+	for range 2 {
+		s.hold(t, dialFrom(t, ownerA, s.addr))
+	}
+	waitWaiting(t, s.l, 0)
+	if c := dialFrom(t, ownerA, s.addr); !c.closedByServer() {
+		t.Fatal("an owner held more than its share")
+	}
+	s.wantRefused(t, connlimit.RefusedShare)
+	if err := dialFrom(t, ownerB, s.addr).request(t); err != nil {
+		t.Errorf("another owner with the first one at its share: %v", err)
+	}
+	s.wantCounts(t, 0, 0, 1)
+	close(s.release)
+}
+
+// TestOwnerMakesRoomFromItsOwn: an owner at its share gets a new
+// connection by giving up its own idle one (or, with none idle, its own
+// one waiting longest for a header), never another owner's, even one
+// idle or waiting for longer.
+func TestOwnerMakesRoomFromItsOwn(t *testing.T) {
+	t.Run("idle", func(t *testing.T) {
+		s := serveOwned(t, 8, 1, 2)
+		other := dialFrom(t, ownerB, s.addr)
+		if err := other.request(t); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, s.l, 1)
+		s.hold(t, dialFrom(t, ownerA, s.addr))
+		own := dialFrom(t, ownerA, s.addr)
+		if err := own.request(t); err != nil {
+			t.Fatal(err)
+		}
+		waitIdle(t, s.l, 2)
+		if err := dialFrom(t, ownerA, s.addr).request(t); err != nil {
+			t.Fatalf("a new connection of an owner at its share: %v", err)
+		}
+		if !own.closedByServer() {
+			t.Error("the owner's own idle connection was not closed")
+		}
+		if err := other.request(t); err != nil {
+			t.Errorf("another owner's idle connection was closed: %v", err)
+		}
+		s.wantCounts(t, 1, 0, 0)
+		close(s.release)
+	})
+	t.Run("waiting", func(t *testing.T) {
+		s := serveOwned(t, 8, 1, 2)
+		var waiting []*conn
+		for i, from := range []string{ownerB, ownerA, ownerA} {
+			c := dialFrom(t, from, s.addr)
+			if _, err := io.WriteString(c, "G"); err != nil {
+				t.Fatal(err)
+			}
+			waiting = append(waiting, c)
+			waitWaiting(t, s.l, i+1)
+		}
+		if err := dialFrom(t, ownerA, s.addr).request(t); err != nil {
+			t.Fatalf("a new connection of an owner at its share: %v", err)
+		}
+		if !waiting[1].closedByServer() {
+			t.Error("the owner's connection waiting longest was not closed")
+		}
+		for _, c := range []*conn{waiting[0], waiting[2]} {
+			if _, err := io.WriteString(c, "ET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.answered(); err != nil {
+				t.Errorf("a connection that was not the owner's longest waiting one was closed: %v", err)
+			}
+		}
+		s.wantCounts(t, 0, 1, 0)
+	})
 }

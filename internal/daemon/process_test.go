@@ -82,9 +82,16 @@ func launch(t *testing.T, environ []string, args ...string) *proc {
 // launchProgram starts program, which runs reserved, like launch.
 func launchProgram(t *testing.T, environ []string, program string, args ...string) *proc {
 	t.Helper()
-	p := &proc{logs: &servertest.LogBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(program, args...)
-	p.cmd.Env = environ
+	cmd := exec.Command(program, args...)
+	cmd.Env = environ
+	return launchCmd(t, cmd)
+}
+
+// launchCmd starts cmd, which runs reserved, like launch.
+func launchCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	args := cmd.Args[1:]
+	p := &proc{cmd: cmd, logs: &servertest.LogBuffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.logs
 	p.cmd.Stdout = p.logs
 	if err := p.cmd.Start(); err != nil {

@@ -112,9 +112,9 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.committerNice, "committer-nice", defaultCommitterNice, "nice value (-20 to 19, lower runs sooner) of the bolt store's group committer thread on Linux; negative values need CAP_SYS_NICE (root has it) or a matching RLIMIT_NICE, without which it keeps the daemon's priority; 0 leaves it alone")
 	f.BoolVar(&o.acceptRollback, "accept-rollback", false, "bolt: when one of the database's two meta pages is damaged, serve the older transaction the intact one records and lose the newest (its reservations, receipts and changes) instead of refusing to start; only when no backup can be restored, e.g. reserved serve --db reserved.db --accept-rollback")
 	f.IntVar(&o.maxTCPConns, "max-tcp-connections", defaultMaxTCPConns, fmt.Sprintf("most connections the TCP listener holds at once, e.g. --max-tcp-connections 512; at the cap the one idle longest is closed to admit a new one, with none idle the one waiting longest for its first request header, and with every one busy with a request the new one; together with --max-socket-connections it must fit in the open file limit (RLIMIT_NOFILE) less %d files kept for the database and others, or the defaults are lowered to fit", fdReserve))
-	f.IntVar(&o.maxSocketConns, "max-socket-connections", defaultMaxSocketConns, "most connections the Unix socket holds at once, on top of TCP's, e.g. --max-socket-connections 64; at the cap as with --max-tcp-connections")
+	f.IntVar(&o.maxSocketConns, "max-socket-connections", defaultMaxSocketConns, "most connections the Unix socket holds at once, on top of TCP's, e.g. --max-socket-connections 64; at the cap as with --max-tcp-connections, except that an eighth of them are kept for admins (root, the daemon's user, --admin-group) and every other uid holds at most a quarter of the rest, its connections busy or not")
 	f.StringVar(&o.adminGroup, "admin-group", "", "members of this group (by name or gid; the peer's primary or a supplementary group, as the kernel recorded them when it connected) are admins on the Unix socket, besides root and the daemon's own user, e.g. --admin-group reserve-admin")
-	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this TCP address, e.g. 127.0.0.1:6060 (for profiling only)")
+	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this loopback address, e.g. 127.0.0.1:6060 (for profiling only); other addresses are refused, Host headers are checked as on a loopback --listen (--allowed-host), and the command line (/debug/pprof/cmdline) is not served")
 }
 
 func newServeCmd(stderr io.Writer) *cobra.Command {
@@ -171,6 +171,11 @@ func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	if o.writeTimeout <= 0 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--write-timeout must be positive, not %v", o.writeTimeout)}
+	}
+	if o.pprofListen != "" {
+		if err := checkPprofAddr(o.pprofListen); err != nil {
+			return &exitError{code: ExitUsage, err: err}
+		}
 	}
 	o.maxTCPGiven, o.maxSocketGiven = cmd.Flags().Changed("max-tcp-connections"), cmd.Flags().Changed("max-socket-connections")
 	if os.Getenv("GOGC") == "" || cmd.Flags().Changed("gc-percent") {
@@ -255,6 +260,13 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		defer tcpLn.Close()
 		tcpAddr = tcpLn.Addr().String()
 	}
+	var pprofLn net.Listener
+	if o.pprofListen != "" {
+		if pprofLn, err = listenPprof(o.pprofListen); err != nil {
+			return err
+		}
+		defer pprofLn.Close()
+	}
 
 	metrics := server.NewMetrics()
 	store, err := o.store.open(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice, acceptRollback: o.acceptRollback})
@@ -304,13 +316,6 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Info("created the demo workshop in the new database", "workshop", DemoWorkshop, "capacity", demoCapacity, "max_quantity", demoMaxQuantity)
 	}
 
-	if o.pprofListen != "" {
-		stopPprof, err := servePprof(o.pprofListen, logger)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
 	loginBase := ""
 	if tcpAddr != "" {
 		loginBase = server.BaseURL(tcpAddr)
@@ -337,6 +342,9 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		cfg.Backup = b.Backup
 	}
 	srv := server.New(cfg)
+	if pprofLn != nil {
+		defer servePprof(pprofLn, srv.LoopbackHosts, logger)()
+	}
 	stopJanitor, err := o.retention.start(ctx, eng, logger)
 	if err != nil {
 		return err
@@ -375,9 +383,10 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	// Both listeners accept (connections wait in their backlogs until
 	// the servers take them) and the store is open.
 	notifier.ready(eng)
+	adminSlots, uidShare := server.SocketSlots(caps.socket)
 	// This line comes last: whoever waits for it finds every start line.
 	logger.Info("reserved is serving", "version", version.String(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "socket_activated", inheritedSock != nil || inheritedTCP != nil, "admin_group", o.adminGroup, "group_commit", groupCommits(store), "gc_percent", gcPercent(), "committer_nice", committerNice,
-		"open_files", openFiles, "max_socket_connections", caps.socket, "max_tcp_connections", caps.tcp)
+		"open_files", openFiles, "max_socket_connections", caps.socket, "socket_admin_slots", adminSlots, "socket_uid_share", uidShare, "max_tcp_connections", caps.tcp)
 
 	var serveErr, damage error
 	select {

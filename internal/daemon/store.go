@@ -16,6 +16,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/redact"
 )
 
 // The environment variables of the store flags.
@@ -49,9 +50,13 @@ var (
 // storeFlags select the store: the embedded bbolt file (the default) or a
 // PostgreSQL database shared by several daemons.
 type storeFlags struct {
-	kind    string
-	db      string
-	dsn     string
+	kind string
+	db   string
+	dsn  string
+	// envDSN is $RESERVED_DSN, the default of --dsn. It is kept out of the
+	// flag's default, which help and usage messages print, password and
+	// all.
+	envDSN  string
 	mmapMiB int // bolt: the initial map in MiB; 0 maps only the file.
 }
 
@@ -69,7 +74,16 @@ func (f *storeFlags) registerAs(fs *pflag.FlagSet, dbUsage string) {
 	fs.StringVar(&f.kind, "store", os.Getenv(EnvStore), "where reservations are stored: bolt (one embedded file, --db) or postgres (a database several daemons share, --dsn); default postgres when a DSN is given, else bolt (env "+EnvStore+")")
 	fs.StringVar(&f.db, "db", paths.DB(), dbUsage)
 	fs.IntVar(&f.mmapMiB, "initial-mmap-mib", boltstore.DefaultInitialMmapSize()>>20, "bolt: MiB of address space to map the database file into when it is opened, so that it can grow without a remap, which waits for every read in progress; it is not memory: only the pages in use are resident; 0 maps only the file")
-	fs.StringVar(&f.dsn, "dsn", os.Getenv(EnvDSN), "postgres: the database, as a postgres:// URL or key=value pairs; search_path selects the schema (env "+EnvDSN+")")
+	f.envDSN = os.Getenv(EnvDSN)
+	fs.StringVar(&f.dsn, "dsn", "", "postgres: the database, as a postgres:// URL or key=value pairs; search_path selects the schema (env "+EnvDSN+", which keeps a password off the command line that every local user can read)")
+}
+
+// dsnOrEnv is --dsn, or without it $RESERVED_DSN.
+func (f *storeFlags) dsnOrEnv() string {
+	if f.dsn != "" {
+		return f.dsn
+	}
+	return f.envDSN
 }
 
 // effectiveKind is --store, or when it is not given, postgres if a DSN is
@@ -78,7 +92,7 @@ func (f *storeFlags) effectiveKind() string {
 	switch {
 	case f.kind != "":
 		return f.kind
-	case f.dsn != "":
+	case f.dsnOrEnv() != "":
 		return storePostgres
 	}
 	return storeBolt
@@ -100,7 +114,7 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 	kind := f.effectiveKind()
 	switch kind {
 	case storeBolt:
-		if f.dsn != "" {
+		if f.dsnOrEnv() != "" {
 			return nil, &exitError{code: ExitUsage, err: errors.New("--dsn names a PostgreSQL database, but --store is bolt")}
 		}
 		if f.db == "" {
@@ -135,13 +149,19 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		}
 		return st, nil
 	case storePostgres:
-		if f.dsn == "" {
+		if f.dsnOrEnv() == "" {
 			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store postgres needs --dsn (or %s), e.g. postgres://reserve@db.example/reserve", EnvDSN)}
 		}
 		if o.noGroupCommit {
 			return nil, &exitError{code: ExitUsage, err: errors.New("--no-group-commit applies to the bolt store only")}
 		}
-		return pgstore.Open(ctx, f.dsn, pgstore.Options{NoMigrate: o.readOnly, OnCommit: o.onCommit})
+		dsn := f.dsnOrEnv()
+		st, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: o.readOnly, OnCommit: o.onCommit})
+		if err != nil {
+			// The driver's errors may quote the DSN, password and all.
+			return nil, redact.Error(err, dsn)
+		}
+		return st, nil
 	}
 	return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", kind)}
 }

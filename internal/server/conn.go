@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/reserve/reserve/internal/connlimit"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
 	"github.com/reserve/reserve/internal/peercred"
@@ -44,30 +45,102 @@ func connOf(ctx context.Context) *connInfo {
 	return c
 }
 
-// socketConnContext reads who is on the other end of a Unix socket
-// connection, from SO_PEERCRED, when the connection is accepted: its uid
-// and whether it is an admin. Its actor, which may need the store and the
-// user database, is worked out on its first request that needs one.
+// peerListener reads the credentials of every Unix socket peer once, as
+// its connection is accepted: the connection cap counts the connection
+// against its uid (socketOwner) before anything is read from it, and
+// socketConnContext names its actor from the same record.
+type peerListener struct {
+	net.Listener
+	s *Server
+}
+
+// Accept returns the next connection as a *peerConn.
+func (l peerListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	pc := &peerConn{Conn: c}
+	// The supplementary groups (SO_PEERGROUPS, Linux 4.13 and later) are
+	// read only when they decide something.
+	if len(l.s.adminGIDs) > 0 {
+		pc.cred, pc.err = peercred.Get(c)
+	} else {
+		pc.cred.UID, pc.err = peercred.UID(c)
+	}
+	if pc.err != nil {
+		pc.err = fmt.Errorf("read peer credentials: %w", pc.err)
+	} else {
+		pc.admin = SocketAdmin(pc.cred, l.s.daemonUID, l.s.adminGIDs)
+	}
+	return pc, nil
+}
+
+// peerConn is a Unix socket connection with what the kernel recorded of
+// its peer.
+type peerConn struct {
+	net.Conn
+	cred  peercred.Cred
+	err   error // Reading cred failed.
+	admin bool  // The peer is an admin (SocketAdmin).
+}
+
+// CloseWrite shuts down the writing side; net/http does that before it
+// closes a connection after an error answer.
+func (c *peerConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
+}
+
+// peerOf returns the *peerConn under c, nil if there is none.
+func peerOf(c net.Conn) *peerConn {
+	if fc, ok := c.(*framing.Conn); ok {
+		c = fc.NetConn()
+	}
+	pc, _ := c.(*peerConn)
+	return pc
+}
+
+// netConn returns the connection of the operating system under c, a
+// connection the server accepted.
+func netConn(c net.Conn) net.Conn {
+	if fc, ok := c.(*framing.Conn); ok {
+		c = fc.NetConn()
+	}
+	if pc, ok := c.(*peerConn); ok {
+		c = pc.Conn
+	}
+	return c
+}
+
+// socketOwner names who holds a Unix socket connection, for the connection
+// cap: its peer's uid, privileged when the peer is an admin. A peer whose
+// credentials could not be read is an unprivileged owner of its own kind.
+func socketOwner(c net.Conn) connlimit.Owner {
+	pc := peerOf(c)
+	if pc == nil || pc.err != nil {
+		return connlimit.Owner{Key: "unknown"}
+	}
+	return connlimit.Owner{Key: strconv.FormatUint(uint64(pc.cred.UID), 10), Privileged: pc.admin}
+}
+
+// socketConnContext keeps who is on the other end of a Unix socket
+// connection, as the listener read it from SO_PEERCRED when it accepted
+// the connection: its uid and whether it is an admin. Its actor, which may
+// need the store and the user database, is worked out on its first request
+// that needs one.
 func (s *Server) socketConnContext(ctx context.Context, c net.Conn) context.Context {
 	info := &connInfo{socket: true}
 	info.framing, _ = c.(*framing.Conn)
-	if info.framing != nil {
-		c = info.framing.NetConn()
-	}
-	// The supplementary groups (SO_PEERGROUPS, Linux 4.13 and later) are
-	// read only when they decide something.
-	var cred peercred.Cred
-	var err error
-	if len(s.adminGIDs) > 0 {
-		cred, err = peercred.Get(c)
-	} else {
-		cred.UID, err = peercred.UID(c)
-	}
-	if err != nil {
-		info.peerErr = fmt.Errorf("read peer credentials: %w", err)
-	} else {
-		info.uid = cred.UID
-		info.admin = cred.UID == 0 || int64(cred.UID) == int64(s.daemonUID) || InAdminGroup(cred, s.adminGIDs)
+	switch pc := peerOf(c); {
+	case pc == nil:
+		info.peerErr = errors.New("read peer credentials: not a connection of the Unix socket listener")
+	case pc.err != nil:
+		info.peerErr = pc.err
+	default:
+		info.uid, info.admin = pc.cred.UID, pc.admin
 	}
 	return context.WithValue(ctx, connKey{}, info)
 }
@@ -113,6 +186,14 @@ func SocketActorName(uid uint32, lookup func(uid uint32) (string, error)) (strin
 		return "unix-" + name, nil
 	}
 	return "uid-" + n, nil
+}
+
+// SocketAdmin is the one rule for who is an admin on the Unix socket: root,
+// the daemon's own uid, and the members of the admin groups
+// (InAdminGroup). Admins also have connection slots of their own there,
+// which no other uid can take.
+func SocketAdmin(cred peercred.Cred, daemonUID int, adminGIDs []uint32) bool {
+	return cred.UID == 0 || int64(cred.UID) == int64(daemonUID) || InAdminGroup(cred, adminGIDs)
 }
 
 // InAdminGroup reports whether a socket peer is a member of one of the

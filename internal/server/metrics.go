@@ -68,7 +68,7 @@ func NewMetrics() *Metrics {
 		}),
 		connCap: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_connections_at_cap_total",
-			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; shed_waiting: with none idle, the one waiting longest for its first request header; refused_new: a new one, because every one was busy with a request).",
+			Help: "Connections a listener at its connection cap closed, by listener (socket, tcp) and action (shed_idle: the longest idle one, to admit a new one; shed_waiting: with none idle, the one waiting longest for its first request header; refused_new: a new one, because every one was busy with a request; on the socket, refused_unreserved: a new one of a uid that is not an admin, because such uids held every slot not kept for admins, each busy; refused_share: a new one, because its uid held its whole share, each busy).",
 		}, []string{"listener", "action"}),
 		holds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_holds_total",

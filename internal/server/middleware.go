@@ -237,11 +237,27 @@ func refuseOrigin(next http.Handler) http.Handler {
 }
 
 // checkHost protects TCP listeners on loopback addresses against DNS
-// rebinding: the Host header must name a loopback host or one of the
-// allowed names.
+// rebinding (LoopbackHosts); requests to other listeners pass.
 func (s *Server) checkHost(next http.Handler) http.Handler {
+	guarded := s.LoopbackHosts(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if connOf(r.Context()).loopback && !s.hostAllowed(r.Host) {
+		if connOf(r.Context()).loopback {
+			guarded.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// LoopbackHosts protects a listener on a loopback address against DNS
+// rebinding: a web page whose host name is made to resolve to 127.0.0.1
+// reaches the listener with its own name in Host, so a request is refused
+// with 403 forbidden unless its Host names a loopback host or one of the
+// allowed names (Config.AllowedHosts). The API's TCP listeners on loopback
+// and the daemon's pprof listener apply it.
+func (s *Server) LoopbackHosts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
 			fail(w, r, engine.Errorf(engine.CodeForbidden, "Host %q is not allowed on this loopback listener (start reserved with --allowed-host to add it)", engine.Truncate(r.Host, 80)))
 			return
 		}

@@ -37,6 +37,7 @@ var statusByCode = map[string]int{
 	api.CodeBodyIncomplete:           http.StatusRequestTimeout,
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
 	engine.CodeIdentityUnavailable:   http.StatusServiceUnavailable,
+	api.CodeTooManyConnections:       http.StatusServiceUnavailable,
 	api.CodeBadFraming:               http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }

@@ -47,6 +47,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeInsufficientStorage:   507,
 		engine.CodeStoreUnavailable:      503,
 		engine.CodeIdentityUnavailable:   503,
+		api.CodeTooManyConnections:       503,
 		engine.CodeInternal:              500,
 	}
 	if len(want) != len(api.Codes) {

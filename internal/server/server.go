@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/connlimit"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
@@ -153,7 +155,19 @@ func New(cfg Config) *Server {
 // ServeUnix serves the API on a Unix socket listener, identifying callers by
 // their peer credentials. It returns nil after Shutdown.
 func (s *Server) ServeUnix(ln net.Listener) error {
-	return s.serve(ln, listenerSocket, s.maxSocketConns, refuseOrigin(s.mux), s.socketConnContext)
+	return s.serve(peerListener{Listener: ln, s: s}, listenerSocket, s.maxSocketConns, socketOwner, refuseOrigin(s.mux), s.socketConnContext)
+}
+
+// SocketSlots divides the Unix socket's cap of max connections: reserved
+// slots that only admins (SocketAdmin) may take, an eighth of max rounded
+// up but at most max-1, and the share of every other uid, a quarter of the
+// slots not reserved, rounded up. A connection counts against its uid from
+// its acceptance to its close, also while its answers are not being read,
+// so neither one uid nor all other uids together can lock the admins out,
+// and one uid cannot lock the others out.
+func SocketSlots(max int) (reserved, share int) {
+	reserved = min((max+7)/8, max-1)
+	return reserved, (max - reserved + 3) / 4
 }
 
 // ServeTCP serves the API and the browser form on a TCP listener,
@@ -171,7 +185,7 @@ func (s *Server) ServeTCP(ln net.Listener) error {
 		s.tcpBase = BaseURL(ln.Addr().String())
 	}
 	s.mu.Unlock()
-	return s.serve(ln, listenerTCP, s.maxTCPConns, browserHeaders(s.checkHost(crossOriginProtection(s.mux))), tcpConnContext(loopback))
+	return s.serve(ln, listenerTCP, s.maxTCPConns, nil, browserHeaders(s.checkHost(crossOriginProtection(s.mux))), tcpConnContext(loopback))
 }
 
 // The names of the listener kinds in logs and metrics.
@@ -181,9 +195,10 @@ const (
 )
 
 // serve serves h on ln, a listener of the given kind, holding at most
-// maxConns connections (zero: no bound). Every request's framing is checked
-// before h sees it.
-func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
+// maxConns connections (zero: no bound); with owner set, its connections
+// are counted by owner, with SocketSlots. Every request's framing is
+// checked before h sees it.
+func (s *Server) serve(ln net.Listener, kind string, maxConns int, owner func(net.Conn) connlimit.Owner, h http.Handler, connContext func(context.Context, net.Conn) context.Context) error {
 	srv := &http.Server{
 		Handler:           s.instrument(checkFraming(serverOptions(h))),
 		ReadHeaderTimeout: s.headerTimeout,
@@ -202,11 +217,28 @@ func (s *Server) serve(ln net.Listener, kind string, maxConns int, h http.Handle
 	}
 	ln = &framing.Listener{Listener: ln, MaxHeaderBytes: MaxHeaderBytes}
 	if maxConns > 0 {
-		limited := connlimit.New(ln, maxConns, connlimit.Options{
+		opts := connlimit.Options{
 			OnShed:        func() { s.atConnCap(kind, maxConns, actionShed) },
 			OnShedWaiting: func() { s.atConnCap(kind, maxConns, actionShedWaiting) },
-			OnRefuse:      func() { s.atConnCap(kind, maxConns, actionRefused) },
-		})
+			Owner:         owner,
+		}
+		if owner != nil {
+			opts.Reserved, opts.Share = SocketSlots(maxConns)
+		}
+		opts.OnRefuse = func(c net.Conn, why connlimit.Refusal) {
+			var uid string
+			var attrs []any
+			if why == connlimit.RefusedShare {
+				uid = owner(c).Key
+				attrs = []any{"uid", uid}
+			}
+			s.atConnCap(kind, maxConns, refusalActions[why], attrs...)
+			if stopReading(c) {
+				c.SetWriteDeadline(time.Now().Add(refusalWriteTimeout))
+				c.Write(refusalAnswer(kind, maxConns, opts.Reserved, opts.Share, why, uid))
+			}
+		}
+		limited := connlimit.New(ln, maxConns, opts)
 		srv.ConnState = limited.ConnState
 		s.metrics.trackConnections(kind, limited.Open, limited.Idle, limited.Waiting)
 		ln = limited
@@ -230,7 +262,56 @@ const (
 	actionShed        = "shed_idle"    // Closed the longest idle connection to admit a new one.
 	actionShedWaiting = "shed_waiting" // With none idle, closed the one waiting longest for its first request header.
 	actionRefused     = "refused_new"  // Closed a new connection because every one was busy with a request.
+	// Closed a new socket connection of a uid that is not an admin
+	// because those uids held every slot not kept for admins, each busy.
+	actionRefusedUnreserved = "refused_unreserved"
+	// Closed a new socket connection because its uid held its whole
+	// share, each busy with a request.
+	actionRefusedShare = "refused_share"
 )
+
+// refusalActions are the actions of the refusals.
+var refusalActions = map[connlimit.Refusal]string{
+	connlimit.RefusedBusy:       actionRefused,
+	connlimit.RefusedUnreserved: actionRefusedUnreserved,
+	connlimit.RefusedShare:      actionRefusedShare,
+}
+
+// refusalWriteTimeout bounds the write of the answer to a connection
+// refused at the cap. The connection is fresh, so its small answer fits
+// the socket's buffer at once; the bound only keeps a kernel that thinks
+// otherwise from stalling the accept loop.
+const refusalWriteTimeout = 100 * time.Millisecond
+
+// refusalAnswer is the answer written to a connection refused at the cap
+// of a listener of kind, before it is closed, when the client's request
+// has arrived (stopReading): a 503 too_many_connections problem that
+// says why and that no request was read, so that the client knows that
+// nothing was done and can retry (after Retry-After), instead of seeing a
+// connection that broke after it sent its request. A client that has sent
+// nothing yet gets no answer: writing to the closed connection fails, so
+// it learns that nothing was sent. uid names the owner of a connection
+// refused for its share.
+func refusalAnswer(kind string, maxConns, reserved, share int, why connlimit.Refusal, uid string) []byte {
+	var reason string
+	switch why {
+	case connlimit.RefusedShare:
+		reason = fmt.Sprintf("uid %s holds its share of %d %s connections, each busy with a request (one whose answers are not being read is busy)", uid, share, kind)
+	case connlimit.RefusedUnreserved:
+		reason = fmt.Sprintf("the %d %s connections not kept for admins are all held, each busy with a request", maxConns-reserved, kind)
+	default:
+		reason = fmt.Sprintf("all %d %s connections are held, each busy with a request", maxConns, kind)
+	}
+	body := append(problemJSON(http.StatusServiceUnavailable, api.CodeTooManyConnections,
+		reason+": reserved closed this connection without reading a request from it, so nothing was done; retry"), '\n')
+	return fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: %s\r\nCache-Control: no-store\r\nRetry-After: %s\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		api.MediaProblem, connRetryAfter, len(body), body)
+}
+
+// connRetryAfter is the Retry-After of a too_many_connections answer, in
+// seconds: busy connections end within the write timeout at the latest,
+// most of them much sooner.
+const connRetryAfter = "1"
 
 // capLogEvery is how often at most the log says, per listener kind and
 // action, that a listener is at its connection cap.
@@ -244,8 +325,9 @@ type capLogged struct {
 
 // atConnCap counts what a listener at its cap of maxConns connections did,
 // and says so in the log, at most once a minute per listener kind and
-// action, with the number of connections closed since.
-func (s *Server) atConnCap(kind string, maxConns int, action string) {
+// action, with the number of connections closed since and the attributes
+// attrs of the last one.
+func (s *Server) atConnCap(kind string, maxConns int, action string, attrs ...any) {
 	s.metrics.connCap.WithLabelValues(kind, action).Inc()
 	key := kind + " " + action
 	s.capMu.Lock()
@@ -259,13 +341,18 @@ func (s *Server) atConnCap(kind string, maxConns int, action string) {
 	}
 	s.capLog[key] = capLogged{at: now}
 	s.capMu.Unlock()
+	attrs = append([]any{"listener", kind, "max_connections", maxConns, "closed", l.closed}, attrs...)
 	switch action {
 	case actionShed:
-		s.log.Info("a listener at its connection cap closed idle connections to admit new ones", "listener", kind, "max_connections", maxConns, "closed", l.closed)
+		s.log.Info("a listener at its connection cap closed idle connections to admit new ones", attrs...)
 	case actionShedWaiting:
-		s.log.Warn("a listener at its connection cap closed connections that had not sent a whole request header to admit new ones: none of its connections was idle", "listener", kind, "max_connections", maxConns, "closed", l.closed)
+		s.log.Warn("a listener at its connection cap closed connections that had not sent a whole request header to admit new ones: none of its connections was idle", attrs...)
+	case actionRefusedUnreserved:
+		s.log.Warn("a listener closed new connections of users who are not admins at once: their connections held every slot not kept for admins, each busy with a request", attrs...)
+	case actionRefusedShare:
+		s.log.Warn("a listener closed new connections of a user at once: that user held its whole share of connections, each busy with a request", attrs...)
 	default:
-		s.log.Warn("a listener at its connection cap closed new connections at once: every one of its connections was busy with a request", "listener", kind, "max_connections", maxConns, "closed", l.closed)
+		s.log.Warn("a listener at its connection cap closed new connections at once: every one of its connections was busy with a request", attrs...)
 	}
 }
 

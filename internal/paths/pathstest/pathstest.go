@@ -19,13 +19,21 @@ const ForeignUID = 65534
 // run it.
 func NeedRoot(t testing.TB) {
 	t.Helper()
+	NeedRootFor(t, "giving a file to another user", "the ownership rule")
+}
+
+// NeedRootFor skips t, saying that doing needs root and what it checks,
+// unless it runs as root, and fails it instead when RESERVE_CI is set,
+// because CI must run it.
+func NeedRootFor(t testing.TB, doing, checks string) {
+	t.Helper()
 	if os.Getuid() == 0 {
 		return
 	}
 	if os.Getenv("RESERVE_CI") != "" {
-		t.Fatal("giving a file to another user needs root, and CI (RESERVE_CI) must run this test")
+		t.Fatalf("%s needs root, and CI (RESERVE_CI) must run this test", doing)
 	}
-	t.Skip("giving a file to another user needs root: run the tests as root to check the ownership rule (CI, with RESERVE_CI set, must)")
+	t.Skipf("SKIPPED: %s needs root: run the tests as root to check %s (CI, with RESERVE_CI set, must)", doing, checks)
 }
 
 // Dir makes a new directory of mode dirMode (0o777|os.ModeSticky for one
