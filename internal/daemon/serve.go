@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -198,35 +199,13 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
-	mode, err := strconv.ParseUint(o.socketMode, 8, 32)
-	if err != nil || mode > 0o777 {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("--socket-mode %q is not an octal permission such as 0600", o.socketMode)}
-	}
-	var adminGIDs []uint32
-	if o.adminGroup != "" {
-		gid, err := lookupGroup(o.adminGroup)
-		if err != nil {
-			return &exitError{code: ExitUsage, err: err}
-		}
-		adminGIDs = []uint32{gid}
+	adminGIDs, err := o.adminGIDs()
+	if err != nil {
+		return err
 	}
 	notifier, err := newServiceNotifier(logger)
 	if err != nil {
 		return err
-	}
-	// Listeners passed by socket activation replace --socket and --listen.
-	inheritedSock, inheritedTCP, err := inheritedListeners()
-	if err != nil {
-		return err
-	}
-	if inheritedSock != nil {
-		o.socket = inheritedSock.Addr().String()
-	}
-	if inheritedTCP != nil {
-		o.listen = inheritedTCP.Addr().String()
-	}
-	if o.socket == "" {
-		return &exitError{code: ExitUsage, err: errors.New("--socket must not be empty")}
 	}
 	caps, openFiles, limitWarning, err := o.connCaps()
 	if err != nil {
@@ -235,143 +214,44 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// The listeners come up before the store is opened, so that a socket
-	// or port that cannot be had refuses the start before anything (a new
-	// database file, the demo workshop) is created; a second daemon on the
-	// socket fails at once, before it waits for the database lock.
-	// Connections that arrive meanwhile wait in the listeners' backlogs.
-	sockLn, releaseSocket := inheritedSock, func(bool) { inheritedSock.Close() }
-	if sockLn == nil {
-		if sockLn, releaseSocket, err = claimSocket(o.socket, os.FileMode(mode)); err != nil {
-			return err
-		}
+	lns, err := o.openListeners()
+	if err != nil {
+		return err
 	}
-	serving := false
-	defer func() { releaseSocket(!serving) }()
-	var tcpLn net.Listener
-	tcpAddr := ""
-	if inheritedTCP != nil {
-		tcpLn, tcpAddr = inheritedTCP, inheritedTCP.Addr().String()
-		defer tcpLn.Close()
-	} else if o.listen != "" {
-		if tcpLn, err = net.Listen("tcp", o.listen); err != nil {
-			return fmt.Errorf("listen on %s (--listen, %s): %w; choose another address, or --listen '' to serve only the socket", o.listen, EnvListen, err)
-		}
-		defer tcpLn.Close()
-		tcpAddr = tcpLn.Addr().String()
-	}
-	var pprofLn net.Listener
-	if o.pprofListen != "" {
-		if pprofLn, err = listenPprof(o.pprofListen); err != nil {
-			return err
-		}
-		defer pprofLn.Close()
-	}
-
+	defer lns.close()
 	metrics := server.NewMetrics()
-	store, err := o.store.open(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice, acceptRollback: o.acceptRollback})
-	if damaged := (*boltstore.DamageError)(nil); errors.As(err, &damaged) && damaged.Rollback != nil {
-		return &exitError{code: ExitUsage, err: fmt.Errorf("%w, or start with --accept-rollback to serve transaction %d and lose the newer one", damaged, damaged.Rollback.Txid)}
-	}
+	store, err := o.openStore(ctx, metrics, logger)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	var damaged <-chan struct{} // Closed when the store meets a damaged page.
-	if b, ok := store.(*boltstore.Store); ok {
-		damaged = b.Damaged()
-		if r := b.Rollback(); r != nil {
-			logger.Error("serving a damaged database at its older meta page, as --accept-rollback allows: what the newer transaction committed is lost (reservations, receipts and changes); its clients' retries are decided anew", "db", store.String(), "meta_page", r.Page, "problem", r.Problem, "txid", r.Txid, "lost", r.Lost)
-		}
+	eng, injector := o.newEngine(store, logger)
+	if err := o.createDemo(ctx, eng, store, logger); err != nil {
+		return err
 	}
-	committerNice := 0
-	if c, ok := store.(interface{ CommitterNice() (int, error) }); ok {
-		nice, err := c.CommitterNice()
-		switch {
-		case errors.Is(err, errors.ErrUnsupported):
-			logger.Info("the group committer runs at the daemon's priority: thread priorities are set on Linux only", "error", err)
-		case err != nil:
-			logger.Info("the group committer runs at the daemon's priority; give reserved CAP_SYS_NICE (root has it) or an RLIMIT_NICE that allows it to let it run first, or pass --committer-nice 0 to stop asking", "error", err)
-		default:
-			committerNice = nice
-		}
+	srv := server.New(o.serverConfig(eng, store, injector, metrics, logger, adminGIDs, caps, lns.tcpAddr))
+	if lns.pprof != nil {
+		defer servePprof(lns.pprof, srv.LoopbackHosts, logger)()
 	}
-	var engStore engine.Store = store
-	var injector *faults.Injector
-	if o.faultInjection {
-		injector = faults.New(logger)
-		engStore = injector.Store(store)
+	stopBackground, err := o.startBackground(ctx, eng, metrics, logger)
+	if err != nil {
+		return err
 	}
-	engOpts := []engine.Option{engine.WithClock(failpoint.Clock(time.Now))}
-	if _, ok := store.(*boltstore.Store); ok {
-		// The daemon locks its bbolt file: no other engine shares it.
-		engOpts = append(engOpts, engine.WithExclusiveStore())
-	}
-	eng := engine.New(engStore, engOpts...)
-	if store.Created() && !o.noDemo {
-		spec := engine.WorkshopSpec{Capacity: demoCapacity, MaxQuantity: demoMaxQuantity, Title: demoTitle}
-		if _, _, err := eng.PutWorkshop(ctx, DemoWorkshop, spec, nil); err != nil {
-			return fmt.Errorf("create the demo workshop: %w", err)
-		}
-		logger.Info("created the demo workshop in the new database", "workshop", DemoWorkshop, "capacity", demoCapacity, "max_quantity", demoMaxQuantity)
-	}
+	defer stopBackground()
 
-	loginBase := ""
-	if tcpAddr != "" {
-		loginBase = server.BaseURL(tcpAddr)
-	}
-	cfg := server.Config{
-		Engine:            eng,
-		Logger:            logger,
-		Metrics:           metrics,
-		DaemonUID:         os.Getuid(),
-		AdminGIDs:         adminGIDs,
-		AllowedHosts:      o.allowedHosts,
-		ReadHeaderTimeout: o.headerTimeout,
-		WriteTimeout:      o.writeTimeout,
-		LoginBaseURL:      loginBase,
-		MaxSocketConns:    caps.socket,
-		MaxTCPConns:       caps.tcp,
-	}
-	if injector != nil {
-		cfg.Faults = injector
-	}
-	if b, ok := store.(interface {
-		Backup(context.Context, func(int64), io.Writer) (int64, error)
-	}); ok {
-		cfg.Backup = b.Backup
-	}
-	srv := server.New(cfg)
-	if pprofLn != nil {
-		defer servePprof(pprofLn, srv.LoopbackHosts, logger)()
-	}
-	stopJanitor, err := o.retention.start(ctx, eng, logger)
-	if err != nil {
-		return err
-	}
-	defer stopJanitor()
-	stopHoldJanitor := startHoldJanitor(ctx, eng, metrics.HoldsExpired, logger)
-	defer stopHoldJanitor()
-	stopTokenUse := startTokenUseWriter(ctx, eng, logger)
-	defer stopTokenUse()
-	stopOutbox, err := o.notify.start(ctx, eng, metrics, logger)
-	if err != nil {
-		return err
-	}
-	defer stopOutbox()
-	serving = true
+	lns.serving = true
 	errc := make(chan error, 2)
-	go func() { errc <- srv.ServeUnix(sockLn) }()
-	if tcpLn != nil {
-		go func() { errc <- srv.ServeTCP(tcpLn) }()
+	go func() { errc <- srv.ServeUnix(lns.sock) }()
+	if lns.tcp != nil {
+		go func() { errc <- srv.ServeTCP(lns.tcp) }()
 	}
 	if o.faultInjection {
 		logger.Warn("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production")
 	}
-	if tcpAddr != "" {
-		logLoginLink(ctx, eng, logger, tcpAddr)
-		if a, ok := tcpLn.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
-			logger.Warn(clearTextWarning, "tcp", tcpAddr)
+	if lns.tcpAddr != "" {
+		logLoginLink(ctx, eng, logger, lns.tcpAddr)
+		if a, ok := lns.tcp.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() {
+			logger.Warn(clearTextWarning, "tcp", lns.tcpAddr)
 		}
 	}
 	if limitWarning != nil {
@@ -385,7 +265,7 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	notifier.ready(eng)
 	adminSlots, uidShare := server.SocketSlots(caps.socket)
 	// This line comes last: whoever waits for it finds every start line.
-	logger.Info("reserved is serving", "version", version.String(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", tcpAddr, "socket_activated", inheritedSock != nil || inheritedTCP != nil, "admin_group", o.adminGroup, "group_commit", groupCommits(store), "gc_percent", gcPercent(), "committer_nice", committerNice,
+	logger.Info("reserved is serving", "version", version.String(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", lns.tcpAddr, "socket_activated", lns.activated, "admin_group", o.adminGroup, "group_commit", store.groupCommit, "gc_percent", gcPercent(), "committer_nice", o.committerNiceOf(store, logger),
 		"open_files", openFiles, "max_socket_connections", caps.socket, "socket_admin_slots", adminSlots, "socket_uid_share", uidShare, "max_tcp_connections", caps.tcp)
 
 	var serveErr, damage error
@@ -394,8 +274,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		logger.Info("shutting down", "timeout", o.shutdownTimeout)
 	case serveErr = <-errc:
 		logger.Error("listener failed, shutting down", "error", serveErr)
-	case <-damaged:
-		damage = store.(*boltstore.Store).Damage()
+	case <-store.damaged:
+		damage = store.damage()
 		logger.Error("the database is damaged: shutting down instead of serving from it; restore it from a backup", "error", damage)
 	}
 	stop()
@@ -405,11 +285,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("requests were still in flight at the shutdown timeout", "error", err)
 	}
-	sockLn.Close() // Removes the socket file.
-	stopOutbox()
-	stopJanitor()
-	stopHoldJanitor()
-	stopTokenUse()
+	lns.sock.Close() // Removes the socket file.
+	stopBackground()
 	if err := store.Close(); err != nil {
 		return err
 	}
@@ -421,6 +298,218 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	logger.Info("reserved stopped")
 	return nil
+}
+
+// adminGIDs checks --socket-mode and returns the gid of --admin-group, if
+// one is named.
+func (o *serveOptions) adminGIDs() ([]uint32, error) {
+	if mode, err := strconv.ParseUint(o.socketMode, 8, 32); err != nil || mode > 0o777 {
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--socket-mode %q is not an octal permission such as 0600", o.socketMode)}
+	}
+	if o.adminGroup == "" {
+		return nil, nil
+	}
+	gid, err := lookupGroup(o.adminGroup)
+	if err != nil {
+		return nil, &exitError{code: ExitUsage, err: err}
+	}
+	return []uint32{gid}, nil
+}
+
+// listeners are the daemon's listeners: the Unix socket, TCP and pprof
+// (each nil when not served), and whether socket activation passed them.
+type listeners struct {
+	sock          net.Listener
+	releaseSocket func(unused bool)
+	tcp           net.Listener
+	tcpAddr       string
+	pprof         net.Listener
+	activated     bool
+	// serving is set once the servers took the listeners; until then the
+	// socket file is removed again at close, as nothing ever served it.
+	serving bool
+}
+
+// openListeners brings up the listeners before the store is opened, so that a
+// socket or port that cannot be had refuses the start before anything (a
+// new database file, the demo workshop) is created, and a second daemon on
+// the socket fails at once, before it waits for the database lock.
+// Connections that arrive meanwhile wait in the listeners' backlogs.
+// Listeners passed by socket activation replace --socket and --listen.
+func (o *serveOptions) openListeners() (lns *listeners, err error) {
+	inheritedSock, inheritedTCP, err := inheritedListeners()
+	if err != nil {
+		return nil, err
+	}
+	if inheritedSock != nil {
+		o.socket = inheritedSock.Addr().String()
+	}
+	if inheritedTCP != nil {
+		o.listen = inheritedTCP.Addr().String()
+	}
+	lns = &listeners{activated: inheritedSock != nil || inheritedTCP != nil}
+	defer func() {
+		if err != nil {
+			lns.close()
+			if inheritedTCP != nil && lns.tcp == nil {
+				inheritedTCP.Close()
+			}
+		}
+	}()
+	if o.socket == "" {
+		return lns, &exitError{code: ExitUsage, err: errors.New("--socket must not be empty")}
+	}
+	if inheritedSock != nil {
+		lns.sock, lns.releaseSocket = inheritedSock, func(bool) { inheritedSock.Close() }
+	} else {
+		mode, _ := strconv.ParseUint(o.socketMode, 8, 32) // Checked by adminGIDs.
+		if lns.sock, lns.releaseSocket, err = claimSocket(o.socket, os.FileMode(mode)); err != nil {
+			return lns, err
+		}
+	}
+	if inheritedTCP != nil {
+		lns.tcp, lns.tcpAddr = inheritedTCP, inheritedTCP.Addr().String()
+	} else if o.listen != "" {
+		if lns.tcp, err = net.Listen("tcp", o.listen); err != nil {
+			return lns, fmt.Errorf("listen on %s (--listen, %s): %w; choose another address, or --listen '' to serve only the socket", o.listen, EnvListen, err)
+		}
+		lns.tcpAddr = lns.tcp.Addr().String()
+	}
+	if o.pprofListen != "" {
+		if lns.pprof, err = listenPprof(o.pprofListen); err != nil {
+			return lns, err
+		}
+	}
+	return lns, nil
+}
+
+// close closes the listeners, removing the socket file unless it was
+// served.
+func (lns *listeners) close() {
+	if lns.releaseSocket != nil {
+		lns.releaseSocket(!lns.serving)
+	}
+	for _, ln := range []net.Listener{lns.tcp, lns.pprof} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// openStore opens the store the flags name, counting its commits in
+// metrics; a damaged meta page is refused with what --accept-rollback
+// would lose, and a file served at its older meta page says so in the log.
+func (o *serveOptions) openStore(ctx context.Context, metrics *server.Metrics, logger *slog.Logger) (servedStore, error) {
+	store, err := o.store.openServed(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice, acceptRollback: o.acceptRollback})
+	if damaged := (*boltstore.DamageError)(nil); errors.As(err, &damaged) && damaged.Rollback != nil {
+		return store, &exitError{code: ExitUsage, err: fmt.Errorf("%w, or start with --accept-rollback to serve transaction %d and lose the newer one", damaged, damaged.Rollback.Txid)}
+	}
+	if err != nil {
+		return store, err
+	}
+	if r := store.rollback; r != nil {
+		logger.Error("serving a damaged database at its older meta page, as --accept-rollback allows: what the newer transaction committed is lost (reservations, receipts and changes); its clients' retries are decided anew", "db", store.String(), "meta_page", r.Page, "problem", r.Problem, "txid", r.Txid, "lost", r.Lost)
+	}
+	return store, nil
+}
+
+// committerNiceOf returns the nice value the store's group committer runs
+// at, 0 (and a log line saying why) when it keeps the daemon's priority.
+func (o *serveOptions) committerNiceOf(store servedStore, logger *slog.Logger) int {
+	if store.committerNice == nil {
+		return 0
+	}
+	nice, err := store.committerNice()
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		logger.Info("the group committer runs at the daemon's priority: thread priorities are set on Linux only", "error", err)
+	case err != nil:
+		logger.Info("the group committer runs at the daemon's priority; give reserved CAP_SYS_NICE (root has it) or an RLIMIT_NICE that allows it to let it run first, or pass --committer-nice 0 to stop asking", "error", err)
+	default:
+		return nice
+	}
+	return 0
+}
+
+// newEngine puts the engine on the store, behind the fault injector's
+// decorator when fault injection is enabled.
+func (o *serveOptions) newEngine(store servedStore, logger *slog.Logger) (*engine.Engine, *faults.Injector) {
+	var engStore engine.Store = store
+	var injector *faults.Injector
+	if o.faultInjection {
+		injector = faults.New(logger)
+		engStore = injector.Store(store)
+	}
+	opts := []engine.Option{engine.WithClock(failpoint.Clock(time.Now))}
+	if store.exclusive {
+		opts = append(opts, engine.WithExclusiveStore())
+	}
+	return engine.New(engStore, opts...), injector
+}
+
+// createDemo gives a database the daemon just created the demo workshop,
+// unless --no-demo.
+func (o *serveOptions) createDemo(ctx context.Context, eng *engine.Engine, store servedStore, logger *slog.Logger) error {
+	if !store.Created() || o.noDemo {
+		return nil
+	}
+	spec := engine.WorkshopSpec{Capacity: demoCapacity, MaxQuantity: demoMaxQuantity, Title: demoTitle}
+	if _, _, err := eng.PutWorkshop(ctx, DemoWorkshop, spec, nil); err != nil {
+		return fmt.Errorf("create the demo workshop: %w", err)
+	}
+	logger.Info("created the demo workshop in the new database", "workshop", DemoWorkshop, "capacity", demoCapacity, "max_quantity", demoMaxQuantity)
+	return nil
+}
+
+// serverConfig is the configuration of the HTTP server.
+func (o *serveOptions) serverConfig(eng *engine.Engine, store servedStore, injector *faults.Injector, metrics *server.Metrics, logger *slog.Logger, adminGIDs []uint32, caps connCaps, tcpAddr string) server.Config {
+	cfg := server.Config{
+		Engine:            eng,
+		Logger:            logger,
+		Metrics:           metrics,
+		DaemonUID:         os.Getuid(),
+		AdminGIDs:         adminGIDs,
+		AllowedHosts:      o.allowedHosts,
+		ReadHeaderTimeout: o.headerTimeout,
+		WriteTimeout:      o.writeTimeout,
+		MaxSocketConns:    caps.socket,
+		MaxTCPConns:       caps.tcp,
+		Backup:            store.backup,
+	}
+	if tcpAddr != "" {
+		cfg.LoginBaseURL = server.BaseURL(tcpAddr)
+	}
+	if injector != nil {
+		cfg.Faults = injector
+	}
+	return cfg
+}
+
+// startBackground starts the daemon's background work: receipt retention,
+// hold expiry, writing API tokens' last use and the outbox. The function it
+// returns stops them all, once however often it is called.
+func (o *serveOptions) startBackground(ctx context.Context, eng *engine.Engine, metrics *server.Metrics, logger *slog.Logger) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range slices.Backward(stops) {
+			s()
+		}
+		stops = nil
+	}
+	stopJanitor, err := o.retention.start(ctx, eng, logger)
+	if err != nil {
+		return stop, err
+	}
+	stops = append(stops, stopJanitor)
+	stops = append(stops, startHoldJanitor(ctx, eng, metrics.HoldsExpired, logger))
+	stops = append(stops, startTokenUseWriter(ctx, eng, logger))
+	stopOutbox, err := o.notify.start(ctx, eng, metrics, logger)
+	if err != nil {
+		stop()
+		return func() {}, err
+	}
+	stops = append(stops, stopOutbox)
+	return stop, nil
 }
 
 // connCaps raises the open file limit to its hard limit and fits the
@@ -444,12 +533,4 @@ func newLogger(format string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
-}
-
-// groupCommits reports whether store lets concurrent writes share one
-// commit: a bbolt store does unless --no-group-commit is given; a store
-// that does not say so commits each write on its own.
-func groupCommits(store daemonStore) bool {
-	g, ok := store.(interface{ GroupCommit() bool })
-	return ok && g.GroupCommit()
 }

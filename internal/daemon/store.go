@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -109,22 +110,55 @@ type storeOptions struct {
 	acceptRollback bool
 }
 
+// servedStore is a store opened for serving, with what the daemon may do
+// with it beyond daemonStore, which depends on the kind of store: each is
+// set by the opener that knows the kind, so nothing later asks which kind
+// of store it has.
+type servedStore struct {
+	daemonStore
+	// exclusive is true when no other daemon can use the database (a
+	// locked bbolt file).
+	exclusive bool
+	// damaged is closed when the store meets a damaged page, and damage
+	// then returns what it met; nil for a store that cannot tell.
+	damaged <-chan struct{}
+	damage  func() error
+	// rollback, when the store serves an older transaction of a damaged
+	// file (--accept-rollback), says what was lost.
+	rollback *boltstore.Rollback
+	// committerNice reports the group committer's priority; nil for a
+	// store without one.
+	committerNice func() (int, error)
+	// backup streams an online backup; nil for a store without one.
+	backup func(context.Context, func(int64), io.Writer) (int64, error)
+	// groupCommit reports whether concurrent updates share commits, for
+	// the start line.
+	groupCommit bool
+}
+
 // open validates the flags and opens the store they name.
 func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, error) {
+	st, err := f.openServed(ctx, o)
+	return st.daemonStore, err
+}
+
+// openServed validates the flags and opens the store they name, with the
+// traits of its kind.
+func (f *storeFlags) openServed(ctx context.Context, o storeOptions) (servedStore, error) {
 	kind := f.effectiveKind()
 	switch kind {
 	case storeBolt:
 		if f.dsnOrEnv() != "" {
-			return nil, &exitError{code: ExitUsage, err: errors.New("--dsn names a PostgreSQL database, but --store is bolt")}
+			return servedStore{}, &exitError{code: ExitUsage, err: errors.New("--dsn names a PostgreSQL database, but --store is bolt")}
 		}
 		if f.db == "" {
-			return nil, &exitError{code: ExitUsage, err: errors.New("--db must not be empty")}
+			return servedStore{}, &exitError{code: ExitUsage, err: errors.New("--db must not be empty")}
 		}
 		switch {
 		case f.mmapMiB < 0:
-			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib must be 0 or more, not %d", f.mmapMiB)}
+			return servedStore{}, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib must be 0 or more, not %d", f.mmapMiB)}
 		case f.mmapMiB > math.MaxInt>>20:
-			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib %d is more than this system can address", f.mmapMiB)}
+			return servedStore{}, &exitError{code: ExitUsage, err: fmt.Errorf("--initial-mmap-mib %d is more than this system can address", f.mmapMiB)}
 		}
 		mmap := f.mmapMiB << 20
 		if mmap == 0 {
@@ -132,38 +166,39 @@ func (f *storeFlags) open(ctx context.Context, o storeOptions) (daemonStore, err
 		}
 		if o.readOnly {
 			if _, err := os.Stat(f.db); errors.Is(err, fs.ErrNotExist) {
-				return nil, &exitError{code: ExitUsage, err: fmt.Errorf("database %s does not exist", f.db)}
+				return servedStore{}, &exitError{code: ExitUsage, err: fmt.Errorf("database %s does not exist", f.db)}
 			}
 		} else if err := os.MkdirAll(filepath.Dir(f.db), 0o700); err != nil {
-			return nil, fmt.Errorf("create database directory: %w", err)
+			return servedStore{}, fmt.Errorf("create database directory: %w", err)
 		}
 		st, err := boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice, InitialMmapSize: mmap, AcceptRollback: o.acceptRollback})
 		var damaged *boltstore.DamageError
 		var refused *boltstore.RefusedError
 		if errors.As(err, &damaged) || errors.As(err, &refused) {
 			// Starting again does not help: the file needs its operator.
-			return nil, &exitError{code: ExitUsage, err: err}
+			return servedStore{}, &exitError{code: ExitUsage, err: err}
 		}
 		if err != nil {
-			return nil, err
+			return servedStore{}, err
 		}
-		return st, nil
+		return servedStore{daemonStore: st, exclusive: true, damaged: st.Damaged(), damage: st.Damage,
+			rollback: st.Rollback(), committerNice: st.CommitterNice, backup: st.Backup, groupCommit: st.GroupCommit()}, nil
 	case storePostgres:
 		if f.dsnOrEnv() == "" {
-			return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store postgres needs --dsn (or %s), e.g. postgres://reserve@db.example/reserve", EnvDSN)}
+			return servedStore{}, &exitError{code: ExitUsage, err: fmt.Errorf("--store postgres needs --dsn (or %s), e.g. postgres://reserve@db.example/reserve", EnvDSN)}
 		}
 		if o.noGroupCommit {
-			return nil, &exitError{code: ExitUsage, err: errors.New("--no-group-commit applies to the bolt store only")}
+			return servedStore{}, &exitError{code: ExitUsage, err: errors.New("--no-group-commit applies to the bolt store only")}
 		}
 		dsn := f.dsnOrEnv()
 		st, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: o.readOnly, OnCommit: o.onCommit})
 		if err != nil {
 			// The driver's errors may quote the DSN, password and all.
-			return nil, redact.Error(err, dsn)
+			return servedStore{}, redact.Error(err, dsn)
 		}
-		return st, nil
+		return servedStore{daemonStore: st}, nil
 	}
-	return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", kind)}
+	return servedStore{}, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", kind)}
 }
 
 // openForTool opens the store for an offline tool (check, migrate), for
