@@ -107,13 +107,11 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 	if len(entries) == 0 || len(entries) > MaxBatchItems {
 		return BatchResult{}, Errorf(CodeRequestContract, "a batch has from 1 to %d items, not %d", MaxBatchItems, len(entries))
 	}
-	// Each entry's refusal of its own, or else its fingerprint.
-	invalid, fps := make([]error, len(entries)), make([]string, len(entries))
+	// Each entry's refusal of its own.
+	invalid := make([]error, len(entries))
 	for i, en := range entries {
 		if invalid[i] = en.Invalid; invalid[i] == nil {
-			if invalid[i] = checkOperation(actor, en.Key, en.Request); invalid[i] == nil {
-				fps[i] = Fingerprint(en.Request)
-			}
+			invalid[i] = checkOperation(actor, en.Key, en.Request)
 		}
 	}
 	if res, done, err := e.batchFromSnapshot(ctx, actor, entries, invalid, atomic); err != nil || done {
@@ -124,7 +122,6 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 	}
 	workshops := batchWorkshops(entries, invalid)
 	var res BatchResult
-	mint := func(now time.Time) (string, string) { return e.newID(now), e.newID(now) }
 	err := e.store.Update(context.WithValue(ctx, batchKey{}, len(entries)), func(tx Tx) error {
 		for _, id := range workshops {
 			if _, _, err := tx.Workshop(id); err != nil {
@@ -132,9 +129,9 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 			}
 		}
 		var err error
-		res, _, err = eachItem(entries, invalid, atomic, func(i int) (Outcome, error, bool, error) {
-			out, decision, err := e.decide(tx, actor, entries[i].Key, entries[i].Request, fps[i], e.utcNow, mint)
-			return out, decision, true, err
+		res, _, err = eachItem(entries, invalid, atomic, func(i int) (Verdict, bool, error) {
+			v, err := decide(tx, Principal{Actor: actor}, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request}, reservation, e.utcNow, e.newID)
+			return v, true, err
 		})
 		if err == nil && res.Refused {
 			err = errBatchRefused
@@ -167,14 +164,14 @@ func (e *Engine) replaysAfterRefusal(ctx context.Context, actor string, entries 
 			if !it.Outcome.Replayed || it.Err != nil {
 				continue
 			}
-			out, decision, found, err := lookUp(tx, actor, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request})
+			v, found, err := lookUp(tx, actor, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request})
 			if err != nil {
 				return err
 			}
 			if !found {
-				out, decision = Outcome{}, nil
+				v = Verdict{}
 			}
-			it.Outcome, it.Err = out, decision
+			it.Outcome, it.Err = v.Outcome, v.Refusal
 		}
 		return nil
 	})
@@ -188,7 +185,7 @@ func (e *Engine) replaysAfterRefusal(ctx context.Context, actor string, entries 
 func (e *Engine) batchFromSnapshot(ctx context.Context, actor string, entries []BatchEntry, invalid []error, atomic bool) (res BatchResult, done bool, err error) {
 	err = e.store.View(ctx, func(tx Tx) error {
 		var err error
-		res, done, err = eachItem(entries, invalid, atomic, func(i int) (Outcome, error, bool, error) {
+		res, done, err = eachItem(entries, invalid, atomic, func(i int) (Verdict, bool, error) {
 			return lookUp(tx, actor, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request})
 		})
 		return err
@@ -207,7 +204,7 @@ func (e *Engine) batchFromSnapshot(ctx context.Context, actor string, entries []
 // or else nothing (all reports whether every entry was settled). Refused is
 // set for an atomic batch with a settled item that is not a reservation.
 // An error of one ends it.
-func eachItem(entries []BatchEntry, invalid []error, atomic bool, one func(i int) (out Outcome, decision error, settled bool, err error)) (res BatchResult, all bool, err error) {
+func eachItem(entries []BatchEntry, invalid []error, atomic bool, one func(i int) (v Verdict, settled bool, err error)) (res BatchResult, all bool, err error) {
 	res, all = BatchResult{Items: make([]BatchItemResult, len(entries))}, true
 	for i, en := range entries {
 		it := &res.Items[i]
@@ -215,7 +212,7 @@ func eachItem(entries []BatchEntry, invalid []error, atomic bool, one func(i int
 		if invalid[i] != nil {
 			it.Err = invalid[i]
 		} else {
-			out, decision, settled, err := one(i)
+			v, settled, err := one(i)
 			if err != nil {
 				return BatchResult{}, false, err
 			}
@@ -223,7 +220,7 @@ func eachItem(entries []BatchEntry, invalid []error, atomic bool, one func(i int
 				all = false
 				continue
 			}
-			it.Outcome, it.Err = out, decision
+			it.Outcome, it.Err = v.Outcome, v.Refusal
 		}
 		if atomic && !reserves(*it) {
 			res.Refused = true
@@ -284,4 +281,41 @@ func batchWorkshops(entries []BatchEntry, invalid []error) []string {
 // replayed.
 func reserves(it BatchItemResult) bool {
 	return it.Err == nil && it.Outcome.Answer.Status == StatusReserved
+}
+
+// BatchItem is one reservation of a ReserveBatch: who reserves, under
+// which operation key, and what.
+type BatchItem struct {
+	Actor   string
+	Key     OperationKey
+	Request Request
+}
+
+// ReserveBatch decides many reservations in a single transaction, each with
+// exactly the rules of Reserve, and commits them all or none. It is meant for
+// bulk loading (database generators, tests); refusals that store nothing are
+// returned per item in errs.
+func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) (outs []Outcome, errs []error, err error) {
+	for _, it := range items {
+		if err := checkOperation(it.Actor, it.Key, it.Request); err != nil {
+			return nil, nil, err
+		}
+	}
+	now := e.now().UTC()
+	err = e.store.Update(ctx, func(tx Tx) error {
+		outs, errs = make([]Outcome, len(items)), make([]error, len(items))
+		for i, it := range items {
+			v, err := decide(tx, Principal{Actor: it.Actor}, it.Key, payload{kind: OperationReserve, req: it.Request}, reservation,
+				func() time.Time { return now }, e.newID)
+			if err != nil {
+				return err
+			}
+			outs[i], errs[i] = v.Outcome, v.Refusal
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reserve batch: %w", err)
+	}
+	return outs, errs, nil
 }
