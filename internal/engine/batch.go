@@ -22,21 +22,20 @@ type BatchEntry struct {
 
 // BatchResult is the decision about a batch. Refused reports an atomic
 // batch refused as a whole, which stored nothing. Items are in the order
-// of the entries: each an Outcome (Err nil) or a refusal that stored
-// nothing for that item (Err, an *Error).
+// of the entries, each with its Verdict: an Outcome, or a Refusal that
+// stored nothing for that item.
 type BatchResult struct {
 	Refused bool
 	Items   []BatchItemResult
 }
 
-// BatchItemResult is one item's result in a batch.
+// BatchItemResult is one item's result in a batch: its key and verdict.
 type BatchItemResult struct {
-	Key     OperationKey
-	Outcome Outcome
-	Err     error
+	Key OperationKey
+	Verdict
 	// Reason is set on every item of an atomic batch refused as a whole
-	// that is answered with a refusal (Err): why this item was not
-	// reserved, as a word a client can act on. See RefusalReason.
+	// that is answered with a Refusal: why this item was not reserved, as
+	// a word a client can act on. See RefusalReasons.
 	Reason string
 }
 
@@ -143,7 +142,7 @@ func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) ([]Verdict
 	}
 	vs := make([]Verdict, len(res.Items))
 	for i, it := range res.Items {
-		vs[i] = Verdict{Outcome: it.Outcome, Refusal: it.Err}
+		vs[i] = it.Verdict
 	}
 	return vs, nil
 }
@@ -202,7 +201,7 @@ func (e *Engine) replaysAfterRefusal(ctx context.Context, items []BatchItem, res
 	return e.store.View(ctx, func(tx Tx) error {
 		for i := range res.Items {
 			it := &res.Items[i]
-			if !it.Outcome.Replayed || it.Err != nil {
+			if !it.Outcome.Replayed || it.Refusal != nil {
 				continue
 			}
 			v, found, err := lookUp(tx, items[i].Actor, items[i].Key, items[i].payload())
@@ -212,7 +211,7 @@ func (e *Engine) replaysAfterRefusal(ctx context.Context, items []BatchItem, res
 			if !found {
 				v = Verdict{}
 			}
-			it.Outcome, it.Err = v.Outcome, v.Refusal
+			it.Verdict = v
 		}
 		return nil
 	})
@@ -254,7 +253,7 @@ func eachItem(items []BatchItem, invalid []error, atomic bool, one func(BatchIte
 		it := &res.Items[i]
 		it.Key = item.Key
 		if invalid[i] != nil {
-			it.Err = invalid[i]
+			it.Refusal = invalid[i]
 		} else {
 			v, settled, err := one(item)
 			if err != nil {
@@ -267,7 +266,7 @@ func eachItem(items []BatchItem, invalid []error, atomic bool, one func(BatchIte
 				all = false
 				continue
 			}
-			it.Outcome, it.Err = v.Outcome, v.Refusal
+			it.Verdict = v
 		}
 		if atomic && !reserves(*it) {
 			res.Refused = true
@@ -291,11 +290,11 @@ func refused(res BatchResult) BatchResult {
 			first[it.Key] = i
 		}
 		switch {
-		case it.Outcome.Replayed && it.Err == nil:
-		case repeated && ErrorCode(it.Err) == CodeOperationConflict:
-			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeOperationConflict, "item %d has the operation key of item %d with another payload; a different operation needs a new operation key", i+1, earlier+1), Reason: CodeOperationConflict}
-		case it.Err != nil:
-			it.Reason = ErrorCode(it.Err)
+		case it.Outcome.Replayed && it.Refusal == nil:
+		case repeated && ErrorCode(it.Refusal) == CodeOperationConflict:
+			*it = BatchItemResult{Key: it.Key, Verdict: refuse(Errorf(CodeOperationConflict, "item %d has the operation key of item %d with another payload; a different operation needs a new operation key", i+1, earlier+1)), Reason: CodeOperationConflict}
+		case it.Refusal != nil:
+			it.Reason = ErrorCode(it.Refusal)
 		default:
 			reason, detail := ReasonNotDecided, "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
 			switch it.Outcome.Answer.Status {
@@ -304,7 +303,7 @@ func refused(res BatchResult) BatchResult {
 			case StatusUnavailable:
 				reason, detail = ReasonUnavailable, "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
 			}
-			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeBatchRefused, "%s", detail), Reason: reason}
+			*it = BatchItemResult{Key: it.Key, Verdict: refuse(Errorf(CodeBatchRefused, "%s", detail)), Reason: reason}
 		}
 	}
 	res.Refused = true
@@ -327,5 +326,5 @@ func batchWorkshops(items []BatchItem, invalid []error) []string {
 // reserves reports whether an item's result is a reservation, made now or
 // replayed.
 func reserves(it BatchItemResult) bool {
-	return it.Err == nil && it.Outcome.Answer.Status == StatusReserved
+	return it.Refusal == nil && it.Outcome.Answer.Status == StatusReserved
 }
