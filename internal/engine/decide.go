@@ -18,7 +18,7 @@ type Verdict struct {
 	Refusal error
 }
 
-// refuse is the verdict of refusal.
+// refuse returns the verdict that refuses with refusal.
 func refuse(refusal *Error) Verdict { return Verdict{Refusal: refusal} }
 
 // result returns v as an operation returns it: its outcome, or its

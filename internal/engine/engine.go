@@ -95,13 +95,10 @@ func checkActorKey(actor string, key OperationKey) error {
 }
 
 // reservation is the decision's part of a reservation request: its target
-// is the requested workshop (requestedWorkshop refuses an unknown one and
-// a quantity above its max_quantity). Once the workshop is read (on
-// PostgreSQL locked), the holds whose deadline passed while the decision
-// waited for that lock no longer count: when the places free at the
-// decision's time suffice, the reservation is inserted, the workshop's
-// counter grows, the reservation's confirmation event enters the outbox,
-// and the answer is "reserved"; otherwise it is "unavailable".
+// is the requested workshop; when the places free at the decision's time
+// suffice, the reservation is inserted, the workshop's counter grows and
+// the confirmation event enters the outbox ("reserved"), and otherwise
+// the answer is "unavailable".
 var reservation = operation[Workshop]{
 	target: func(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
 		return requestedWorkshop(tx, p.req)

@@ -106,10 +106,9 @@ func (e *Engine) Hold(ctx context.Context, actor string, key OperationKey, req H
 }
 
 // holding is the decision's part of a hold request, with the target of a
-// reservation request: once the workshop is read (on PostgreSQL locked),
-// when the places free at the decision's time suffice, a hold is stored
-// whose deadline counts from that time, and the workshop's Holding counter
-// grows.
+// reservation request: when the places free at the decision's time
+// suffice, a hold is stored whose deadline counts from that time, and the
+// workshop's Holding counter grows.
 var holding = operation[Workshop]{
 	target: func(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
 		return requestedWorkshop(tx, p.hold.request())
