@@ -170,7 +170,7 @@ func (e *Engine) batch(ctx context.Context, items []BatchItem, invalid []error, 
 		}
 		var err error
 		res, _, err = eachItem(items, invalid, atomic, func(it BatchItem) (Verdict, bool, error) {
-			v, err := decide(tx, Principal{Actor: it.Actor}, it.Key, it.payload(), reservation, e.utcNow, e.newID)
+			v, err := decide(tx, Principal{Actor: it.Actor}, it.Key, it.payload(), reservation{}, e.utcNow, e.newID)
 			return v, true, err
 		})
 		if err == nil && res.Refused {

@@ -21,7 +21,7 @@ func (e *Engine) Cancel(ctx context.Context, who Principal, key OperationKey, id
 	if !IsReservationID(id) {
 		return Outcome{}, unknownReservation(who, id)
 	}
-	return operate(e, ctx, who, key, payload{kind: OperationCancel, reservationID: id}, cancellation, "cancel "+id)
+	return operate(e, ctx, who, key, payload{kind: OperationCancel, reservationID: id}, cancellation{}, "cancel "+id)
 }
 
 func unknownReservation(who Principal, id string) *Error {
@@ -33,41 +33,42 @@ func unknownReservation(who Principal, id string) *Error {
 // CodeUnknownReservation, which stores nothing); on PostgreSQL the read
 // locks it, so that two decisions cancelling one reservation cannot both
 // see it active.
-var cancellation = operation[Reservation]{
-	target: func(tx Tx, who Principal, p payload) (Reservation, *Error, error) {
-		res, ok, err := tx.Reservation(p.reservationID)
-		if err != nil {
-			return Reservation{}, nil, fmt.Errorf("look up reservation %s: %w", p.reservationID, err)
-		}
-		if !ok || (res.Actor != who.Actor && !who.Admin) {
-			return Reservation{}, unknownReservation(who, p.reservationID), nil
-		}
-		return res, nil, nil
-	},
-	effect: func(tx Tx, _ payload, res Reservation, d *draft) (string, error) {
-		d.Request, d.ReservationID = Request{Workshop: res.Workshop, Quantity: res.Quantity}, res.ID
-		eventID := d.mint()
-		if res.Cancelled() {
-			return StatusAlreadyCancelled, nil
-		}
-		w, ok, err := tx.Workshop(res.Workshop)
-		if err != nil {
-			return "", fmt.Errorf("look up workshop %s: %w", res.Workshop, err)
-		}
-		if !ok {
-			return "", fmt.Errorf("reservation %s is for workshop %q, which does not exist", res.ID, res.Workshop)
-		}
-		w.Reserved -= res.Quantity
-		if err := tx.PutWorkshop(w); err != nil {
-			return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
-		}
-		res.CancelledAt, res.CancelledBy, res.CancelOperation = d.now, d.Actor, d.OperationKey
-		if err := tx.PutReservation(res); err != nil {
-			return "", fmt.Errorf("mark reservation %s cancelled: %w", res.ID, err)
-		}
-		if err := addEvent(tx, eventID, EventCancelled, res, d.Actor, d.OperationKey, d.now); err != nil {
-			return "", err
-		}
-		return StatusCancelled, nil
-	},
+type cancellation struct{}
+
+func (cancellation) target(tx Tx, who Principal, p payload) (Reservation, *Error, error) {
+	res, ok, err := tx.Reservation(p.reservationID)
+	if err != nil {
+		return Reservation{}, nil, fmt.Errorf("look up reservation %s: %w", p.reservationID, err)
+	}
+	if !ok || (res.Actor != who.Actor && !who.Admin) {
+		return Reservation{}, unknownReservation(who, p.reservationID), nil
+	}
+	return res, nil, nil
+}
+
+func (cancellation) effect(tx Tx, _ payload, res Reservation, d *draft) (string, error) {
+	d.Request, d.ReservationID = Request{Workshop: res.Workshop, Quantity: res.Quantity}, res.ID
+	eventID := d.mint()
+	if res.Cancelled() {
+		return StatusAlreadyCancelled, nil
+	}
+	w, ok, err := tx.Workshop(res.Workshop)
+	if err != nil {
+		return "", fmt.Errorf("look up workshop %s: %w", res.Workshop, err)
+	}
+	if !ok {
+		return "", fmt.Errorf("reservation %s is for workshop %q, which does not exist", res.ID, res.Workshop)
+	}
+	w.Reserved -= res.Quantity
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	res.CancelledAt, res.CancelledBy, res.CancelOperation = d.now, d.Actor, d.OperationKey
+	if err := tx.PutReservation(res); err != nil {
+		return "", fmt.Errorf("mark reservation %s cancelled: %w", res.ID, err)
+	}
+	if err := addEvent(tx, eventID, EventCancelled, res, d.Actor, d.OperationKey, d.now); err != nil {
+		return "", err
+	}
+	return StatusCancelled, nil
 }

@@ -33,17 +33,17 @@ func (v Verdict) result() (Outcome, error) {
 // operation is one kind of operation's part of the one decision (decide):
 // what it checks and what it changes. T is what it acts on (a workshop, a
 // hold, a reservation), which target reads and effect gets.
-type operation[T any] struct {
+type operation[T any] interface {
 	// target reads what payload p of who acts on; inside a write
 	// transaction of a store with row locks (PostgreSQL) the read locks
 	// it. When it is not there, or not who's to act on, or refuses p, the
 	// refusal is the verdict, and nothing is stored. It reads no clock.
-	target func(tx Tx, who Principal, p payload) (T, *Error, error)
+	target(tx Tx, who Principal, p payload) (T, *Error, error)
 	// effect makes p's change to t at the decision's time, with the ids
 	// it mints (d.mint), and fills in the receipt d stores: what the key
 	// was used for (its Request, and the reservation or hold) beside
 	// what decide has set. It returns the answer's status.
-	effect func(tx Tx, p payload, t T, d *draft) (status string, err error)
+	effect(tx Tx, p payload, t T, d *draft) (status string, err error)
 }
 
 // draft is a decision under way, as decide hands it to an operation's

@@ -72,7 +72,7 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 	if err := checkOperation(actor, key, req); err != nil {
 		return Outcome{}, err
 	}
-	return operate(e, ctx, Principal{Actor: actor}, key, payload{kind: OperationReserve, req: req}, reservation, "reserve")
+	return operate(e, ctx, Principal{Actor: actor}, key, payload{kind: OperationReserve, req: req}, reservation{}, "reserve")
 }
 
 func checkOperation(actor string, key OperationKey, req Request) error {
@@ -99,32 +99,33 @@ func checkActorKey(actor string, key OperationKey) error {
 // suffice, the reservation is inserted, the workshop's counter grows and
 // the confirmation event enters the outbox ("reserved"), and otherwise
 // the answer is "unavailable".
-var reservation = operation[Workshop]{
-	target: func(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
-		return requestedWorkshop(tx, p.req)
-	},
-	effect: func(tx Tx, p payload, w Workshop, d *draft) (string, error) {
-		req := p.req
-		d.Request = req
-		id, eventID := d.mint(), d.mint()
-		w, err := d.makeRoom(tx, w, req.Quantity)
-		if err != nil {
-			return "", err
-		}
-		if w.free() < req.Quantity {
-			return StatusUnavailable, nil
-		}
-		w.Reserved += req.Quantity
-		if err := tx.PutWorkshop(w); err != nil {
-			return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
-		}
-		res := Reservation{ID: id, Actor: d.Actor, OperationKey: d.OperationKey, Workshop: req.Workshop, Quantity: req.Quantity, CreatedAt: d.now}
-		if err := insertReservation(tx, res, eventID); err != nil {
-			return "", err
-		}
-		d.ReservationID = id
-		return StatusReserved, nil
-	},
+type reservation struct{}
+
+func (reservation) target(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
+	return requestedWorkshop(tx, p.req)
+}
+
+func (reservation) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
+	req := p.req
+	d.Request = req
+	id, eventID := d.mint(), d.mint()
+	w, err := d.makeRoom(tx, w, req.Quantity)
+	if err != nil {
+		return "", err
+	}
+	if w.free() < req.Quantity {
+		return StatusUnavailable, nil
+	}
+	w.Reserved += req.Quantity
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	res := Reservation{ID: id, Actor: d.Actor, OperationKey: d.OperationKey, Workshop: req.Workshop, Quantity: req.Quantity, CreatedAt: d.now}
+	if err := insertReservation(tx, res, eventID); err != nil {
+		return "", err
+	}
+	d.ReservationID = id
+	return StatusReserved, nil
 }
 
 // insertReservation inserts the new reservation res, made under its

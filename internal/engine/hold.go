@@ -102,45 +102,46 @@ func (e *Engine) Hold(ctx context.Context, actor string, key OperationKey, req H
 	if err := req.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	return operate(e, ctx, Principal{Actor: actor}, key, payload{kind: OperationHold, hold: req}, holding, "hold")
+	return operate(e, ctx, Principal{Actor: actor}, key, payload{kind: OperationHold, hold: req}, holding{}, "hold")
 }
 
 // holding is the decision's part of a hold request, with the target of a
 // reservation request: when the places free at the decision's time
 // suffice, a hold is stored whose deadline counts from that time, and the
 // workshop's Holding counter grows.
-var holding = operation[Workshop]{
-	target: func(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
-		return requestedWorkshop(tx, p.hold.request())
-	},
-	effect: func(tx Tx, p payload, w Workshop, d *draft) (string, error) {
-		req := p.hold.request()
-		d.Request, d.HoldTTLSeconds = req, p.hold.TTLSeconds
-		id := d.mint()
-		w, err := d.makeRoom(tx, w, req.Quantity)
-		if err != nil {
-			return "", err
-		}
-		if w.free() < req.Quantity {
-			return StatusUnavailable, nil
-		}
-		if _, taken, err := tx.Hold(id); err != nil || taken {
-			return "", fmt.Errorf("hold id %s: already taken or unreadable: %v", id, err)
-		}
-		h := Hold{
-			ID: id, Actor: d.Actor, OperationKey: d.OperationKey, Workshop: w.ID, Quantity: req.Quantity, State: HoldHeld,
-			CreatedAt: d.now, ExpiresAt: d.now.Truncate(time.Second).Add(time.Duration(p.hold.TTLSeconds) * time.Second),
-		}
-		w.Holding += req.Quantity
-		if err := tx.PutWorkshop(w); err != nil {
-			return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
-		}
-		if err := tx.PutHold(h); err != nil {
-			return "", fmt.Errorf("insert hold: %w", err)
-		}
-		d.HoldID, d.HoldExpiresAt = h.ID, h.ExpiresAt
-		return StatusHeld, nil
-	},
+type holding struct{}
+
+func (holding) target(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
+	return requestedWorkshop(tx, p.hold.request())
+}
+
+func (holding) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
+	req := p.hold.request()
+	d.Request, d.HoldTTLSeconds = req, p.hold.TTLSeconds
+	id := d.mint()
+	w, err := d.makeRoom(tx, w, req.Quantity)
+	if err != nil {
+		return "", err
+	}
+	if w.free() < req.Quantity {
+		return StatusUnavailable, nil
+	}
+	if _, taken, err := tx.Hold(id); err != nil || taken {
+		return "", fmt.Errorf("hold id %s: already taken or unreadable: %v", id, err)
+	}
+	h := Hold{
+		ID: id, Actor: d.Actor, OperationKey: d.OperationKey, Workshop: w.ID, Quantity: req.Quantity, State: HoldHeld,
+		CreatedAt: d.now, ExpiresAt: d.now.Truncate(time.Second).Add(time.Duration(p.hold.TTLSeconds) * time.Second),
+	}
+	w.Holding += req.Quantity
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	if err := tx.PutHold(h); err != nil {
+		return "", fmt.Errorf("insert hold: %w", err)
+	}
+	d.HoldID, d.HoldExpiresAt = h.ID, h.ExpiresAt
+	return StatusHeld, nil
 }
 
 // requestedWorkshop returns the workshop a request names, or the refusal
@@ -271,7 +272,7 @@ func (e *Engine) settle(ctx context.Context, who Principal, key OperationKey, id
 	if !IsHoldID(id) {
 		return Outcome{}, unknownHold(who, id)
 	}
-	return operate(e, ctx, who, key, payload{kind: kind, holdID: id}, settlement, fmt.Sprintf("%s hold %s", kind, id))
+	return operate(e, ctx, who, key, payload{kind: kind, holdID: id}, settlement{}, fmt.Sprintf("%s hold %s", kind, id))
 }
 
 func unknownHold(who Principal, id string) *Error {
@@ -301,58 +302,59 @@ type heldHold struct {
 // has committed by then, so its time is before this one, and a hold past
 // its deadline is never confirmed, whatever cleanup has or has not run.
 // Deciding on such a hold also cleans it up.
-var settlement = operation[heldHold]{
-	target: func(tx Tx, who Principal, p payload) (heldHold, *Error, error) {
-		h, ok, err := tx.Hold(p.holdID)
-		if err != nil {
-			return heldHold{}, nil, fmt.Errorf("look up hold %s: %w", p.holdID, err)
+type settlement struct{}
+
+func (settlement) target(tx Tx, who Principal, p payload) (heldHold, *Error, error) {
+	h, ok, err := tx.Hold(p.holdID)
+	if err != nil {
+		return heldHold{}, nil, fmt.Errorf("look up hold %s: %w", p.holdID, err)
+	}
+	if !ok || h.Actor != who.Actor {
+		return heldHold{}, unknownHold(who, p.holdID), nil
+	}
+	w, ok, err := tx.Workshop(h.Workshop)
+	if err != nil {
+		return heldHold{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
+	}
+	if !ok {
+		return heldHold{}, nil, fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+	}
+	return heldHold{h, w}, nil, nil
+}
+
+func (settlement) effect(tx Tx, p payload, t heldHold, d *draft) (string, error) {
+	h, w, now := t.h, t.w, d.now
+	d.Request, d.HoldID = Request{Workshop: h.Workshop, Quantity: h.Quantity}, h.ID
+	state := h.StateAt(now)
+	if state == HoldExpired && h.Open() {
+		if err := expireHold(tx, w, h, now); err != nil {
+			return "", err
 		}
-		if !ok || h.Actor != who.Actor {
-			return heldHold{}, unknownHold(who, p.holdID), nil
+		d.expiredHolds = 1
+	}
+	if state != HoldHeld {
+		return settleStatus[p.kind][state], nil
+	}
+	w.Holding -= h.Quantity
+	h.SettledAt, h.SettleOperation = now, d.OperationKey
+	status := StatusReleased
+	h.State = HoldReleased
+	if p.kind == OperationConfirm {
+		resID, eventID := d.mint(), d.mint()
+		w.Reserved += h.Quantity
+		res := Reservation{ID: resID, Actor: h.Actor, OperationKey: d.OperationKey, Workshop: h.Workshop, Quantity: h.Quantity, CreatedAt: now}
+		if err := insertReservation(tx, res, eventID); err != nil {
+			return "", err
 		}
-		w, ok, err := tx.Workshop(h.Workshop)
-		if err != nil {
-			return heldHold{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
-		}
-		if !ok {
-			return heldHold{}, nil, fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
-		}
-		return heldHold{h, w}, nil, nil
-	},
-	effect: func(tx Tx, p payload, t heldHold, d *draft) (string, error) {
-		h, w, now := t.h, t.w, d.now
-		d.Request, d.HoldID = Request{Workshop: h.Workshop, Quantity: h.Quantity}, h.ID
-		state := h.StateAt(now)
-		if state == HoldExpired && h.Open() {
-			if err := expireHold(tx, w, h, now); err != nil {
-				return "", err
-			}
-			d.expiredHolds = 1
-		}
-		if state != HoldHeld {
-			return settleStatus[p.kind][state], nil
-		}
-		w.Holding -= h.Quantity
-		h.SettledAt, h.SettleOperation = now, d.OperationKey
-		status := StatusReleased
-		h.State = HoldReleased
-		if p.kind == OperationConfirm {
-			resID, eventID := d.mint(), d.mint()
-			w.Reserved += h.Quantity
-			res := Reservation{ID: resID, Actor: h.Actor, OperationKey: d.OperationKey, Workshop: h.Workshop, Quantity: h.Quantity, CreatedAt: now}
-			if err := insertReservation(tx, res, eventID); err != nil {
-				return "", err
-			}
-			status, h.State, h.ReservationID, d.ReservationID = StatusReserved, HoldConfirmed, resID, resID
-		}
-		if err := tx.PutWorkshop(w); err != nil {
-			return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
-		}
-		if err := tx.PutHold(h); err != nil {
-			return "", fmt.Errorf("update hold %s: %w", h.ID, err)
-		}
-		return status, nil
-	},
+		status, h.State, h.ReservationID, d.ReservationID = StatusReserved, HoldConfirmed, resID, resID
+	}
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	if err := tx.PutHold(h); err != nil {
+		return "", fmt.Errorf("update hold %s: %w", h.ID, err)
+	}
+	return status, nil
 }
 
 // expireHold cleans up open hold h past its deadline: it is stored as
