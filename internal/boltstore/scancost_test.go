@@ -38,7 +38,7 @@ func TestScansStopEarly(t *testing.T) {
 			items = append(items, engine.BatchItem{Actor: actor, Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: "sale", Quantity: 1}})
 		}
 	}
-	if _, _, err := eng.ReserveBatch(ctx, items); err != nil {
+	if _, err := eng.ReserveBatch(ctx, items); err != nil {
 		t.Fatal(err)
 	}
 	// Holds of both actors, open, each actor's in a workshop of its name

@@ -40,8 +40,8 @@ func TestRefusalReadsTheEnginesReasons(t *testing.T) {
 				t.Fatalf("Batch = %+v, %v; want refused", res, err)
 			}
 			for i, it := range res.Items {
-				body, _ := json.Marshal(map[string]string{"code": engine.ErrorCode(it.Err), "detail": engine.ErrorMessage(it.Err), "reason": it.Reason})
-				op := &Op{Code: engine.ErrorCode(it.Err), Body: body}
+				body, _ := json.Marshal(map[string]string{"code": engine.ErrorCode(it.Refusal), "detail": engine.ErrorMessage(it.Refusal), "reason": it.Reason})
+				op := &Op{Code: engine.ErrorCode(it.Refusal), Body: body}
 				if got := op.refusal(); got != c.want[i] {
 					t.Errorf("item %d (%s) is read as %q, want %q", i+1, body, got, c.want[i])
 				}

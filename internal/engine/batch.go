@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 )
 
 // MaxBatchItems bounds the items of one batch.
@@ -23,21 +22,20 @@ type BatchEntry struct {
 
 // BatchResult is the decision about a batch. Refused reports an atomic
 // batch refused as a whole, which stored nothing. Items are in the order
-// of the entries: each an Outcome (Err nil) or a refusal that stored
-// nothing for that item (Err, an *Error).
+// of the entries, each with its Verdict: an Outcome, or a Refusal that
+// stored nothing for that item.
 type BatchResult struct {
 	Refused bool
 	Items   []BatchItemResult
 }
 
-// BatchItemResult is one item's result in a batch.
+// BatchItemResult is one item's result in a batch: its key and verdict.
 type BatchItemResult struct {
-	Key     OperationKey
-	Outcome Outcome
-	Err     error
+	Key OperationKey
+	Verdict
 	// Reason is set on every item of an atomic batch refused as a whole
-	// that is answered with a refusal (Err): why this item was not
-	// reserved, as a word a client can act on. See RefusalReason.
+	// that is answered with a Refusal: why this item was not reserved, as
+	// a word a client can act on. See RefusalReasons.
 	Reason string
 }
 
@@ -90,13 +88,6 @@ var errBatchRefused = errors.New("atomic batch refused")
 // item gets CodeBatchRefused. An atomic batch whose items are all replays
 // of reservations replays them, so a lost answer to it can be asked again.
 //
-// Batch first looks every item up in a read transaction: a batch whose
-// items are all decided already (or, atomic, that its invalid items or
-// its replays refuse) is answered from there, without the writer. In the
-// write transaction it takes the batch's workshops in id order before it
-// decides any item, so that batches over the same workshops never wait for
-// each other in a cycle (on PostgreSQL, the row locks).
-//
 // A failure of the store is the error, and the outcome is unknown: the
 // write transaction rolled back, or its commit failed without telling
 // whether it took effect; the same batch sent again settles it.
@@ -107,34 +98,80 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 	if len(entries) == 0 || len(entries) > MaxBatchItems {
 		return BatchResult{}, Errorf(CodeRequestContract, "a batch has from 1 to %d items, not %d", MaxBatchItems, len(entries))
 	}
-	// Each entry's refusal of its own, or else its fingerprint.
-	invalid, fps := make([]error, len(entries)), make([]string, len(entries))
+	// Each entry's refusal of its own.
+	items, invalid := make([]BatchItem, len(entries)), make([]error, len(entries))
 	for i, en := range entries {
+		items[i] = BatchItem{Actor: actor, Key: en.Key, Request: en.Request}
 		if invalid[i] = en.Invalid; invalid[i] == nil {
-			if invalid[i] = checkOperation(actor, en.Key, en.Request); invalid[i] == nil {
-				fps[i] = Fingerprint(en.Request)
-			}
+			invalid[i] = checkOperation(actor, en.Key, en.Request)
 		}
 	}
-	if res, done, err := e.batchFromSnapshot(ctx, actor, entries, invalid, atomic); err != nil || done {
-		if err != nil {
-			return BatchResult{}, fmt.Errorf("batch of %d: %w", len(entries), err)
-		}
-		return res, nil
+	res, err := e.batch(ctx, items, invalid, atomic)
+	if err != nil {
+		return BatchResult{}, fmt.Errorf("batch of %d: %w", len(entries), err)
 	}
-	workshops := batchWorkshops(entries, invalid)
+	return res, nil
+}
+
+// BatchItem is one reservation of a ReserveBatch: who reserves, under
+// which operation key, and what.
+type BatchItem struct {
+	Actor   string
+	Key     OperationKey
+	Request Request
+}
+
+// payload is what the item's key is used for.
+func (it BatchItem) payload() payload { return payload{kind: OperationReserve, req: it.Request} }
+
+// ReserveBatch decides many reservations, of any actors and any number, in
+// a single transaction, each with exactly the rules of Reserve, and
+// commits them all or none: a Batch that is not atomic, for bulk loading
+// (database generators, tests). An item that is not a valid operation
+// refuses the whole batch; a refusal of one item, which stores nothing, is
+// its Verdict.
+func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) ([]Verdict, error) {
+	for _, it := range items {
+		if err := checkOperation(it.Actor, it.Key, it.Request); err != nil {
+			return nil, err
+		}
+	}
+	res, err := e.batch(ctx, items, make([]error, len(items)), false)
+	if err != nil {
+		return nil, fmt.Errorf("reserve batch: %w", err)
+	}
+	vs := make([]Verdict, len(res.Items))
+	for i, it := range res.Items {
+		vs[i] = it.Verdict
+	}
+	return vs, nil
+}
+
+// batch is the one way many reservations are decided in one transaction
+// (Batch, ReserveBatch): items, of which those refused by invalid are
+// refused as they stand. It first looks every item up in a read
+// transaction: a batch whose items are all decided already (or, atomic,
+// that its invalid items or its replays refuse) is answered from there,
+// without the writer. In the write transaction it takes the batch's
+// workshops in id order before it decides any item, so that batches over
+// the same workshops never wait for each other in a cycle (on PostgreSQL,
+// the row locks); then it decides each item as Reserve does.
+func (e *Engine) batch(ctx context.Context, items []BatchItem, invalid []error, atomic bool) (BatchResult, error) {
+	if res, done, err := e.batchFromSnapshot(ctx, items, invalid, atomic); err != nil || done {
+		return res, err
+	}
+	workshops := batchWorkshops(items, invalid)
 	var res BatchResult
-	mint := func(now time.Time) (string, string) { return e.newID(now), e.newID(now) }
-	err := e.store.Update(context.WithValue(ctx, batchKey{}, len(entries)), func(tx Tx) error {
+	err := e.store.Update(context.WithValue(ctx, batchKey{}, len(items)), func(tx Tx) error {
 		for _, id := range workshops {
 			if _, _, err := tx.Workshop(id); err != nil {
 				return fmt.Errorf("look up workshop %s: %w", id, err)
 			}
 		}
 		var err error
-		res, _, err = eachItem(entries, invalid, atomic, func(i int) (Outcome, error, bool, error) {
-			out, decision, err := e.decide(tx, actor, entries[i].Key, entries[i].Request, fps[i], e.utcNow, mint)
-			return out, decision, true, err
+		res, _, err = eachItem(items, invalid, atomic, func(it BatchItem) (Verdict, bool, error) {
+			v, err := decide(tx, Principal{Actor: it.Actor}, it.Key, it.payload(), reservation{}, e.utcNow, e.newID)
+			return v, true, err
 		})
 		if err == nil && res.Refused {
 			err = errBatchRefused
@@ -142,13 +179,13 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 		return err
 	})
 	if errors.Is(err, errBatchRefused) {
-		err = e.replaysAfterRefusal(ctx, actor, entries, &res)
+		err = e.replaysAfterRefusal(ctx, items, &res)
 	}
 	if err != nil {
-		return BatchResult{}, fmt.Errorf("batch of %d: %w", len(entries), err)
+		return BatchResult{}, err
 	}
 	if res.Refused {
-		return refused(res, entries), nil
+		return refused(res), nil
 	}
 	return res, nil
 }
@@ -160,36 +197,36 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 // another answer). A receipt found now is the item's replay; an item
 // without one now is left without a result, which refused answers as
 // batch_refused.
-func (e *Engine) replaysAfterRefusal(ctx context.Context, actor string, entries []BatchEntry, res *BatchResult) error {
+func (e *Engine) replaysAfterRefusal(ctx context.Context, items []BatchItem, res *BatchResult) error {
 	return e.store.View(ctx, func(tx Tx) error {
 		for i := range res.Items {
 			it := &res.Items[i]
-			if !it.Outcome.Replayed || it.Err != nil {
+			if !it.Outcome.Replayed || it.Refusal != nil {
 				continue
 			}
-			out, decision, found, err := lookUp(tx, actor, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request})
+			v, found, err := lookUp(tx, items[i].Actor, items[i].Key, items[i].payload())
 			if err != nil {
 				return err
 			}
 			if !found {
-				out, decision = Outcome{}, nil
+				v = Verdict{}
 			}
-			it.Outcome, it.Err = out, decision
+			it.Verdict = v
 		}
 		return nil
 	})
 }
 
-// batchFromSnapshot looks every valid entry up in one read transaction and
-// answers the batch from there when it can (done): when every valid entry
+// batchFromSnapshot looks every valid item up in one read transaction and
+// answers the batch from there when it can (done): when every valid item
 // has been decided before (its replay or its conflict), or, atomic, when
-// an invalid entry or a replay refuses it. Answering a refusal from a
+// an invalid item or a replay refuses it. Answering a refusal from a
 // snapshot is sound because a refused atomic batch stores nothing.
-func (e *Engine) batchFromSnapshot(ctx context.Context, actor string, entries []BatchEntry, invalid []error, atomic bool) (res BatchResult, done bool, err error) {
+func (e *Engine) batchFromSnapshot(ctx context.Context, items []BatchItem, invalid []error, atomic bool) (res BatchResult, done bool, err error) {
 	err = e.store.View(ctx, func(tx Tx) error {
 		var err error
-		res, done, err = eachItem(entries, invalid, atomic, func(i int) (Outcome, error, bool, error) {
-			return lookUp(tx, actor, entries[i].Key, payload{kind: OperationReserve, req: entries[i].Request})
+		res, done, err = eachItem(items, invalid, atomic, func(it BatchItem) (Verdict, bool, error) {
+			return lookUp(tx, it.Actor, it.Key, it.payload())
 		})
 		return err
 	})
@@ -197,33 +234,39 @@ func (e *Engine) batchFromSnapshot(ctx context.Context, actor string, entries []
 		return BatchResult{}, false, err
 	}
 	if res.Refused {
-		return refused(res, entries), true, nil
+		return refused(res), true, nil
 	}
 	return res, done, nil
 }
 
-// eachItem is the result of every entry: an invalid entry's refusal, or
-// what one returns for entry i, its outcome or refusal if it settled it,
-// or else nothing (all reports whether every entry was settled). Refused is
-// set for an atomic batch with a settled item that is not a reservation.
-// An error of one ends it.
-func eachItem(entries []BatchEntry, invalid []error, atomic bool, one func(i int) (out Outcome, decision error, settled bool, err error)) (res BatchResult, all bool, err error) {
-	res, all = BatchResult{Items: make([]BatchItemResult, len(entries))}, true
-	for i, en := range entries {
+// eachItem is the result of every item: an invalid item's refusal, or
+// what one returns for it, its verdict if it settled it, or else nothing
+// (all reports whether every item was settled). Refused is set for an
+// atomic batch with a settled item that is not a reservation. An error of
+// one ends it, and so does, in a batch that is not atomic, an item that
+// one did not settle: such a batch is answered by its items only when one
+// settled every item (a snapshot of a batch that is all replays), so the
+// items after it would be looked up for nothing.
+func eachItem(items []BatchItem, invalid []error, atomic bool, one func(BatchItem) (v Verdict, settled bool, err error)) (res BatchResult, all bool, err error) {
+	res, all = BatchResult{Items: make([]BatchItemResult, len(items))}, true
+	for i, item := range items {
 		it := &res.Items[i]
-		it.Key = en.Key
+		it.Key = item.Key
 		if invalid[i] != nil {
-			it.Err = invalid[i]
+			it.Refusal = invalid[i]
 		} else {
-			out, decision, settled, err := one(i)
+			v, settled, err := one(item)
 			if err != nil {
 				return BatchResult{}, false, err
+			}
+			if !settled && !atomic {
+				return res, false, nil
 			}
 			if !settled {
 				all = false
 				continue
 			}
-			it.Outcome, it.Err = out, decision
+			it.Verdict = v
 		}
 		if atomic && !reserves(*it) {
 			res.Refused = true
@@ -238,8 +281,8 @@ func eachItem(entries []BatchEntry, invalid []error, atomic bool, one func(i int
 // says so: the earlier item stored nothing either), and every other item,
 // including one that would have been reserved or found no places, gets
 // CodeBatchRefused; so no item that was not stored before looks decided.
-func refused(res BatchResult, entries []BatchEntry) BatchResult {
-	first := make(map[OperationKey]int, len(entries))
+func refused(res BatchResult) BatchResult {
+	first := make(map[OperationKey]int, len(res.Items))
 	for i := range res.Items {
 		it := &res.Items[i]
 		earlier, repeated := first[it.Key]
@@ -247,11 +290,11 @@ func refused(res BatchResult, entries []BatchEntry) BatchResult {
 			first[it.Key] = i
 		}
 		switch {
-		case it.Outcome.Replayed && it.Err == nil:
-		case repeated && ErrorCode(it.Err) == CodeOperationConflict:
-			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeOperationConflict, "item %d has the operation key of item %d with another payload; a different operation needs a new operation key", i+1, earlier+1), Reason: CodeOperationConflict}
-		case it.Err != nil:
-			it.Reason = ErrorCode(it.Err)
+		case it.Outcome.Replayed && it.Refusal == nil:
+		case repeated && ErrorCode(it.Refusal) == CodeOperationConflict:
+			*it = BatchItemResult{Key: it.Key, Verdict: refuse(Errorf(CodeOperationConflict, "item %d has the operation key of item %d with another payload; a different operation needs a new operation key", i+1, earlier+1)), Reason: CodeOperationConflict}
+		case it.Refusal != nil:
+			it.Reason = ErrorCode(it.Refusal)
 		default:
 			reason, detail := ReasonNotDecided, "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
 			switch it.Outcome.Answer.Status {
@@ -260,20 +303,20 @@ func refused(res BatchResult, entries []BatchEntry) BatchResult {
 			case StatusUnavailable:
 				reason, detail = ReasonUnavailable, "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
 			}
-			*it = BatchItemResult{Key: it.Key, Err: Errorf(CodeBatchRefused, "%s", detail), Reason: reason}
+			*it = BatchItemResult{Key: it.Key, Verdict: refuse(Errorf(CodeBatchRefused, "%s", detail)), Reason: reason}
 		}
 	}
 	res.Refused = true
 	return res
 }
 
-// batchWorkshops returns the workshops of the valid entries, each once, in
+// batchWorkshops returns the workshops of the valid items, each once, in
 // id order.
-func batchWorkshops(entries []BatchEntry, invalid []error) []string {
+func batchWorkshops(items []BatchItem, invalid []error) []string {
 	var ids []string
-	for i, en := range entries {
+	for i, it := range items {
 		if invalid[i] == nil {
-			ids = append(ids, en.Request.Workshop)
+			ids = append(ids, it.Request.Workshop)
 		}
 	}
 	slices.Sort(ids)
@@ -283,5 +326,5 @@ func batchWorkshops(entries []BatchEntry, invalid []error) []string {
 // reserves reports whether an item's result is a reservation, made now or
 // replayed.
 func reserves(it BatchItemResult) bool {
-	return it.Err == nil && it.Outcome.Answer.Status == StatusReserved
+	return it.Refusal == nil && it.Outcome.Answer.Status == StatusReserved
 }

@@ -72,89 +72,7 @@ func (e *Engine) Reserve(ctx context.Context, actor string, key OperationKey, re
 	if err := checkOperation(actor, key, req); err != nil {
 		return Outcome{}, err
 	}
-	fp := Fingerprint(req)
-	out, err := e.operate(ctx, actor, key, payload{kind: OperationReserve, req: req}, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
-		return e.decide(tx, actor, key, req, fp, clock, func(now time.Time) (string, string) { return e.newID(now), e.newID(now) })
-	})
-	if err != nil && Undecided(ErrorCode(err)) {
-		err = fmt.Errorf("reserve: %w", err)
-	}
-	return out, err
-}
-
-// operate runs one idempotent operation of actor under key: when a receipt
-// exists it answers from a read transaction, without taking the writer;
-// otherwise it runs decide in a write transaction, which returns the
-// outcome, a refusal that stores nothing, or an error that rolls back.
-// decide reads the clock (in UTC) inside the transaction, each time the
-// store runs it, so that the time a decision is made at is the time it is
-// decided, however long the transaction waited for the writer, a row lock
-// or a retry: a hold's deadline is judged at that time.
-func (e *Engine) operate(ctx context.Context, actor string, key OperationKey, p payload, decide func(tx Tx, clock func() time.Time) (Outcome, error, error)) (Outcome, error) {
-	var out Outcome
-	var decided error
-	found := false
-	err := e.store.View(ctx, func(tx Tx) error {
-		var err error
-		out, decided, found, err = lookUp(tx, actor, key, p)
-		return err
-	})
-	if err != nil {
-		return Outcome{}, err
-	}
-	if found {
-		return out, decided
-	}
-	err = e.store.Update(ctx, func(tx Tx) error {
-		var err error
-		out, decided, err = decide(tx, e.utcNow)
-		return err
-	})
-	if err != nil {
-		return Outcome{}, err
-	}
-	return out, decided
-}
-
-// BatchItem is one reservation of a ReserveBatch: who reserves, under
-// which operation key, and what.
-type BatchItem struct {
-	Actor   string
-	Key     OperationKey
-	Request Request
-}
-
-// ReserveBatch decides many reservations in a single transaction, each with
-// exactly the rules of Reserve, and commits them all or none. It is meant for
-// bulk loading (database generators, tests); refusals that store nothing are
-// returned per item in errs.
-func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) (outs []Outcome, errs []error, err error) {
-	for _, it := range items {
-		if err := checkOperation(it.Actor, it.Key, it.Request); err != nil {
-			return nil, nil, err
-		}
-	}
-	now := e.now().UTC()
-	ids, eventIDs := make([]string, len(items)), make([]string, len(items))
-	for i := range ids {
-		ids[i], eventIDs[i] = e.newID(now), e.newID(now)
-	}
-	err = e.store.Update(ctx, func(tx Tx) error {
-		outs, errs = make([]Outcome, len(items)), make([]error, len(items))
-		for i, it := range items {
-			var err error
-			outs[i], errs[i], err = e.decide(tx, it.Actor, it.Key, it.Request, Fingerprint(it.Request),
-				func() time.Time { return now }, func(time.Time) (string, string) { return ids[i], eventIDs[i] })
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("reserve batch: %w", err)
-	}
-	return outs, errs, nil
+	return operate(e, ctx, Principal{Actor: actor}, key, payload{kind: OperationReserve, req: req}, reservation{}, "reserve")
 }
 
 func checkOperation(actor string, key OperationKey, req Request) error {
@@ -176,123 +94,48 @@ func checkActorKey(actor string, key OperationKey) error {
 	return nil
 }
 
-// decide is the one reservation decision, run inside a write transaction. It
-// returns the outcome, or a refusal that stores nothing (decision), or an
-// error that must roll the transaction back (err). It reads the clock only
-// once it has read (on PostgreSQL locked) the workshop, so that the holds
-// whose deadline passed while it waited for that lock no longer count, and
-// mint then gives it the ids of the reservation and of its confirmation
-// event. It has no effects outside tx.
-func (e *Engine) decide(tx Tx, actor string, key OperationKey, req Request, fp string, clock func() time.Time, mint func(time.Time) (id, eventID string)) (out Outcome, decision, err error) {
-	out, decision, found, err := lookUp(tx, actor, key, payload{kind: OperationReserve, req: req})
-	if err != nil || found {
-		return out, decision, err
-	}
-	w, decision, err := requestedWorkshop(tx, req)
-	if err != nil || decision != nil {
-		return Outcome{}, decision, err
-	}
-	now := clock()
-	id, eventID := mint(now)
-	rec := Receipt{
-		Actor: actor, OperationKey: key,
-		FingerprintVersion: ReserveFingerprintV1, Fingerprint: fp,
-		Request: req, CreatedAt: now,
-	}
-	status := StatusUnavailable
-	w, expired, err := makeRoom(tx, w, req.Quantity, now)
-	if err != nil {
-		return Outcome{}, nil, err
-	}
-	if w.free() >= req.Quantity {
-		if _, taken, err := tx.Reservation(id); err != nil || taken {
-			return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", id, err)
-		}
-		w.Reserved += req.Quantity
-		if err := tx.PutWorkshop(w); err != nil {
-			return Outcome{}, nil, fmt.Errorf("update workshop %s: %w", w.ID, err)
-		}
-		res := Reservation{ID: id, Actor: actor, OperationKey: key, Workshop: req.Workshop, Quantity: req.Quantity, CreatedAt: now}
-		if err := tx.PutReservation(res); err != nil {
-			return Outcome{}, nil, fmt.Errorf("insert reservation: %w", err)
-		}
-		if err := addEvent(tx, eventID, EventReserved, res, actor, key, now); err != nil {
-			return Outcome{}, nil, err
-		}
-		status, rec.ReservationID = StatusReserved, id
-	}
-	out, err = storeReceipt(tx, rec, status)
-	out.ExpiredHolds = expired
-	return out, nil, err
+// reservation is the decision's part of a reservation request: its target
+// is the requested workshop; when the places free at the decision's time
+// suffice, the reservation is inserted, the workshop's counter grows and
+// the confirmation event enters the outbox ("reserved"), and otherwise
+// the answer is "unavailable".
+type reservation struct{}
+
+func (reservation) target(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
+	return requestedWorkshop(tx, p.req)
 }
 
-// storeReceipt stores rec with the answer of status (built from rec by
-// AnswerOf, so a store may keep only the status) and returns it as the
-// first answer.
-func storeReceipt(tx Tx, rec Receipt, status string) (Outcome, error) {
-	rec.Answer = rec.AnswerOf(status)
-	if err := tx.PutReceipt(rec); err != nil {
-		return Outcome{}, fmt.Errorf("store receipt: %w", err)
+func (reservation) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
+	req := p.req
+	d.Request = req
+	id, eventID := d.mint(), d.mint()
+	w, err := d.makeRoom(tx, w, req.Quantity)
+	if err != nil {
+		return "", err
 	}
-	return Outcome{Answer: rec.Answer}, nil
+	if w.free() < req.Quantity {
+		return StatusUnavailable, nil
+	}
+	w.Reserved += req.Quantity
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	res := Reservation{ID: id, Actor: d.Actor, OperationKey: d.OperationKey, Workshop: req.Workshop, Quantity: req.Quantity, CreatedAt: d.now}
+	if err := insertReservation(tx, res, eventID); err != nil {
+		return "", err
+	}
+	d.ReservationID = id
+	return StatusReserved, nil
 }
 
-// replay answers an operation from its existing receipt: the stored answer
-// when the payload matches, CodeOperationConflict when the key was
-// used for another payload or another kind of operation.
-func replay(rec Receipt, p payload) (Outcome, error) {
-	same, err := p.matches(rec.FingerprintVersion, rec.Fingerprint)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("receipt %s of %s: %w", rec.OperationKey, rec.Actor, err)
+// insertReservation inserts the new reservation res, made under its
+// operation key, and its confirmation event eventID in the outbox.
+func insertReservation(tx Tx, res Reservation, eventID string) error {
+	if _, taken, err := tx.Reservation(res.ID); err != nil || taken {
+		return fmt.Errorf("reservation id %s: already taken or unreadable: %v", res.ID, err)
 	}
-	if !same {
-		return Outcome{}, conflict(rec.OperationKey, rec.Kind(), rec.Request, rec.AnswerOf(rec.Answer.Status))
+	if err := tx.PutReservation(res); err != nil {
+		return fmt.Errorf("insert reservation: %w", err)
 	}
-	return Outcome{Answer: rec.Answer, Replayed: true}, nil
-}
-
-// conflict is the refusal of a key already used for another payload: kind,
-// req and reservationID describe that first use.
-func conflict(key OperationKey, kind OperationKind, req Request, a Answer) error {
-	var use string
-	switch kind {
-	case OperationCancel:
-		use = "to cancel reservation " + a.ReservationID
-	case OperationHold:
-		use = fmt.Sprintf("for a different hold request (workshop %q, quantity %d)", req.Workshop, req.Quantity)
-	case OperationConfirm, OperationRelease:
-		use = fmt.Sprintf("to %s hold %s", kind, a.HoldID)
-	default:
-		use = fmt.Sprintf("for a different reservation (workshop %q, quantity %d)", req.Workshop, req.Quantity)
-	}
-	return Errorf(CodeOperationConflict, "operation key %s was already used %s; a different operation needs a new operation key", key, use)
-}
-
-// lookUp answers an operation whose key was used before: from its receipt
-// (replay or conflict) or, once the receipt expired, from its tombstone
-// (CodeOperationExpired or conflict). found is false when the key is new.
-func lookUp(tx Tx, actor string, key OperationKey, p payload) (out Outcome, decision error, found bool, err error) {
-	rec, ok, err := tx.Receipt(actor, key)
-	if err != nil {
-		return Outcome{}, nil, false, fmt.Errorf("look up receipt: %w", err)
-	}
-	if ok {
-		out, decision = replay(rec, p)
-		return out, decision, true, nil
-	}
-	ts, ok, err := tx.Tombstone(actor, key)
-	if err != nil {
-		return Outcome{}, nil, false, fmt.Errorf("look up tombstone: %w", err)
-	}
-	if !ok {
-		return Outcome{}, nil, false, nil
-	}
-	same, err := p.matches(ts.FingerprintVersion, ts.Fingerprint)
-	if err != nil {
-		return Outcome{}, nil, false, fmt.Errorf("tombstone %s of %s: %w", key, actor, err)
-	}
-	if !same {
-		return Outcome{}, conflict(key, ts.Kind(), ts.Request(), ts.Answer), true, nil
-	}
-	return Outcome{}, ts.expired(), true, nil
+	return addEvent(tx, eventID, EventReserved, res, res.Actor, res.OperationKey, res.CreatedAt)
 }

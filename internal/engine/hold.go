@@ -72,7 +72,7 @@ type HoldRequest struct {
 // Validate checks a HoldRequest built in code against the rules of the
 // request contract (api.DecodeHoldRequest).
 func (r HoldRequest) Validate() error {
-	if err := (Request{Workshop: r.Workshop, Quantity: r.Quantity}).Validate(); err != nil {
+	if err := r.request().Validate(); err != nil {
 		return err
 	}
 	if r.TTLSeconds < MinHoldTTLSeconds || r.TTLSeconds > MaxHoldTTLSeconds {
@@ -80,6 +80,9 @@ func (r HoldRequest) Validate() error {
 	}
 	return nil
 }
+
+// request returns the workshop and quantity r asks for.
+func (r HoldRequest) request() Request { return Request{Workshop: r.Workshop, Quantity: r.Quantity} }
 
 // IsHoldID reports whether id has the form of a hold id (the form of a
 // reservation id).
@@ -99,67 +102,52 @@ func (e *Engine) Hold(ctx context.Context, actor string, key OperationKey, req H
 	if err := req.Validate(); err != nil {
 		return Outcome{}, err
 	}
-	p := payload{kind: OperationHold, hold: req}
-	out, err := e.operate(ctx, actor, key, p, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
-		return decideHold(tx, actor, key, p, clock, e.newID)
-	})
-	if err != nil && Undecided(ErrorCode(err)) {
-		err = fmt.Errorf("hold: %w", err)
-	}
-	return out, err
+	return operate(e, ctx, Principal{Actor: actor}, key, payload{kind: OperationHold, hold: req}, holding{}, "hold")
 }
 
-// decideHold is the one hold decision, run inside a write transaction, with
-// the same results as decide; like decide it reads the clock once the
-// workshop is read, and the new hold's deadline counts from then.
-func decideHold(tx Tx, actor string, key OperationKey, p payload, clock func() time.Time, newID func(time.Time) string) (out Outcome, decision, err error) {
-	out, decision, found, err := lookUp(tx, actor, key, p)
-	if err != nil || found {
-		return out, decision, err
-	}
-	req := Request{Workshop: p.hold.Workshop, Quantity: p.hold.Quantity}
-	w, decision, err := requestedWorkshop(tx, req)
-	if err != nil || decision != nil {
-		return Outcome{}, decision, err
-	}
-	now := clock()
-	id := newID(now)
-	v, fp := p.fingerprint()
-	rec := Receipt{
-		Actor: actor, OperationKey: key, FingerprintVersion: v, Fingerprint: fp,
-		Request: req, HoldTTLSeconds: p.hold.TTLSeconds, CreatedAt: now,
-	}
-	status := StatusUnavailable
-	w, expired, err := makeRoom(tx, w, req.Quantity, now)
+// holding is the decision's part of a hold request, with the target of a
+// reservation request: when the places free at the decision's time
+// suffice, a hold is stored whose deadline counts from that time, and the
+// workshop's Holding counter grows.
+type holding struct{}
+
+func (holding) target(tx Tx, _ Principal, p payload) (Workshop, *Error, error) {
+	return requestedWorkshop(tx, p.hold.request())
+}
+
+func (holding) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
+	req := p.hold.request()
+	d.Request, d.HoldTTLSeconds = req, p.hold.TTLSeconds
+	id := d.mint()
+	w, err := d.makeRoom(tx, w, req.Quantity)
 	if err != nil {
-		return Outcome{}, nil, err
+		return "", err
 	}
-	if w.free() >= req.Quantity {
-		if _, taken, err := tx.Hold(id); err != nil || taken {
-			return Outcome{}, nil, fmt.Errorf("hold id %s: already taken or unreadable: %v", id, err)
-		}
-		h := Hold{
-			ID: id, Actor: actor, OperationKey: key, Workshop: w.ID, Quantity: req.Quantity, State: HoldHeld,
-			CreatedAt: now, ExpiresAt: now.Truncate(time.Second).Add(time.Duration(p.hold.TTLSeconds) * time.Second),
-		}
-		w.Holding += req.Quantity
-		if err := tx.PutWorkshop(w); err != nil {
-			return Outcome{}, nil, fmt.Errorf("update workshop %s: %w", w.ID, err)
-		}
-		if err := tx.PutHold(h); err != nil {
-			return Outcome{}, nil, fmt.Errorf("insert hold: %w", err)
-		}
-		status, rec.HoldID, rec.HoldExpiresAt = StatusHeld, h.ID, h.ExpiresAt
+	if w.free() < req.Quantity {
+		return StatusUnavailable, nil
 	}
-	out, err = storeReceipt(tx, rec, status)
-	out.ExpiredHolds = expired
-	return out, nil, err
+	if _, taken, err := tx.Hold(id); err != nil || taken {
+		return "", fmt.Errorf("hold id %s: already taken or unreadable: %v", id, err)
+	}
+	h := Hold{
+		ID: id, Actor: d.Actor, OperationKey: d.OperationKey, Workshop: w.ID, Quantity: req.Quantity, State: HoldHeld,
+		CreatedAt: d.now, ExpiresAt: d.now.Truncate(time.Second).Add(time.Duration(p.hold.TTLSeconds) * time.Second),
+	}
+	w.Holding += req.Quantity
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	if err := tx.PutHold(h); err != nil {
+		return "", fmt.Errorf("insert hold: %w", err)
+	}
+	d.HoldID, d.HoldExpiresAt = h.ID, h.ExpiresAt
+	return StatusHeld, nil
 }
 
 // requestedWorkshop returns the workshop a request names, or the refusal
 // of a request for an unknown workshop or above its max_quantity, which
 // stores nothing.
-func requestedWorkshop(tx Tx, req Request) (Workshop, error, error) {
+func requestedWorkshop(tx Tx, req Request) (Workshop, *Error, error) {
 	w, ok, err := tx.Workshop(req.Workshop)
 	if err != nil {
 		return Workshop{}, nil, fmt.Errorf("look up workshop %s: %w", req.Workshop, err)
@@ -198,27 +186,28 @@ func heldAt(tx Tx, w Workshop, now time.Time) (int, error) {
 // open hold of w is past its deadline.
 func (w Workshop) free() int { return w.Capacity - w.Reserved - w.Holding }
 
-// makeRoom is how a decision that wants need places of w learns whether
-// they are free at now, in write transaction tx: when the places counted
-// neither as reserved nor in open holds suffice, it reads nothing more;
-// otherwise it cleans up open holds of w whose deadline has passed, oldest
-// deadline first, until need places are free or none is left. Each hold it
-// cleans is stored as expired and its places leave w's Holding counter, and
-// w is written once; it returns w as it then stands and how many holds it
-// cleaned. So a hold past its deadline is walked by one decision at most,
-// which stores it as expired, and a decision that finds its places without
-// the places of expired holds walks none: however many expired holds
-// nobody cleaned up, the decisions that follow walk each of them once
-// between them, instead of every one of them each. Once it has cleaned
-// every open hold past its deadline, w's Holding counter is exactly the
-// places held at now, so w.free() < need is the exact refusal.
-func makeRoom(tx Tx, w Workshop, need int, now time.Time) (Workshop, int, error) {
+// makeRoom is how a decision d that wants need places of w learns whether
+// they are free at its time, in write transaction tx: when the places
+// counted neither as reserved nor in open holds suffice, it reads nothing
+// more; otherwise it cleans up open holds of w whose deadline has passed,
+// oldest deadline first, until need places are free or none is left. Each
+// hold it cleans is stored as expired and its places leave w's Holding
+// counter, and w is written once; it returns w as it then stands, and
+// counts the holds it cleaned in d's expiredHolds. So a hold past its
+// deadline is walked by one decision at most, which stores it as expired,
+// and a decision that finds its places without the places of expired
+// holds walks none: however many expired holds nobody cleaned up, the
+// decisions that follow walk each of them once between them, instead of
+// every one of them each. Once it has cleaned every open hold past its
+// deadline, w's Holding counter is exactly the places held at d's time, so
+// w.free() < need is the exact refusal.
+func (d *draft) makeRoom(tx Tx, w Workshop, need int) (Workshop, error) {
 	if w.free() >= need {
-		return w, 0, nil
+		return w, nil
 	}
 	room := w.free()
 	var due []Hold
-	err := tx.ForEachOpenHold(w.ID, now, func(h Hold) error {
+	err := tx.ForEachOpenHold(w.ID, d.now, func(h Hold) error {
 		due = append(due, h)
 		if room += h.Quantity; room >= need {
 			return errEnough
@@ -226,21 +215,22 @@ func makeRoom(tx Tx, w Workshop, need int, now time.Time) (Workshop, int, error)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return Workshop{}, 0, fmt.Errorf("read the expired holds of workshop %s: %w", w.ID, err)
+		return Workshop{}, fmt.Errorf("read the expired holds of workshop %s: %w", w.ID, err)
 	}
 	if len(due) == 0 {
-		return w, 0, nil
+		return w, nil
 	}
 	for _, h := range due {
 		w.Holding -= h.Quantity
-		if err := putExpired(tx, h, now); err != nil {
-			return Workshop{}, 0, err
+		if err := putExpired(tx, h, d.now); err != nil {
+			return Workshop{}, err
 		}
 	}
 	if err := tx.PutWorkshop(w); err != nil {
-		return Workshop{}, 0, fmt.Errorf("update workshop %s: %w", w.ID, err)
+		return Workshop{}, fmt.Errorf("update workshop %s: %w", w.ID, err)
 	}
-	return w, len(due), nil
+	d.expiredHolds += len(due)
+	return w, nil
 }
 
 // viewAt fills in the Held and Available members of w as a view shows them
@@ -282,17 +272,10 @@ func (e *Engine) settle(ctx context.Context, who Principal, key OperationKey, id
 	if !IsHoldID(id) {
 		return Outcome{}, unknownHold(who, id)
 	}
-	p := payload{kind: kind, holdID: id}
-	out, err := e.operate(ctx, who.Actor, key, p, func(tx Tx, clock func() time.Time) (Outcome, error, error) {
-		return decideSettle(tx, who, key, p, clock, e.newID)
-	})
-	if err != nil && Undecided(ErrorCode(err)) {
-		err = fmt.Errorf("%s hold %s: %w", kind, id, err)
-	}
-	return out, err
+	return operate(e, ctx, who, key, payload{kind: kind, holdID: id}, settlement{}, fmt.Sprintf("%s hold %s", kind, id))
 }
 
-func unknownHold(who Principal, id string) error {
+func unknownHold(who Principal, id string) *Error {
 	return Errorf(CodeUnknownHold, "no hold %s is visible to %s", truncate(id, 40), who.Actor)
 }
 
@@ -303,79 +286,75 @@ var settleStatus = map[OperationKind]map[HoldState]string{
 	OperationRelease: {HoldExpired: StatusExpired, HoldReleased: StatusAlreadyReleased, HoldConfirmed: StatusAlreadyConfirmed},
 }
 
-// decideSettle is the one decision of a confirmation or release, run
-// inside a write transaction, with the same results as decide. It reads
-// the clock only once the hold and its workshop are read, which in a store
-// with row locks (PostgreSQL) waits until no other transaction can change
-// either: a decision that took the places of the hold once its deadline
-// passed has committed by then, so its time is before this one, and a hold
-// past its deadline is never confirmed, whatever cleanup has or has not
-// run. Deciding on such a hold also cleans it up. newID mints the
-// reservation and event ids.
-func decideSettle(tx Tx, who Principal, key OperationKey, p payload, clock func() time.Time, newID func(time.Time) string) (out Outcome, decision, err error) {
-	out, decision, found, err := lookUp(tx, who.Actor, key, p)
-	if err != nil || found {
-		return out, decision, err
-	}
+// heldHold is what a confirmation or release acts on: the hold and its
+// workshop.
+type heldHold struct {
+	h Hold
+	w Workshop
+}
+
+// settlement is the decision's part of a confirmation or release (the
+// payload's kind). Its target is the hold, which must be who's (else
+// CodeUnknownHold, which stores nothing), and its workshop. The decision
+// reads the clock only once both are read, which in a store with row
+// locks (PostgreSQL) waits until no other transaction can change either:
+// a decision that took the places of the hold once its deadline passed
+// has committed by then, so its time is before this one, and a hold past
+// its deadline is never confirmed, whatever cleanup has or has not run.
+// Deciding on such a hold also cleans it up.
+type settlement struct{}
+
+func (settlement) target(tx Tx, who Principal, p payload) (heldHold, *Error, error) {
 	h, ok, err := tx.Hold(p.holdID)
 	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("look up hold %s: %w", p.holdID, err)
+		return heldHold{}, nil, fmt.Errorf("look up hold %s: %w", p.holdID, err)
 	}
 	if !ok || h.Actor != who.Actor {
-		return Outcome{}, unknownHold(who, p.holdID), nil
+		return heldHold{}, unknownHold(who, p.holdID), nil
 	}
 	w, ok, err := tx.Workshop(h.Workshop)
 	if err != nil {
-		return Outcome{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
+		return heldHold{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
 	}
 	if !ok {
-		return Outcome{}, nil, fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+		return heldHold{}, nil, fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
 	}
-	now := clock()
-	v, fp := p.fingerprint()
-	rec := Receipt{
-		Actor: who.Actor, OperationKey: key, FingerprintVersion: v, Fingerprint: fp,
-		Request: Request{Workshop: h.Workshop, Quantity: h.Quantity}, HoldID: h.ID, CreatedAt: now,
-	}
+	return heldHold{h, w}, nil, nil
+}
+
+func (settlement) effect(tx Tx, p payload, t heldHold, d *draft) (string, error) {
+	h, w, now := t.h, t.w, d.now
+	d.Request, d.HoldID = Request{Workshop: h.Workshop, Quantity: h.Quantity}, h.ID
 	state := h.StateAt(now)
-	expired := state == HoldExpired && h.Open()
-	if expired {
+	if state == HoldExpired && h.Open() {
 		if err := expireHold(tx, w, h, now); err != nil {
-			return Outcome{}, nil, err
+			return "", err
 		}
+		d.expiredHolds = 1
 	}
-	status := settleStatus[p.kind][state]
-	if state == HoldHeld {
-		w.Holding -= h.Quantity
-		h.SettledAt, h.SettleOperation = now, key
-		status, h.State = StatusReleased, HoldReleased
-		if p.kind == OperationConfirm {
-			resID, eventID := newID(now), newID(now)
-			if _, taken, err := tx.Reservation(resID); err != nil || taken {
-				return Outcome{}, nil, fmt.Errorf("reservation id %s: already taken or unreadable: %v", resID, err)
-			}
-			w.Reserved += h.Quantity
-			res := Reservation{ID: resID, Actor: h.Actor, OperationKey: key, Workshop: h.Workshop, Quantity: h.Quantity, CreatedAt: now}
-			if err := tx.PutReservation(res); err != nil {
-				return Outcome{}, nil, fmt.Errorf("insert reservation: %w", err)
-			}
-			if err := addEvent(tx, eventID, EventReserved, res, who.Actor, key, now); err != nil {
-				return Outcome{}, nil, err
-			}
-			status, h.State, h.ReservationID, rec.ReservationID = StatusReserved, HoldConfirmed, resID, resID
-		}
-		if err := tx.PutWorkshop(w); err != nil {
-			return Outcome{}, nil, fmt.Errorf("update workshop %s: %w", w.ID, err)
-		}
-		if err := tx.PutHold(h); err != nil {
-			return Outcome{}, nil, fmt.Errorf("update hold %s: %w", h.ID, err)
-		}
+	if state != HoldHeld {
+		return settleStatus[p.kind][state], nil
 	}
-	out, err = storeReceipt(tx, rec, status)
-	if expired {
-		out.ExpiredHolds = 1
+	w.Holding -= h.Quantity
+	h.SettledAt, h.SettleOperation = now, d.OperationKey
+	status := StatusReleased
+	h.State = HoldReleased
+	if p.kind == OperationConfirm {
+		resID, eventID := d.mint(), d.mint()
+		w.Reserved += h.Quantity
+		res := Reservation{ID: resID, Actor: h.Actor, OperationKey: d.OperationKey, Workshop: h.Workshop, Quantity: h.Quantity, CreatedAt: now}
+		if err := insertReservation(tx, res, eventID); err != nil {
+			return "", err
+		}
+		status, h.State, h.ReservationID, d.ReservationID = StatusReserved, HoldConfirmed, resID, resID
 	}
-	return out, nil, err
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+	}
+	if err := tx.PutHold(h); err != nil {
+		return "", fmt.Errorf("update hold %s: %w", h.ID, err)
+	}
+	return status, nil
 }
 
 // expireHold cleans up open hold h past its deadline: it is stored as

@@ -444,8 +444,8 @@ func TestCrossingBatchesDoNotDeadlock(t *testing.T) {
 	for _, order := range [][]string{{"ws-a", "ws-b"}, {"ws-b", "ws-a"}} {
 		go func() {
 			res, err := eng.Batch(t.Context(), "alice", batch(order...), false)
-			if err == nil && (res.Items[0].Err != nil || res.Items[1].Err != nil) {
-				err = fmt.Errorf("items: %v, %v", res.Items[0].Err, res.Items[1].Err)
+			if err == nil && (res.Items[0].Refusal != nil || res.Items[1].Refusal != nil) {
+				err = fmt.Errorf("items: %v, %v", res.Items[0].Refusal, res.Items[1].Refusal)
 			}
 			errs <- err
 		}()

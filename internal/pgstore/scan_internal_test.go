@@ -58,7 +58,7 @@ func TestScansReadTheirPage(t *testing.T) {
 	for i := range items {
 		items[i] = engine.BatchItem{Actor: "alice", Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: "sale", Quantity: 1}}
 	}
-	if _, _, err := eng.ReserveBatch(ctx, items); err != nil {
+	if _, err := eng.ReserveBatch(ctx, items); err != nil {
 		t.Fatal(err)
 	}
 	err := s.Update(ctx, func(tx engine.Tx) error {
@@ -162,7 +162,7 @@ func TestListPlanSeeksToTheCursor(t *testing.T) {
 		items[i] = engine.BatchItem{Actor: "busy", Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: "sale", Quantity: 1}}
 	}
 	items[0].Actor = "fresh"
-	if _, _, err := eng.ReserveBatch(ctx, items); err != nil {
+	if _, err := eng.ReserveBatch(ctx, items); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := s.pool.Acquire(ctx)

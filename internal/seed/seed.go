@@ -61,13 +61,13 @@ func Run(ctx context.Context, eng *engine.Engine, plan Plan) error {
 				Request: engine.Request{Workshop: plan.Workshops[(done+i)%len(plan.Workshops)], Quantity: 1},
 			}
 		}
-		outs, errs, err := eng.ReserveBatch(ctx, items)
+		verdicts, err := eng.ReserveBatch(ctx, items)
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
-		for i := range outs {
-			if errs[i] != nil || outs[i].Answer.Status != engine.StatusReserved {
-				return fmt.Errorf("seed: intent of %s: status %q, %v", items[i].Actor, outs[i].Answer.Status, errs[i])
+		for i, v := range verdicts {
+			if v.Refusal != nil || v.Outcome.Answer.Status != engine.StatusReserved {
+				return fmt.Errorf("seed: intent of %s: status %q, %v", items[i].Actor, v.Outcome.Answer.Status, v.Refusal)
 			}
 		}
 		done += n

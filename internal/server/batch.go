@@ -84,10 +84,10 @@ func appendBatchAnswer(b []byte, a api.BatchAnswer) []byte {
 // answer it: the answer and its status, or the problem of its refusal,
 // which for an item of an atomic batch refused as a whole names its reason.
 func batchResultOf(it engine.BatchItemResult) api.BatchResult {
-	if it.Err != nil {
-		code := engine.ErrorCode(it.Err)
+	if it.Refusal != nil {
+		code := engine.ErrorCode(it.Refusal)
 		status := StatusOf(code)
-		body := problemJSONWith(api.Problem{Status: status, Code: code, Detail: problemDetail(it.Err), Reason: it.Reason})
+		body := problemJSONWith(api.Problem{Status: status, Code: code, Detail: problemDetail(it.Refusal), Reason: it.Reason})
 		return api.BatchResult{Key: string(it.Key), Status: status, Body: body}
 	}
 	a := it.Outcome.Answer

@@ -55,11 +55,11 @@ func testBatchItems(t *testing.T, h *harness) {
 	for i, w := range want {
 		it := res.Items[i]
 		code := ""
-		if it.Err != nil {
-			code = engine.ErrorCode(it.Err)
+		if it.Refusal != nil {
+			code = engine.ErrorCode(it.Refusal)
 		}
 		if it.Outcome.Answer.Status != w.status || it.Outcome.Replayed != w.replayed || code != w.code {
-			t.Errorf("item %d = %q replayed %t, %v; want %q replayed %t code %q", i+1, it.Outcome.Answer.Status, it.Outcome.Replayed, it.Err, w.status, w.replayed, w.code)
+			t.Errorf("item %d = %q replayed %t, %v; want %q replayed %t code %q", i+1, it.Outcome.Answer.Status, it.Outcome.Replayed, it.Refusal, w.status, w.replayed, w.code)
 		}
 	}
 	if !bytes.Equal(res.Items[0].Outcome.Answer.JSON(), res.Items[1].Outcome.Answer.JSON()) {
@@ -76,7 +76,7 @@ func testBatchItems(t *testing.T, h *harness) {
 	}
 	// Every key is the actor's own: bob's batch with alice's key is new.
 	if res := h.batch(t, "bob", false, entry(k1, "go-basics", 1)); res.Items[0].Outcome.Replayed || res.Items[0].Outcome.Answer.Status != engine.StatusReserved {
-		t.Errorf("bob's item under alice's key = %+v, %v", res.Items[0].Outcome, res.Items[0].Err)
+		t.Errorf("bob's item under alice's key = %+v, %v", res.Items[0].Outcome, res.Items[0].Refusal)
 	}
 	for _, n := range []int{0, engine.MaxBatchItems + 1} {
 		entries := make([]engine.BatchEntry, n)
@@ -121,11 +121,11 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 		}
 		for i, it := range res.Items {
 			reason, ok := tc.reasons[i]
-			got := engine.ErrorCode(it.Err)
+			got := engine.ErrorCode(it.Refusal)
 			switch {
-			case it.Err == nil && it.Outcome.Replayed:
+			case it.Refusal == nil && it.Outcome.Replayed:
 				got = "replayed " + it.Outcome.Answer.Status
-			case it.Err == nil:
+			case it.Refusal == nil:
 				got = it.Outcome.Answer.Status // Never: an item not stored before looks decided.
 			}
 			if !ok {
@@ -137,7 +137,7 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 			// Every refused item names its reason: its own code, or one
 			// of the engine's reason words for batch_refused.
 			switch {
-			case it.Err == nil:
+			case it.Refusal == nil:
 				if it.Reason != "" {
 					t.Errorf("%s: item %d is answered and has the reason %q", name, i+1, it.Reason)
 				}
@@ -152,11 +152,11 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 		if name == "unavailable" && res.Items[2].Reason != engine.ReasonUnavailable {
 			t.Errorf("unavailable: the item without places has the reason %q", res.Items[2].Reason)
 		}
-		if name == "unavailable" && !strings.Contains(engine.ErrorMessage(res.Items[2].Err), "too few places") {
-			t.Errorf("unavailable: the item without places says %v", res.Items[2].Err)
+		if name == "unavailable" && !strings.Contains(engine.ErrorMessage(res.Items[2].Refusal), "too few places") {
+			t.Errorf("unavailable: the item without places says %v", res.Items[2].Refusal)
 		}
-		if name == "same key" && !strings.Contains(engine.ErrorMessage(res.Items[1].Err), "item 2 has the operation key of item 1") {
-			t.Errorf("same key: the conflict says %v", res.Items[1].Err)
+		if name == "same key" && !strings.Contains(engine.ErrorMessage(res.Items[1].Refusal), "item 2 has the operation key of item 1") {
+			t.Errorf("same key: the conflict says %v", res.Items[1].Refusal)
 		}
 		if after, afterReceipts := h.counts(); after != before || afterReceipts != beforeReceipts {
 			t.Errorf("%s: a refused atomic batch stored %d reservations and %d receipts", name, after-before, afterReceipts-beforeReceipts)
@@ -169,7 +169,7 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 		t.Fatalf("reserve in a full workshop = %+v", out)
 	}
 	res := h.batch(t, "alice", true, entry(k1, "course", 1), entry(unavailableKey, "full", 1))
-	if !res.Refused || res.Items[1].Err != nil || res.Items[1].Outcome.Answer.Status != engine.StatusUnavailable || !res.Items[1].Outcome.Replayed {
+	if !res.Refused || res.Items[1].Refusal != nil || res.Items[1].Outcome.Answer.Status != engine.StatusUnavailable || !res.Items[1].Outcome.Replayed {
 		t.Errorf("atomic batch replaying an unavailable answer = %+v", res)
 	}
 	// The first batch again once there is room: all reserved, and replayed
@@ -182,10 +182,10 @@ func testBatchAtomicRefusal(t *testing.T, h *harness) {
 	again := h.batch(t, "alice", true, entries...)
 	for i := range entries {
 		if made.Refused || made.Items[i].Outcome.Answer.Status != engine.StatusReserved || made.Items[i].Outcome.Replayed {
-			t.Errorf("item %d of the atomic batch with room = %+v, %v", i+1, made.Items[i].Outcome, made.Items[i].Err)
+			t.Errorf("item %d of the atomic batch with room = %+v, %v", i+1, made.Items[i].Outcome, made.Items[i].Refusal)
 		}
 		if again.Refused || !again.Items[i].Outcome.Replayed || !bytes.Equal(again.Items[i].Outcome.Answer.JSON(), made.Items[i].Outcome.Answer.JSON()) {
-			t.Errorf("replay of item %d = %+v, %v", i+1, again.Items[i].Outcome, again.Items[i].Err)
+			t.Errorf("replay of item %d = %+v, %v", i+1, again.Items[i].Outcome, again.Items[i].Refusal)
 		}
 	}
 	h.wantReserved("course", 5)
@@ -209,8 +209,8 @@ func testBatchMixedReplay(t *testing.T, h *harness) {
 	for i, it := range res.Items {
 		want, replay := wantReplay[i]
 		switch {
-		case it.Err != nil || it.Outcome.Answer.Status != engine.StatusReserved:
-			t.Errorf("item %d = %+v, %v", i+1, it.Outcome, it.Err)
+		case it.Refusal != nil || it.Outcome.Answer.Status != engine.StatusReserved:
+			t.Errorf("item %d = %+v, %v", i+1, it.Outcome, it.Refusal)
 		case it.Outcome.Replayed != replay:
 			t.Errorf("item %d replayed %t, want %t", i+1, it.Outcome.Replayed, replay)
 		case replay && !bytes.Equal(it.Outcome.Answer.JSON(), want):
@@ -237,8 +237,8 @@ func testBatchFailReceiptWrite(t *testing.T, h *harness) {
 	}
 	res := h.batch(t, "alice", false, entries...)
 	for i, it := range res.Items {
-		if it.Err != nil || it.Outcome.Replayed || it.Outcome.Answer.Status != engine.StatusReserved {
-			t.Errorf("item %d after the failures = %+v, %v", i+1, it.Outcome, it.Err)
+		if it.Refusal != nil || it.Outcome.Replayed || it.Outcome.Answer.Status != engine.StatusReserved {
+			t.Errorf("item %d after the failures = %+v, %v", i+1, it.Outcome, it.Refusal)
 		}
 	}
 	h.wantReserved("go-basics", 4)
@@ -275,10 +275,10 @@ func testConcurrentOverlappingBatches(t *testing.T, h *harness) {
 			defer mu.Unlock()
 			for _, it := range res.Items {
 				switch {
-				case res.Refused && it.Err != nil:
+				case res.Refused && it.Refusal != nil:
 					continue // Nothing stored; the reason is the item's own or batch_refused.
-				case it.Err != nil:
-					t.Errorf("batch %d: item %s: %v", g, it.Key, it.Err)
+				case it.Refusal != nil:
+					t.Errorf("batch %d: item %s: %v", g, it.Key, it.Refusal)
 					continue
 				}
 				id := actor + "/" + string(it.Key)

@@ -604,17 +604,17 @@ func testReserveBatch(t *testing.T, h *harness) {
 		{Actor: "bob", Key: newKey(), Request: engine.Request{Workshop: "nope", Quantity: 1}},
 		{Actor: "alice", Key: newKey(), Request: engine.Request{Workshop: "go-basics", Quantity: 1}},
 	}
-	outs, errs, err := h.eng.ReserveBatch(h.ctx, items)
+	vs, err := h.eng.ReserveBatch(h.ctx, items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outs[0].Answer.Status != engine.StatusReserved || !outs[1].Replayed || outs[1].Answer.ReservationID != outs[0].Answer.ReservationID ||
-		outs[2].Answer.Status != engine.StatusUnavailable || engine.ErrorCode(errs[3]) != engine.CodeUnknownWorkshop || outs[4].Answer.Status != engine.StatusReserved {
-		t.Fatalf("batch outcomes = %+v, errs = %v", outs, errs)
+	if vs[0].Outcome.Answer.Status != engine.StatusReserved || !vs[1].Outcome.Replayed || vs[1].Outcome.Answer.ReservationID != vs[0].Outcome.Answer.ReservationID ||
+		vs[2].Outcome.Answer.Status != engine.StatusUnavailable || engine.ErrorCode(vs[3].Refusal) != engine.CodeUnknownWorkshop || vs[4].Outcome.Answer.Status != engine.StatusReserved {
+		t.Fatalf("batch verdicts = %+v", vs)
 	}
 	h.wantReserved("go-basics", 3)
 	h.wantCounts(2, 3)
-	if _, _, err := h.eng.ReserveBatch(h.ctx, []engine.BatchItem{{Actor: "alice", Key: "nope", Request: items[0].Request}}); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
+	if _, err := h.eng.ReserveBatch(h.ctx, []engine.BatchItem{{Actor: "alice", Key: "nope", Request: items[0].Request}}); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
 		t.Fatalf("batch with a bad key: %v", err)
 	}
 	h.wantCounts(2, 3)

@@ -38,7 +38,7 @@ func BenchmarkLists(b *testing.B, store engine.Store) {
 				items[i] = engine.BatchItem{Actor: actor, Key: engine.OperationKey(uuid.NewString()),
 					Request: engine.Request{Workshop: fmt.Sprint("list-", (done+i)%workshops), Quantity: 1}}
 			}
-			if _, _, err := eng.ReserveBatch(ctx, items); err != nil {
+			if _, err := eng.ReserveBatch(ctx, items); err != nil {
 				b.Fatal(err)
 			}
 		}

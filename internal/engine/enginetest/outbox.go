@@ -98,7 +98,7 @@ func testOutbox(t *testing.T, h *harness) {
 		t.Fatalf("%d events after a rolled-back reservation, want 2", got)
 	}
 	// Batches write one event per reservation too.
-	if _, _, err := h.eng.ReserveBatch(h.ctx, []engine.BatchItem{
+	if _, err := h.eng.ReserveBatch(h.ctx, []engine.BatchItem{
 		{Actor: "carol", Key: newKey(), Request: engine.Request{Workshop: "big", Quantity: 1}},
 		{Actor: "dave", Key: newKey(), Request: engine.Request{Workshop: "big", Quantity: 1}},
 	}); err != nil {

@@ -101,13 +101,13 @@ func (h *harness) reserveMany(workshop string, n int) {
 	for i := range items {
 		items[i] = engine.BatchItem{Actor: fmt.Sprintf("actor-%d", i%7), Key: newKey(), Request: engine.Request{Workshop: workshop, Quantity: 1}}
 	}
-	_, errs, err := h.eng.ReserveBatch(h.ctx, items)
+	vs, err := h.eng.ReserveBatch(h.ctx, items)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	for i, err := range errs {
-		if err != nil {
-			h.t.Fatalf("batch item %d: %v", i, err)
+	for i, v := range vs {
+		if v.Refusal != nil {
+			h.t.Fatalf("batch item %d: %v", i, v.Refusal)
 		}
 	}
 }
