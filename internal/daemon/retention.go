@@ -39,11 +39,20 @@ func (f *retentionFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.retention, "receipt-retention", 0, "turn receipts older than this into tombstones (a late retry then gets 410 operation_expired); 0 keeps them forever")
 }
 
+// check refuses a retention the janitor cannot keep. serve checks it
+// before it opens the store, so that a refused start leaves no database.
+func (f *retentionFlags) check() error {
+	if f.retention < 0 {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--receipt-retention must not be negative, not %s", f.retention)}
+	}
+	return nil
+}
+
 // start runs the retention janitor, if the flags ask for one, until the
 // returned stop is called.
 func (f *retentionFlags) start(ctx context.Context, eng *engine.Engine, logger *slog.Logger) (stop func(), err error) {
-	if f.retention < 0 {
-		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--receipt-retention must not be negative, not %s", f.retention)}
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	if f.retention == 0 {
 		return func() {}, nil

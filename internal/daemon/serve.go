@@ -203,6 +203,9 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := o.retention.check(); err != nil {
+		return err
+	}
 	notifier, err := newServiceNotifier(logger)
 	if err != nil {
 		return err
