@@ -82,35 +82,34 @@ func RootLeaf(tb testing.TB, path string) uint64 {
 // whether the root bucket is one leaf or a tree of them.
 func LeafOf(tb testing.TB, path, name string) uint64 {
 	tb.Helper()
-	id := Newest(tb, path).Root
-	for {
-		p := ReadPage(tb, path, id)
-		switch flags := order.Uint16(p[8:]); flags {
-		case 0x02:
-			return id
-		case 0x01:
-			// A branch page: elements of 16 bytes (pos, ksize, child) after
-			// the 16-byte header; the child of the last key at or below
-			// name holds it.
-			count := int(order.Uint16(p[10:]))
-			child := order.Uint64(p[16+8:])
-			for i := 1; i < count; i++ {
-				e := 16 + i*16
-				pos, ksize := int(order.Uint32(p[e:])), int(order.Uint32(p[e+4:]))
-				if string(p[e+pos:e+pos+ksize]) > name {
-					break
-				}
-				child = order.Uint64(p[e+8:])
+	// A branch page has elements of 16 bytes (pos, ksize, child) after its
+	// 16-byte header; the child of the last key at or below name holds it.
+	return descend(tb, path, Newest(tb, path).Root, func(p []byte) uint64 {
+		count := int(order.Uint16(p[10:]))
+		child := order.Uint64(p[16+8:])
+		for i := 1; i < count; i++ {
+			e := 16 + i*16
+			pos, ksize := int(order.Uint32(p[e:])), int(order.Uint32(p[e+4:]))
+			if string(p[e+pos:e+pos+ksize]) > name {
+				break
 			}
-			id = child
-		default:
-			tb.Fatalf("page %d of %s has flags %#x", id, path, flags)
+			child = order.Uint64(p[e+8:])
 		}
-	}
+		return child
+	})
 }
 
 // FirstLeaf returns the first leaf page of the tree whose root is page id.
 func FirstLeaf(tb testing.TB, path string, id uint64) uint64 {
+	tb.Helper()
+	return descend(tb, path, id, func(p []byte) uint64 {
+		return order.Uint64(p[16+8:]) // The first branch element's child.
+	})
+}
+
+// descend walks from page id down to a leaf page, taking at each branch
+// page the child that child picks, and returns the leaf.
+func descend(tb testing.TB, path string, id uint64, child func(branch []byte) uint64) uint64 {
 	tb.Helper()
 	for {
 		p := ReadPage(tb, path, id)
@@ -118,7 +117,7 @@ func FirstLeaf(tb testing.TB, path string, id uint64) uint64 {
 		case 0x02:
 			return id
 		case 0x01:
-			id = order.Uint64(p[16+8:]) // The first branch element's child.
+			id = child(p)
 		default:
 			tb.Fatalf("page %d of %s has flags %#x", id, path, flags)
 		}
