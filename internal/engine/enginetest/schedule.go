@@ -202,7 +202,7 @@ func testDeleteWorkshop(t *testing.T, h *harness) {
 		t.Fatalf("delete with an open hold: %v, want %s", err, engine.CodeWorkshopInUse)
 	}
 	h.advance(ttl * time.Second) // The hold passes its deadline.
-	stale := uint64(7) // The workshop is at version 1.
+	stale := uint64(7)           // The workshop is at version 1.
 	if err := h.eng.DeleteWorkshop(h.ctx, "kiln", &stale); engine.ErrorCode(err) != engine.CodeVersionMismatch {
 		t.Fatalf("delete with a stale If-Match: %v, want %s", err, engine.CodeVersionMismatch)
 	}
