@@ -11,9 +11,9 @@ import (
 
 // newCancelCmd returns "cancel", with --retry.
 func newCancelCmd(env *commandEnv) *cobra.Command {
-	var retry bool
+	var retry, fresh bool
 	cmd := &cobra.Command{
-		Use:   "cancel (RESERVATION-ID | --retry)",
+		Use:   "cancel (RESERVATION-ID [--new] | --retry)",
 		Short: "Cancel a reservation, exactly once however often you retry",
 		Long: `cancel starts a new intent to cancel one of your reservations (any, for an
 admin): like reserve, it gives the intent a new operation key and writes it
@@ -35,8 +35,8 @@ intent open for --retry.`,
   reservectl --json cancel 0195c1d2e3f4a5b6c7d8e9f0a1b2c3d4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if retry {
-				if len(args) != 0 {
-					return usageErrorf("--retry resends the recorded intent: do not pass a reservation id")
+				if len(args) != 0 || fresh {
+					return usageErrorf("--retry resends the recorded intent: do not pass a reservation id or --new")
 				}
 				return env.retryIntent(cmd.Context(), intent.KindCancel)
 			}
@@ -47,7 +47,7 @@ intent open for --retry.`,
 			if !engine.IsReservationID(id) {
 				return usageErrorf("nothing sent: %q is not a reservation id (32 lowercase hex digits)", id)
 			}
-			return env.startIntent(cmd.Context(), func(server, actor string) (*intent.Intent, error) {
+			return env.startIntent(cmd.Context(), intent.KindCancel, fresh, func(server, actor string) (*intent.Intent, error) {
 				in, err := intent.NewCancel(id, server, actor)
 				if err != nil {
 					return nil, fmt.Errorf("cancel %s: %w", id, err)
@@ -57,5 +57,6 @@ intent open for --retry.`,
 		},
 	}
 	cmd.Flags().BoolVar(&retry, "retry", false, "resend the cancel intent in the state file (same key, same reservation)")
+	cmd.Flags().BoolVar(&fresh, "new", false, "start a new intent even after a settled one that did something (new-intent and cancel in one step)")
 	return cmd
 }

@@ -546,11 +546,11 @@ func (o *Outcome) validate(kind engine.OperationKind) error {
 	switch {
 	case o.Status == "":
 		return errors.New("member \"status\" is missing")
-	case want == 0 && !o.Status.refusal():
+	case want == 0 && !o.Status.Refusal():
 		return fmt.Errorf("status %q is not one of %s", o.Status, strings.Join(statusesOf(kind), ", "))
 	case want != 0 && o.HTTPStatus != want:
 		return fmt.Errorf("status %q needs HTTP status %d, not %d", o.Status, want, o.HTTPStatus)
-	case o.Status.refusal() && (o.HTTPStatus < 400 || o.HTTPStatus > 499):
+	case o.Status.Refusal() && (o.HTTPStatus < 400 || o.HTTPStatus > 499):
 		return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
 	}
 	var members engine.AnswerMembers
@@ -585,9 +585,9 @@ func statusesOf(kind engine.OperationKind) []string {
 	return append(quoted, strconv.Quote(string(StatusRejected)), strconv.Quote(string(StatusAnswerExpired)))
 }
 
-// refusal reports whether s is a decided refusal (a problem) rather than
+// Refusal reports whether s is a decided refusal (a problem) rather than
 // the status word of an answer.
-func (s Status) refusal() bool { return s == StatusRejected || s == StatusAnswerExpired }
+func (s Status) Refusal() bool { return s == StatusRejected || s == StatusAnswerExpired }
 
 // SameAnswer reports whether o and p record the same answer.
 func (o Outcome) SameAnswer(p Outcome) bool {
