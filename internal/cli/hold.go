@@ -27,8 +27,10 @@ func newHoldCmd(env *commandEnv) *cobra.Command {
 		Short: "Hold places in a workshop until a deadline, exactly once however often you retry",
 		Long: `hold starts a new intent to keep places of a workshop for you for a while,
 say while you pay: like reserve, it gives the intent a new operation key and
-writes it to the state file (fsync'd) before it sends anything, and it
-refuses (exit 2, nothing sent) while the state file holds another intent.
+writes it to the state file (fsync'd) before it sends anything. Like
+reserve, it refuses (exit 2, nothing sent) while the state file holds an
+open intent, or a settled one that did something unless --new is given; a
+settled intent that had no effect gives way to it, with a note on stderr.
 
 The held places count against the workshop's capacity until the hold is
 confirmed ("reservectl confirm", which makes them a reservation), released
