@@ -26,15 +26,20 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderReplayed       = "Idempotent-Replayed"
 	MediaJSON            = "application/json"
+	MediaMergePatch      = "application/merge-patch+json"
+	MediaCSV             = "text/csv"
 	MediaProblem         = "application/problem+json"
 	MediaBackup          = "application/octet-stream"
 )
 
 // MaxBodyBytes bounds every request body the API reads (4 KiB) but a
-// batch's, which MaxBatchBytes bounds (256 KiB).
+// batch's, which MaxBatchBytes bounds (256 KiB), and a workshop's, which
+// MaxWorkshopBytes bounds (32 KiB: a description of 2,000 characters,
+// each escaped as JSON at worst).
 const (
-	MaxBodyBytes  = 4096
-	MaxBatchBytes = 256 << 10
+	MaxBodyBytes     = 4096
+	MaxBatchBytes    = 256 << 10
+	MaxWorkshopBytes = 32 << 10
 )
 
 // Paths of the API. Routes with an id are built by the functions below.
@@ -132,6 +137,18 @@ type BatchResult struct {
 type WorkshopList struct {
 	Workshops []engine.Workshop `json:"workshops"`
 }
+
+// AttendeePage is the body of GET /api/v1/workshops/{id}/attendees: one
+// page of a workshop's attendee list, by actor then reservation, and the
+// cursor of the next page ("" on the last).
+type AttendeePage struct {
+	Attendees  []engine.Attendee `json:"attendees"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
+// AttendeeCSVHeader is the header row of an attendee list as CSV; each
+// row has these columns of one engine.Attendee, times in RFC 3339 UTC.
+var AttendeeCSVHeader = []string{"reservation_id", "actor", "display_name", "email", "quantity", "status", "created_at", "cancelled_at"}
 
 // ReservationPage is the body of GET /api/v1/reservations: one page of a
 // person's reservations, newest first, and the cursor of the next page (""

@@ -25,6 +25,9 @@ const (
 // empty Actor means the caller's own actor; another actor needs an admin.
 type LoginLinkRequest struct {
 	Actor string `json:"actor,omitempty"`
+	// Admin asks for an admin's session (the organizer's page); only an
+	// admin may ask for one.
+	Admin bool `json:"admin,omitempty"`
 }
 
 // DecodeLoginLinkRequest decodes a LoginLinkRequest strictly: "actor" is
@@ -33,6 +36,7 @@ func DecodeLoginLinkRequest(body []byte) (LoginLinkRequest, error) {
 	var r LoginLinkRequest
 	err := DecodeStrict(body, []strictjson.Member{
 		strictjson.StringMember("actor", false, engine.ValidateActor, &r.Actor),
+		strictjson.BoolMember("admin", false, &r.Admin),
 	})
 	return r, err
 }
@@ -43,6 +47,7 @@ func DecodeLoginLinkRequest(body []byte) (LoginLinkRequest, error) {
 type LoginLinkResponse struct {
 	URL       string    `json:"url"`
 	Actor     string    `json:"actor"`
+	Admin     bool      `json:"admin,omitempty"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 

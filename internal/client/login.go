@@ -11,8 +11,14 @@ import (
 // login link. An empty actor means the caller's own; another actor needs an
 // admin.
 func (c *Client) LoginLink(ctx context.Context, actor string) (api.LoginLinkResponse, error) {
+	return c.LoginLinkFor(ctx, api.LoginLinkRequest{Actor: actor})
+}
+
+// LoginLinkFor is LoginLink with every member of the request: an admin may
+// ask for a link to an admin's session (the organizer's page).
+func (c *Client) LoginLinkFor(ctx context.Context, req api.LoginLinkRequest) (api.LoginLinkResponse, error) {
 	var out api.LoginLinkResponse
-	_, err := c.call(ctx, http.MethodPost, api.PathLoginLinks, nil, api.LoginLinkRequest{Actor: actor}, &out, http.StatusCreated)
+	_, err := c.call(ctx, http.MethodPost, api.PathLoginLinks, nil, req, &out, http.StatusCreated)
 	return out, err
 }
 

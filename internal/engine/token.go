@@ -279,12 +279,21 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (Principal, err
 // they do not pile up: every code is issued here, and every session comes
 // from a code.
 func (e *Engine) CreateLoginCode(ctx context.Context, actor string) (string, time.Time, error) {
+	return e.CreateLoginCodeAs(ctx, Principal{Actor: actor})
+}
+
+// CreateLoginCodeAs is CreateLoginCode for the principal who: when
+// who.Admin is set, the session the code opens is an admin's (the
+// organizer's page needs one). Only an admin may ask for that; the
+// caller checks it.
+func (e *Engine) CreateLoginCodeAs(ctx context.Context, who Principal) (string, time.Time, error) {
+	actor := who.Actor
 	if err := ValidateActor(actor); err != nil {
 		return "", time.Time{}, Errorf(CodeRequestContract, "%v", err)
 	}
 	code := newSecret(LoginCodePrefix)
 	now := e.now().UTC()
-	rec := TokenRecord{Hash: HashToken(code), Kind: TokenLoginCode, Actor: actor, CreatedAt: now, ExpiresAt: now.Add(LoginCodeTTL)}
+	rec := TokenRecord{Hash: HashToken(code), Kind: TokenLoginCode, Actor: actor, Admin: who.Admin, CreatedAt: now, ExpiresAt: now.Add(LoginCodeTTL)}
 	stale, err := e.expiredCredentials(ctx, now, credentialPurgeBatch)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("create login code for %s: %w", actor, err)
@@ -374,7 +383,7 @@ func deleteExpired(tx Tx, hashes []string, now time.Time) (int, error) {
 
 // RedeemLoginCode consumes a login code and opens a browser session of ttl
 // for its actor, in one transaction, so a code opens at most one session.
-// Sessions are never admin. A used, expired or unknown code is
+// The session is an admin's when the code was made for one. A used, expired or unknown code is
 // CodeUnauthenticated.
 func (e *Engine) RedeemLoginCode(ctx context.Context, code string, ttl time.Duration) (session string, who Principal, expires time.Time, err error) {
 	bad := Errorf(CodeUnauthenticated, "the login link is not valid: it was used already, has expired, or was mistyped; ask for a new one with 'reservectl login-link'")
@@ -402,9 +411,9 @@ func (e *Engine) RedeemLoginCode(ctx context.Context, code string, ttl time.Dura
 			decision = bad
 			return nil
 		}
-		who = Principal{Actor: rec.Actor}
+		who = Principal{Actor: rec.Actor, Admin: rec.Admin}
 		expires = now.Add(ttl)
-		return tx.PutToken(TokenRecord{Hash: HashToken(session), Kind: TokenSession, Actor: rec.Actor, CreatedAt: now, ExpiresAt: expires})
+		return tx.PutToken(TokenRecord{Hash: HashToken(session), Kind: TokenSession, Actor: rec.Actor, Admin: rec.Admin, CreatedAt: now, ExpiresAt: expires})
 	})
 	if err != nil {
 		return "", Principal{}, time.Time{}, fmt.Errorf("redeem login code: %w", err)

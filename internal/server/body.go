@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,9 +29,15 @@ func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // refused with CodeBodyTooLarge without reading the rest, and the connection
 // is closed after the answer so the server does not drain it either.
 func readJSONBodyUpTo(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct, api.MediaJSON) {
 		return nil, engine.Errorf(api.CodeUnsupportedMediaType, "Content-Type must be application/json, not %q", engine.Truncate(ct, 60))
 	}
+	return readBodyUpTo(w, r, max)
+}
+
+// readBodyUpTo reads at most max bytes of the body of r, whose media type
+// the caller checked, as readJSONBodyUpTo does.
+func readBodyUpTo(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	tooLarge := engine.Errorf(api.CodeBodyTooLarge, "the body must be at most %d bytes", max)
 	if r.ContentLength > max {
 		w.Header().Set("Connection", "close")
@@ -65,11 +72,11 @@ func readJSONBodyUpTo(w http.ResponseWriter, r *http.Request, max int64) ([]byte
 	return body, nil
 }
 
-// isJSON reports whether a Content-Type names application/json, with no
-// parameter but an optional charset=utf-8.
-func isJSON(contentType string) bool {
+// isJSON reports whether a Content-Type names one of the JSON media types,
+// with no parameter but an optional charset=utf-8.
+func isJSON(contentType string, media ...string) bool {
 	mt, params, err := mime.ParseMediaType(contentType)
-	if err != nil || mt != api.MediaJSON {
+	if err != nil || !slices.Contains(media, mt) {
 		return false
 	}
 	for k, v := range params {

@@ -37,12 +37,15 @@ func (s *Server) createLoginLink(w http.ResponseWriter, r *http.Request, who eng
 		}
 		actor = req.Actor
 	}
-	code, expires, err := s.eng.CreateLoginCode(r.Context(), actor)
+	if req.Admin && !who.Admin {
+		return engine.Errorf(engine.CodeForbidden, "%s is not an admin and may not get a link to an admin's session", who.Actor)
+	}
+	code, expires, err := s.eng.CreateLoginCodeAs(r.Context(), engine.Principal{Actor: actor, Admin: req.Admin})
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	return writeJSON(w, http.StatusCreated, api.LoginLinkResponse{URL: LoginURL(base, code), Actor: actor, ExpiresAt: expires.UTC()})
+	return writeJSON(w, http.StatusCreated, api.LoginLinkResponse{URL: LoginURL(base, code), Actor: actor, Admin: req.Admin, ExpiresAt: expires.UTC()})
 }
 
 // loginBaseURL is the configured base URL of login links, else the one of

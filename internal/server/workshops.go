@@ -48,7 +48,11 @@ func (s *Server) putWorkshop(w http.ResponseWriter, r *http.Request, _ engine.Pr
 	if err != nil {
 		return err
 	}
-	spec, err := decodeBody(w, r, api.DecodeWorkshopSpec)
+	body, err := readJSONBodyUpTo(w, r, api.MaxWorkshopBytes)
+	if err != nil {
+		return err
+	}
+	spec, err := api.DecodeWorkshopSpec(body)
 	if err != nil {
 		return err
 	}
@@ -63,6 +67,47 @@ func (s *Server) putWorkshop(w http.ResponseWriter, r *http.Request, _ engine.Pr
 		w.Header().Set("Location", api.WorkshopPath(ws.ID))
 	}
 	return writeJSON(w, status, ws)
+}
+
+// patchWorkshop is PATCH /api/v1/workshops/{id}: a JSON merge patch
+// (application/merge-patch+json, or application/json) of an existing
+// workshop, with an optional If-Match precondition on the version.
+func (s *Server) patchWorkshop(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	ifMatch, err := parseIfMatch(r.Header.Values("If-Match"))
+	if err != nil {
+		return err
+	}
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct, api.MediaMergePatch, api.MediaJSON) {
+		return engine.Errorf(api.CodeUnsupportedMediaType, "Content-Type must be application/merge-patch+json, not %q", engine.Truncate(ct, 60))
+	}
+	body, err := readBodyUpTo(w, r, api.MaxWorkshopBytes)
+	if err != nil {
+		return err
+	}
+	p, err := api.DecodeWorkshopPatch(body)
+	if err != nil {
+		return err
+	}
+	ws, err := s.eng.PatchWorkshop(r.Context(), r.PathValue("id"), p, ifMatch)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(ws.Version))
+	return writeJSON(w, http.StatusOK, ws)
+}
+
+// deleteWorkshop is DELETE /api/v1/workshops/{id}: 204 once the workshop
+// is gone, with an optional If-Match precondition on the version.
+func (s *Server) deleteWorkshop(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
+	ifMatch, err := parseIfMatch(r.Header.Values("If-Match"))
+	if err != nil {
+		return err
+	}
+	if err := s.eng.DeleteWorkshop(r.Context(), r.PathValue("id"), ifMatch); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func etag(version uint64) string { return `"` + strconv.FormatUint(version, 10) + `"` }
