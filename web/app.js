@@ -21,7 +21,9 @@
 // the first send, every retry sends that key again, and only that kind's
 // authoritative answer about that reservation or hold settles it. While an
 // operation on an item is open, the item offers only its retry; the list is
-// read again after every answer.
+// read again after every answer. Each reservation has this one cancel
+// control: the form's own reservation too is cancelled from its item, and
+// the form only leads there and shows the cancellation's outcome.
 //
 // Signing in: a login link leads to /login?code=…, where the daemon serves
 // this page only when the browser was not sent there by another site or
@@ -85,6 +87,7 @@
       invalidQuantity: (max) => `Choose between 1 and ${max} places. Nothing was sent.`,
       chooseWorkshop: "Choose a workshop.",
       cancel: "Cancel reservation",
+      toReservation: "Cancel or check it in “Your reservations”",
       retryCancel: "Retry cancellation",
       cancelling: "Cancelling…",
       cancelled: (q, w) => `Cancelled: ${places(q)} in ${w} ${q === 1 ? "is" : "are"} free again.`,
@@ -163,6 +166,7 @@
       invalidQuantity: (max) => `Wählen Sie 1 bis ${max} Plätze. Es wurde nichts gesendet.`,
       chooseWorkshop: "Wählen Sie einen Workshop.",
       cancel: "Reservierung stornieren",
+      toReservation: "Unter „Ihre Reservierungen“ stornieren oder ansehen",
       retryCancel: "Stornierung erneut versuchen",
       cancelling: "Wird storniert…",
       cancelled: (q, w) => `Storniert: ${plaetze(q)} in ${w} ${q === 1 ? "ist" : "sind"} wieder frei.`,
@@ -219,7 +223,7 @@
     status: $("status"),
     receipt: $("receipt"),
     newIntent: $("new-intent"),
-    cancel: $("cancel"),
+    toReservation: $("to-reservation"),
     notice: $("notice"),
     signin: $("signin"),
     pageError: $("page-error"),
@@ -438,7 +442,7 @@
     el.lang.addEventListener("click", switchLanguage);
     el.form.addEventListener("submit", onSubmit);
     el.newIntent.addEventListener("click", onNewIntent);
-    el.cancel.addEventListener("click", onFormCancel);
+    el.toReservation.addEventListener("click", onToReservation);
     el.workshop.addEventListener("change", applyLimits);
     el.logout.addEventListener("submit", onSignOut);
     el.signOutConfirm.addEventListener("click", signOut);
@@ -764,11 +768,16 @@
     return state.ops[opKey("cancel", intent.outcome.reservation_id)] || null;
   }
 
-  function onFormCancel() {
+  // onToReservation moves the focus from the form to the listed item of
+  // the reservation it made: its one cancel control is there.
+  function onToReservation(event) {
+    event.preventDefault();
     const intent = state.intent;
-    if (!intent || !intent.outcome || intent.outcome.status !== "reserved") return;
-    const p = intent.payload;
-    runOp("cancel", intent.outcome.reservation_id, p.workshop, p.quantity, el.cancel);
+    const li = intent && intent.outcome && $("reservation-" + intent.outcome.reservation_id);
+    if (!li) return;
+    const button = li.querySelector("button[data-kind]:not([hidden])");
+    li.scrollIntoView({ block: "nearest" });
+    (button || li).focus();
   }
 
   // onListClick starts or retries the operation of a button of the list.
@@ -818,11 +827,9 @@
       state.tries[key] = r.status === 401 ? "signIn" : "unclear";
     }
     render();
-    // Keep keyboard users where the answer is: on the form's way on, on the
-    // retry, or on the list item whose buttons are gone.
-    if (button === el.cancel) {
-      (outcome ? el.newIntent : el.cancel).focus();
-    } else if (button.isConnected && !button.hidden) {
+    // Keep keyboard users where the answer is: on the retry, or on the list
+    // item whose buttons are gone.
+    if (button.isConnected && !button.hidden) {
       button.focus();
     } else {
       const li = $((kind === "cancel" ? "reservation-" : "hold-") + target);
@@ -909,9 +916,6 @@
     el.submit.hidden = settled;
     el.submit.disabled = Boolean(state.sending) || (!intent && state.workshops.length === 0);
     el.submit.textContent = state.sending === "reserve" ? t("sending") : intent && !settled ? t("retry") : t("reserve");
-    el.cancel.hidden = !reserved || Boolean(cancel && cancel.outcome);
-    el.cancel.disabled = Boolean(state.sending);
-    el.cancel.textContent = reserved ? t(buttonText("cancel", intent.outcome.reservation_id)) : t("cancel");
     el.newIntent.hidden = !settled || cancelOpen;
     if (settled) {
       el.newIntent.textContent = intent.outcome.status === "reserved" ? t("anotherReservation") : t("changeSelection");
@@ -929,6 +933,11 @@
     el.signOutWarning.hidden = !(state.signOutWarning && open > 0);
     el.signOutWarningText.textContent = el.signOutWarning.hidden ? "" : t("signOutWarning", open, state.actor);
     renderMine();
+    // The form's reservation has one cancel control, in the list; the form
+    // leads there while the list shows it and it is not settled.
+    const listed = reserved && $("reservation-" + intent.outcome.reservation_id);
+    el.toReservation.hidden = !listed || Boolean(cancel && cancel.outcome);
+    el.toReservation.href = listed ? "#" + listed.id : "#mine";
   }
 
   // shownItems returns the listed items and, for every open operation of
