@@ -67,7 +67,7 @@
       retry: "Retry",
       sending: "Sending…",
       signedInAs: (a) => `Signed in as ${a}`,
-      option: (w) => `${w.title} — ${w.available} of ${w.capacity} free`,
+      availability: (w) => `${w.available} of ${w.capacity} places free`,
       quantityHint: (max) => `1 to ${max} places`,
       loading: "Loading workshops…",
       loadFailed: "The workshops could not be loaded. Reload the page to try again.",
@@ -146,7 +146,7 @@
       retry: "Erneut versuchen",
       sending: "Wird gesendet…",
       signedInAs: (a) => `Angemeldet als ${a}`,
-      option: (w) => `${w.title} — ${w.available} von ${w.capacity} frei`,
+      availability: (w) => `${w.available} von ${w.capacity} Plätzen frei`,
       quantityHint: (max) => `1 bis ${max} Plätze`,
       loading: "Workshops werden geladen…",
       loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
@@ -219,6 +219,7 @@
     workshop: $("workshop"),
     quantity: $("quantity"),
     quantityHint: $("quantity-hint"),
+    availability: $("availability"),
     submit: $("submit"),
     status: $("status"),
     receipt: $("receipt"),
@@ -631,10 +632,12 @@
     return state.workshops.find((w) => w.id === el.workshop.value);
   }
 
-  // applyLimits shows the selected workshop's limit. It never changes the
-  // quantity chosen: one out of range is refused when sent, not rewritten.
+  // applyLimits shows the selected workshop's free places and limit. It
+  // never changes the quantity chosen: one out of range is refused when
+  // sent, not rewritten.
   function applyLimits() {
     const w = selectedWorkshop();
+    el.availability.textContent = w ? t("availability", w) : "";
     const max = w ? Math.max(1, w.max_quantity) : 1;
     el.quantity.max = String(max);
     el.quantityHint.textContent = t("quantityHint", max);
@@ -873,7 +876,7 @@
       const w = state.workshops.find((x) => x.id === id);
       const opt = document.createElement("option");
       opt.value = id;
-      opt.textContent = w ? t("option", w) : id;
+      opt.textContent = w ? w.title : id; // Short, so that it fits the select at 320 px.
       el.workshop.append(opt);
     }
     if (keep && ids.includes(keep)) el.workshop.value = keep;
