@@ -2,8 +2,9 @@
 // (operation key + payload + actor) is written to sessionStorage before the
 // first send, every retry sends exactly that intent again, and only an
 // explicit "new intent" action makes a new key. Only a 201 "reserved" or a
-// 409 "unavailable" answer is authoritative; anything else leaves the intent
-// open with "outcome unclear — retry". Nothing is ever sent by itself.
+// 409 "unavailable" answer is authoritative; anything else, also no answer
+// within 15 s, leaves the intent open with "outcome unclear — retry".
+// Nothing is ever sent by itself.
 //
 // Intents belong to the actor who made them. The form's intent is kept
 // under "reserve.intent.<actor>" and the actor's other operations under
@@ -45,6 +46,7 @@
   const LOGIN_PATH = "/login";
   const LANG_KEY = "reserve.lang";
   const LIST_LIMIT = 50;
+  const REQUEST_TIMEOUT_MS = 15000; // See requestTimeout.
   const RESERVATION_ID = /^[0-9a-f]{32}$/;
   const WORKSHOP_ID = /^[a-z][a-z0-9-]{1,40}$/;
 
@@ -411,24 +413,43 @@
     }
   }
 
+  // requestTimeout returns how long a request may take, answer included,
+  // before the page gives up on it: REQUEST_TIMEOUT_MS, unless a test set
+  // window.reserveRequestTimeoutMs (a positive whole number of ms) to
+  // shorten it; nothing else sets it, and it is read at every request.
+  function requestTimeout() {
+    const ms = window.reserveRequestTimeoutMs;
+    return Number.isInteger(ms) && ms > 0 ? ms : REQUEST_TIMEOUT_MS;
+  }
+
   // api sends one request to the daemon with this tab's session and never a
   // cookie (credentials: "omit"), so a cookie that any server of this host
-  // set has no part in it. A failure to get any answer throws.
+  // set has no part in it. A failure to get any answer throws, and so does
+  // an answer that has not fully arrived within requestTimeout(): the
+  // request is aborted, and for an operation that is no answer at all.
   async function api(method, path, options) {
     const headers = Object.assign({}, options && options.headers);
     if (state.session) headers.Authorization = "Bearer " + state.session;
-    const resp = await fetch(path, Object.assign({ method, credentials: "omit", cache: "no-store" }, options, { headers }));
-    const text = await resp.text();
-    let body = null;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), requestTimeout());
     try {
-      body = text === "" ? null : JSON.parse(text);
-    } catch (e) {
-      body = undefined; // Not JSON at all.
+      const resp = await fetch(path, Object.assign({ method, credentials: "omit", cache: "no-store" }, options,
+        { headers, signal: abort.signal }));
+      const text = await resp.text();
+      let body = null;
+      try {
+        body = text === "" ? null : JSON.parse(text);
+      } catch (e) {
+        body = undefined; // Not JSON at all.
+      }
+      return { status: resp.status, body, date: resp.headers.get("Date") };
+    } finally {
+      clearTimeout(timer);
     }
-    return { status: resp.status, body, date: resp.headers.get("Date") };
   }
 
-  // post sends an operation under its key; no answer at all is status 0.
+  // post sends an operation under its key; no answer at all (also none
+  // within the timeout) is status 0, which leaves the intent open.
   async function post(path, key, body) {
     const headers = { "Idempotency-Key": key };
     if (body !== null) headers["Content-Type"] = "application/json";
