@@ -26,6 +26,13 @@
 // control: the form's own reservation too is cancelled from its item, and
 // the form only leads there and shows the cancellation's outcome.
 //
+// The chosen workshop's schedule (date and time in its own time zone,
+// place, registration, limit per person, description) is shown when the
+// daemon sends it; a workshop without it shows only its free places. The
+// description is text, never HTML. A reservation refused because
+// registration is not open, has closed or the person's limit is reached
+// is a settled refusal like "unavailable".
+//
 // Signing in: a login link leads to /login?code=…, where the daemon serves
 // this page only when the browser was not sent there by another site or
 // port. The page takes the code out of the address bar, redeems it with
@@ -70,6 +77,16 @@
       sending: "Sending…",
       signedInAs: (a) => `Signed in as ${a}`,
       availability: (w) => `${w.available} of ${w.capacity} places free`,
+      when: "When",
+      where: "Where",
+      registration: "Registration",
+      perPerson: "Per person",
+      regOpen: "open",
+      regOpenUntil: (d) => `open until ${d}`,
+      regNotOpen: "not open yet",
+      regOpensAt: (d) => `opens ${d}`,
+      regClosed: "closed",
+      maxPerPerson: (n) => `at most ${places(n)}`,
       quantityHint: (max) => `1 to ${max} places`,
       loading: "Loading workshops…",
       loadFailed: "The workshops could not be loaded. Reload the page to try again.",
@@ -79,6 +96,9 @@
       noWorkshops: "There are no workshops to reserve yet.",
       reserved: (q, w) => `Reserved: ${places(q)} in ${w}.`,
       unavailable: (q, w) => `Unavailable: ${w} does not have ${q === 1 ? "a free place" : q + " free places"} for this reservation.`,
+      registrationNotOpen: (q, w) => `Not reserved: registration for ${w} is not open yet. Nothing was reserved.`,
+      registrationClosed: (q, w) => `Not reserved: registration for ${w} has closed. Nothing was reserved.`,
+      limitReached: (q, w, max, already) => `Not reserved: one person may have at most ${places(max)} in ${w}, and you have ${places(already)} already.`,
       unclear: "Outcome unclear — retry. Your reservation may or may not have been made; retrying sends the same request again and cannot reserve twice.",
       unclearSignIn: "Outcome unclear — retry. Your session has ended: sign in again, then retry.",
       resumed: (q, w) => `Your reservation of ${places(q)} in ${w} was sent earlier and its outcome is not known. Press Retry to get its answer — nothing is sent until you do, and it cannot reserve twice.`,
@@ -149,6 +169,16 @@
       sending: "Wird gesendet…",
       signedInAs: (a) => `Angemeldet als ${a}`,
       availability: (w) => `${w.available} von ${w.capacity} Plätzen frei`,
+      when: "Wann",
+      where: "Wo",
+      registration: "Anmeldung",
+      perPerson: "Pro Person",
+      regOpen: "offen",
+      regOpenUntil: (d) => `offen bis ${d}`,
+      regNotOpen: "noch nicht offen",
+      regOpensAt: (d) => `öffnet am ${d}`,
+      regClosed: "geschlossen",
+      maxPerPerson: (n) => `höchstens ${plaetze(n)}`,
       quantityHint: (max) => `1 bis ${max} Plätze`,
       loading: "Workshops werden geladen…",
       loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
@@ -158,6 +188,9 @@
       noWorkshops: "Es gibt noch keine Workshops.",
       reserved: (q, w) => `Reserviert: ${plaetze(q)} in ${w}.`,
       unavailable: (q, w) => `Nicht verfügbar: In ${w} ist für diese Reservierung ${q === 1 ? "kein Platz" : "nicht " + q + " Plätze"} mehr frei.`,
+      registrationNotOpen: (q, w) => `Nicht reserviert: Die Anmeldung für ${w} ist noch nicht offen. Es wurde nichts reserviert.`,
+      registrationClosed: (q, w) => `Nicht reserviert: Die Anmeldung für ${w} ist geschlossen. Es wurde nichts reserviert.`,
+      limitReached: (q, w, max, already) => `Nicht reserviert: Eine Person kann in ${w} höchstens ${plaetze(max)} haben, und Sie haben schon ${plaetze(already)}.`,
       unclear: "Ergebnis unklar — erneut versuchen. Die Reservierung ist vielleicht schon erfolgt; ein erneuter Versuch sendet dieselbe Anfrage und kann nicht doppelt reservieren.",
       unclearSignIn: "Ergebnis unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
       resumed: (q, w) => `Ihre Reservierung von ${plaetze(q)} in ${w} wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet, und doppelt reservieren kann es nicht.`,
@@ -222,6 +255,12 @@
     quantity: $("quantity"),
     quantityHint: $("quantity-hint"),
     availability: $("availability"),
+    details: $("workshop-details"),
+    when: $("workshop-when"),
+    where: $("workshop-where"),
+    registration: $("workshop-registration"),
+    limit: $("workshop-limit"),
+    description: $("workshop-description"),
     submit: $("submit"),
     status: $("status"),
     receipt: $("receipt"),
@@ -465,7 +504,7 @@
     el.form.addEventListener("submit", onSubmit);
     el.newIntent.addEventListener("click", onNewIntent);
     el.toReservation.addEventListener("click", onToReservation);
-    el.workshop.addEventListener("change", applyLimits);
+    el.workshop.addEventListener("change", showChoice);
     el.logout.addEventListener("submit", onSignOut);
     el.signOutConfirm.addEventListener("click", signOut);
     el.signOutStay.addEventListener("click", onStay);
@@ -653,12 +692,13 @@
     return state.workshops.find((w) => w.id === el.workshop.value);
   }
 
-  // applyLimits shows the selected workshop's free places and limit. It
-  // never changes the quantity chosen: one out of range is refused when
-  // sent, not rewritten.
-  function applyLimits() {
+  // showChoice shows the selected workshop: its free places, its schedule
+  // and its limits. It never changes the quantity chosen: one out of range
+  // is refused when sent, not rewritten.
+  function showChoice() {
     const w = selectedWorkshop();
     el.availability.textContent = w ? t("availability", w) : "";
+    showDetails(w);
     const max = w ? Math.max(1, w.max_quantity) : 1;
     el.quantity.max = String(max);
     el.quantityHint.textContent = t("quantityHint", max);
@@ -748,7 +788,9 @@
   function authoritative(r, payload) {
     const b = answerBody("reserve", r);
     if (!b || b.workshop !== payload.workshop || b.quantity !== payload.quantity) return null;
-    return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
+    if (b.status === "reserved") return { status: "reserved", reservation_id: b.reservation_id };
+    if (b.status === "limit_reached") return { status: b.status, max_per_person: b.max_per_person, already: b.already };
+    return { status: b.status };
   }
 
   // opAuthoritative returns the settled outcome of an answer to a
@@ -762,9 +804,20 @@
     return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
   }
 
+  // REFUSALS names the text key of each refusal of a reservation.
+  const REFUSALS = {
+    unavailable: "unavailable",
+    registration_not_open: "registrationNotOpen",
+    registration_closed: "registrationClosed",
+    limit_reached: "limitReached",
+  };
+
   function outcomeMessage(intent) {
     const p = intent.payload;
-    return [intent.outcome.status === "reserved" ? "reserved" : "unavailable", p.quantity, workshop(p.workshop)];
+    const o = intent.outcome;
+    if (o.status === "reserved") return ["reserved", p.quantity, workshop(p.workshop)];
+    const key = Object.hasOwn(REFUSALS, o.status) ? REFUSALS[o.status] : "unavailable";
+    return [key, p.quantity, workshop(p.workshop), o.max_per_person, o.already];
   }
 
   // opMessage is what the page says about an operation now: its outcome,
@@ -888,6 +941,71 @@
     render();
   }
 
+  // LOCALES are the locales dates are written in: day before month and a
+  // 24-hour clock in both languages.
+  const LOCALES = { en: "en-GB", de: "de-DE" };
+
+  // instant returns the time an RFC 3339 member names, or null.
+  function instant(v) {
+    const ms = typeof v === "string" ? Date.parse(v) : NaN;
+    return Number.isNaN(ms) ? null : new Date(ms);
+  }
+
+  // dateFormat returns a formatter of dates and times in the workshop's
+  // time zone, named in what it writes; a zone this browser does not know
+  // is written as UTC, which is still the right time.
+  function dateFormat(w) {
+    const opts = { weekday: "short", day: "numeric", month: "long", year: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
+    try {
+      return new Intl.DateTimeFormat(LOCALES[state.lang], Object.assign({ timeZone: w.time_zone || "UTC" }, opts));
+    } catch (e) {
+      return new Intl.DateTimeFormat(LOCALES[state.lang], Object.assign({ timeZone: "UTC" }, opts));
+    }
+  }
+
+  // registrationText returns what the page says about registering for w,
+  // from the daemon's verdict ("open", "not_open", "closed") and the
+  // times it has, or "" when the daemon says nothing.
+  function registrationText(w, format) {
+    const opens = instant(w.registration_opens_at);
+    const closes = instant(w.registration_closes_at) || instant(w.starts_at);
+    switch (w.registration) {
+      case "open": return closes ? t("regOpenUntil", format.format(closes)) : t("regOpen");
+      case "not_open": return opens ? t("regOpensAt", format.format(opens)) : t("regNotOpen");
+      case "closed": return t("regClosed");
+      default: return "";
+    }
+  }
+
+  // showDetail shows text in the detail dd (and its group) or hides both.
+  function showDetail(dd, text) {
+    dd.textContent = text;
+    dd.parentElement.hidden = text === "";
+  }
+
+  // showDetails shows the schedule of workshop w — its date and time in
+  // its own time zone, place, registration and limit per person — and its
+  // description as plain text (line breaks kept, never HTML). A workshop
+  // without these members shows none of them.
+  function showDetails(w) {
+    const format = w ? dateFormat(w) : null;
+    const start = w && instant(w.starts_at), end = w && instant(w.ends_at);
+    let when = "";
+    if (start && end && end > start) {
+      when = format.formatRange(start, end);
+    } else if (start) {
+      when = format.format(start);
+    }
+    showDetail(el.when, when);
+    showDetail(el.where, w && typeof w.location === "string" ? w.location : "");
+    showDetail(el.registration, w ? registrationText(w, format) : "");
+    el.registration.dataset.state = w && typeof w.registration === "string" ? w.registration : "";
+    showDetail(el.limit, w && Number.isInteger(w.max_per_person) ? t("maxPerPerson", w.max_per_person) : "");
+    el.description.textContent = w && typeof w.description === "string" ? w.description : "";
+    el.description.hidden = el.description.textContent === "";
+    el.details.hidden = [...el.details.querySelectorAll("dl > div")].every((g) => g.hidden) && el.description.hidden;
+  }
+
   function renderOptions() {
     const keep = state.intent ? state.intent.payload.workshop : el.workshop.value;
     el.workshop.replaceChildren();
@@ -926,7 +1044,7 @@
     el.actor.dataset.actor = state.actor || "";
 
     renderOptions();
-    applyLimits();
+    showChoice();
     const intent = state.intent;
     if (intent) el.quantity.value = String(intent.payload.quantity);
     const locked = Boolean(intent);
