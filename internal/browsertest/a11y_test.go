@@ -66,8 +66,7 @@ func TestPersonPageAccessibility(t *testing.T) {
 	needAxe(t)
 	d := startDaemon(t)
 	tb := openTab(t, d)
-	tb.do("open the page", chromedp.Navigate(d.url+"/"))
-	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+	tb.openSignedOut()
 	tb.checkAxeEverywhere("person page signed out")
 
 	hold := d.holdFor(t, d.socket, 1, 3600)
@@ -89,8 +88,7 @@ func TestAxeSeesViolations(t *testing.T) {
 	needAxe(t)
 	d := startDaemon(t)
 	tb := openTab(t, d)
-	tb.do("open the page", chromedp.Navigate(d.url+"/"))
-	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+	tb.openSignedOut()
 	tb.do("break the page", chromedp.Evaluate[chromedp.Void](`(() => {
 		const img = document.createElement("img");
 		img.src = "/favicon.svg";

@@ -83,8 +83,7 @@ func (tb *tab) checkFit(state string) {
 func TestNothingClippedOrWrapped(t *testing.T) {
 	d := startDaemon(t)
 	tb := openTab(t, d)
-	tb.do("open the page", chromedp.Navigate(d.url+"/"))
-	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+	tb.openSignedOut()
 	tb.checkFit("signed out")
 	tb.signIn("")
 	tb.checkFit("signed in")

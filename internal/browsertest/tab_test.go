@@ -185,6 +185,26 @@ func (tb *tab) signIn(actor string) {
 	}
 }
 
+// openSignedOut opens the page without signing in and waits until it
+// explains how to sign in.
+func (tb *tab) openSignedOut() {
+	tb.t.Helper()
+	tb.do("open the page", chromedp.Navigate(tb.d.url+"/"))
+	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+}
+
+// submitNew starts a new intent after a settled one ("Start another
+// reservation" or "Change selection"), sends quantity places of workshop
+// and waits until the status shows the message kind.
+func (tb *tab) submitNew(workshop string, quantity int, kind string) {
+	tb.t.Helper()
+	tb.click("new-intent")
+	tb.waitReady()
+	tb.choose(workshop, quantity)
+	tb.click("submit")
+	tb.waitStatus(kind)
+}
+
 // waitReady waits until the page knows its actor and has loaded the
 // workshops: from then on it does nothing by itself.
 func (tb *tab) waitReady() {
