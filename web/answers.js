@@ -8,6 +8,9 @@ const ANSWERS = Object.freeze({
   reserve: Object.freeze({
     reserved: [201, "quantity,reservation_id,status,workshop"],
     unavailable: [409, "quantity,status,workshop"],
+    registration_not_open: [409, "quantity,status,workshop"],
+    registration_closed: [409, "quantity,status,workshop"],
+    limit_reached: [409, "already,max_per_person,quantity,status,workshop"],
   }),
   cancel: Object.freeze({
     cancelled: [200, "quantity,reservation_id,status,workshop"],
@@ -16,6 +19,9 @@ const ANSWERS = Object.freeze({
   hold: Object.freeze({
     held: [201, "expires_at,hold_id,quantity,status,workshop"],
     unavailable: [409, "quantity,status,workshop"],
+    registration_not_open: [409, "quantity,status,workshop"],
+    registration_closed: [409, "quantity,status,workshop"],
+    limit_reached: [409, "already,max_per_person,quantity,status,workshop"],
   }),
   confirm: Object.freeze({
     reserved: [201, "hold_id,quantity,reservation_id,status,workshop"],

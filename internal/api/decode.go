@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/strictjson"
 )
@@ -47,14 +49,69 @@ func DecodeHoldRequest(body []byte) (engine.HoldRequest, error) {
 func DecodeEmptyObject(body []byte) error { return DecodeStrict(body, nil) }
 
 // DecodeWorkshopSpec decodes the body of PUT /api/v1/workshops/{id} with the
-// same strict rules as reservation bodies.
+// same strict rules as reservation bodies: "capacity", and optionally
+// "max_quantity", "title", "hidden" and the members of a schedule.
 func DecodeWorkshopSpec(body []byte) (engine.WorkshopSpec, error) {
 	var s engine.WorkshopSpec
-	err := DecodeStrict(body, []strictjson.Member{
+	members := []strictjson.Member{
 		strictjson.IntMember("capacity", true, 0, engine.MaxQuantity, &s.Capacity),
 		strictjson.IntMember("max_quantity", false, 1, engine.MaxQuantity, &s.MaxQuantity),
 		strictjson.StringMember("title", false, engine.ValidateTitle, &s.Title),
 		strictjson.OptionalBoolMember("hidden", &s.Hidden),
-	})
+	}
+	sc := &s.Schedule
+	members = append(members,
+		strictjson.StringMember("description", false, nil, &sc.Description),
+		strictjson.StringMember("location", false, nil, &sc.Location),
+		strictjson.StringMember("time_zone", false, engine.ValidateTimeZone, &sc.TimeZone),
+		strictjson.TimeMember("starts_at", false, &sc.StartsAt),
+		strictjson.TimeMember("ends_at", false, &sc.EndsAt),
+		strictjson.TimeMember("registration_opens_at", false, &sc.RegistrationOpensAt),
+		strictjson.TimeMember("registration_closes_at", false, &sc.RegistrationClosesAt),
+		strictjson.IntMember("max_per_person", false, 1, engine.MaxQuantity, &sc.MaxPerPerson),
+	)
+	err := DecodeStrict(body, members)
 	return s, err
+}
+
+// DecodeWorkshopPatch decodes the body of PATCH /api/v1/workshops/{id}, a
+// JSON merge patch (RFC 7396) of a workshop: each member present changes
+// the workshop; null clears an optional member (the members of a
+// schedule) and is refused for the others. A workshop has no nested
+// object, so a merge patch of it is one flat object.
+func DecodeWorkshopPatch(body []byte) (engine.WorkshopPatch, error) {
+	var p engine.WorkshopPatch
+	var title string
+	var capacity, maxQuantity, maxPerPerson int
+	var hidden bool
+	var description, location, timeZone string
+	var startsAt, endsAt, opensAt, closesAt time.Time
+	members := []strictjson.Member{
+		present(strictjson.StringMember("title", false, engine.ValidateTitle, &title), &title, &p.Title),
+		present(strictjson.IntMember("capacity", false, 0, engine.MaxQuantity, &capacity), &capacity, &p.Capacity),
+		present(strictjson.IntMember("max_quantity", false, 1, engine.MaxQuantity, &maxQuantity), &maxQuantity, &p.MaxQuantity),
+		present(strictjson.BoolMember("hidden", false, &hidden), &hidden, &p.Hidden),
+		clearable(strictjson.StringMember("description", false, nil, &description), &description, &p.Description),
+		clearable(strictjson.StringMember("location", false, nil, &location), &location, &p.Location),
+		clearable(strictjson.StringMember("time_zone", false, engine.ValidateTimeZone, &timeZone), &timeZone, &p.TimeZone),
+		clearable(strictjson.TimeMember("starts_at", false, &startsAt), &startsAt, &p.StartsAt),
+		clearable(strictjson.TimeMember("ends_at", false, &endsAt), &endsAt, &p.EndsAt),
+		clearable(strictjson.TimeMember("registration_opens_at", false, &opensAt), &opensAt, &p.OpensAt),
+		clearable(strictjson.TimeMember("registration_closes_at", false, &closesAt), &closesAt, &p.ClosesAt),
+		clearable(strictjson.IntMember("max_per_person", false, 1, engine.MaxQuantity, &maxPerPerson), &maxPerPerson, &p.MaxPerPerson),
+	}
+	err := DecodeStrict(body, members)
+	return p, err
+}
+
+// present makes member m, which decodes into v, point *dst at v when it
+// is present.
+func present[T any](m strictjson.Member, v *T, dst **T) strictjson.Member {
+	return strictjson.Then(m, func() { *dst = v })
+}
+
+// clearable is present for a member that null clears: null points *dst at
+// the zero value.
+func clearable[T any](m strictjson.Member, v *T, dst **T) strictjson.Member {
+	return strictjson.Nullable(m, func() { var zero T; *v = zero }, func() { *dst = v })
 }

@@ -30,7 +30,7 @@ import (
 // and their versions"); a version that changes a stored format adds its row
 // there, an upgrade step and a test on records as the earlier version wrote
 // them (testdata/schema*.dump).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // The buckets, declared once and created by Open.
 var (
@@ -53,6 +53,9 @@ var (
 
 	bucketTokensByID = []byte("tokens_by_id") // API tokens: id hash (tokenindex.go).
 
+	bucketReservationsByWorkshop = []byte("reservations_by_workshop") // workshop 0x00 actor 0x00 reservation id.
+	bucketHoldsByWorkshop        = []byte("holds_by_workshop")        // workshop 0x00 actor 0x00 hold id.
+
 	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
 		bucketTombstones, bucketEvents, bucketPending,
 		bucketReceiptsByTime, bucketTombstonesByTime,
@@ -60,6 +63,7 @@ var (
 		bucketReservationsByActor, bucketHoldsByActor,
 		bucketBindings, bucketBindingsByActor,
 		bucketTokensByID,
+		bucketReservationsByWorkshop, bucketHoldsByWorkshop,
 	}
 
 	keySchema = []byte("schema")
@@ -230,7 +234,8 @@ func createSchema(tx *bolt.Tx, path string) error {
 // indexes of a file written before version 4 (or that lacks them), and
 // runs the upgrade step of each later version in order: upgradeTo6, then
 // upgradeTokenIndex for a file written before version 7 (or that lacks
-// the token index).
+// the token index), then the workshop indexes of a file written before
+// version 8 (or that lacks them).
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -239,6 +244,7 @@ func initSchema(tx *bolt.Tx, path string) error {
 	rebuild := v < 4 || tx.Bucket(bucketReceiptsByTime) == nil || tx.Bucket(bucketTombstonesByTime) == nil
 	rebuildActors := v < 4 || tx.Bucket(bucketReservationsByActor) == nil || tx.Bucket(bucketHoldsByActor) == nil
 	tokenIndex := v < 7 || tx.Bucket(bucketTokensByID) == nil
+	workshopIndexes := v < 8 || tx.Bucket(bucketReservationsByWorkshop) == nil || tx.Bucket(bucketHoldsByWorkshop) == nil
 	if err := createBuckets(tx, path); err != nil {
 		return err
 	}
@@ -265,6 +271,14 @@ func initSchema(tx *bolt.Tx, path string) error {
 	}
 	if tokenIndex {
 		if err := upgradeTokenIndex(tx, path); err != nil {
+			return err
+		}
+	}
+	if workshopIndexes {
+		if err := reservationWorkshops.build(tx, path); err != nil {
+			return err
+		}
+		if err := holdWorkshops.build(tx, path); err != nil {
 			return err
 		}
 	}
@@ -412,7 +426,7 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, verifyBindingIndex, verifyTokenIndex} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex} {
 			more, err := verify(t)
 			if err != nil {
 				return err

@@ -47,6 +47,10 @@ const recordReceiptStatus = 2
 //
 //	bytes hold id | varint hold deadline (Unix ns, 0 for none) |
 //	uvarint time to live (seconds)
+//
+// A limit_reached answer's receipt is format=4: format 3 followed by
+//
+//	uvarint max per person | uvarint already
 func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	fp, err := hex.DecodeString(r.Fingerprint)
 	if err != nil || len(fp) != 32 {
@@ -55,9 +59,12 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	a := r.Answer
 	format, tail := byte(recordReceiptStatus), []byte(a.Status)
 	hold := r.HoldID != "" || !r.HoldExpiresAt.IsZero() || r.HoldTTLSeconds != 0
+	limit := r.Limit != engine.Limit{}
 	switch {
-	case hold && (a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 || r.HoldTTLSeconds < 0):
-		return nil, fmt.Errorf("receipt of a hold operation with an answer %q that is not the one built from its members", a.JSON())
+	case (hold || limit) && (a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 || r.HoldTTLSeconds < 0 || r.Limit.MaxPerPerson < 0 || r.Limit.Already < 0):
+		return nil, fmt.Errorf("receipt of a hold operation or a limit with an answer %q that is not the one built from its members", a.JSON())
+	case limit:
+		format = recordReceiptLimit
 	case hold:
 		format = recordReceiptHold
 	case a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0:
@@ -73,10 +80,14 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(r.Request.Quantity))
 	b = appendBytes(b, []byte(r.ReservationID))
 	b = appendBytes(b, tail)
-	if format == recordReceiptHold {
+	if format >= recordReceiptHold {
 		b = appendBytes(b, []byte(r.HoldID))
 		b = binary.AppendVarint(b, unixNanoOrZero(r.HoldExpiresAt))
 		b = binary.AppendUvarint(b, uint64(r.HoldTTLSeconds))
+	}
+	if format == recordReceiptLimit {
+		b = binary.AppendUvarint(b, uint64(r.Limit.MaxPerPerson))
+		b = binary.AppendUvarint(b, uint64(r.Limit.Already))
 	}
 	return b, nil
 }
@@ -84,6 +95,10 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 // recordReceiptHold is the format byte of a receipt of a hold operation,
 // new in schema version 4.
 const recordReceiptHold = 3
+
+// recordReceiptLimit is the format byte of a receipt of a limit_reached
+// answer, new in schema version 8.
+const recordReceiptLimit = 4
 
 // unixNanoOrZero returns t in Unix nanoseconds, 0 for the zero time;
 // timeOrZero is its inverse.
@@ -142,7 +157,7 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 		return engine.Receipt{}, fmt.Errorf("receipt key %q has no actor separator", key)
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordReceiptStatus, recordReceiptHold)
+	format := d.formatOf(recordFormat1, recordReceiptStatus, recordReceiptHold, recordReceiptLimit)
 	r := engine.Receipt{Actor: actor, OperationKey: opKey}
 	r.FingerprintVersion = engine.FingerprintVersion(d.uvarint())
 	r.Fingerprint = hex.EncodeToString(d.fixed(32))
@@ -152,10 +167,14 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	r.Request.Quantity = int(d.uvarint())
 	r.ReservationID = string(d.bytes())
 	tail := d.bytes()
-	if format == recordReceiptHold {
+	if format >= recordReceiptHold {
 		r.HoldID = string(d.bytes())
 		r.HoldExpiresAt = timeOrZero(d.varint())
 		r.HoldTTLSeconds = int(d.uvarint())
+	}
+	if format == recordReceiptLimit {
+		r.Limit.MaxPerPerson = int(d.uvarint())
+		r.Limit.Already = int(d.uvarint())
 	}
 	if err := d.end(); err != nil {
 		return r, err
@@ -182,15 +201,26 @@ type tombstoneJSON struct {
 	Workshop           string                    `json:"workshop"`
 	Quantity           int                       `json:"quantity"`
 	ExpiresAt          time.Time                 `json:"expires_at,omitzero"`
+	Limit              *limitJSON                `json:"limit,omitempty"`
 	CreatedAt          time.Time                 `json:"created_at"`
 	PurgedAt           time.Time                 `json:"purged_at"`
 }
 
+// limitJSON is the limit a tombstone of a limit_reached answer keeps.
+type limitJSON struct {
+	MaxPerPerson int `json:"max_per_person"`
+	Already      int `json:"already"`
+}
+
 func encodeTombstone(t engine.Tombstone) tombstoneJSON {
 	a := t.Answer
-	return tombstoneJSON{Actor: t.Actor, OperationKey: t.OperationKey, FingerprintVersion: t.FingerprintVersion, Fingerprint: t.Fingerprint,
+	j := tombstoneJSON{Actor: t.Actor, OperationKey: t.OperationKey, FingerprintVersion: t.FingerprintVersion, Fingerprint: t.Fingerprint,
 		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, HoldID: a.HoldID, Workshop: a.Workshop, Quantity: a.Quantity,
 		ExpiresAt: a.ExpiresAt, CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
+	if a.Limit != (engine.Limit{}) {
+		j.Limit = &limitJSON{MaxPerPerson: a.Limit.MaxPerPerson, Already: a.Limit.Already}
+	}
+	return j
 }
 
 func (j tombstoneJSON) tombstone() engine.Tombstone {
@@ -198,6 +228,9 @@ func (j tombstoneJSON) tombstone() engine.Tombstone {
 		CreatedAt: j.CreatedAt, PurgedAt: j.PurgedAt}
 	t.Answer = engine.Answer{Kind: t.Kind(), Status: j.Status, ReservationID: j.ReservationID, HoldID: j.HoldID,
 		Workshop: j.Workshop, Quantity: j.Quantity, ExpiresAt: j.ExpiresAt}
+	if j.Limit != nil {
+		t.Answer.Limit = engine.Limit{MaxPerPerson: j.Limit.MaxPerPerson, Already: j.Limit.Already}
+	}
 	return t
 }
 
@@ -259,13 +292,23 @@ func decodeReservation(key, raw []byte) (engine.Reservation, error) {
 //
 // and one with places in open holds as format=2, the same fields, then
 // varint holding; a hidden one as format=3, the fields of format 2, then
-// uvarint flags (workshopHidden). A workshop is written in the lowest
-// format that holds it, so a record an earlier version wrote is rewritten
-// byte for byte.
+// uvarint flags (workshopHidden); one with a schedule as format=4, the
+// fields of format 3 (flags 0 when it is listed), then
+//
+//	bytes description | bytes location | bytes time zone |
+//	varint starts | varint ends | varint registration opens |
+//	varint registration closes | uvarint max per person
+//
+// with times in Unix nanoseconds (0 for none). A workshop is written in
+// the lowest format that holds it, so a record an earlier version wrote is
+// rewritten byte for byte.
 func encodeWorkshop(w engine.Workshop) []byte {
-	b := make([]byte, 0, 40+len(w.Title))
+	s := w.Schedule
+	b := make([]byte, 0, 40+len(w.Title)+len(s.Description)+len(s.Location)+len(s.TimeZone))
 	format := byte(recordFormat1)
 	switch {
+	case !s.IsZero():
+		format = recordWorkshopSchedule
 	case w.Hidden:
 		format = recordWorkshopFlags
 	case w.Holding != 0:
@@ -280,8 +323,21 @@ func encodeWorkshop(w engine.Workshop) []byte {
 	if format >= recordWorkshopHolding {
 		b = binary.AppendVarint(b, int64(w.Holding))
 	}
-	if format == recordWorkshopFlags {
-		b = binary.AppendUvarint(b, workshopHidden)
+	if format >= recordWorkshopFlags {
+		var flags uint64
+		if w.Hidden {
+			flags = workshopHidden
+		}
+		b = binary.AppendUvarint(b, flags)
+	}
+	if format == recordWorkshopSchedule {
+		b = appendBytes(b, []byte(s.Description))
+		b = appendBytes(b, []byte(s.Location))
+		b = appendBytes(b, []byte(s.TimeZone))
+		for _, t := range []time.Time{s.StartsAt, s.EndsAt, s.RegistrationOpensAt, s.RegistrationClosesAt} {
+			b = binary.AppendVarint(b, unixNanoOrZero(t))
+		}
+		b = binary.AppendUvarint(b, uint64(s.MaxPerPerson))
 	}
 	return b
 }
@@ -293,6 +349,9 @@ const (
 	// recordWorkshopFlags is the format byte of a workshop with flags,
 	// new in schema version 5.
 	recordWorkshopFlags = 3
+	// recordWorkshopSchedule is the format byte of a workshop with a
+	// schedule, new in schema version 8.
+	recordWorkshopSchedule = 4
 	// workshopHidden is the flag of a hidden workshop; no other flag is
 	// defined, and a record with another one is refused as damaged.
 	workshopHidden = 1
@@ -307,7 +366,7 @@ func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 		return engine.Workshop{ID: r.ID, Title: r.Title, Capacity: r.Capacity, Reserved: r.Reserved, MaxQuantity: r.MaxQuantity, Version: r.Version}, nil
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordWorkshopHolding, recordWorkshopFlags)
+	format := d.formatOf(recordFormat1, recordWorkshopHolding, recordWorkshopFlags, recordWorkshopSchedule)
 	w := engine.Workshop{ID: string(key)}
 	w.Title = string(d.bytes())
 	w.Capacity = int(d.varint())
@@ -317,11 +376,25 @@ func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 	if format >= recordWorkshopHolding {
 		w.Holding = int(d.varint())
 	}
-	if format == recordWorkshopFlags {
-		if flags := d.uvarint(); flags != workshopHidden && d.err == nil {
+	if format >= recordWorkshopFlags {
+		flags := d.uvarint()
+		switch {
+		case d.err != nil:
+		case flags == workshopHidden:
+			w.Hidden = true
+		case flags != 0 || format == recordWorkshopFlags:
 			d.fail(fmt.Errorf("unknown workshop flags %#x", flags))
 		}
-		w.Hidden = true
+	}
+	if format == recordWorkshopSchedule {
+		s := &w.Schedule
+		s.Description = string(d.bytes())
+		s.Location = string(d.bytes())
+		s.TimeZone = string(d.bytes())
+		for _, t := range []*time.Time{&s.StartsAt, &s.EndsAt, &s.RegistrationOpensAt, &s.RegistrationClosesAt} {
+			*t = timeOrZero(d.varint())
+		}
+		s.MaxPerPerson = int(d.uvarint())
 	}
 	return w, d.end()
 }

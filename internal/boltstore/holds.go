@@ -56,6 +56,9 @@ func (t *tx) PutHold(h engine.Hold) error {
 	if err := holdActors.put(t, h.ID, h); err != nil {
 		return err
 	}
+	if err := holdWorkshops.put(t, h.ID, h); err != nil {
+		return err
+	}
 	return t.put(bucketHolds, []byte(h.ID), h)
 }
 

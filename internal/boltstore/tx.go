@@ -177,6 +177,9 @@ func (t *tx) PutReservation(r engine.Reservation) error {
 	if err := reservationActors.put(t, r.ID, r); err != nil {
 		return err
 	}
+	if err := reservationWorkshops.put(t, r.ID, r); err != nil {
+		return err
+	}
 	return t.putRaw(bucketReservations, []byte(r.ID), encodeReservation(r))
 }
 

@@ -570,11 +570,15 @@ const (
 	exitReserved    = 0
 	exitUnavailable = 3
 	exitRejected    = 4
-	exitUnknown     = 75
+	// exitAnswerExpired is a retry refused with operation_expired: decided
+	// earlier, its answer no longer kept (after a clock jump past the
+	// receipts' retention).
+	exitAnswerExpired = 5
+	exitUnknown       = 75
 )
 
 func authoritative(code int) bool {
-	return code == exitReserved || code == exitUnavailable || code == exitRejected
+	return code == exitReserved || code == exitUnavailable || code == exitRejected || code == exitAnswerExpired
 }
 
 func problemCode(body []byte) string {

@@ -56,7 +56,7 @@ func (r *run) runImport(ctx context.Context, token string) {
 		// The daemons are already being killed: the PUT, which sets the
 		// same workshop however often it is sent, is sent until it is
 		// answered.
-		spec := engine.WorkshopSpec{Capacity: max(want[w], 1), MaxQuantity: r.maxQuantity}
+		spec := importSpec(want[w], r.maxQuantity)
 		if err := untilAnswered(func() error { _, _, err := admin.PutWorkshop(ctx, w, spec, nil); return err }); err != nil {
 			r.fail(fmt.Errorf("create workshop %s: %w", w, err))
 			return
@@ -139,7 +139,7 @@ func (r *run) runImport(ctx context.Context, token string) {
 	}
 	ref := engine.New(memstore.New(memstore.Options{}))
 	for _, w := range importWorkshops {
-		if _, _, err := ref.PutWorkshop(ctx, w, engine.WorkshopSpec{Capacity: max(want[w], 1), MaxQuantity: r.maxQuantity}, nil); err != nil {
+		if _, _, err := ref.PutWorkshop(ctx, w, importSpec(want[w], r.maxQuantity), nil); err != nil {
 			r.fail(err)
 			return
 		}
@@ -180,4 +180,12 @@ func untilAnswered(call func() error) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// importSpec is an import workshop that takes exactly the want places of
+// its rows: a row asks for at most maxQuantity places and never more than
+// want, and a workshop's max_quantity may not be above its capacity.
+func importSpec(want, maxQuantity int) engine.WorkshopSpec {
+	capacity := max(want, 1)
+	return engine.WorkshopSpec{Capacity: capacity, MaxQuantity: min(maxQuantity, capacity)}
 }

@@ -51,7 +51,7 @@ that it expired. Without it the token works until it is revoked.`,
 				return err
 			}
 			if err := engine.ValidateActor(actor); err != nil {
-				return usageErrorf("--actor: %v", err)
+				return flagError("--actor", err)
 			}
 			req := api.TokenRequest{Actor: actor, Admin: admin}
 			if cmd.Flags().Changed("expires-in") {

@@ -40,7 +40,7 @@ lists it again; without the flag it stays as it is.`,
 			}
 			id := args[0]
 			if err := engine.ValidateWorkshopID(id); err != nil {
-				return usageErrorf("workshop id: %v", err)
+				return flagError("the workshop ID", err)
 			}
 			var match *uint64
 			if cmd.Flags().Changed("if-match") {

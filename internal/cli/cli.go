@@ -3,8 +3,10 @@
 // reservectl's exit codes (exit.go), and the rules that make a reservation
 // from a shell exactly-once: the pending intent is written to the state file
 // (package intent) before anything is sent, a retry resends that same intent,
-// and only new-intent starts the next one, except that a confirmation or
-// release of a hold continues from the settled intent that made the hold.
+// and only new-intent (or --new) starts the next one after an intent that
+// did something, except that a confirmation or release of a hold continues
+// from the settled intent that made the hold; a settled intent that had no
+// effect gives way to the next one by itself.
 // Holds, their confirmations and their releases are intents of their own,
 // journaled and retried the same way. cmd/reservectl only calls Main.
 //
@@ -63,7 +65,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, errorLine(err))
+		fmt.Fprintln(stderr, reworded(err, errorLine(err)))
 		// With --json stdout holds one object: a command that printed its
 		// own (a status that then refused to ask) keeps it.
 		if asJSON, _ := root.PersistentFlags().GetBool("json"); asJSON && !env.printed {
@@ -104,7 +106,9 @@ func newRoot(stdout, stderr io.Writer) (*cobra.Command, *commandEnv) {
 has exactly one effect however often you retry it: "reserve" writes the intent
 (a new operation key and the payload) to a local state file before it sends
 anything, "reserve --retry" resends that same intent after a timeout, a crash
-or a lost answer, and only "new-intent" starts the next one.
+or a lost answer, and after a reservation only "new-intent" (or "reserve
+--new") starts the next one. An intent that had no effect (rejected or
+unavailable) gives way to the next "reserve" by itself, which says so.
 
 "hold" keeps places until a deadline, "confirm" turns the hold into a
 reservation and "release" gives its places back; each is an intent of its
@@ -118,6 +122,9 @@ Exit status:
    4  rejected by the server (conflict, request contract, unknown workshop
       or hold, authentication), or the hold was settled before (released,
       already confirmed, already released)
+   5  decided earlier, but reserved no longer keeps its answer (the
+      receipt expired): the intent is settled; "reservectl list" shows
+      your reservations
   75  outcome unknown (timeout, lost or garbled answer, server error, store
       unavailable, daemon unreachable): the intent is kept; run
       "reservectl reserve --retry"

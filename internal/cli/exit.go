@@ -29,6 +29,11 @@ const (
 	// contract, unknown workshop or hold, authentication or permission), or
 	// that the hold to confirm or release was settled before.
 	ExitRejected = 4
+	// ExitAnswerExpired means that reserved decided the intent earlier but
+	// no longer keeps its answer (its receipt was purged after the
+	// retention period), so what it did is not known here: the intent is
+	// settled, and "reservectl list" shows the reservations.
+	ExitAnswerExpired = 5
 	// ExitUnknown means the outcome is unknown and the intent stays open
 	// (timeout, reset, 5xx such as 503 store_unavailable, unparseable
 	// answer, daemon unreachable); 75 is EX_TEMPFAIL.
@@ -114,12 +119,13 @@ func refusedSocket(err error) bool {
 
 // exitMeanings are the words --json prints for each exit code.
 var exitMeanings = map[int]string{
-	ExitReserved:    "succeeded",
-	ExitFailure:     "failed",
-	ExitUsage:       "refused locally: nothing sent",
-	ExitUnavailable: "unavailable",
-	ExitRejected:    engine.OutcomeRejected,
-	ExitUnknown:     "outcome unknown or no answer: try again (an intent stays open)",
+	ExitReserved:      "succeeded",
+	ExitFailure:       "failed",
+	ExitUsage:         "refused locally: nothing sent",
+	ExitUnavailable:   "unavailable",
+	ExitRejected:      engine.OutcomeRejected,
+	ExitAnswerExpired: "decided earlier, its answer no longer kept: see reservectl list",
+	ExitUnknown:       "outcome unknown or no answer: try again (an intent stays open)",
 }
 
 // errorJSON is what --json prints on stdout for a failure that is not the
@@ -172,6 +178,6 @@ func failureJSON(err error) *errorJSON {
 	j.Error.ExitCode = exitCode(err)
 	j.Error.Meaning = exitMeanings[j.Error.ExitCode]
 	j.Error.Code = errorCode(err, j.Error.ExitCode)
-	j.Error.Message = err.Error()
+	j.Error.Message = reworded(err, err.Error())
 	return &j
 }

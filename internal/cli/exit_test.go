@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ func TestExitCode(t *testing.T) {
 		{"unavailable", (outcome{status: engine.StatusUnavailable}).err(), ExitUnavailable},
 		{"rejected", (outcome{status: intent.StatusRejected, res: client.Result{Problem: &engine.Error{Code: engine.CodeOperationConflict}}}).err(), ExitRejected},
 		{"unknown outcome", (outcome{status: intent.StatusOpen}).err(), ExitUnknown},
+		{"answer expired", expiredAnswer().err(), ExitAnswerExpired},
 		{"connect", fmt.Errorf("whoami: %w", &client.ConnectError{Where: "/s"}), ExitUnknown},
 		{"timeout", fmt.Errorf("list: %w", context.DeadlineExceeded), ExitUnknown},
 		{"garbled", &client.UnexpectedResponseError{Status: 200}, ExitUnknown},
@@ -190,6 +192,7 @@ func TestSettlementRoundTrip(t *testing.T) {
 		classify(http.StatusCreated, "application/json", []byte(`{"status":"reserved","reservation_id":"`+testID+`","workshop":"workshop-demo","quantity":1}`), false, nil, time.Second),
 		classify(http.StatusConflict, "application/json", []byte(`{"status":"unavailable","workshop":"workshop-demo","quantity":1}`), false, nil, time.Second),
 		classify(http.StatusNotFound, "application/problem+json", []byte(`{"type":"about:blank","title":"Not Found","status":404,"code":"unknown_workshop","detail":"no such workshop"}`), false, nil, time.Second),
+		classify(http.StatusGone, "application/problem+json", []byte(`{"type":"about:blank","title":"Gone","status":410,"code":"operation_expired","detail":"operation key expired"}`), false, nil, time.Second),
 	} {
 		j, err := intent.Open(t.TempDir() + "/intent.json")
 		if err != nil {
@@ -206,9 +209,31 @@ func TestSettlementRoundTrip(t *testing.T) {
 			t.Fatalf("%s: Settle: %v", o.status, err)
 		}
 		back := settledOutcome(in)
-		if back.status != o.status || back.line() != (outcome{status: o.status, key: in.Key, res: client.Result{Reply: client.Reply{Status: o.res.Status}, Answer: o.res.Answer, Problem: o.res.Problem}}).line() {
+		if back.status != o.status || back.line() != (outcome{status: o.status, op: in.Kind, key: in.Key, res: client.Result{Reply: client.Reply{Status: o.res.Status}, Answer: o.res.Answer, Problem: o.res.Problem}}).line() {
 			t.Errorf("%s: settled outcome reads back as %q", o.status, back.line())
 		}
 		j.Close()
+	}
+}
+
+// expiredAnswer is what a send of a reserve intent makes of reserved's 410
+// operation_expired.
+func expiredAnswer() outcome {
+	op := client.Reserving(engine.Request{Workshop: "workshop-demo", Quantity: 1})
+	body := `{"type":"about:blank","title":"Gone","status":410,"code":"operation_expired","detail":"operation key expired"}`
+	res := client.Classify(op, client.Reply{Status: 410, ContentType: api.MediaProblem, Body: []byte(body)})
+	return outcomeOf(op, "", res, nil, 0)
+}
+
+// TestExpiredAnswerIsNotARejection settles an intent refused with
+// operation_expired as decided earlier, not as rejected: reserved decided
+// it, and only its answer is gone.
+func TestExpiredAnswerIsNotARejection(t *testing.T) {
+	o := expiredAnswer()
+	if o.status != intent.StatusAnswerExpired || !o.authoritative() {
+		t.Fatalf("status %q (authoritative %v), want %q, authoritative", o.status, o.authoritative(), intent.StatusAnswerExpired)
+	}
+	if line := o.line(); !strings.HasPrefix(line, "decided earlier: ") || strings.Contains(line, "rejected") || !strings.Contains(line, "'reservectl list'") {
+		t.Errorf("line %q, want it to say decided earlier and point to 'reservectl list'", line)
 	}
 }

@@ -20,14 +20,17 @@ func newHoldCmd(env *commandEnv) *cobra.Command {
 		quantity int
 		ttl      time.Duration
 		retry    bool
+		fresh    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "hold (--workshop ID [--quantity N] [--ttl DURATION] | --retry)",
+		Use:   "hold (--workshop ID [--quantity N] [--ttl DURATION] [--new] | --retry)",
 		Short: "Hold places in a workshop until a deadline, exactly once however often you retry",
 		Long: `hold starts a new intent to keep places of a workshop for you for a while,
 say while you pay: like reserve, it gives the intent a new operation key and
-writes it to the state file (fsync'd) before it sends anything, and it
-refuses (exit 2, nothing sent) while the state file holds another intent.
+writes it to the state file (fsync'd) before it sends anything. Like
+reserve, it refuses (exit 2, nothing sent) while the state file holds an
+open intent, or a settled one that did something unless --new is given; a
+settled intent that had no effect gives way to it, with a note on stderr.
 
 The held places count against the workshop's capacity until the hold is
 confirmed ("reservectl confirm", which makes them a reservation), released
@@ -51,8 +54,8 @@ unreachable daemon exit 75 and keep the intent open for --retry.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if retry {
-				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") || cmd.Flags().Changed("ttl") {
-					return usageErrorf("--retry resends the recorded payload: do not pass --workshop, --quantity or --ttl")
+				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") || cmd.Flags().Changed("ttl") || fresh {
+					return usageErrorf("--retry resends the recorded payload: do not pass --workshop, --quantity, --ttl or --new")
 				}
 				return env.retryIntent(cmd.Context(), intent.KindHold)
 			}
@@ -64,10 +67,10 @@ unreachable daemon exit 75 and keep the intent open for --retry.`,
 				return err
 			}
 			req := engine.HoldRequest{Workshop: workshop, Quantity: quantity, TTLSeconds: seconds}
-			if err := req.Validate(); err != nil {
-				return &usageError{err: fmt.Errorf("nothing sent: %w", err)}
+			if err := checkRequest(engine.Request{Workshop: workshop, Quantity: quantity}); err != nil {
+				return err
 			}
-			return env.startIntent(cmd.Context(), func(server, actor string) (*intent.Intent, error) {
+			return env.startIntent(cmd.Context(), intent.KindHold, fresh, func(server, actor string) (*intent.Intent, error) {
 				return intent.NewHold(req, server, actor)
 			})
 		},
@@ -78,6 +81,7 @@ unreachable daemon exit 75 and keep the intent open for --retry.`,
 	f.IntVar(&quantity, "quantity", 1, "number of places")
 	f.DurationVar(&ttl, "ttl", defaultHoldTTL, "how long the places are held: whole seconds from 30s to 24h, e.g. 90s, 15m, 2h")
 	f.BoolVar(&retry, "retry", false, "resend the hold intent in the state file (same key, same payload)")
+	f.BoolVar(&fresh, "new", false, "start a new intent even after a settled one that did something (new-intent and hold in one step)")
 	return cmd
 }
 

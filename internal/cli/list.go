@@ -39,7 +39,7 @@ another actor's. It sends nothing that changes anything.`,
 			}
 			if f.Workshop != "" {
 				if err := engine.ValidateWorkshopID(f.Workshop); err != nil {
-					return usageErrorf("nothing sent: --workshop %s", err)
+					return flagError("--workshop", err)
 				}
 			}
 			if all {

@@ -31,7 +31,7 @@ link works once and only for 5 minutes. An admin may ask for a link of another a
 			}
 			if actor != "" {
 				if err := engine.ValidateActor(actor); err != nil {
-					return usageErrorf("--actor: %v", err)
+					return flagError("--actor", err)
 				}
 			}
 			ctx, cancel := env.callContext(cmd.Context())

@@ -18,8 +18,11 @@ func newNewIntentCmd(env *commandEnv) *cobra.Command {
 		Short: "Clear the settled intent so that the next reserve gets a new key",
 		Long: `new-intent removes the intent from the state file once the server has answered
 it authoritatively (reserved, unavailable or rejected), so that the next
-"reservectl reserve" starts a new intent with a new operation key. This is the
-only way to reserve again: a retry never makes a second reservation.
+"reservectl reserve" starts a new intent with a new operation key. After an
+intent that did something (a reservation) this, or "reserve --new", is the
+only way to reserve again: a retry never makes a second reservation. (An
+intent that had no effect, rejected or unavailable, gives way to the next
+reserve by itself.)
 
 While the intent is open (its outcome unknown) new-intent refuses (exit 2):
 resend it with "reservectl reserve --retry" or settle it with "reservectl

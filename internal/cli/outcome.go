@@ -50,6 +50,8 @@ func outcomeOf(op client.Operation, key engine.OperationKey, res client.Result, 
 		o.why = describe(err, 0, timeout)
 	case res.Answer.Status != "":
 		o.status = intent.Status(res.Answer.Status)
+	case res.Decided && res.Problem != nil && res.Problem.Code == engine.CodeOperationExpired:
+		o.status = intent.StatusAnswerExpired
 	case res.Decided:
 		o.status = intent.StatusRejected
 	default:
@@ -122,15 +124,21 @@ func (o outcome) authoritative() bool { return o.status != intent.StatusOpen }
 // outcome o and records it in the state file; an outcome that is not
 // authoritative leaves in as it is. So does an operation_expired refusal of
 // an intent that settled before its receipt expired: the recorded answer
-// stands, and the 410 only says that it cannot be replayed. An intent
-// settled before on another answer is settled on o, which stands, and its
-// earlier outcome is returned as lost (see intent.Journal.Settle).
+// stands, and the 410 only says that it cannot be replayed (see
+// expiredAfterSettled). An intent settled before on another answer is
+// settled on o, which stands, and its earlier outcome is returned as lost
+// (see intent.Journal.Settle).
 func settle(j *intent.Journal, in *intent.Intent, o outcome) (lost *intent.Outcome, err error) {
-	expired := o.res.Problem != nil && o.res.Problem.Code == engine.CodeOperationExpired
-	if !o.authoritative() || (in.Settled() && expired) {
+	if !o.authoritative() || expiredAfterSettled(in, o) {
 		return nil, nil
 	}
 	return j.Settle(in, o.settlement())
+}
+
+// expiredAfterSettled reports whether o is the operation_expired refusal
+// of an intent that was settled before on the answer that expired since.
+func expiredAfterSettled(in *intent.Intent, o outcome) bool {
+	return o.status == intent.StatusAnswerExpired && in.Settled() && in.Outcome.Status != intent.StatusAnswerExpired
 }
 
 // lostLine says what became of an outcome that reserved no longer stood
@@ -154,7 +162,8 @@ func (o outcome) settlement() intent.Outcome {
 // reservation cancelled before, a hold made and a hold released; 3 for the
 // authoritative lack of places and for a hold whose deadline passed; 4 for
 // a rejection and for a hold that was settled before (a confirmation of a
-// released hold, a hold confirmed or released before); 75 while the
+// released hold, a hold confirmed or released before); 5 for an intent
+// decided earlier whose answer reserved no longer keeps; 75 while the
 // outcome is unknown.
 func (o outcome) exitCode() int {
 	switch o.status {
@@ -169,6 +178,8 @@ func (o outcome) exitCode() int {
 		return ExitUnavailable
 	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, intent.StatusRejected:
 		return ExitRejected
+	case intent.StatusAnswerExpired:
+		return ExitAnswerExpired
 	case intent.StatusOpen:
 		return ExitUnknown
 	}
@@ -193,6 +204,8 @@ func (o outcome) line() string {
 	switch {
 	case o.unconfirmed != "":
 		prefix = "recorded (reserved did not confirm it now: " + o.unconfirmed + "): "
+	case o.notResent && o.status == intent.StatusAnswerExpired:
+		prefix = "recorded (nothing was sent again): "
 	case o.notResent:
 		prefix = "recorded (a rejection is final; nothing was sent again): "
 	case o.res.Replayed:
@@ -207,8 +220,8 @@ func (o outcome) line() string {
 		}
 		return fmt.Sprintf("%sreserved %s in %s (reservation %s)%s", prefix, places(a.Quantity), a.Workshop, a.ReservationID, from)
 	case engine.StatusUnavailable:
-		return fmt.Sprintf("%sunavailable: not enough free places in %s for %s; intent %s is settled, run 'reservectl new-intent' to try again",
-			prefix, a.Workshop, places(a.Quantity), o.key)
+		return fmt.Sprintf("%sunavailable: not enough free places in %s for %s; %s",
+			prefix, a.Workshop, places(a.Quantity), o.next())
 	case engine.StatusCancelled:
 		return fmt.Sprintf("%scancelled reservation %s (%s in %s)", prefix, a.ReservationID, places(a.Quantity), a.Workshop)
 	case engine.StatusAlreadyCancelled:
@@ -216,15 +229,25 @@ func (o outcome) line() string {
 			prefix, a.ReservationID, places(a.Quantity), a.Workshop)
 	case engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased:
 		return prefix + o.holdLine()
+	case intent.StatusAnswerExpired:
+		return fmt.Sprintf("%sdecided earlier: reserved decided intent %s before and no longer keeps its answer, so it cannot say what it did, and it does not do it again: %s (HTTP %d); run '%s' to see what you have; %s",
+			prefix, o.key, p.Message, o.res.Status, listCommand[o.op], o.next())
 	case intent.StatusRejected:
-		if p.Code == engine.CodeOperationExpired {
-			return fmt.Sprintf("%srejected: the operation key expired, so reserved refuses to repeat it and cannot replay its answer: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
-				prefix, p.Message, o.res.Status, o.key)
-		}
-		return fmt.Sprintf("%srejected: %s (HTTP %d); intent %s is settled, run 'reservectl new-intent' to start another",
-			prefix, p, o.res.Status, o.key)
+		return fmt.Sprintf("%srejected: %s (HTTP %d); %s",
+			prefix, p, o.res.Status, o.next())
 	}
 	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl %s --retry", o.why, o.op)
+}
+
+// next says that o settled its intent and how to start another: after an
+// outcome that had no effect the command of the intent's kind starts one
+// by itself; after any other, only new-intent (or --new) does.
+func (o outcome) next() string {
+	spec, _ := engine.SpecOf(o.op, string(o.status))
+	if o.status == intent.StatusRejected || spec.Effect == engine.EffectRefused {
+		return fmt.Sprintf("intent %s is settled and had no effect: 'reservectl %s' starts a new one", o.key, startCommand[o.op])
+	}
+	return fmt.Sprintf("intent %s is settled, run 'reservectl new-intent' to start another", o.key)
 }
 
 // holdLine says what an answer about a hold means, without the prefix of
@@ -232,7 +255,7 @@ func (o outcome) line() string {
 func (o outcome) holdLine() string {
 	a := o.res.Answer
 	what := fmt.Sprintf("hold %s (%s in %s)", a.HoldID, places(a.Quantity), a.Workshop)
-	settled := fmt.Sprintf("intent %s is settled, run 'reservectl new-intent' to start another", o.key)
+	settled := o.next()
 	switch {
 	case o.status == engine.StatusHeld:
 		return fmt.Sprintf("held %s in %s until %s (hold %s); run 'reservectl confirm' to reserve them or 'reservectl release' to give them back",
@@ -269,7 +292,8 @@ func count(n int, noun string) string {
 type outcomeJSON struct {
 	// Outcome is the status of the answer (reserved, unavailable,
 	// cancelled, already_cancelled, held, expired, released,
-	// already_confirmed, already_released), rejected or unknown.
+	// already_confirmed, already_released), rejected, operation_expired
+	// (decided earlier, its answer no longer kept) or unknown.
 	Outcome   string              `json:"outcome"`
 	Operation engine.OperationKey `json:"operation"`
 	Replayed  bool                `json:"replayed"`
@@ -357,12 +381,12 @@ func (env *commandEnv) report(o outcome) error {
 // settledOutcome rebuilds the outcome recorded in a settled intent.
 func settledOutcome(in *intent.Intent) outcome {
 	rec, ct := in.Outcome, api.MediaJSON
-	if rec.Status == intent.StatusRejected {
+	if rec.Status.Refusal() {
 		ct = api.MediaProblem
 	}
 	res := client.Classify(operation(in), client.Reply{Status: rec.HTTPStatus, ContentType: ct, Body: rec.Body})
-	if res.Decided = true; rec.Status == intent.StatusRejected && res.Problem == nil {
-		res.Problem = &engine.Error{Code: engine.OutcomeRejected, Message: string(rec.Body)}
+	if res.Decided = true; rec.Status.Refusal() && res.Problem == nil {
+		res.Problem = &engine.Error{Code: string(rec.Status), Message: string(rec.Body)}
 	}
 	return outcome{status: rec.Status, op: in.Kind, key: in.Key, res: res}
 }

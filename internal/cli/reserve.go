@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,15 +25,24 @@ func newReserveCmd(env *commandEnv) *cobra.Command {
 		workshop string
 		quantity int
 		retry    bool
+		fresh    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "reserve (--workshop ID [--quantity N] | --retry)",
+		Use:   "reserve (--workshop ID [--quantity N] [--new] | --retry)",
 		Short: "Reserve places in a workshop, exactly once however often you retry",
 		Long: `reserve starts a new intent: it gives it a new operation key, writes the key,
 the payload, the server and your identity to the state file (fsync'd), and
-only then sends it. It refuses (exit 2, nothing sent) while the state file
-holds an intent, open or settled: resend that one with --retry, or start the
-next one with "reservectl new-intent".
+only then sends it.
+
+While the state file holds an open intent (its outcome unknown), reserve
+refuses (exit 2, nothing sent): resend that one with --retry. A settled
+intent that had no effect (rejected, say for an unknown workshop or a
+quantity above the limit, or unavailable) gives way to the new one, with a
+note on stderr ("the previous intent … had no effect; starting a new
+intent"). After a settled intent that did something (a reservation) or
+whose answer reserved no longer keeps, reserve refuses (exit 2, nothing
+sent): run "reservectl new-intent" first, or pass --new, which replaces the
+settled intent with the new one in the same fsync'd write.
 
 reserve --retry resends the intent in the state file with the same key and
 payload. Whatever happened to the earlier attempts, the server gives the
@@ -45,22 +55,35 @@ intent. A timeout, a lost or garbled answer, a server error (also 503
 store_unavailable: reserved's database is unreachable or restarting; and 503
 identity_unavailable: on the socket, your uid has no actor yet and the user
 database failed to name it) or an unreachable daemon exit 75 and keep the
-intent open for --retry. A retry of a settled
-intent that gets no answer reports the recorded outcome ("recorded (…): …")
-with its exit code.
+intent open for --retry. A retry of a settled intent that gets no answer
+reports the recorded outcome ("recorded (…): …") with its exit code.
+
+A retry after reserved purged the intent's receipt (its --receipt-retention
+passed) gets 410 operation_expired: reserved decided the intent earlier and
+does not do it again, but no longer keeps its answer. An open intent is then
+settled as decided earlier ("decided earlier: …", exit 5): run "reservectl
+list" to see your reservations. An intent settled before keeps the answer
+recorded here, which the retry reports ("recorded (…): …") with its exit
+code.
 
 If reserved cannot be reached for a new intent, the intent is recorded
 anyway (actor "` + actorNotYetKnown + `", no attempts) and the command exits 75;
-the first --retry that reaches reserved binds it to your actor and sends it.`,
+the first --retry that reaches reserved binds it to your actor and sends it.
+
+Exit status: 0 reserved (first time or replayed), 2 refused locally
+(nothing sent), 3 unavailable, 4 rejected, 5 decided earlier but its answer
+is no longer kept, 75 outcome unknown (the intent stays open), 1 anything
+else.`,
 		Example: `  reservectl reserve --workshop workshop-demo --quantity 2
   reservectl reserve --retry
+  reservectl reserve --new --workshop workshop-demo   # after a reservation: the next one
   reservectl --json reserve --workshop workshop-demo
   reservectl --timeout 30s reserve --retry`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if retry {
-				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") {
-					return usageErrorf("--retry resends the recorded payload: do not pass --workshop or --quantity")
+				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") || fresh {
+					return usageErrorf("--retry resends the recorded payload: do not pass --workshop, --quantity or --new")
 				}
 				return env.retryIntent(cmd.Context(), intent.KindReserve)
 			}
@@ -68,10 +91,10 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 				return err
 			}
 			req := engine.Request{Workshop: workshop, Quantity: quantity}
-			if err := req.Validate(); err != nil {
-				return &usageError{err: fmt.Errorf("nothing sent: %w", err)}
+			if err := checkRequest(req); err != nil {
+				return err
 			}
-			return env.startIntent(cmd.Context(), func(server, actor string) (*intent.Intent, error) {
+			return env.startIntent(cmd.Context(), intent.KindReserve, fresh, func(server, actor string) (*intent.Intent, error) {
 				return intent.NewReserve(req, server, actor)
 			})
 		},
@@ -81,6 +104,7 @@ the first --retry that reaches reserved binds it to your actor and sends it.`,
 	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
 	f.IntVar(&quantity, "quantity", 1, "number of places")
 	f.BoolVar(&retry, "retry", false, "resend the intent in the state file (same key, same payload)")
+	f.BoolVar(&fresh, "new", false, "start a new intent even after a settled one that reserved something (new-intent and reserve in one step)")
 	return cmd
 }
 
@@ -96,28 +120,58 @@ func (env *commandEnv) openSession() (string, *intent.Journal, *intent.Intent, e
 	return server, j, in, err
 }
 
-// startIntent is the first step of an intent: it refuses while the state
-// file holds one, makes the new intent with newIntent for the server and
-// the caller's actor, records it before anything is sent, and sends it.
-func (env *commandEnv) startIntent(ctx context.Context, newIntent func(server, actor string) (*intent.Intent, error)) error {
+// startIntent is the first step of an intent of kind: it makes the new
+// intent with newIntent for the server and the caller's actor, records it
+// before anything is sent, and sends it. A settled intent in the state
+// file that had no effect (a refusal: rejected, unavailable, already
+// cancelled, …) is replaced by the new one in the same write, with a note
+// on stderr; so is any settled intent when fresh (--new) asks for it. An
+// open intent, and without fresh a settled one that did something or
+// whose answer reserved no longer keeps, refuse the new intent: nothing is
+// sent.
+func (env *commandEnv) startIntent(ctx context.Context, kind engine.OperationKind, fresh bool, newIntent func(server, actor string) (*intent.Intent, error)) error {
 	server, j, in, err := env.openSession()
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	if in != nil {
-		return refuseNew(in)
+		if in.IsOpen() || (!fresh && in.Effect() != engine.EffectRefused) {
+			return refuseNew(in, kind)
+		}
+		env.noteReplaced(in)
 	}
-	return env.begin(ctx, server, j, nil, newIntent)
+	return env.begin(ctx, server, j, in, false, newIntent)
+}
+
+// noteReplaced says on stderr that the settled intent in gives way to a
+// new one: it had no effect, or --new asked for a new intent after it.
+func (env *commandEnv) noteReplaced(in *intent.Intent) {
+	if in.Effect() == engine.EffectRefused {
+		fmt.Fprintf(env.stderr, "note: the previous intent %s (%s) had no effect; starting a new intent\n", in.Key, outcomeWords(in))
+		return
+	}
+	fmt.Fprintf(env.stderr, "note: the previous intent %s (%s) stays as it was settled; starting a new intent\n", in.Key, describeIntent(in))
+}
+
+// outcomeWords says what the settled intent in was answered, in a few
+// words: the reason of a refusal, or the status of an answer.
+func outcomeWords(in *intent.Intent) string {
+	o := settledOutcome(in)
+	if p := o.res.Problem; p != nil && o.status.Refusal() {
+		return string(o.status) + ": " + inFlagWords(p.Message)
+	}
+	return strings.ReplaceAll(string(o.status), "_", " ")
 }
 
 // begin makes the new intent with newIntent for server and the caller's
 // actor, records it in j before anything is sent, and sends it. With a
 // settled intent prev, which j holds, the new intent replaces it in one
-// write, and only if prev was made by the same actor on the same server.
+// write; when the new intent continues prev (the confirmation of the hold
+// prev made), only if prev was made by the same actor on the same server.
 // An intent whose actor cannot be asked (the daemon does not answer) is
 // recorded unsent, for retryIntent.
-func (env *commandEnv) begin(ctx context.Context, server string, j *intent.Journal, prev *intent.Intent, newIntent func(server, actor string) (*intent.Intent, error)) error {
+func (env *commandEnv) begin(ctx context.Context, server string, j *intent.Journal, prev *intent.Intent, continues bool, newIntent func(server, actor string) (*intent.Intent, error)) error {
 	c := env.client()
 	who, werr := env.whoami(ctx, c)
 	actor := who.Actor
@@ -129,7 +183,7 @@ func (env *commandEnv) begin(ctx context.Context, server string, j *intent.Journ
 	case werr != nil:
 		actor = actorNotYetKnown
 	}
-	if prev != nil {
+	if prev != nil && continues {
 		// Without an answer to whoami only the server can be compared.
 		recorded := actor
 		if werr != nil {
@@ -185,11 +239,12 @@ func (env *commandEnv) retryIntent(ctx context.Context, kind engine.OperationKin
 		return usageErrorf("no intent in %s to retry: start one with 'reservectl %s'", j.Path(), startCommand[kind])
 	case in.Kind != kind:
 		return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, in.Kind)
-	case !in.IsOpen() && in.Outcome.Status == intent.StatusRejected:
+	case !in.IsOpen() && in.Outcome.Status.Refusal():
 		// The server stored nothing for a rejected intent. Sent again, it
 		// could take effect now (say, after an admin raised the workshop's
 		// limit): a second outcome of one intent, which the state file
-		// would contradict. Report the recorded rejection.
+		// would contradict. An intent whose answer expired was decided,
+		// and its answer is gone for good. Report the recorded outcome.
 		o := settledOutcome(in)
 		o.notResent = true
 		return env.report(o)
@@ -240,8 +295,10 @@ func bindUnsent(in *intent.Intent, server, actor string) {
 	}
 }
 
-// refuseNew explains why a plain reserve does not start a new intent.
-func refuseNew(in *intent.Intent) error {
+// refuseNew explains why a new intent of kind does not start while the
+// state file holds in: in is open, or settled on an outcome that did
+// something (or whose answer reserved no longer keeps).
+func refuseNew(in *intent.Intent, kind engine.OperationKind) error {
 	if in.IsOpen() {
 		return usageErrorf("intent %s is still open (outcome unknown, %s); nothing sent: run 'reservectl %s --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
 			in.Key, count(in.Attempts, "attempt"), in.Kind)
@@ -250,8 +307,32 @@ func refuseNew(in *intent.Intent) error {
 	if _, ok := in.HeldHold(); ok {
 		next = "'reservectl confirm' or 'reservectl release' to go on with the hold it made, "
 	}
-	return usageErrorf("the last intent %s is settled (%s); nothing sent: run %s'reservectl new-intent' to start another, or 'reservectl %s --retry' to see its answer again",
-		in.Key, in.Outcome.Status, next, in.Kind)
+	if in.Outcome.Status == intent.StatusAnswerExpired {
+		next = "'" + listCommand[in.Kind] + "' to see what it did, "
+	}
+	again := "'reservectl new-intent' to start another"
+	if fresh, ok := freshCommand[kind]; ok {
+		again = fmt.Sprintf("'reservectl %s' (or 'reservectl new-intent' first) to start another", fresh)
+	}
+	return usageErrorf("the last intent %s is settled (%s); nothing sent: run %s%s, or 'reservectl %s --retry' to see its answer again",
+		in.Key, in.Outcome.Status, next, again, in.Kind)
+}
+
+// freshCommand says, for each kind of intent that --new can start, how.
+var freshCommand = map[engine.OperationKind]string{
+	intent.KindReserve: "reserve --new --workshop ID",
+	intent.KindCancel:  "cancel --new RESERVATION-ID",
+	intent.KindHold:    "hold --new --workshop ID",
+}
+
+// listCommand says, for each kind of intent, the command that shows what
+// such intents did.
+var listCommand = map[engine.OperationKind]string{
+	intent.KindReserve: "reservectl list",
+	intent.KindCancel:  "reservectl list --all",
+	intent.KindHold:    "reservectl list --holds --all",
+	intent.KindConfirm: "reservectl list --holds --all",
+	intent.KindRelease: "reservectl list --holds --all",
 }
 
 // notSent is the outcome of an intent that could not be sent because the
@@ -294,6 +375,13 @@ func (env *commandEnv) sendReport(ctx context.Context, c *client.Client, j *inte
 	if lost != nil {
 		o.lost = lost
 		fmt.Fprintln(env.stderr, "note: "+lostLine(in, *lost))
+	}
+	if expiredAfterSettled(in, o) {
+		// The answer recorded here is the one reserved gave and no
+		// longer keeps.
+		r := settledOutcome(in)
+		r.unconfirmed = "its receipt expired after the retention period, so it no longer keeps the answer"
+		return env.report(r)
 	}
 	return env.report(recorded(in, o))
 }

@@ -49,12 +49,16 @@ func (env *commandEnv) startSettleHold(ctx context.Context, kind engine.Operatio
 	held, isHold := prev.HeldHold()
 	switch {
 	case prev.IsOpen():
-		return refuseNew(prev)
+		return refuseNew(prev, kind)
 	case prev != nil && !isHold && id == "":
 		return usageErrorf("no hold to %s: the last intent %s in %s is a settled %s intent (%s) that made no hold; nothing sent: pass a HOLD_ID after 'reservectl new-intent'",
 			kind, prev.Key, j.Path(), prev.Kind, prev.Outcome.Status)
+	case prev != nil && !isHold && prev.Effect() == engine.EffectRefused:
+		// A settled intent that did nothing gives way to the new one.
+		env.noteReplaced(prev)
+		return env.begin(ctx, server, j, prev, false, env.settleHoldIntent(kind, id))
 	case prev != nil && !isHold:
-		return refuseNew(prev)
+		return refuseNew(prev, kind)
 	case prev != nil && id != "" && id != held:
 		return usageErrorf("the last intent %s in %s made hold %s, not %s; nothing sent: run 'reservectl %s' for hold %s, or 'reservectl new-intent' first to %s another hold",
 			prev.Key, j.Path(), held, id, kind, held, kind)
@@ -63,11 +67,17 @@ func (env *commandEnv) startSettleHold(ctx context.Context, kind engine.Operatio
 	case prev != nil:
 		id = held
 	}
-	return env.begin(ctx, server, j, prev, func(server, actor string) (*intent.Intent, error) {
+	return env.begin(ctx, server, j, prev, prev != nil, env.settleHoldIntent(kind, id))
+}
+
+// settleHoldIntent makes the intent of kind (confirm or release) for hold
+// id.
+func (env *commandEnv) settleHoldIntent(kind engine.OperationKind, id string) func(server, actor string) (*intent.Intent, error) {
+	return func(server, actor string) (*intent.Intent, error) {
 		in, err := intent.NewSettleHold(kind, id, server, actor)
 		if err != nil {
 			return nil, fmt.Errorf("%s hold %s: %w", kind, id, err)
 		}
 		return in, nil
-	})
+	}
 }

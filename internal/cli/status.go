@@ -33,7 +33,8 @@ reservation, released, or expired.
 
 The exit status follows the intent as the command that made it would exit:
 0 reserved, cancelled, held or released (or no intent), 3 unavailable or
-expired, 4 rejected or settled before, 75 still open.`,
+expired, 4 rejected or settled before, 5 decided earlier but its answer is no
+longer kept (see "reservectl list"), 75 still open.`,
 		Example: `  reservectl status
   reservectl --json status`,
 		Args: noArgs,
@@ -114,6 +115,9 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 	if in.Settled() && in.Outcome.Status == intent.StatusRejected {
 		return "none: a rejection stores no receipt, so there is nothing to ask reserved", nil, false, nil
 	}
+	if in.Settled() && in.Outcome.Status == intent.StatusAnswerExpired {
+		return "none: reserved no longer keeps the answer (its receipt expired), so there is nothing to ask reserved; run '" + listCommand[in.Kind] + "' to see what you have", nil, false, nil
+	}
 	c := env.client()
 	who, err := env.whoami(ctx, c)
 	if err != nil {
@@ -133,7 +137,11 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 		}
 		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was %s under its key (so far)", in.Key, doneWord[in.Kind]), nil, true, nil
 	case engine.CodeOperationExpired:
-		return "reserved's receipt expired: " + engine.ErrorMessage(err), nil, true, nil
+		if in.IsOpen() {
+			return fmt.Sprintf("reserved decided intent %s earlier but its receipt expired: %s; 'reservectl %s --retry' settles the intent without doing anything again, and '%s' shows what you have",
+				in.Key, engine.ErrorMessage(err), in.Kind, listCommand[in.Kind]), nil, true, nil
+		}
+		return "reserved's receipt expired: " + engine.ErrorMessage(err) + "; the answer recorded here stands", nil, true, nil
 	}
 	if err != nil {
 		return "cannot ask reserved: " + describe(err, 0, env.timeout), nil, false, nil
@@ -222,7 +230,9 @@ func receiptSummary(o outcome) string {
 	case o.status == engine.StatusUnavailable:
 		return fmt.Sprintf("unavailable (%s in %s)", places(a.Quantity), a.Workshop)
 	case o.status == intent.StatusRejected:
-		return "rejected: " + o.res.Problem.Error()
+		return "rejected: " + inFlagWords(o.res.Problem.Error())
+	case o.status == intent.StatusAnswerExpired:
+		return "decided earlier, its answer no longer kept: " + o.res.Problem.Message
 	case a.HoldID != "":
 		return fmt.Sprintf("%s (hold %s, %s in %s)", o.status, a.HoldID, places(a.Quantity), a.Workshop)
 	}

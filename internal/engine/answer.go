@@ -19,6 +19,11 @@ const (
 	StatusReleased         = "released"
 	StatusAlreadyConfirmed = "already_confirmed"
 	StatusAlreadyReleased  = "already_released"
+	// The refusals of a request for places by the workshop's registration
+	// window and its limit per person.
+	StatusRegistrationNotOpen = "registration_not_open"
+	StatusRegistrationClosed  = "registration_closed"
+	StatusLimitReached        = "limit_reached"
 )
 
 // Effect is what an authoritative answer says its operation did: made
@@ -41,6 +46,9 @@ type AnswerMembers struct {
 	ReservationID bool // "reservation_id": the reservation made or cancelled.
 	HoldID        bool // "hold_id": the hold made, confirmed or released.
 	ExpiresAt     bool // "expires_at": the deadline of the hold made.
+	// Limit: "max_per_person" and "already", the workshop's limit per
+	// person and the places the actor had already.
+	Limit bool
 }
 
 // Names returns the names of every member of such a body, in the order of
@@ -56,6 +64,9 @@ func (m AnswerMembers) Names() []string {
 	names = append(names, "workshop", "quantity")
 	if m.ExpiresAt {
 		names = append(names, "expires_at")
+	}
+	if m.Limit {
+		names = append(names, "max_per_person", "already")
 	}
 	return names
 }
@@ -77,10 +88,16 @@ type AnswerSpec struct {
 var Answers = []AnswerSpec{
 	{OperationReserve, StatusReserved, EffectMade, AnswerMembers{ReservationID: true}},
 	{OperationReserve, StatusUnavailable, EffectRefused, AnswerMembers{}},
+	{OperationReserve, StatusRegistrationNotOpen, EffectRefused, AnswerMembers{}},
+	{OperationReserve, StatusRegistrationClosed, EffectRefused, AnswerMembers{}},
+	{OperationReserve, StatusLimitReached, EffectRefused, AnswerMembers{Limit: true}},
 	{OperationCancel, StatusCancelled, EffectChanged, AnswerMembers{ReservationID: true}},
 	{OperationCancel, StatusAlreadyCancelled, EffectRefused, AnswerMembers{ReservationID: true}},
 	{OperationHold, StatusHeld, EffectMade, AnswerMembers{HoldID: true, ExpiresAt: true}},
 	{OperationHold, StatusUnavailable, EffectRefused, AnswerMembers{}},
+	{OperationHold, StatusRegistrationNotOpen, EffectRefused, AnswerMembers{}},
+	{OperationHold, StatusRegistrationClosed, EffectRefused, AnswerMembers{}},
+	{OperationHold, StatusLimitReached, EffectRefused, AnswerMembers{Limit: true}},
 	{OperationConfirm, StatusReserved, EffectMade, AnswerMembers{ReservationID: true, HoldID: true}},
 	{OperationConfirm, StatusExpired, EffectRefused, AnswerMembers{HoldID: true}},
 	{OperationConfirm, StatusReleased, EffectRefused, AnswerMembers{HoldID: true}},
@@ -120,10 +137,13 @@ func AnswerStatuses() []string {
 //
 //	reserve {"status":"reserved","reservation_id":"…","workshop":"…","quantity":N}
 //	reserve {"status":"unavailable","workshop":"…","quantity":N}
+//	reserve {"status":S,"workshop":"…","quantity":N}, S registration_not_open or registration_closed
+//	reserve {"status":"limit_reached","workshop":"…","quantity":N,"max_per_person":M,"already":A}
 //	cancel  {"status":"cancelled","reservation_id":"…","workshop":"…","quantity":N}
 //	cancel  {"status":"already_cancelled","reservation_id":"…","workshop":"…","quantity":N}
 //	hold    {"status":"held","hold_id":"…","workshop":"…","quantity":N,"expires_at":"<RFC 3339 UTC>"}
-//	hold    {"status":"unavailable","workshop":"…","quantity":N}
+//	hold    {"status":S,"workshop":"…","quantity":N}, S unavailable, registration_not_open or registration_closed
+//	hold    {"status":"limit_reached","workshop":"…","quantity":N,"max_per_person":M,"already":A}
 //	confirm {"status":"reserved","reservation_id":"…","hold_id":"…","workshop":"…","quantity":N}
 //	confirm {"status":S,"hold_id":"…","workshop":"…","quantity":N}, S expired, released or already_confirmed
 //	release {"status":S,"hold_id":"…","workshop":"…","quantity":N}, S released, expired, already_confirmed or already_released
@@ -139,6 +159,9 @@ type Answer struct {
 	Workshop      string        `json:"workshop"`
 	Quantity      int           `json:"quantity"`
 	ExpiresAt     time.Time     `json:"expires_at,omitzero"`
+	// Limit is encoded, as "max_per_person" and "already", in a
+	// limit_reached answer only.
+	Limit Limit `json:"-"`
 	// verbatim, if isVerbatim, is the body a store read for this answer
 	// that its encoding does not reproduce byte for byte (see
 	// StoredAnswer): the answer is replayed as those bytes.
@@ -175,6 +198,8 @@ func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 		strictjson.StringMember("workshop", true, nil, &a.Workshop),
 		strictjson.IntMember("quantity", true, 1, MaxQuantity, &a.Quantity),
 		strictjson.TimeMember("expires_at", false, &a.ExpiresAt),
+		strictjson.IntMember("max_per_person", false, 1, MaxQuantity, &a.Limit.MaxPerPerson),
+		strictjson.IntMember("already", false, 0, MaxQuantity, &a.Limit.Already),
 	})
 	if err != nil {
 		return Answer{}, err

@@ -32,6 +32,8 @@ const (
 	FindingActorIndex       = "actor_index_mismatch"
 	FindingBinding          = "binding_mismatch"
 	FindingTokenIndex       = "token_index_mismatch"
+	FindingWorkshopIndex    = "workshop_index_mismatch"
+	FindingSchedule         = "schedule_invalid"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -102,6 +104,9 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 		sums := map[string]int{}
 		if err := tx.ForEachWorkshop(func(w Workshop) error {
 			workshops[w.ID] = w
+			if err := w.Schedule.Validate(); err != nil {
+				add(FindingSchedule, "workshop %s has a schedule that is refused: %v", w.ID, err)
+			}
 			return nil
 		}); err != nil {
 			return err
@@ -109,8 +114,10 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 		reservations := map[string]*resInfo{}
 		var order []string
 		if err := tx.ForEachReservation(func(r Reservation) error {
-			if _, ok := workshops[r.Workshop]; !ok {
-				add(FindingUnknownWorkshop, "reservation %s is for workshop %q, which does not exist", r.ID, r.Workshop)
+			// A deleted workshop leaves its cancelled reservations and
+			// settled holds behind; only an active one needs it.
+			if _, ok := workshops[r.Workshop]; !ok && !r.Cancelled() {
+				add(FindingUnknownWorkshop, "active reservation %s is for workshop %q, which does not exist", r.ID, r.Workshop)
 			}
 			if !r.Cancelled() {
 				sums[r.Workshop] += r.Quantity
@@ -125,8 +132,8 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 		var holdOrder []string
 		holding := map[string]int{}
 		if err := tx.ForEachHold(func(h Hold) error {
-			if _, ok := workshops[h.Workshop]; !ok {
-				add(FindingUnknownWorkshop, "hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
+			if _, ok := workshops[h.Workshop]; !ok && h.Open() {
+				add(FindingUnknownWorkshop, "open hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
 			}
 			if h.Open() {
 				holding[h.Workshop] += h.Quantity

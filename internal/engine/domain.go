@@ -33,18 +33,25 @@ type Workshop struct {
 	Version     uint64 `json:"version"`
 	Hidden      bool   `json:"hidden,omitempty"`
 	Holding     int    `json:"-"`
+	Schedule
+	// Registration is what a view shows: the registration state at the
+	// time of the read (RegistrationOpen, RegistrationNotOpen or
+	// RegistrationClosed). Stores do not keep it.
+	Registration string `json:"registration,omitempty"`
 }
 
 // WorkshopSpec is an admin's desired state of a workshop. A zero MaxQuantity
 // or empty Title keeps the current value on update; on create they default to
 // the capacity (at least 1) and the id. A nil Hidden keeps the workshop as
 // listed or hidden as it is; a new workshop is listed unless Hidden says
-// otherwise.
+// otherwise. The members of Schedule that are set replace the workshop's;
+// those not set keep theirs (a WorkshopPatch clears them).
 type WorkshopSpec struct {
 	Capacity    int    `json:"capacity"`
 	MaxQuantity int    `json:"max_quantity,omitempty"`
 	Title       string `json:"title,omitempty"`
 	Hidden      *bool  `json:"hidden,omitempty"`
+	Schedule
 }
 
 // ValidateTitle checks a workshop's title: at most 200 bytes of printable
@@ -102,8 +109,10 @@ type Receipt struct {
 	HoldID             string
 	HoldExpiresAt      time.Time
 	HoldTTLSeconds     int
-	Answer             Answer
-	CreatedAt          time.Time
+	// Limit is what a limit_reached answer reports beside its request.
+	Limit     Limit
+	Answer    Answer
+	CreatedAt time.Time
 }
 
 // AnswerOf returns the answer of status to the receipt's operation, built
@@ -111,7 +120,7 @@ type Receipt struct {
 // that keeps only the status builds again.
 func (r Receipt) AnswerOf(status string) Answer {
 	return Answer{Kind: r.Kind(), Status: status, ReservationID: r.ReservationID, HoldID: r.HoldID,
-		Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, ExpiresAt: r.HoldExpiresAt}
+		Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, ExpiresAt: r.HoldExpiresAt, Limit: r.Limit}
 }
 
 // payload returns what the receipt's key was used for, as the operation

@@ -109,6 +109,9 @@ func (reservation) effect(tx Tx, p payload, w Workshop, d *draft) (string, error
 	req := p.req
 	d.Request = req
 	id, eventID := d.mint(), d.mint()
+	if refusal, err := d.admit(tx, w, req.Quantity); err != nil || refusal != "" {
+		return refusal, err
+	}
 	w, err := d.makeRoom(tx, w, req.Quantity)
 	if err != nil {
 		return "", err

@@ -45,6 +45,9 @@ const (
 	// CodeCapacityBelowReserved means an update would set a workshop's
 	// capacity below the seats already reserved.
 	CodeCapacityBelowReserved = "capacity_below_reserved"
+	// CodeWorkshopInUse means a workshop cannot be deleted while it has an
+	// active reservation or an open hold.
+	CodeWorkshopInUse = "workshop_in_use"
 	// CodeUnauthenticated means the caller has no valid credentials.
 	CodeUnauthenticated = "unauthenticated"
 	// CodeForbidden means the caller is known but not allowed.
@@ -100,7 +103,7 @@ var Codes = []string{
 	CodeInvalidIdempotencyKey,
 	CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeUnknownToken, CodeVersionMismatch,
-	CodeCapacityBelowReserved, CodeUnauthenticated, CodeForbidden,
+	CodeCapacityBelowReserved, CodeWorkshopInUse, CodeUnauthenticated, CodeForbidden,
 	CodeInsufficientStorage, CodeStoreUnavailable, CodeIdentityUnavailable, CodeInternal,
 }
 

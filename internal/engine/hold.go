@@ -119,6 +119,9 @@ func (holding) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
 	req := p.hold.request()
 	d.Request, d.HoldTTLSeconds = req, p.hold.TTLSeconds
 	id := d.mint()
+	if refusal, err := d.admit(tx, w, req.Quantity); err != nil || refusal != "" {
+		return refusal, err
+	}
 	w, err := d.makeRoom(tx, w, req.Quantity)
 	if err != nil {
 		return "", err
@@ -241,6 +244,10 @@ func viewAt(tx Tx, w Workshop, now time.Time) (Workshop, error) {
 		return Workshop{}, err
 	}
 	w.Held, w.Available = held, w.Capacity-w.Reserved-held
+	if !w.Schedule.IsZero() { // A workshop without one shows what it always showed.
+		w.Registration = w.Schedule.RegistrationAt(now)
+		w.Schedule = w.Schedule.inZone()
+	}
 	return w, nil
 }
 

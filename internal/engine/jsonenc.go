@@ -35,6 +35,12 @@ func (a Answer) appendJSON(b []byte) []byte {
 		b = a.ExpiresAt.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
+	if a.Status == StatusLimitReached {
+		b = append(b, `,"max_per_person":`...)
+		b = strconv.AppendInt(b, int64(a.Limit.MaxPerPerson), 10)
+		b = append(b, `,"already":`...)
+		b = strconv.AppendInt(b, int64(a.Limit.Already), 10)
+	}
 	return append(b, '}')
 }
 

@@ -90,8 +90,9 @@ func listCursor(id string) string { return base64.RawURLEncoding.EncodeToString(
 var errPageFull = errors.New("page full")
 
 // page collects the records a scan visits that keep accepts, up to limit
-// and one more, which says that there is a next page; id names a record.
-func page[R any](limit int, keep func(R) bool, id func(R) string, scan func(fn func(R) error) error) ([]R, string, error) {
+// and one more, which says that there is a next page; cursor returns the
+// cursor of the page after a record.
+func page[R any](limit int, keep func(R) bool, cursor func(R) string, scan func(fn func(R) error) error) ([]R, string, error) {
 	out := []R{}
 	err := scan(func(r R) error {
 		if !keep(r) {
@@ -108,7 +109,7 @@ func page[R any](limit int, keep func(R) bool, id func(R) string, scan func(fn f
 	}
 	next := ""
 	if err != nil {
-		next = listCursor(id(out[len(out)-1]))
+		next = cursor(out[len(out)-1])
 	}
 	return out, next, nil
 }
@@ -132,7 +133,7 @@ func (e *Engine) Reservations(ctx context.Context, who Principal, f ListFilter) 
 	var next string
 	err = e.store.View(ctx, func(tx Tx) error {
 		var err error
-		rs, next, err = page(f.Limit, keep, func(r Reservation) string { return r.ID }, func(fn func(Reservation) error) error {
+		rs, next, err = page(f.Limit, keep, func(r Reservation) string { return listCursor(r.ID) }, func(fn func(Reservation) error) error {
 			return tx.ForEachReservationOf(f.Actor, after, fn)
 		})
 		return err
@@ -160,7 +161,7 @@ func (e *Engine) Holds(ctx context.Context, who Principal, f ListFilter) ([]Hold
 	var next string
 	err = e.store.View(ctx, func(tx Tx) error {
 		var err error
-		hs, next, err = page(f.Limit, keep, func(h Hold) string { return h.ID }, func(fn func(Hold) error) error {
+		hs, next, err = page(f.Limit, keep, func(h Hold) string { return listCursor(h.ID) }, func(fn func(Hold) error) error {
 			return tx.ForEachHoldOf(f.Actor, after, fn)
 		})
 		return err

@@ -31,6 +31,9 @@ func TestAnswersTable(t *testing.T) {
 		if row.Members.ExpiresAt {
 			a.ExpiresAt = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 		}
+		if row.Members.Limit {
+			a.Limit = Limit{MaxPerPerson: 2, Already: 1}
+		}
 		body := a.JSON()
 		var members map[string]json.RawMessage
 		if err := json.Unmarshal(body, &members); err != nil {

@@ -109,6 +109,19 @@ type Tx interface {
 	ForEachReservationOf(actor, before string, fn func(Reservation) error) error
 	ForEachHoldOf(actor, before string, fn func(Hold) error) error
 
+	// ForEachReservationIn and ForEachHoldIn visit the reservations and
+	// holds of workshop (in every state) in order of actor, then id, from
+	// the first one after position after on (every one when after is the
+	// zero position), until fn returns an error, which they return.
+	// Stores keep an index by workshop and actor for them, so their cost
+	// is the records they visit: one actor's records in a workshop start
+	// right after the position {Actor: actor}.
+	ForEachReservationIn(workshop string, after PersonPosition, fn func(Reservation) error) error
+	ForEachHoldIn(workshop string, after PersonPosition, fn func(Hold) error) error
+	// DeleteWorkshop removes workshop id, if it exists; its reservations,
+	// holds and receipts stay.
+	DeleteWorkshop(id string) error
+
 	// HasReceiptsOf reports whether any receipt or tombstone is stored
 	// under actor, reading at most one of each: whether the actor name has
 	// a decided operation, so that binding it anew could answer another

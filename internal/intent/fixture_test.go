@@ -2,9 +2,11 @@ package intent_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,5 +51,76 @@ func TestStateFilesOfEarlierVersionsRoundTrip(t *testing.T) {
 				t.Errorf("saved again:\n%s\nwant it as it was written, at schema version %d:\n%s", got, intent.SchemaVersion, want)
 			}
 		})
+	}
+}
+
+// TestExpiredAnswerOfVersion2ReadsAsAnswerExpired reads a state file as
+// reservectl wrote it at schema version 2 for an open intent whose retry got
+// the refusal operation_expired: it recorded that as "rejected", which says
+// that nothing was done, while reserved had decided the intent and only its
+// answer was gone. Read now, the outcome is StatusAnswerExpired, with its
+// HTTP status and body byte for byte, and saved again it is written as such
+// at the current schema version, everything else unchanged.
+func TestExpiredAnswerOfVersion2ReadsAsAnswerExpired(t *testing.T) {
+	written, err := os.ReadFile(filepath.Join("testdata", "state-reserve-expired-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := statePath(t)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, written, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var updated time.Time
+	j := mustOpen(t, path, intent.WithClock(func() time.Time { return updated }))
+	in, err := j.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Outcome == nil || in.Outcome.Status != intent.StatusAnswerExpired || in.Outcome.HTTPStatus != 410 {
+		t.Fatalf("outcome %+v, want status %q with HTTP status 410", in.Outcome, intent.StatusAnswerExpired)
+	}
+	if !bytes.Contains(in.Outcome.Body, []byte(`"code":"operation_expired"`)) {
+		t.Errorf("body %s lost its problem", in.Outcome.Body)
+	}
+	if in.Effect() != 0 {
+		t.Errorf("Effect() = %d, want 0: what an expired answer did is not known", in.Effect())
+	}
+	updated = in.UpdatedAt
+	if err := j.Save(in); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Replace(written, []byte(`"schema": 2,`), []byte(fmt.Sprintf(`"schema": %d,`, intent.SchemaVersion)), 1)
+	want = bytes.Replace(want, []byte(`"status": "rejected",`), []byte(`"status": "operation_expired",`), 1)
+	if !bytes.Equal(got, want) {
+		t.Errorf("saved again:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestAnswerExpiredInAVersion2RecordIsCorrupt refuses a record that claims
+// schema version 2 but holds the status that only version 3 knows: no
+// reservectl wrote it.
+func TestAnswerExpiredInAVersion2RecordIsCorrupt(t *testing.T) {
+	written, err := os.ReadFile(filepath.Join("testdata", "state-reserve-expired-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written = bytes.Replace(written, []byte(`"status": "rejected",`), []byte(`"status": "operation_expired",`), 1)
+	path := statePath(t)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, written, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mustOpen(t, path).Load()
+	if !errors.Is(err, intent.ErrCorrupt) || !strings.Contains(err.Error(), `status "operation_expired" is not part of schema version 2`) {
+		t.Fatalf("Load() = %v, want it corrupt: the status is not part of schema version 2", err)
 	}
 }

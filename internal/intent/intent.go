@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,15 @@ import (
 // bumps it; a file with a higher version is refused as written by a newer
 // reservectl, never guessed at. Version 2 adds the member "superseded";
 // a version 1 record, which has none, reads as it is and is written as
-// version 2 the next time it is saved.
-const SchemaVersion = 2
+// version 2 the next time it is saved. Version 3 adds the outcome status
+// StatusAnswerExpired: an earlier version recorded such an answer as
+// StatusRejected, and reading its record upgrades that outcome (see
+// upgradeExpired), which is written as version 3 the next time it is saved.
+const SchemaVersion = 3
+
+// expiredSchemaVersion is the first record version that knows
+// StatusAnswerExpired.
+const expiredSchemaVersion = 3
 
 // minSchemaVersion is the oldest record version this package reads.
 const minSchemaVersion = 1
@@ -129,6 +137,13 @@ const (
 	// StatusOpen is an operation without an authoritative answer: never
 	// sent, or sent without one. It is never recorded as an outcome.
 	StatusOpen Status = engine.OutcomeUnknown
+	// StatusAnswerExpired is the refusal engine.CodeOperationExpired of an
+	// open operation: the server decided the operation earlier, under its
+	// key, but no longer keeps the answer (its receipt was purged after the
+	// retention period), so what it did is not known here and is never done
+	// again. It is a decided refusal like StatusRejected, with a 4xx, but
+	// not one that says nothing was done.
+	StatusAnswerExpired Status = engine.CodeOperationExpired
 )
 
 // Record is where one operation stands: the operation key (a lowercase
@@ -363,6 +378,66 @@ func (in *Intent) Request() (engine.Request, error) {
 	return in.request, nil
 }
 
+// Effect says what the settled intent did, by its outcome's row of
+// engine.Answers: engine.EffectMade, EffectChanged or EffectRefused, which
+// a rejection is too (a decided refusal stores nothing). It returns 0
+// (not known) for an open intent and for StatusAnswerExpired, whose answer
+// the server no longer keeps.
+func (in *Intent) Effect() engine.Effect {
+	if in == nil || in.Outcome == nil {
+		return 0
+	}
+	switch in.Outcome.Status {
+	case StatusRejected:
+		return engine.EffectRefused
+	case StatusAnswerExpired:
+		return 0
+	}
+	spec, _ := engine.SpecOf(in.Kind, string(in.Outcome.Status))
+	return spec.Effect
+}
+
+// recorded reports whether in records an outcome of status s, as its
+// outcome or a superseded one.
+func (in *Intent) recorded(s Status) bool {
+	if in.Outcome != nil && in.Outcome.Status == s {
+		return true
+	}
+	return slices.ContainsFunc(in.Superseded, func(o Outcome) bool { return o.Status == s })
+}
+
+// upgradeExpired gives every outcome that a record of a schema version
+// before StatusAnswerExpired settled as StatusRejected on the refusal
+// engine.CodeOperationExpired that status: those versions recorded that
+// refusal as a rejection, which says that nothing was done, while the
+// server had decided the operation and only its answer was gone.
+func (in *Intent) upgradeExpired() {
+	if in.Schema >= expiredSchemaVersion {
+		return
+	}
+	up := func(o *Outcome) {
+		if o.Status == StatusRejected && problemCode(o.Body) == engine.CodeOperationExpired {
+			o.Status = StatusAnswerExpired
+		}
+	}
+	if in.Outcome != nil {
+		up(in.Outcome)
+	}
+	for i := range in.Superseded {
+		up(&in.Superseded[i])
+	}
+}
+
+// problemCode returns the code of the problem detail body, "" for a body
+// that is none.
+func problemCode(body []byte) string {
+	var p api.Problem
+	if json.Unmarshal(body, &p) != nil {
+		return ""
+	}
+	return p.Code
+}
+
 // IsOpen reports whether in is an intent without an authoritative outcome.
 // A nil intent (no state file) is not open.
 func (in *Intent) IsOpen() bool {
@@ -409,6 +484,8 @@ func (in *Intent) validate(saved bool) error {
 		return errors.New("member \"superseded\" is not part of schema version 1")
 	case len(in.Superseded) > 0 && in.Outcome == nil:
 		return errors.New("member \"superseded\" without an outcome")
+	case in.Schema < expiredSchemaVersion && in.recorded(StatusAnswerExpired):
+		return fmt.Errorf("status %q is not part of schema version %d", StatusAnswerExpired, in.Schema)
 	}
 	for _, o := range in.Superseded {
 		if err := o.validate(in.Kind); err != nil {
@@ -469,11 +546,11 @@ func (o *Outcome) validate(kind engine.OperationKind) error {
 	switch {
 	case o.Status == "":
 		return errors.New("member \"status\" is missing")
-	case want == 0 && o.Status != StatusRejected:
+	case want == 0 && !o.Status.Refusal():
 		return fmt.Errorf("status %q is not one of %s", o.Status, strings.Join(statusesOf(kind), ", "))
 	case want != 0 && o.HTTPStatus != want:
 		return fmt.Errorf("status %q needs HTTP status %d, not %d", o.Status, want, o.HTTPStatus)
-	case o.Status == StatusRejected && (o.HTTPStatus < 400 || o.HTTPStatus > 499):
+	case o.Status.Refusal() && (o.HTTPStatus < 400 || o.HTTPStatus > 499):
 		return fmt.Errorf("status %q needs an HTTP status from 400 to 499, not %d", o.Status, o.HTTPStatus)
 	}
 	var members engine.AnswerMembers
@@ -505,8 +582,12 @@ func statusesOf(kind engine.OperationKind) []string {
 			quoted = append(quoted, strconv.Quote(s))
 		}
 	}
-	return append(quoted, strconv.Quote(string(StatusRejected)))
+	return append(quoted, strconv.Quote(string(StatusRejected)), strconv.Quote(string(StatusAnswerExpired)))
 }
+
+// Refusal reports whether s is a decided refusal (a problem) rather than
+// the status word of an answer.
+func (s Status) Refusal() bool { return s == StatusRejected || s == StatusAnswerExpired }
 
 // SameAnswer reports whether o and p record the same answer.
 func (o Outcome) SameAnswer(p Outcome) bool {

@@ -211,6 +211,7 @@ func decode(data []byte) (*Intent, error) {
 	if err := in.validate(true); err != nil {
 		return nil, err
 	}
+	in.upgradeExpired()
 	in.Payload = compact(in.Payload)
 	return &in, nil
 }

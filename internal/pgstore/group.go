@@ -977,6 +977,13 @@ func (p *probeTx) ForEachReservationOf(string, string, func(engine.Reservation) 
 	return errProbe
 }
 func (p *probeTx) ForEachHoldOf(string, string, func(engine.Hold) error) error { return errProbe }
+func (p *probeTx) ForEachReservationIn(string, engine.PersonPosition, func(engine.Reservation) error) error {
+	return errProbe
+}
+func (p *probeTx) ForEachHoldIn(string, engine.PersonPosition, func(engine.Hold) error) error {
+	return errProbe
+}
+func (p *probeTx) DeleteWorkshop(string) error { return nil }
 
 // The API token reads by id are not fetched ahead.
 func (p *probeTx) APIToken(string) (engine.TokenRecord, bool, error) {

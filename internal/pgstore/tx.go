@@ -36,14 +36,21 @@ type table[T any] struct {
 }
 
 var workshops = table[engine.Workshop]{
-	name:    "workshops",
-	columns: []string{"id", "title", "capacity", "reserved_places", "max_quantity", "version", "holding", "hidden"},
-	keys:    1,
+	name: "workshops",
+	columns: []string{"id", "title", "capacity", "reserved_places", "max_quantity", "version", "holding", "hidden",
+		"description", "location", "time_zone", "starts_at", "ends_at", "registration_opens_at", "registration_closes_at", "max_per_person"},
+	keys: 1,
 	values: func(w engine.Workshop) []any {
-		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version, w.Holding, w.Hidden}
+		s := w.Schedule
+		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version, w.Holding, w.Hidden,
+			s.Description, s.Location, s.TimeZone, nullTime(s.StartsAt), nullTime(s.EndsAt),
+			nullTime(s.RegistrationOpensAt), nullTime(s.RegistrationClosesAt), s.MaxPerPerson}
 	},
 	dests: func(w *engine.Workshop) []any {
-		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version, &w.Holding, &w.Hidden}
+		s := &w.Schedule
+		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version, &w.Holding, &w.Hidden,
+			&s.Description, &s.Location, &s.TimeZone, zeroIfNull{&s.StartsAt}, zeroIfNull{&s.EndsAt},
+			zeroIfNull{&s.RegistrationOpensAt}, zeroIfNull{&s.RegistrationClosesAt}, &s.MaxPerPerson}
 	},
 }
 
@@ -64,18 +71,31 @@ var reservations = table[engine.Reservation]{
 var tombstones = table[engine.Tombstone]{
 	name: "tombstones",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "status",
-		"reservation_id", "workshop", "quantity", "created_at", "purged_at", "hold_id", "hold_expires_at"},
+		"reservation_id", "workshop", "quantity", "created_at", "purged_at", "hold_id", "hold_expires_at", "max_per_person", "already"},
 	keys: 2,
 	values: func(t engine.Tombstone) []any {
+		var limit, already *int
+		if l := t.Answer.Limit; l != (engine.Limit{}) {
+			limit, already = &l.MaxPerPerson, &l.Already
+		}
 		return []any{t.Actor, string(t.OperationKey), t.FingerprintVersion, t.Fingerprint, t.Answer.Status,
 			nullString(t.Answer.ReservationID), t.Answer.Workshop, t.Answer.Quantity, t.CreatedAt, t.PurgedAt,
-			nullString(t.Answer.HoldID), nullTime(t.Answer.ExpiresAt)}
+			nullString(t.Answer.HoldID), nullTime(t.Answer.ExpiresAt), limit, already}
 	},
 	dests: func(t *engine.Tombstone) []any {
 		return []any{&t.Actor, &t.OperationKey, &t.FingerprintVersion, &t.Fingerprint, kindOf{&t.Answer.Kind, &t.FingerprintVersion, &t.Answer.Status},
 			emptyIfNull{&t.Answer.ReservationID}, &t.Answer.Workshop, &t.Answer.Quantity, &t.CreatedAt, &t.PurgedAt,
-			emptyIfNull{&t.Answer.HoldID}, zeroIfNull{&t.Answer.ExpiresAt}}
+			emptyIfNull{&t.Answer.HoldID}, zeroIfNull{&t.Answer.ExpiresAt}, zeroIntIfNull{&t.Answer.Limit.MaxPerPerson}, zeroIntIfNull{&t.Answer.Limit.Already}}
 	},
+}
+
+// zeroIntIfNull scans a nullable integer column into an int, NULL as 0.
+type zeroIntIfNull struct{ n *int }
+
+// ScanInt64 implements pgtype.Int64Scanner.
+func (z zeroIntIfNull) ScanInt64(v pgtype.Int8) error {
+	*z.n = int(v.Int64)
+	return nil
 }
 
 var events = table[engine.Event]{
@@ -224,6 +244,7 @@ type storedAnswer struct{ r *engine.Receipt }
 // ScanBytes implements pgtype.BytesScanner.
 func (s storedAnswer) ScanBytes(v []byte) error {
 	s.r.Answer = engine.StoredAnswer(s.r.Kind(), s.r.Answer.Status, v)
+	s.r.Limit = s.r.Answer.Limit
 	return nil
 }
 
@@ -818,6 +839,51 @@ func openHoldsSQL(after bool, limit int) string {
 		where += " AND (expires_at, id) > ($3, $4)"
 	}
 	return fmt.Sprintf("SELECT %s FROM holds WHERE %s ORDER BY expires_at, id LIMIT %d", strings.Join(holds.columns, ", "), where, limit)
+}
+
+// ForEachReservationIn pages through the index reservations_by_workshop.
+func (t *tx) ForEachReservationIn(workshop string, after engine.PersonPosition, fn func(engine.Reservation) error) error {
+	return inWorkshop(t, reservations, workshop, after, func(r engine.Reservation) engine.PersonPosition {
+		return engine.PersonPosition{Actor: r.Actor, ID: r.ID}
+	}, fn)
+}
+
+// ForEachHoldIn pages through the index holds_by_workshop.
+func (t *tx) ForEachHoldIn(workshop string, after engine.PersonPosition, fn func(engine.Hold) error) error {
+	return inWorkshop(t, holds, workshop, after, func(h engine.Hold) engine.PersonPosition {
+		return engine.PersonPosition{Actor: h.Actor, ID: h.ID}
+	}, fn)
+}
+
+// inWorkshop calls fn for the records of tb (keyed by id) of workshop
+// after position after, in order of actor, then id, a page at a time (see
+// paged) through the table's index on (workshop, actor, id).
+func inWorkshop[T any](t *tx, tb table[T], workshop string, after engine.PersonPosition, at func(T) engine.PersonPosition, fn func(T) error) error {
+	return paged(t, tb, "in "+workshop, at, func(p *engine.PersonPosition, limit int) (string, []any) {
+		if p == nil {
+			p = &after
+		}
+		return fmt.Sprintf("SELECT %s FROM %s WHERE workshop = $1 AND (actor, id) > ($2, $3) ORDER BY workshop, actor, id LIMIT %d",
+			strings.Join(tb.columns, ", "), tb.name, limit), []any{workshop, p.Actor, p.ID}
+	}, fn)
+}
+
+// DeleteWorkshop removes the workshop's row.
+func (t *tx) DeleteWorkshop(id string) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if t.m != nil {
+		return memberDelete(t, workshops, id)
+	}
+	if err := t.exec("delete workshop", "DELETE FROM workshops WHERE id = $1", id); err != nil {
+		return err
+	}
+	t.remember(rowOf(workshops, []any{id}), false)
+	return nil
 }
 
 // ForEachReservationOf pages through the index reservations_by_actor.

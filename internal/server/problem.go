@@ -28,6 +28,7 @@ var statusByCode = map[string]int{
 	engine.CodeUnknownToken:          http.StatusNotFound,
 	engine.CodeVersionMismatch:       http.StatusPreconditionFailed,
 	engine.CodeCapacityBelowReserved: http.StatusConflict,
+	engine.CodeWorkshopInUse:         http.StatusConflict,
 	engine.CodeUnauthenticated:       http.StatusUnauthorized,
 	engine.CodeForbidden:             http.StatusForbidden,
 	api.CodeNotFound:                 http.StatusNotFound,

@@ -39,6 +39,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeUnknownToken:          404,
 		engine.CodeVersionMismatch:       412,
 		engine.CodeCapacityBelowReserved: 409,
+		engine.CodeWorkshopInUse:         409,
 		engine.CodeUnauthenticated:       401,
 		engine.CodeForbidden:             403,
 		api.CodeNotFound:                 404,

@@ -128,6 +128,38 @@ func OptionalBoolMember(name string, dst **bool) Member {
 	return m
 }
 
+// Then accepts what m accepts and calls set after m has set its
+// destination, so a caller learns that the member was present.
+func Then(m Member, set func()) Member {
+	inner := m.set
+	m.set = func(tok json.Token) error {
+		if err := inner(tok); err != nil {
+			return err
+		}
+		set()
+		return nil
+	}
+	return m
+}
+
+// Nullable accepts what m accepts, and also JSON null, for which it calls
+// onNull instead of setting m's destination; set is called after either,
+// so a caller learns that the member was present.
+func Nullable(m Member, onNull, set func()) Member {
+	inner := m.set
+	m.kind += " or null"
+	m.set = func(tok json.Token) error {
+		if tok == nil {
+			onNull()
+		} else if err := inner(tok); err != nil {
+			return err
+		}
+		set()
+		return nil
+	}
+	return m
+}
+
 var errWrongKind = errors.New("wrong kind")
 
 // Decode decodes body as exactly one JSON object whose members are among

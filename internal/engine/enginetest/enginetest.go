@@ -107,6 +107,11 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AddBindingRefusesBound", testAddBindingRefusesBound},
 		{"ConcurrentBindsAgree", testConcurrentBindsAgree},
 		{"CheckFindsBrokenBindings", testCheckFindsBrokenBindings},
+		{"ScheduleRoundTrips", testScheduleRoundTrips},
+		{"RegistrationWindowIsStoredAndReplayed", testRegistrationWindow},
+		{"LimitPerPersonIsStoredAndReplayed", testLimitPerPerson},
+		{"DeleteWorkshop", testDeleteWorkshop},
+		{"AttendeesPageBySeeking", testAttendees},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -510,3 +510,43 @@ func (t *tx) ForEachBinding(fn func(engine.Binding) error) error {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
 	}, fn)
 }
+
+// ForEachReservationIn sorts the workshop's reservations on every call.
+func (t *tx) ForEachReservationIn(workshop string, after engine.PersonPosition, fn func(engine.Reservation) error) error {
+	return inWorkshop(t.s.reservations, workshop, after, func(r engine.Reservation) (string, string) { return r.Workshop, r.Actor }, fn)
+}
+
+// ForEachHoldIn sorts the workshop's holds on every call.
+func (t *tx) ForEachHoldIn(workshop string, after engine.PersonPosition, fn func(engine.Hold) error) error {
+	return inWorkshop(t.s.holds, workshop, after, func(h engine.Hold) (string, string) { return h.Workshop, h.Actor }, fn)
+}
+
+// inWorkshop visits the records of m (keyed by id) of workshop whose
+// position (actor, id) is after after, in order of position.
+func inWorkshop[R any](m map[string]R, workshop string, after engine.PersonPosition, of func(R) (workshop, actor string), fn func(R) error) error {
+	var at []engine.PersonPosition
+	for id, r := range m {
+		w, actor := of(r)
+		if p := (engine.PersonPosition{Actor: actor, ID: id}); w == workshop && after.Before(p) {
+			at = append(at, p)
+		}
+	}
+	slices.SortFunc(at, func(a, b engine.PersonPosition) int {
+		return cmp.Or(cmp.Compare(a.Actor, b.Actor), cmp.Compare(a.ID, b.ID))
+	})
+	for _, p := range at {
+		if err := fn(m[p.ID]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteWorkshop removes the workshop id.
+func (t *tx) DeleteWorkshop(id string) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	delete(t.s.workshops, id)
+	return nil
+}
