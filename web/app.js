@@ -2,8 +2,9 @@
 // (operation key + payload + actor) is written to sessionStorage before the
 // first send, every retry sends exactly that intent again, and only an
 // explicit "new intent" action makes a new key. Only a 201 "reserved" or a
-// 409 "unavailable" answer is authoritative; anything else leaves the intent
-// open with "outcome unclear — retry". Nothing is ever sent by itself.
+// 409 "unavailable" answer is authoritative; anything else, also no answer
+// within 15 s, leaves the intent open with "outcome unclear — retry".
+// Nothing is ever sent by itself.
 //
 // Intents belong to the actor who made them. The form's intent is kept
 // under "reserve.intent.<actor>" and the actor's other operations under
@@ -21,7 +22,16 @@
 // the first send, every retry sends that key again, and only that kind's
 // authoritative answer about that reservation or hold settles it. While an
 // operation on an item is open, the item offers only its retry; the list is
-// read again after every answer.
+// read again after every answer. Each reservation has this one cancel
+// control: the form's own reservation too is cancelled from its item, and
+// the form only leads there and shows the cancellation's outcome.
+//
+// The chosen workshop's schedule (date and time in its own time zone,
+// place, registration, limit per person, description) is shown when the
+// daemon sends it; a workshop without it shows only its free places. The
+// description is text, never HTML. A reservation refused because
+// registration is not open, has closed or the person's limit is reached
+// is a settled refusal like "unavailable".
 //
 // Signing in: a login link leads to /login?code=…, where the daemon serves
 // this page only when the browser was not sent there by another site or
@@ -43,6 +53,7 @@
   const LOGIN_PATH = "/login";
   const LANG_KEY = "reserve.lang";
   const LIST_LIMIT = 50;
+  const REQUEST_TIMEOUT_MS = 15000; // See requestTimeout.
   const RESERVATION_ID = /^[0-9a-f]{32}$/;
   const WORKSHOP_ID = /^[a-z][a-z0-9-]{1,40}$/;
 
@@ -65,7 +76,17 @@
       retry: "Retry",
       sending: "Sending…",
       signedInAs: (a) => `Signed in as ${a}`,
-      option: (w) => `${w.title} — ${w.available} of ${w.capacity} free`,
+      availability: (w) => `${w.available} of ${w.capacity} places free`,
+      when: "When",
+      where: "Where",
+      registration: "Registration",
+      perPerson: "Per person",
+      regOpen: "open",
+      regOpenUntil: (d) => `open until ${d}`,
+      regNotOpen: "not open yet",
+      regOpensAt: (d) => `opens ${d}`,
+      regClosed: "closed",
+      maxPerPerson: (n) => `at most ${places(n)}`,
       quantityHint: (max) => `1 to ${max} places`,
       loading: "Loading workshops…",
       loadFailed: "The workshops could not be loaded. Reload the page to try again.",
@@ -75,6 +96,9 @@
       noWorkshops: "There are no workshops to reserve yet.",
       reserved: (q, w) => `Reserved: ${places(q)} in ${w}.`,
       unavailable: (q, w) => `Unavailable: ${w} does not have ${q === 1 ? "a free place" : q + " free places"} for this reservation.`,
+      registrationNotOpen: (q, w) => `Not reserved: registration for ${w} is not open yet. Nothing was reserved.`,
+      registrationClosed: (q, w) => `Not reserved: registration for ${w} has closed. Nothing was reserved.`,
+      limitReached: (q, w, max, already) => `Not reserved: one person may have at most ${places(max)} in ${w}, and you have ${places(already)} already.`,
       unclear: "Outcome unclear — retry. Your reservation may or may not have been made; retrying sends the same request again and cannot reserve twice.",
       unclearSignIn: "Outcome unclear — retry. Your session has ended: sign in again, then retry.",
       resumed: (q, w) => `Your reservation of ${places(q)} in ${w} was sent earlier and its outcome is not known. Press Retry to get its answer — nothing is sent until you do, and it cannot reserve twice.`,
@@ -85,6 +109,7 @@
       invalidQuantity: (max) => `Choose between 1 and ${max} places. Nothing was sent.`,
       chooseWorkshop: "Choose a workshop.",
       cancel: "Cancel reservation",
+      toReservation: "Cancel or check it in “Your reservations”",
       retryCancel: "Retry cancellation",
       cancelling: "Cancelling…",
       cancelled: (q, w) => `Cancelled: ${places(q)} in ${w} ${q === 1 ? "is" : "are"} free again.`,
@@ -143,7 +168,17 @@
       retry: "Erneut versuchen",
       sending: "Wird gesendet…",
       signedInAs: (a) => `Angemeldet als ${a}`,
-      option: (w) => `${w.title} — ${w.available} von ${w.capacity} frei`,
+      availability: (w) => `${w.available} von ${w.capacity} Plätzen frei`,
+      when: "Wann",
+      where: "Wo",
+      registration: "Anmeldung",
+      perPerson: "Pro Person",
+      regOpen: "offen",
+      regOpenUntil: (d) => `offen bis ${d}`,
+      regNotOpen: "noch nicht offen",
+      regOpensAt: (d) => `öffnet am ${d}`,
+      regClosed: "geschlossen",
+      maxPerPerson: (n) => `höchstens ${plaetze(n)}`,
       quantityHint: (max) => `1 bis ${max} Plätze`,
       loading: "Workshops werden geladen…",
       loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
@@ -153,6 +188,9 @@
       noWorkshops: "Es gibt noch keine Workshops.",
       reserved: (q, w) => `Reserviert: ${plaetze(q)} in ${w}.`,
       unavailable: (q, w) => `Nicht verfügbar: In ${w} ist für diese Reservierung ${q === 1 ? "kein Platz" : "nicht " + q + " Plätze"} mehr frei.`,
+      registrationNotOpen: (q, w) => `Nicht reserviert: Die Anmeldung für ${w} ist noch nicht offen. Es wurde nichts reserviert.`,
+      registrationClosed: (q, w) => `Nicht reserviert: Die Anmeldung für ${w} ist geschlossen. Es wurde nichts reserviert.`,
+      limitReached: (q, w, max, already) => `Nicht reserviert: Eine Person kann in ${w} höchstens ${plaetze(max)} haben, und Sie haben schon ${plaetze(already)}.`,
       unclear: "Ergebnis unklar — erneut versuchen. Die Reservierung ist vielleicht schon erfolgt; ein erneuter Versuch sendet dieselbe Anfrage und kann nicht doppelt reservieren.",
       unclearSignIn: "Ergebnis unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
       resumed: (q, w) => `Ihre Reservierung von ${plaetze(q)} in ${w} wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet, und doppelt reservieren kann es nicht.`,
@@ -163,6 +201,7 @@
       invalidQuantity: (max) => `Wählen Sie 1 bis ${max} Plätze. Es wurde nichts gesendet.`,
       chooseWorkshop: "Wählen Sie einen Workshop.",
       cancel: "Reservierung stornieren",
+      toReservation: "Unter „Ihre Reservierungen“ stornieren oder ansehen",
       retryCancel: "Stornierung erneut versuchen",
       cancelling: "Wird storniert…",
       cancelled: (q, w) => `Storniert: ${plaetze(q)} in ${w} ${q === 1 ? "ist" : "sind"} wieder frei.`,
@@ -215,11 +254,18 @@
     workshop: $("workshop"),
     quantity: $("quantity"),
     quantityHint: $("quantity-hint"),
+    availability: $("availability"),
+    details: $("workshop-details"),
+    when: $("workshop-when"),
+    where: $("workshop-where"),
+    registration: $("workshop-registration"),
+    limit: $("workshop-limit"),
+    description: $("workshop-description"),
     submit: $("submit"),
     status: $("status"),
     receipt: $("receipt"),
     newIntent: $("new-intent"),
-    cancel: $("cancel"),
+    toReservation: $("to-reservation"),
     notice: $("notice"),
     signin: $("signin"),
     pageError: $("page-error"),
@@ -406,24 +452,43 @@
     }
   }
 
+  // requestTimeout returns how long a request may take, answer included,
+  // before the page gives up on it: REQUEST_TIMEOUT_MS, unless a test set
+  // window.reserveRequestTimeoutMs (a positive whole number of ms) to
+  // shorten it; nothing else sets it, and it is read at every request.
+  function requestTimeout() {
+    const ms = window.reserveRequestTimeoutMs;
+    return Number.isInteger(ms) && ms > 0 ? ms : REQUEST_TIMEOUT_MS;
+  }
+
   // api sends one request to the daemon with this tab's session and never a
   // cookie (credentials: "omit"), so a cookie that any server of this host
-  // set has no part in it. A failure to get any answer throws.
+  // set has no part in it. A failure to get any answer throws, and so does
+  // an answer that has not fully arrived within requestTimeout(): the
+  // request is aborted, and for an operation that is no answer at all.
   async function api(method, path, options) {
     const headers = Object.assign({}, options && options.headers);
     if (state.session) headers.Authorization = "Bearer " + state.session;
-    const resp = await fetch(path, Object.assign({ method, credentials: "omit", cache: "no-store" }, options, { headers }));
-    const text = await resp.text();
-    let body = null;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), requestTimeout());
     try {
-      body = text === "" ? null : JSON.parse(text);
-    } catch (e) {
-      body = undefined; // Not JSON at all.
+      const resp = await fetch(path, Object.assign({ method, credentials: "omit", cache: "no-store" }, options,
+        { headers, signal: abort.signal }));
+      const text = await resp.text();
+      let body = null;
+      try {
+        body = text === "" ? null : JSON.parse(text);
+      } catch (e) {
+        body = undefined; // Not JSON at all.
+      }
+      return { status: resp.status, body, date: resp.headers.get("Date") };
+    } finally {
+      clearTimeout(timer);
     }
-    return { status: resp.status, body, date: resp.headers.get("Date") };
   }
 
-  // post sends an operation under its key; no answer at all is status 0.
+  // post sends an operation under its key; no answer at all (also none
+  // within the timeout) is status 0, which leaves the intent open.
   async function post(path, key, body) {
     const headers = { "Idempotency-Key": key };
     if (body !== null) headers["Content-Type"] = "application/json";
@@ -438,8 +503,8 @@
     el.lang.addEventListener("click", switchLanguage);
     el.form.addEventListener("submit", onSubmit);
     el.newIntent.addEventListener("click", onNewIntent);
-    el.cancel.addEventListener("click", onFormCancel);
-    el.workshop.addEventListener("change", applyLimits);
+    el.toReservation.addEventListener("click", onToReservation);
+    el.workshop.addEventListener("change", showChoice);
     el.logout.addEventListener("submit", onSignOut);
     el.signOutConfirm.addEventListener("click", signOut);
     el.signOutStay.addEventListener("click", onStay);
@@ -627,10 +692,13 @@
     return state.workshops.find((w) => w.id === el.workshop.value);
   }
 
-  // applyLimits shows the selected workshop's limit. It never changes the
-  // quantity chosen: one out of range is refused when sent, not rewritten.
-  function applyLimits() {
+  // showChoice shows the selected workshop: its free places, its schedule
+  // and its limits. It never changes the quantity chosen: one out of range
+  // is refused when sent, not rewritten.
+  function showChoice() {
     const w = selectedWorkshop();
+    el.availability.textContent = w ? t("availability", w) : "";
+    showDetails(w);
     const max = w ? Math.max(1, w.max_quantity) : 1;
     el.quantity.max = String(max);
     el.quantityHint.textContent = t("quantityHint", max);
@@ -720,7 +788,9 @@
   function authoritative(r, payload) {
     const b = answerBody("reserve", r);
     if (!b || b.workshop !== payload.workshop || b.quantity !== payload.quantity) return null;
-    return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
+    if (b.status === "reserved") return { status: "reserved", reservation_id: b.reservation_id };
+    if (b.status === "limit_reached") return { status: b.status, max_per_person: b.max_per_person, already: b.already };
+    return { status: b.status };
   }
 
   // opAuthoritative returns the settled outcome of an answer to a
@@ -734,9 +804,20 @@
     return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
   }
 
+  // REFUSALS names the text key of each refusal of a reservation.
+  const REFUSALS = {
+    unavailable: "unavailable",
+    registration_not_open: "registrationNotOpen",
+    registration_closed: "registrationClosed",
+    limit_reached: "limitReached",
+  };
+
   function outcomeMessage(intent) {
     const p = intent.payload;
-    return [intent.outcome.status === "reserved" ? "reserved" : "unavailable", p.quantity, workshop(p.workshop)];
+    const o = intent.outcome;
+    if (o.status === "reserved") return ["reserved", p.quantity, workshop(p.workshop)];
+    const key = Object.hasOwn(REFUSALS, o.status) ? REFUSALS[o.status] : "unavailable";
+    return [key, p.quantity, workshop(p.workshop), o.max_per_person, o.already];
   }
 
   // opMessage is what the page says about an operation now: its outcome,
@@ -764,11 +845,16 @@
     return state.ops[opKey("cancel", intent.outcome.reservation_id)] || null;
   }
 
-  function onFormCancel() {
+  // onToReservation moves the focus from the form to the listed item of
+  // the reservation it made: its one cancel control is there.
+  function onToReservation(event) {
+    event.preventDefault();
     const intent = state.intent;
-    if (!intent || !intent.outcome || intent.outcome.status !== "reserved") return;
-    const p = intent.payload;
-    runOp("cancel", intent.outcome.reservation_id, p.workshop, p.quantity, el.cancel);
+    const li = intent && intent.outcome && $("reservation-" + intent.outcome.reservation_id);
+    if (!li) return;
+    const button = li.querySelector("button[data-kind]:not([hidden])");
+    li.scrollIntoView({ block: "nearest" });
+    (button || li).focus();
   }
 
   // onListClick starts or retries the operation of a button of the list.
@@ -818,11 +904,9 @@
       state.tries[key] = r.status === 401 ? "signIn" : "unclear";
     }
     render();
-    // Keep keyboard users where the answer is: on the form's way on, on the
-    // retry, or on the list item whose buttons are gone.
-    if (button === el.cancel) {
-      (outcome ? el.newIntent : el.cancel).focus();
-    } else if (button.isConnected && !button.hidden) {
+    // Keep keyboard users where the answer is: on the retry, or on the list
+    // item whose buttons are gone.
+    if (button.isConnected && !button.hidden) {
       button.focus();
     } else {
       const li = $((kind === "cancel" ? "reservation-" : "hold-") + target);
@@ -857,6 +941,71 @@
     render();
   }
 
+  // LOCALES are the locales dates are written in: day before month and a
+  // 24-hour clock in both languages.
+  const LOCALES = { en: "en-GB", de: "de-DE" };
+
+  // instant returns the time an RFC 3339 member names, or null.
+  function instant(v) {
+    const ms = typeof v === "string" ? Date.parse(v) : NaN;
+    return Number.isNaN(ms) ? null : new Date(ms);
+  }
+
+  // dateFormat returns a formatter of dates and times in the workshop's
+  // time zone, named in what it writes; a zone this browser does not know
+  // is written as UTC, which is still the right time.
+  function dateFormat(w) {
+    const opts = { weekday: "short", day: "numeric", month: "long", year: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
+    try {
+      return new Intl.DateTimeFormat(LOCALES[state.lang], Object.assign({ timeZone: w.time_zone || "UTC" }, opts));
+    } catch (e) {
+      return new Intl.DateTimeFormat(LOCALES[state.lang], Object.assign({ timeZone: "UTC" }, opts));
+    }
+  }
+
+  // registrationText returns what the page says about registering for w,
+  // from the daemon's verdict ("open", "not_open", "closed") and the
+  // times it has, or "" when the daemon says nothing.
+  function registrationText(w, format) {
+    const opens = instant(w.registration_opens_at);
+    const closes = instant(w.registration_closes_at) || instant(w.starts_at);
+    switch (w.registration) {
+      case "open": return closes ? t("regOpenUntil", format.format(closes)) : t("regOpen");
+      case "not_open": return opens ? t("regOpensAt", format.format(opens)) : t("regNotOpen");
+      case "closed": return t("regClosed");
+      default: return "";
+    }
+  }
+
+  // showDetail shows text in the detail dd (and its group) or hides both.
+  function showDetail(dd, text) {
+    dd.textContent = text;
+    dd.parentElement.hidden = text === "";
+  }
+
+  // showDetails shows the schedule of workshop w — its date and time in
+  // its own time zone, place, registration and limit per person — and its
+  // description as plain text (line breaks kept, never HTML). A workshop
+  // without these members shows none of them.
+  function showDetails(w) {
+    const format = w ? dateFormat(w) : null;
+    const start = w && instant(w.starts_at), end = w && instant(w.ends_at);
+    let when = "";
+    if (start && end && end > start) {
+      when = format.formatRange(start, end);
+    } else if (start) {
+      when = format.format(start);
+    }
+    showDetail(el.when, when);
+    showDetail(el.where, w && typeof w.location === "string" ? w.location : "");
+    showDetail(el.registration, w ? registrationText(w, format) : "");
+    el.registration.dataset.state = w && typeof w.registration === "string" ? w.registration : "";
+    showDetail(el.limit, w && Number.isInteger(w.max_per_person) ? t("maxPerPerson", w.max_per_person) : "");
+    el.description.textContent = w && typeof w.description === "string" ? w.description : "";
+    el.description.hidden = el.description.textContent === "";
+    el.details.hidden = [...el.details.querySelectorAll("dl > div")].every((g) => g.hidden) && el.description.hidden;
+  }
+
   function renderOptions() {
     const keep = state.intent ? state.intent.payload.workshop : el.workshop.value;
     el.workshop.replaceChildren();
@@ -866,7 +1015,7 @@
       const w = state.workshops.find((x) => x.id === id);
       const opt = document.createElement("option");
       opt.value = id;
-      opt.textContent = w ? t("option", w) : id;
+      opt.textContent = w ? w.title : id; // Short, so that it fits the select at 320 px.
       el.workshop.append(opt);
     }
     if (keep && ids.includes(keep)) el.workshop.value = keep;
@@ -895,7 +1044,7 @@
     el.actor.dataset.actor = state.actor || "";
 
     renderOptions();
-    applyLimits();
+    showChoice();
     const intent = state.intent;
     if (intent) el.quantity.value = String(intent.payload.quantity);
     const locked = Boolean(intent);
@@ -909,9 +1058,6 @@
     el.submit.hidden = settled;
     el.submit.disabled = Boolean(state.sending) || (!intent && state.workshops.length === 0);
     el.submit.textContent = state.sending === "reserve" ? t("sending") : intent && !settled ? t("retry") : t("reserve");
-    el.cancel.hidden = !reserved || Boolean(cancel && cancel.outcome);
-    el.cancel.disabled = Boolean(state.sending);
-    el.cancel.textContent = reserved ? t(buttonText("cancel", intent.outcome.reservation_id)) : t("cancel");
     el.newIntent.hidden = !settled || cancelOpen;
     if (settled) {
       el.newIntent.textContent = intent.outcome.status === "reserved" ? t("anotherReservation") : t("changeSelection");
@@ -929,6 +1075,11 @@
     el.signOutWarning.hidden = !(state.signOutWarning && open > 0);
     el.signOutWarningText.textContent = el.signOutWarning.hidden ? "" : t("signOutWarning", open, state.actor);
     renderMine();
+    // The form's reservation has one cancel control, in the list; the form
+    // leads there while the list shows it and it is not settled.
+    const listed = reserved && $("reservation-" + intent.outcome.reservation_id);
+    el.toReservation.hidden = !listed || Boolean(cancel && cancel.outcome);
+    el.toReservation.href = listed ? "#" + listed.id : "#mine";
   }
 
   // shownItems returns the listed items and, for every open operation of

@@ -2,6 +2,7 @@ package browsertest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func (d *daemon) reservation(t *testing.T, id string) engine.Reservation {
 }
 
 // reserve reserves quantity places of the demo workshop in the page and
-// returns the reservation id it shows.
+// returns the reservation id it shows, once the list shows it too.
 func (tb *tab) reserve(quantity int) string {
 	tb.t.Helper()
 	tb.choose(demo, quantity)
@@ -50,6 +51,7 @@ func (tb *tab) reserve(quantity int) string {
 	if id == "" {
 		tb.t.Fatalf("the page shows no reservation id: %+v", tb.form())
 	}
+	tb.poll("the reservation in the list", fmt.Sprintf(`document.getElementById("reservation-%s") !== null`, id))
 	return id
 }
 
@@ -65,28 +67,33 @@ func (tb *tab) cancelKey() string {
 	return op.Operation
 }
 
-// A reservation just made can be cancelled: the page keeps its own cancel
-// intent, the places are free again at once, and after the answer the only
-// way on is a new intent. A reload shows the settled cancellation and sends
-// nothing.
+// A reservation just made has exactly one cancel control, in the list of
+// the person's reservations; the form leads there. Cancelling it keeps a
+// cancel intent of its own, the places are free again at once, and after
+// the answer the form's only way on is a new intent. A reload shows the
+// settled cancellation and sends nothing.
 func TestCancelFreesPlaces(t *testing.T) {
 	d := startDaemon(t)
 	tb := openTab(t, d)
 	tb.signIn("")
 	id := tb.reserve(2)
 	f := tb.form()
-	if f.CancelHidden || f.CancelDisabled || f.Cancel != "Cancel reservation" || f.CancelIntent != "" {
-		t.Errorf("after reserving: %+v, want \"Cancel reservation\" offered and no cancel intent yet", f)
+	if f.CancelControls != 1 || f.CancelDisabled || f.Cancel != "Cancel reservation" || f.CancelIntent != "" || !f.ToReservation {
+		t.Errorf("after reserving: %+v, want one \"Cancel reservation\", the list's, the form leading there, and no cancel intent yet", f)
+	}
+	tb.click("to-reservation")
+	if f := tb.form(); f.Focus != "cancel-"+id {
+		t.Errorf("the form's link to its reservation put the focus on %q, want the list's cancel-%s", f.Focus, id)
 	}
 	if n := d.reserved(t, demo); n != 2 {
 		t.Fatalf("%d places reserved, want 2", n)
 	}
 
-	tb.click("cancel")
+	tb.click("cancel-" + id)
 	tb.waitStatus("cancelled")
 	f = tb.form()
-	if !f.CancelHidden || f.NewIntentHidden || f.NewIntent != "Start another reservation" || f.Focus != "new-intent" || !f.SubmitHidden {
-		t.Errorf("after cancelling: %+v, want only \"Start another reservation\", focused", f)
+	if f.CancelControls != 0 || f.ToReservation || f.NewIntentHidden || f.NewIntent != "Start another reservation" || f.Focus != "reservation-"+id || !f.SubmitHidden {
+		t.Errorf("after cancelling: %+v, want no cancel control, only \"Start another reservation\", and the focus on the list item", f)
 	}
 	if !strings.HasPrefix(f.Status, "Cancelled: 2 places in ") || !strings.HasSuffix(f.Status, " are free again.") {
 		t.Errorf("status %q, want the cancellation of 2 places", f.Status)
@@ -110,7 +117,7 @@ func TestCancelFreesPlaces(t *testing.T) {
 	tb.do("reload", chromedp.Reload())
 	tb.waitReady()
 	tb.waitStatus("cancelled")
-	if f := tb.form(); !f.CancelHidden || f.NewIntentHidden {
+	if f := tb.form(); f.CancelControls != 0 || f.NewIntentHidden {
 		t.Errorf("after the reload: %+v, want the settled cancellation and only the new intent", f)
 	}
 	if n := tb.sentCancels() - sent; n != 0 {
@@ -118,7 +125,7 @@ func TestCancelFreesPlaces(t *testing.T) {
 	}
 
 	tb.click("new-intent")
-	if f := tb.form(); f.Intent != "" || f.CancelIntent != "" || !f.CancelHidden || f.WorkshopDisabled {
+	if f := tb.form(); f.Intent != "" || f.CancelIntent != "" || f.ToReservation || f.WorkshopDisabled {
 		t.Errorf("after new intent: %+v, want both intents gone and an open choice", f)
 	}
 	tb.waitReady()
@@ -139,11 +146,11 @@ func TestCancelGarbledRetryAfterReload(t *testing.T) {
 	id := tb.reserve(2)
 
 	d.arm(t, api.FaultGarbleResponse)
-	tb.click("cancel")
+	tb.click("cancel-" + id)
 	tb.waitStatus("cancelUnclear")
 	f := tb.form()
-	if f.CancelHidden || f.CancelDisabled || f.Cancel != "Retry cancellation" || !f.NewIntentHidden || f.Focus != "cancel" {
-		t.Errorf("after a garbled answer: %+v, want only \"Retry cancellation\", focused", f)
+	if f.CancelControls != 1 || f.CancelDisabled || f.Cancel != "Retry cancellation" || !f.NewIntentHidden || f.Focus != "cancel-"+id {
+		t.Errorf("after a garbled answer: %+v, want only the list's \"Retry cancellation\", focused", f)
 	}
 	if !strings.HasPrefix(f.Status, "Cancellation unclear — retry") {
 		t.Errorf("status %q, want cancellation unclear — retry", f.Status)
@@ -161,8 +168,8 @@ func TestCancelGarbledRetryAfterReload(t *testing.T) {
 	tb.waitReady()
 	tb.waitStatus("cancelResumed")
 	f = tb.form()
-	if f.CancelHidden || f.CancelDisabled || f.Cancel != "Retry cancellation" || !f.NewIntentHidden || !reservationID.MatchString(f.Receipt) {
-		t.Errorf("after the reload: %+v, want the reservation with \"Retry cancellation\" and no new intent", f)
+	if f.CancelControls != 1 || f.CancelDisabled || f.Cancel != "Retry cancellation" || !f.NewIntentHidden || !reservationID.MatchString(f.Receipt) {
+		t.Errorf("after the reload: %+v, want the reservation with the list's \"Retry cancellation\" and no new intent", f)
 	}
 	if n := tb.sentCancels() - sent; n != 0 {
 		t.Errorf("the page sent %d cancellations on load, want none", n)
@@ -174,7 +181,7 @@ func TestCancelGarbledRetryAfterReload(t *testing.T) {
 		t.Errorf("the reload changed the cancel key %s to %s", key, k)
 	}
 
-	tb.click("cancel")
+	tb.click("cancel-" + id)
 	tb.waitStatus("cancelled")
 	if got, n := d.cancels(t); n != 2 || got["replayed"] != 1 {
 		t.Errorf("cancellation requests by outcome %v, want 2 with the retry replayed", got)
@@ -191,8 +198,8 @@ func TestCancelGarbledRetryAfterReload(t *testing.T) {
 	if n := d.reserved(t, demo); n != 0 {
 		t.Errorf("%d places reserved after the retry, want 0", n)
 	}
-	if f := tb.form(); f.NewIntentHidden || !f.CancelHidden || f.Focus != "new-intent" {
-		t.Errorf("after the retry: %+v, want only the new intent, focused", f)
+	if f := tb.form(); f.NewIntentHidden || f.CancelControls != 0 || f.Focus != "reservation-"+id {
+		t.Errorf("after the retry: %+v, want only the new intent and the focus on the list item", f)
 	}
 }
 
@@ -202,17 +209,17 @@ func TestCancelDoubleClickSendsOnePost(t *testing.T) {
 	d := startDaemon(t)
 	tb := openTab(t, d)
 	tb.signIn("")
-	tb.reserve(1)
+	id := tb.reserve(1)
 	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
 		{URLPattern: "*/cancel", RequestStage: fetch.RequestStageRequest},
 	}}); err != nil {
 		t.Fatalf("enable the Fetch domain: %v", err)
 	}
-	cancel := tb.node("cancel")
+	cancel := tb.node("cancel-" + id)
 	tb.do("double click", chromedp.MouseClickNode(cancel, chromedp.ClickCount(1)), chromedp.MouseClickNode(cancel, chromedp.ClickCount(2)))
 	tb.waitStatus("cancelling")
 	if f := tb.form(); !f.CancelDisabled || !f.NewIntentHidden || f.Cancel != "Cancelling…" {
-		t.Errorf("while the POST is held: %+v, want #cancel disabled saying \"Cancelling…\" and no new intent", f)
+		t.Errorf("while the POST is held: %+v, want the list's cancel button disabled saying \"Cancelling…\" and no new intent", f)
 	}
 	if _, n := d.cancels(t); n != 0 {
 		t.Fatalf("%d cancellations reached the daemon while the browser holds the request", n)
@@ -251,10 +258,10 @@ func TestCancelAlreadyCancelledElsewhere(t *testing.T) {
 	}
 
 	tb.click("lang")
-	tb.click("cancel")
+	tb.click("cancel-" + id)
 	tb.waitStatus("alreadyCancelled")
 	f := tb.form()
-	if !strings.HasPrefix(f.Status, "Bereits storniert") || f.NewIntentHidden || f.NewIntent != "Weitere Reservierung beginnen" || !f.CancelHidden {
+	if !strings.HasPrefix(f.Status, "Bereits storniert") || f.NewIntentHidden || f.NewIntent != "Weitere Reservierung beginnen" || f.CancelControls != 0 {
 		t.Errorf("after already cancelled: %+v, want the German answer and only the new intent", f)
 	}
 	if got, n := d.cancels(t); n != 2 || got["already_cancelled"] != 1 {

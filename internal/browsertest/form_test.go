@@ -201,11 +201,7 @@ func TestUnavailableStaysUnavailableAfterCapacityRaise(t *testing.T) {
 		t.Errorf("%d places reserved by retries of refused intents, want 0", n)
 	}
 
-	tb.click("new-intent")
-	tb.waitReady()
-	tb.choose("small", 2)
-	tb.click("submit")
-	tb.waitStatus("reserved")
+	tb.submitNew("small", 2, "reserved")
 	if n := d.reserved(t, "small"); n != 2 {
 		t.Errorf("%d places reserved by the new intent, want 2", n)
 	}

@@ -113,7 +113,7 @@ func TestListCancelsOwnReservation(t *testing.T) {
 	if r := d.reservation(t, id); !r.Cancelled() || r.CancelOperation != engine.OperationKey(tb.opKey("alice", "cancel", id)) {
 		t.Errorf("the daemon's reservation %+v, want it cancelled under the page's key", r)
 	}
-	if f := tb.form(); f.Kind != "cancelled" || !f.CancelHidden || f.NewIntentHidden {
+	if f := tb.form(); f.Kind != "cancelled" || f.CancelControls != 0 || f.NewIntentHidden {
 		t.Errorf("the form after its reservation was cancelled from the list: %+v, want the cancellation and only the new intent", f)
 	}
 	if got, n := d.cancels(t); n != 1 || got["cancelled"] != 1 {

@@ -71,8 +71,7 @@ func TestNoSessionStorageSendsNothing(t *testing.T) {
 func TestSignedOutPageExplainsSignIn(t *testing.T) {
 	d := startDaemon(t)
 	tb := openTab(t, d)
-	tb.do("open the form", chromedp.Navigate(d.url+"/"))
-	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+	tb.openSignedOut()
 	if f := tb.form(); f.FormShown || !strings.Contains(eval[string](tb, `document.getElementById("signin").textContent`), "reservectl login-link") {
 		t.Errorf("signed out: %+v, want only the sign-in explanation naming reservectl login-link", f)
 	}

@@ -185,6 +185,26 @@ func (tb *tab) signIn(actor string) {
 	}
 }
 
+// openSignedOut opens the page without signing in and waits until it
+// explains how to sign in.
+func (tb *tab) openSignedOut() {
+	tb.t.Helper()
+	tb.do("open the page", chromedp.Navigate(tb.d.url+"/"))
+	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+}
+
+// submitNew starts a new intent after a settled one ("Start another
+// reservation" or "Change selection"), sends quantity places of workshop
+// and waits until the status shows the message kind.
+func (tb *tab) submitNew(workshop string, quantity int, kind string) {
+	tb.t.Helper()
+	tb.click("new-intent")
+	tb.waitReady()
+	tb.choose(workshop, quantity)
+	tb.click("submit")
+	tb.waitStatus(kind)
+}
+
 // waitReady waits until the page knows its actor and has loaded the
 // workshops: from then on it does nothing by itself.
 func (tb *tab) waitReady() {
@@ -266,9 +286,10 @@ type formState struct {
 	SubmitDisabled   bool   `json:"submitDisabled"`
 	NewIntent        string `json:"newIntent"`
 	NewIntentHidden  bool   `json:"newIntentHidden"`
-	Cancel           string `json:"cancel"`
-	CancelHidden     bool   `json:"cancelHidden"`
-	CancelDisabled   bool   `json:"cancelDisabled"`
+	Cancel           string `json:"cancel"`         // The list's cancel button of the form's reservation, "" when it shows none.
+	CancelDisabled   bool   `json:"cancelDisabled"` // That button is disabled.
+	CancelControls   int    `json:"cancelControls"` // Visible buttons anywhere on the page that cancel the form's reservation.
+	ToReservation    bool   `json:"toReservation"`  // The form's link to its reservation in the list is shown.
 	WorkshopDisabled bool   `json:"workshopDisabled"`
 	QuantityDisabled bool   `json:"quantityDisabled"`
 	Quantity         string `json:"quantity"`
@@ -288,14 +309,21 @@ func (tb *tab) form() formState {
 		const intent = actor && sessionStorage.getItem("reserve.intent." + actor);
 		const reserved = intent && JSON.parse(intent).outcome;
 		const ops = actor && JSON.parse(sessionStorage.getItem("reserve.ops." + actor) || "{}");
-		const cancel = reserved && reserved.reservation_id && ops["cancel:" + reserved.reservation_id];
+		const rid = reserved && reserved.reservation_id;
+		const cancel = rid && ops["cancel:" + rid];
+		const listed = rid && $("cancel-" + rid);
+		const cancelTexts = ["Cancel reservation", "Retry cancellation", "Cancelling…", "Reservierung stornieren", "Stornierung erneut versuchen", "Wird storniert…"];
+		const controls = [...document.querySelectorAll("button")].filter((b) => b.getClientRects().length > 0 &&
+			cancelTexts.includes(b.textContent) && (!b.closest("li") || b.closest("li").id === "reservation-" + rid));
+		const link = $("to-reservation");
 		return {
 			kind: $("status").dataset.kind || "", status: $("status").textContent,
 			notice: $("notice").hidden ? "" : $("notice").textContent,
 			receipt: $("receipt").hidden ? "" : $("receipt").textContent,
 			submit: $("submit").textContent, submitHidden: $("submit").hidden, submitDisabled: $("submit").disabled,
 			newIntent: $("new-intent").textContent, newIntentHidden: $("new-intent").hidden,
-			cancel: $("cancel").textContent, cancelHidden: $("cancel").hidden, cancelDisabled: $("cancel").disabled,
+			cancel: listed && !listed.hidden ? listed.textContent : "", cancelDisabled: Boolean(listed && listed.disabled),
+			cancelControls: controls.length, toReservation: Boolean(link && !link.hidden),
 			workshopDisabled: $("workshop").disabled, quantityDisabled: $("quantity").disabled, quantity: $("quantity").value,
 			signInShown: !$("signin").hidden, formShown: !$("reservation-form").hidden,
 			focus: document.activeElement ? document.activeElement.id : "",
