@@ -41,10 +41,12 @@ type BatchItemResult struct {
 
 // The reasons an item of an atomic batch refused as a whole was not
 // reserved, besides the code of a refusal of its own (unknown_workshop,
-// request_contract, operation_conflict, …): too few places were left for
-// it; it could have been reserved, and another item refused the batch; or
-// it was not decided, because another item refused the batch before any
-// item was decided.
+// request_contract, operation_conflict, …) and the status of a refusal
+// that a reservation would have been answered with (too few places were
+// left for it: unavailable; registration not open or closed; the limit
+// per person reached): it could have been reserved, and another item
+// refused the batch; or it was not decided, because another item refused
+// the batch before any item was decided.
 const (
 	ReasonUnavailable      = StatusUnavailable
 	ReasonOtherItemRefused = "other_item_refused"
@@ -53,7 +55,16 @@ const (
 
 // RefusalReasons lists every reason word an item of a refused atomic batch
 // may carry that is not an error code.
-var RefusalReasons = []string{ReasonUnavailable, ReasonOtherItemRefused, ReasonNotDecided}
+var RefusalReasons = []string{ReasonUnavailable, StatusRegistrationNotOpen, StatusRegistrationClosed, StatusLimitReached, ReasonOtherItemRefused, ReasonNotDecided}
+
+// refusalDetails says why an item of a refused atomic batch was not
+// reserved, for each status of a refused reservation.
+var refusalDetails = map[string]string{
+	StatusUnavailable:         "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item",
+	StatusRegistrationNotOpen: "not reserved: registration for this item's workshop is not open yet, and the batch is atomic; nothing was stored for any item",
+	StatusRegistrationClosed:  "not reserved: registration for this item's workshop is closed, and the batch is atomic; nothing was stored for any item",
+	StatusLimitReached:        "not reserved: this item would go over the workshop's limit per person, and the batch is atomic; nothing was stored for any item",
+}
 
 // batchKey marks the context of a batch's store write with its number of
 // items.
@@ -297,11 +308,12 @@ func refused(res BatchResult) BatchResult {
 			it.Reason = ErrorCode(it.Refusal)
 		default:
 			reason, detail := ReasonNotDecided, "not decided: the batch is atomic and another of its items could not be reserved; nothing was stored"
-			switch it.Outcome.Answer.Status {
-			case StatusReserved:
+			status := it.Outcome.Answer.Status
+			switch {
+			case status == StatusReserved:
 				reason, detail = ReasonOtherItemRefused, "not reserved: the batch is atomic and another of its items could not be reserved; nothing was stored"
-			case StatusUnavailable:
-				reason, detail = ReasonUnavailable, "not reserved: too few places are left for this item, and the batch is atomic; nothing was stored for any item"
+			case refusalDetails[status] != "":
+				reason, detail = status, refusalDetails[status]
 			}
 			*it = BatchItemResult{Key: it.Key, Verdict: refuse(Errorf(CodeBatchRefused, "%s", detail)), Reason: reason}
 		}

@@ -112,6 +112,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LimitPerPersonIsStoredAndReplayed", testLimitPerPerson},
 		{"DeleteWorkshop", testDeleteWorkshop},
 		{"AttendeesPageBySeeking", testAttendees},
+		{"AtomicBatchNamesScheduleRefusals", testAtomicBatchNamesScheduleRefusals},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

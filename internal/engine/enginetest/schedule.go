@@ -300,3 +300,23 @@ func testAttendees(t *testing.T, h *harness) {
 		t.Fatalf("a forged cursor: %v", err)
 	}
 }
+
+func testAtomicBatchNamesScheduleRefusals(t *testing.T, h *harness) {
+	h.scheduled("limited", 10, engine.Schedule{MaxPerPerson: 1})
+	h.scheduled("closed", 10, engine.Schedule{StartsAt: Now.Add(-time.Hour)})
+	h.workshop("open", 10, 5)
+	res := h.batch(t, "dora", true,
+		engine.BatchEntry{Key: newKey(), Request: engine.Request{Workshop: "open", Quantity: 1}},
+		engine.BatchEntry{Key: newKey(), Request: engine.Request{Workshop: "limited", Quantity: 2}},
+		engine.BatchEntry{Key: newKey(), Request: engine.Request{Workshop: "closed", Quantity: 1}})
+	want := []string{engine.ReasonOtherItemRefused, engine.StatusLimitReached, engine.StatusRegistrationClosed}
+	if !res.Refused || len(res.Items) != len(want) {
+		t.Fatalf("atomic batch = %+v; want refused", res)
+	}
+	for i, it := range res.Items {
+		if it.Reason != want[i] || engine.ErrorCode(it.Refusal) != engine.CodeBatchRefused {
+			t.Errorf("item %d: reason %q (%v), want %q", i+1, it.Reason, it.Refusal, want[i])
+		}
+	}
+	h.wantCounts(0, 0)
+}
