@@ -1,12 +1,9 @@
 -- 0011_workshop_schedule gives workshops a schedule (description, place,
--- start and end, time zone, registration window, limit per person),
--- tombstones the limit a limit_reached answer reported, and reservations
--- and holds an index by workshop and actor: one actor's records in a
--- workshop (for the limit per person) and a workshop's attendee list, page
--- by page, are each one range of it. The new columns have constant
--- defaults or are nullable, so adding them rewrites no table; a daemon of
--- an earlier version, still running while this one migrates, neither reads
--- nor writes them and keeps deciding as before.
+-- start and end, time zone, registration window, limit per person) and
+-- tombstones the limit a limit_reached answer reported. The new columns
+-- have constant defaults or are nullable, so adding them rewrites no
+-- table; a daemon of an earlier version, still running while this one
+-- migrates, neither reads nor writes them and keeps deciding as before.
 ALTER TABLE workshops
     ADD COLUMN description            TEXT NOT NULL DEFAULT '',
     ADD COLUMN location               TEXT NOT NULL DEFAULT '',
@@ -20,6 +17,3 @@ ALTER TABLE workshops
 ALTER TABLE tombstones
     ADD COLUMN max_per_person BIGINT NULL,
     ADD COLUMN already        BIGINT NULL;
-
-CREATE INDEX reservations_by_workshop ON reservations (workshop, actor, id);
-CREATE INDEX holds_by_workshop ON holds (workshop, actor, id);
