@@ -779,6 +779,11 @@
     for (const id of ["reservation_id", "hold_id"]) {
       if (id in b && !(typeof b[id] === "string" && RESERVATION_ID.test(b[id]))) return null;
     }
+    // A refusal for the limit per person: the limit is at least 1, the
+    // places the person had already at least 0.
+    for (const [n, least] of [["max_per_person", 1], ["already", 0]]) {
+      if (n in b && !(Number.isInteger(b[n]) && b[n] >= least)) return null;
+    }
     return b;
   }
 

@@ -61,7 +61,10 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 	bodies := []string{"", "{", "[]", "null", `"reserved"`}
 	// id is the reservation cancelled and the hold confirmed or released;
 	// the answers to holds carry members that no other answer has.
-	extras := []string{"", `,"x":1`, `,"hold_id":"` + id + `"`, `,"hold_id":"` + other + `"`, `,"hold_id":"ABC"`, `,"expires_at":"2026-12-01T10:10:00Z"`}
+	// A refusal for the limit per person carries the limit and the places
+	// the actor had already.
+	extras := []string{"", `,"x":1`, `,"hold_id":"` + id + `"`, `,"hold_id":"` + other + `"`, `,"hold_id":"ABC"`, `,"expires_at":"2026-12-01T10:10:00Z"`,
+		`,"max_per_person":4,"already":3`, `,"max_per_person":4,"already":-1`, `,"max_per_person":"4","already":3`}
 	for _, status := range engine.AnswerStatuses() {
 		for _, rid := range []string{id, other, "", "empty", "abc"} {
 			for _, w := range []string{"w-1", "w-2", "", "W_1"} {
