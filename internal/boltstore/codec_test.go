@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -50,6 +51,9 @@ func TestReceiptRoundTrip(t *testing.T) {
 		{withBody(sampleReceipt(), engine.StatusReserved, `{"workshop":"go-basics","status":"reserved"}`), recordFormat1},
 		{withBody(sampleReceipt(), engine.StatusReserved, `{"status":"reserved", "reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6d","workshop":"go-basics","quantity":2}`), recordFormat1},
 		{withBody(sampleReceipt(), "", `not JSON`), recordFormat1},
+		{limitedReceipt(engine.Limit{MaxPerPerson: 3, Already: 2}), recordReceiptLimit},
+		{limitedReceipt(engine.Limit{MaxPerPerson: 1}), recordReceiptLimit},
+		{limitedHoldReceipt(), recordReceiptLimit},
 	} {
 		encode := func(r engine.Receipt) []byte {
 			raw, err := encodeReceipt(r)
@@ -70,6 +74,105 @@ func TestReceiptRoundTrip(t *testing.T) {
 	bad.Fingerprint = "xyz"
 	if _, err := encodeReceipt(bad); err == nil {
 		t.Fatal("receipt with a bad fingerprint encoded")
+	}
+}
+
+// limitedReceipt is sampleReceipt answered limit_reached with limit.
+func limitedReceipt(limit engine.Limit) engine.Receipt {
+	r := sampleReceipt()
+	r.ReservationID, r.Limit = "", limit
+	r.Answer = r.AnswerOf(engine.StatusLimitReached)
+	return r
+}
+
+// limitedHoldReceipt is the receipt of a hold request answered
+// limit_reached.
+func limitedHoldReceipt() engine.Receipt {
+	req := engine.HoldRequest{Workshop: "go-basics", Quantity: 2, TTLSeconds: 600}
+	r := engine.Receipt{
+		Actor: "unix-alice", OperationKey: "f47ac10b-58cc-4372-a567-0e02b2c3d479",
+		FingerprintVersion: engine.HoldFingerprintV1, Fingerprint: engine.HoldFingerprint(req),
+		Request: engine.Request{Workshop: req.Workshop, Quantity: req.Quantity}, HoldTTLSeconds: req.TTLSeconds,
+		Limit:     engine.Limit{MaxPerPerson: 2, Already: 1},
+		CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC),
+	}
+	r.Answer = r.AnswerOf(engine.StatusLimitReached)
+	return r
+}
+
+// TestLimitReceiptFormat pins the layout of receipt format 4: the fields
+// of format 3 (a reservation's receipt has no hold: an empty hold id, no
+// deadline, no time to live), then the limit per person and the places
+// the actor had already; its answer is the limit_reached body with both.
+func TestLimitReceiptFormat(t *testing.T) {
+	r := limitedReceipt(engine.Limit{MaxPerPerson: 3, Already: 2})
+	if got, want := string(r.Answer.JSON()), `{"status":"limit_reached","workshop":"go-basics","quantity":2,"max_per_person":3,"already":2}`; got != want {
+		t.Fatalf("answer = %s, want %s", got, want)
+	}
+	noLimit := r
+	noLimit.Limit = engine.Limit{}
+	noLimit.Answer = noLimit.AnswerOf(engine.StatusLimitReached)
+	format2, err := encodeReceipt(noLimit)
+	if err != nil || format2[0] != recordReceiptStatus {
+		t.Fatalf("the receipt without its limit = %x, %v; want format 2", format2, err)
+	}
+	want := append([]byte{recordReceiptLimit}, format2[1:]...)
+	want = appendBytes(want, nil)        // No hold id,
+	want = binary.AppendVarint(want, 0)  // no deadline,
+	want = binary.AppendUvarint(want, 0) // no time to live;
+	want = append(want, 3, 2)            // the limit and the places already.
+	if got, err := encodeReceipt(r); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("format 4 receipt = %x, %v; want %x", got, err, want)
+	}
+	for _, bad := range []engine.Limit{{MaxPerPerson: -1, Already: 1}, {MaxPerPerson: 1, Already: -1}} {
+		r := limitedReceipt(bad)
+		if raw, err := encodeReceipt(r); err == nil {
+			t.Errorf("receipt with limit %+v encoded as %x", bad, raw)
+		}
+	}
+	verbatim := withBody(limitedReceipt(engine.Limit{MaxPerPerson: 3, Already: 2}), engine.StatusLimitReached, `{"status":"limit_reached"}`)
+	if raw, err := encodeReceipt(verbatim); err == nil {
+		t.Errorf("receipt with a limit and a body of its own encoded as %x", raw)
+	}
+}
+
+// TestTombstoneLimit: the tombstone of a limit_reached answer keeps the
+// limit and the places the actor had already, as the member "limit",
+// which every other tombstone lacks, so those are written byte for byte
+// as before.
+func TestTombstoneLimit(t *testing.T) {
+	purged := time.Date(2026, 12, 29, 12, 0, 0, 1, time.UTC)
+	limited := engine.TombstoneOf(limitedReceipt(engine.Limit{MaxPerPerson: 3, Already: 2}), purged)
+	held := engine.TombstoneOf(limitedHoldReceipt(), purged)
+	reserved := engine.TombstoneOf(sampleReceipt(), purged)
+	fp := sampleReceipt().Fingerprint
+	for _, tc := range []struct {
+		t    engine.Tombstone
+		want string
+	}{
+		{limited, `{"actor":"unix-alice","operation":"f47ac10b-58cc-4372-a567-0e02b2c3d479","fingerprint_version":1,"fingerprint":"` + fp + `","http_status":0,"status":"limit_reached","workshop":"go-basics","quantity":2,` +
+			`"limit":{"max_per_person":3,"already":2},"created_at":"2026-11-29T12:00:00.123456789Z","purged_at":"2026-12-29T12:00:00.000000001Z"}`},
+		{reserved, `{"actor":"unix-alice","operation":"f47ac10b-58cc-4372-a567-0e02b2c3d479","fingerprint_version":1,"fingerprint":"` + fp + `","http_status":201,"status":"reserved","reservation_id":"0192f0a1b2c3d4e5f60718293a4b5c6d","workshop":"go-basics","quantity":2,` +
+			`"created_at":"2026-11-29T12:00:00.123456789Z","purged_at":"2026-12-29T12:00:00.000000001Z"}`},
+		{held, ""},
+	} {
+		raw, err := json.Marshal(encodeTombstone(tc.t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.want != "" && string(raw) != tc.want {
+			t.Errorf("tombstone = %s\nwant        %s", raw, tc.want)
+		}
+		var j tombstoneJSON
+		if err := json.Unmarshal(raw, &j); err != nil {
+			t.Fatal(err)
+		}
+		if got := j.tombstone(); !reflect.DeepEqual(got, tc.t) {
+			t.Errorf("tombstone %s read back as %+v, want %+v", raw, got, tc.t)
+		}
+	}
+	if held.Answer.Limit != (engine.Limit{MaxPerPerson: 2, Already: 1}) || held.Kind() != engine.OperationHold {
+		t.Errorf("tombstone of a hold over the limit = %+v", held)
 	}
 }
 
@@ -146,6 +249,10 @@ func FuzzDecodeReceipt(f *testing.F) {
 		f.Fatalf("format %d, %v", raw[0], err)
 	}
 	f.Add(raw) // Format 1: the body as it is.
+	if raw, err = encodeReceipt(limitedHoldReceipt()); err != nil || raw[0] != recordReceiptLimit {
+		f.Fatalf("format %d, %v", raw[0], err)
+	}
+	f.Add(raw) // Format 4: a hold's, with the limit.
 	f.Add([]byte{recordFormat1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := decodeReceipt([]byte("a\x00k"), raw)
@@ -192,8 +299,26 @@ func TestWorkshopRoundTrip(t *testing.T) {
 		{ID: "holding", Title: "Held", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Holding: 3},
 		{ID: "hidden", Title: "Hidden", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Hidden: true},
 		{ID: "hidden-holding", Title: "Hidden", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Holding: 3, Hidden: true},
+		{ID: "scheduled", Title: "Scheduled", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Schedule: fullSchedule()},
+		{ID: "scheduled-hidden", Title: "Scheduled", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7, Holding: 3, Hidden: true, Schedule: fullSchedule()},
 	} {
 		checkRoundTrip(t, []byte(w.ID), w, encodeWorkshop, decodeWorkshop)
+	}
+	// Each member of a schedule alone makes format 4 and reads back,
+	// listed and hidden.
+	full := fullSchedule()
+	for i, only := range []engine.Schedule{
+		{Description: full.Description}, {Location: full.Location}, {TimeZone: full.TimeZone},
+		{StartsAt: full.StartsAt}, {EndsAt: full.EndsAt}, {RegistrationOpensAt: full.RegistrationOpensAt},
+		{RegistrationClosesAt: full.RegistrationClosesAt}, {MaxPerPerson: full.MaxPerPerson},
+	} {
+		for _, hidden := range []bool{false, true} {
+			w := engine.Workshop{ID: "w", Title: "T", Capacity: 30, MaxQuantity: 4, Version: 1, Hidden: hidden, Schedule: only}
+			if raw := encodeWorkshop(w); raw[0] != recordWorkshopSchedule {
+				t.Errorf("workshop with schedule member %d alone (hidden %t) stored as format %d", i, hidden, raw[0])
+			}
+			checkRoundTrip(t, []byte(w.ID), w, encodeWorkshop, decodeWorkshop)
+		}
 	}
 	// A workshop written as JSON before the binary layout still reads.
 	old := []byte(`{"id":"go-basics","title":"Go basics","capacity":30,"reserved":12,"max_quantity":4,"version":7}`)
@@ -204,15 +329,33 @@ func TestWorkshopRoundTrip(t *testing.T) {
 	}
 }
 
+// fullSchedule sets every member of a schedule, its times in UTC (as
+// stores keep them) to the nanosecond.
+func fullSchedule() engine.Schedule {
+	return engine.Schedule{
+		Description: "Bring a laptop.\nWir fangen pünktlich an.", Location: "Room 2 — upstairs", TimeZone: "Europe/Berlin",
+		StartsAt: time.Date(2026, 12, 10, 9, 0, 0, 1, time.UTC), EndsAt: time.Date(2026, 12, 10, 12, 30, 0, 999999999, time.UTC),
+		RegistrationOpensAt: time.Date(1970, 1, 1, 0, 0, 0, 1, time.UTC), RegistrationClosesAt: time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.UTC),
+		MaxPerPerson: 300,
+	}
+}
+
 // TestWorkshopFormats pins the bytes of each workshop format: a listed
 // workshop is written exactly as schema versions 2 to 4 wrote it (format 1,
 // or 2 with places in open holds), so rewriting it changes no byte, and
-// only a hidden one takes format 3, which an earlier version refuses.
+// only a hidden one takes format 3, which an earlier version refuses;
+// only one with a schedule takes format 4 (schema version 8), and one
+// whose schedule is cleared is written as before it had one.
 func TestWorkshopFormats(t *testing.T) {
 	base := engine.Workshop{ID: "w", Title: "T", Capacity: 30, Reserved: 12, MaxQuantity: 4, Version: 7}
 	holding, hidden := base, base
 	holding.Holding = 3
 	hidden.Holding, hidden.Hidden = 3, true
+	scheduled, scheduledHidden := base, hidden
+	for _, w := range []*engine.Workshop{&scheduled, &scheduledHidden} {
+		w.Schedule = engine.Schedule{Description: "D", Location: "L", TimeZone: "UTC", StartsAt: time.Unix(0, 1).UTC(),
+			RegistrationOpensAt: time.Unix(0, 2).UTC(), RegistrationClosesAt: time.Unix(0, 3).UTC(), MaxPerPerson: 2}
+	}
 	for _, tc := range []struct {
 		w    engine.Workshop
 		want []byte
@@ -220,14 +363,33 @@ func TestWorkshopFormats(t *testing.T) {
 		{base, []byte{1, 1, 'T', 60, 24, 8, 7}},
 		{holding, []byte{2, 1, 'T', 60, 24, 8, 7, 6}},
 		{hidden, []byte{3, 1, 'T', 60, 24, 8, 7, 6, 1}},
+		// A schedule: format 4, flags 0 when listed, then description,
+		// location, time zone, the four times in Unix nanoseconds (0 for
+		// none) and the limit per person.
+		{scheduled, []byte{4, 1, 'T', 60, 24, 8, 7, 0, 0, 1, 'D', 1, 'L', 3, 'U', 'T', 'C', 2, 0, 4, 6, 2}},
+		{scheduledHidden, []byte{4, 1, 'T', 60, 24, 8, 7, 6, 1, 1, 'D', 1, 'L', 3, 'U', 'T', 'C', 2, 0, 4, 6, 2}},
 	} {
 		if got := encodeWorkshop(tc.w); !bytes.Equal(got, tc.want) {
 			t.Errorf("encodeWorkshop(%+v) = %v, want %v", tc.w, got, tc.want)
 		}
 	}
+	// A workshop whose schedule is cleared is written as before it had
+	// one, byte for byte.
+	for _, tc := range []struct{ w, without engine.Workshop }{{scheduled, base}, {scheduledHidden, hidden}} {
+		cleared := tc.w
+		cleared.Schedule = engine.Schedule{}
+		if got, want := encodeWorkshop(cleared), encodeWorkshop(tc.without); !bytes.Equal(got, want) {
+			t.Errorf("workshop %+v without its schedule = %v, want %v", tc.w, got, want)
+		}
+	}
 	for _, flags := range []byte{0, 2, 3} {
 		if w, err := decodeWorkshop([]byte("w"), []byte{3, 1, 'T', 60, 24, 8, 7, 6, flags}); err == nil {
 			t.Errorf("a workshop with flags %d decoded as %+v", flags, w)
+		}
+	}
+	for _, flags := range []byte{2, 3} {
+		if w, err := decodeWorkshop([]byte("w"), []byte{4, 1, 'T', 60, 24, 8, 7, 0, flags, 1, 'D', 1, 'L', 3, 'U', 'T', 'C', 2, 0, 4, 6, 2}); err == nil {
+			t.Errorf("a scheduled workshop with flags %d decoded as %+v", flags, w)
 		}
 	}
 }

@@ -38,6 +38,14 @@ const (
 	MaxLocationChars    = 200
 )
 
+// The earliest and the latest time of a schedule: every store keeps the
+// whole seconds between them as they are (the bolt store writes Unix
+// nanoseconds in an int64, 0 for none).
+var (
+	EarliestScheduleTime = time.Unix(1, 0).UTC()
+	LatestScheduleTime   = time.Date(2261, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
 // The registration states of a workshop at a time.
 const (
 	RegistrationOpen    = "open"
@@ -87,8 +95,8 @@ func (s Schedule) Validate() error {
 		name string
 		at   time.Time
 	}{{"starts_at", s.StartsAt}, {"ends_at", s.EndsAt}, {"registration_opens_at", s.RegistrationOpensAt}, {"registration_closes_at", s.RegistrationClosesAt}} {
-		if !t.at.IsZero() && (t.at.Nanosecond() != 0 || t.at.Year() < 1970 || t.at.Year() > 9999) {
-			return fmt.Errorf("member %q must be a whole second between the years 1970 and 9999", t.name)
+		if !t.at.IsZero() && (t.at.Nanosecond() != 0 || t.at.Before(EarliestScheduleTime) || t.at.After(LatestScheduleTime)) {
+			return fmt.Errorf("member %q must be a whole second from %s to %s", t.name, stamp(EarliestScheduleTime), stamp(LatestScheduleTime))
 		}
 	}
 	if !s.EndsAt.IsZero() && s.StartsAt.IsZero() {

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -359,3 +360,266 @@ func TestSchema8GetsTokenLifecycle(t *testing.T) {
 		t.Errorf("the revoked token: %v", err)
 	}
 }
+
+// TestSchema10GetsWorkshopSchedules: a database as schema versions 1–10
+// made it, with the rows that a daemon of version 10 wrote (copied from
+// one: four workshops, one hidden; reservations, one cancelled; an open
+// and a confirmed hold; the receipts of every answer with their bodies;
+// a tombstone), gets the schedules of migration 11 on open: every answer
+// replays byte for byte, the workshops have an empty schedule and open
+// registration, the new indexes by workshop and actor list the old rows,
+// and a limit set afterwards counts them: its limit_reached answer
+// replays, and its tombstone keeps the limit and the places already,
+// while the old tombstone reads without one.
+func TestSchema10GetsWorkshopSchedules(t *testing.T) {
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status", "0005_holds", "0006_time_index",
+		"0007_actor_index", "0008_workshop_hidden", "0009_identity_bindings", "0010_token_lifecycle")
+	at := time.Date(2026, 12, 2, 5, 47, 33, 0, time.UTC)
+	ms := func(n int) time.Time { return at.Add(time.Duration(n) * time.Millisecond) }
+	const (
+		r1, r2, r3 = "01a2354b3da00e0c36927cf3cbecf69a", "01a2354b3db1076a8181edb23a486ef4", "01a2354b3dc3135b5a66b775598e8211"
+		r4, r5, r6 = "01a2354b3e067a59a040cf785209b7fe", "01a2354b3e1a4823ffc1db3b23778112", "01a2354b3eaa7a90f306882a6f117786"
+		h1, h2     = "01a2354b3de30321b6c4c01d0ba07c70", "01a2354b3df33e6ec24863bf852f950a"
+	)
+	event := func(id, typ, reservation, actor, key, workshop string, quantity int, at time.Time) {
+		payload := fmt.Sprintf(`{"id":%q,"type":%q,"reservation_id":%q,"owner":%q,"actor":%q,"operation":%q,"workshop":%q,"quantity":%d,"at":%q}`,
+			id, typ, reservation, actor, actor, key, workshop, quantity, at.Format(time.RFC3339Nano))
+		pgtest.Exec(t, dsn, `INSERT INTO events (id, type, reservation_id, actor, operation_key, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			id, typ, reservation, actor, key, []byte(payload), at)
+	}
+	for _, w := range []string{`'backstage', 'Backstage tour', 3, 0, 3, 1, 0, true`, `'full', 'full', 1, 1, 1, 1, 0, false`,
+		`'go-basics', 'Go basics', 5, 3, 5, 1, 1, false`, `'rust-intro', 'Intro to Rust', 4, 3, 2, 1, 0, false`} {
+		pgtest.Exec(t, dsn, `INSERT INTO workshops (id, title, capacity, reserved_places, max_quantity, version, holding, hidden) VALUES (`+w+`)`)
+	}
+	for _, r := range []struct {
+		id, actor, key, workshop string
+		quantity, at             int
+	}{
+		{r1, "unix-root", "19f20b8d-eaa2-4eba-be3c-392caa9a1a4e", "go-basics", 2, 152},
+		{r2, "unix-nobody", "7c923086-6736-49a8-9990-a20391735580", "go-basics", 1, 169},
+		{r3, "unix-postgres", "c1c0e921-0499-4e06-878d-693c0bb429cc", "full", 1, 187},
+		{r4, "unix-postgres", "85941a08-3f88-4a61-bba3-ccb98187ebe5", "rust-intro", 2, 254},
+		{r5, "unix-nobody", "d4af3e76-4265-4d02-806e-80c705a826ab", "backstage", 1, 274},
+		{r6, "unix-root", "77dcfc8a-5ced-4c07-87ce-67f7bf3ae9d9", "rust-intro", 1, 418},
+	} {
+		pgtest.Exec(t, dsn, `INSERT INTO reservations (id, actor, operation_key, workshop, quantity, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			r.id, r.actor, r.key, r.workshop, r.quantity, ms(r.at))
+		event(r.id+"c", "reservation.confirmed", r.id, r.actor, r.key, r.workshop, r.quantity, ms(r.at))
+	}
+	const cancelKey = "ed1943ba-0486-4627-b964-5a31019450cd"
+	pgtest.Exec(t, dsn, `UPDATE reservations SET cancelled_at = $1, cancelled_by = 'unix-nobody', cancel_operation = $2 WHERE id = $3`, ms(402), cancelKey, r5)
+	event(r5+"x", "reservation.cancelled", r5, "unix-nobody", cancelKey, "backstage", 1, ms(402))
+	pgtest.Exec(t, dsn, `INSERT INTO holds (id, actor, operation_key, workshop, quantity, state, created_at, expires_at) VALUES ($1, 'unix-root', '50cf9ff5-c729-40e8-8bae-2bca9df24d38', 'go-basics', 1, 'held', $2, $3)`,
+		h1, ms(219), at.Add(24*time.Hour))
+	pgtest.Exec(t, dsn, `INSERT INTO holds (id, actor, operation_key, workshop, quantity, state, created_at, expires_at, reservation_id, settled_at, settle_operation)
+		VALUES ($1, 'unix-postgres', 'e03bc603-de6f-48c8-9b22-4665e50304ea', 'rust-intro', 2, 'confirmed', $2, $3, $4, $5, '85941a08-3f88-4a61-bba3-ccb98187ebe5')`,
+		h2, ms(235), at.Add(10*time.Minute), r4, ms(254))
+	type receipt struct {
+		actor, key, op, workshop string
+		quantity, at, ttl        int
+		id, status, body         string // id: the reservation's, or for a hold and its confirmation the hold's.
+	}
+	receipts := []receipt{
+		{"unix-root", "19f20b8d-eaa2-4eba-be3c-392caa9a1a4e", "reserve", "go-basics", 2, 152, 0, r1, "reserved",
+			`{"status":"reserved","reservation_id":"` + r1 + `","workshop":"go-basics","quantity":2}`},
+		{"unix-nobody", "7c923086-6736-49a8-9990-a20391735580", "reserve", "go-basics", 1, 169, 0, r2, "reserved",
+			`{"status":"reserved","reservation_id":"` + r2 + `","workshop":"go-basics","quantity":1}`},
+		{"unix-postgres", "c1c0e921-0499-4e06-878d-693c0bb429cc", "reserve", "full", 1, 187, 0, r3, "reserved",
+			`{"status":"reserved","reservation_id":"` + r3 + `","workshop":"full","quantity":1}`},
+		{"unix-nobody", "1fe5c56f-f51a-4bd9-ad1b-e0220f19e179", "reserve", "full", 1, 203, 0, "", "unavailable",
+			`{"status":"unavailable","workshop":"full","quantity":1}`},
+		{"unix-root", "50cf9ff5-c729-40e8-8bae-2bca9df24d38", "hold", "go-basics", 1, 219, 86400, h1, "held",
+			`{"status":"held","hold_id":"` + h1 + `","workshop":"go-basics","quantity":1,"expires_at":"2026-12-03T05:47:33Z"}`},
+		{"unix-postgres", "e03bc603-de6f-48c8-9b22-4665e50304ea", "hold", "rust-intro", 2, 235, 600, h2, "held",
+			`{"status":"held","hold_id":"` + h2 + `","workshop":"rust-intro","quantity":2,"expires_at":"2026-12-02T05:57:33Z"}`},
+		{"unix-postgres", "85941a08-3f88-4a61-bba3-ccb98187ebe5", "confirm", "rust-intro", 2, 254, 0, h2, "reserved",
+			`{"status":"reserved","reservation_id":"` + r4 + `","hold_id":"` + h2 + `","workshop":"rust-intro","quantity":2}`},
+		{"unix-nobody", "d4af3e76-4265-4d02-806e-80c705a826ab", "reserve", "backstage", 1, 274, 0, r5, "reserved",
+			`{"status":"reserved","reservation_id":"` + r5 + `","workshop":"backstage","quantity":1}`},
+		{"unix-nobody", cancelKey, "cancel", "backstage", 1, 402, 0, r5, "cancelled",
+			`{"status":"cancelled","reservation_id":"` + r5 + `","workshop":"backstage","quantity":1}`},
+		{"unix-root", "77dcfc8a-5ced-4c07-87ce-67f7bf3ae9d9", "reserve", "rust-intro", 1, 418, 0, r6, "reserved",
+			`{"status":"reserved","reservation_id":"` + r6 + `","workshop":"rust-intro","quantity":1}`},
+	}
+	for _, r := range receipts {
+		req := engine.Request{Workshop: r.workshop, Quantity: r.quantity}
+		version, fp, resID, holdID := engine.ReserveFingerprintV1, engine.Fingerprint(req), &r.id, (*string)(nil)
+		var expires *time.Time
+		switch r.op {
+		case "cancel":
+			version, fp = engine.CancelFingerprintV1, engine.CancelFingerprint(r.id)
+		case "hold":
+			version, fp, resID, holdID = engine.HoldFingerprintV1, engine.HoldFingerprint(engine.HoldRequest{Workshop: r.workshop, Quantity: r.quantity, TTLSeconds: r.ttl}), nil, &r.id
+			until := at.Add(time.Duration(r.ttl) * time.Second)
+			expires = &until
+		case "confirm":
+			version, fp, resID, holdID = engine.ConfirmFingerprintV1, engine.SettleFingerprint(engine.OperationConfirm, r.id), ptr(r4), &r.id
+		}
+		if r.status == "unavailable" {
+			resID = nil
+		}
+		pgtest.Exec(t, dsn, `INSERT INTO receipts (actor, operation_key, fingerprint_version, fingerprint, workshop, quantity, body, reservation_id, created_at, status, hold_id, hold_expires_at, hold_ttl_seconds)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			r.actor, r.key, version, fp, r.workshop, r.quantity, []byte(r.body), resID, ms(r.at), r.status, holdID, expires, r.ttl)
+	}
+	const oldTombstone = "0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3"
+	oldReq := engine.Request{Workshop: "full", Quantity: 1}
+	pgtest.Exec(t, dsn, `INSERT INTO tombstones (actor, operation_key, fingerprint_version, fingerprint, status, reservation_id, workshop, quantity, created_at, purged_at)
+		VALUES ('unix-root', $1, 1, $2, 'unavailable', NULL, 'full', 1, $3, $4)`, oldTombstone, engine.Fingerprint(oldReq), at.Add(-48*time.Hour), at.Add(-time.Hour))
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	clock := at.Add(time.Minute)
+	eng := engine.New(s, engine.WithClock(func() time.Time { return clock }))
+	replay := func(when string) {
+		t.Helper()
+		for _, r := range receipts {
+			key, who := engine.OperationKey(r.key), engine.Principal{Actor: r.actor}
+			var out engine.Outcome
+			var err error
+			switch r.op {
+			case "reserve":
+				out, err = eng.Reserve(t.Context(), r.actor, key, engine.Request{Workshop: r.workshop, Quantity: r.quantity})
+			case "hold":
+				out, err = eng.Hold(t.Context(), r.actor, key, engine.HoldRequest{Workshop: r.workshop, Quantity: r.quantity, TTLSeconds: r.ttl})
+			case "confirm":
+				out, err = eng.Confirm(t.Context(), who, key, r.id)
+			case "cancel":
+				out, err = eng.Cancel(t.Context(), who, key, r.id)
+			}
+			if err != nil || !out.Replayed || string(out.Answer.JSON()) != r.body {
+				t.Errorf("%s: replay of %s's %s %s = %s (replayed %t), %v; want %s", when, r.actor, r.op, r.key, out.Answer.JSON(), out.Replayed, err, r.body)
+			}
+		}
+	}
+	replay("after the migration")
+	ws, err := eng.Workshops(t.Context(), true)
+	if err != nil || len(ws) != 4 {
+		t.Fatalf("workshops after the migration = %+v, %v", ws, err)
+	}
+	for _, w := range ws {
+		// A workshop without a schedule shows no registration state, as
+		// before; its registration is open.
+		if w.Schedule != (engine.Schedule{}) || w.Registration != "" || w.RegistrationAt(clock) != engine.RegistrationOpen || w.Hidden != (w.ID == "backstage") {
+			t.Errorf("workshop %s after the migration = %+v, want no schedule", w.ID, w)
+		}
+	}
+
+	// The indexes by workshop and actor exist, a workshop's page is read
+	// through them, and they list the old rows.
+	for _, name := range []string{"reservations", "holds"} {
+		var valid bool
+		var def string
+		err := s.Pool().QueryRow(t.Context(), `SELECT i.indisvalid, pg_get_indexdef(i.indexrelid) FROM pg_index i WHERE i.indexrelid = to_regclass($1)`,
+			name+"_by_workshop").Scan(&valid, &def)
+		if err != nil || !valid || !strings.HasSuffix(def, "."+name+" USING btree (workshop, actor, id)") {
+			t.Errorf("index %s_by_workshop: valid %v, %q, %v", name, valid, def, err)
+		}
+	}
+	err = pgx.BeginFunc(t.Context(), s.Pool(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(t.Context(), "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		var plan strings.Builder
+		rows, err := tx.Query(t.Context(), `EXPLAIN SELECT id FROM reservations WHERE workshop = $1 AND (actor, id) > ($2, $3) ORDER BY workshop, actor, id LIMIT 100`, "go-basics", "", "")
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			plan.WriteString(line + "\n")
+		}
+		if !strings.Contains(plan.String(), "reservations_by_workshop") || strings.Contains(plan.String(), "Sort") {
+			t.Errorf("a page of a workshop's reservations is not read through reservations_by_workshop:\n%s", plan.String())
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for workshop, want := range map[string]struct{ reservations, holds []string }{
+		"go-basics":  {[]string{"unix-nobody/" + r2, "unix-root/" + r1}, []string{"unix-root/" + h1}},
+		"rust-intro": {[]string{"unix-postgres/" + r4, "unix-root/" + r6}, []string{"unix-postgres/" + h2}},
+		"full":       {[]string{"unix-postgres/" + r3}, nil},
+		"backstage":  {[]string{"unix-nobody/" + r5 + " cancelled"}, nil},
+	} {
+		var rs, hs []string
+		err := s.View(t.Context(), func(tx engine.Tx) error {
+			rs, hs = nil, nil
+			if err := tx.ForEachReservationIn(workshop, engine.PersonPosition{}, func(r engine.Reservation) error {
+				e := r.Actor + "/" + r.ID
+				if r.Cancelled() {
+					e += " cancelled"
+				}
+				rs = append(rs, e)
+				return nil
+			}); err != nil {
+				return err
+			}
+			return tx.ForEachHoldIn(workshop, engine.PersonPosition{}, func(h engine.Hold) error {
+				hs = append(hs, h.Actor+"/"+h.ID)
+				return nil
+			})
+		})
+		if err != nil || !slices.Equal(rs, want.reservations) || !slices.Equal(hs, want.holds) {
+			t.Errorf("records of %s = %q, %q, %v; want %q, %q", workshop, rs, hs, err, want.reservations, want.holds)
+		}
+		as, _, err := eng.Attendees(t.Context(), engine.Principal{Actor: "unix-root", Admin: true}, workshop, engine.AttendeeFilter{Status: engine.ListAll})
+		var got []string
+		for _, a := range as {
+			e := a.Actor + "/" + a.ReservationID
+			if a.Status == engine.AttendeeCancelled {
+				e += " cancelled"
+			}
+			got = append(got, e)
+		}
+		if err != nil || !slices.Equal(got, want.reservations) {
+			t.Errorf("attendees of %s = %q, %v; want %q", workshop, got, err, want.reservations)
+		}
+	}
+
+	// A limit per person counts the old rows: unix-root has 2 places
+	// reserved and 1 held in go-basics.
+	limit, starts := 3, at.Add(7*24*time.Hour)
+	if _, err := eng.PatchWorkshop(t.Context(), "go-basics", engine.WorkshopPatch{MaxPerPerson: &limit, StartsAt: &starts}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const overKey, limitBody = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", `{"status":"limit_reached","workshop":"go-basics","quantity":1,"max_per_person":3,"already":3}`
+	over := engine.Request{Workshop: "go-basics", Quantity: 1}
+	for _, replayed := range []bool{false, true} {
+		if out, err := eng.Reserve(t.Context(), "unix-root", overKey, over); err != nil || out.Replayed != replayed || string(out.Answer.JSON()) != limitBody {
+			t.Fatalf("unix-root over the limit = %s (replayed %t), %v; want %s (replayed %t)", out.Answer.JSON(), out.Replayed, err, limitBody, replayed)
+		}
+	}
+	replay("after the limit")
+
+	// Retention turns every receipt into a tombstone; the limit_reached
+	// one keeps its limit, the old one has none.
+	clock = at.Add(48 * time.Hour)
+	if n, err := eng.ExpireReceipts(t.Context(), 24*time.Hour, 100); err != nil || n != len(receipts)+1 {
+		t.Fatalf("ExpireReceipts = %d, %v; want %d", n, err, len(receipts)+1)
+	}
+	var maxPerPerson, already *int
+	if err := s.Pool().QueryRow(t.Context(), `SELECT max_per_person, already FROM tombstones WHERE actor = 'unix-root' AND operation_key = $1`, overKey).Scan(&maxPerPerson, &already); err != nil ||
+		maxPerPerson == nil || *maxPerPerson != 3 || already == nil || *already != 3 {
+		t.Errorf("the limit_reached tombstone's columns = %v, %v, %v; want 3, 3", maxPerPerson, already, err)
+	}
+	for key, want := range map[string]struct {
+		req   engine.Request
+		limit engine.Limit
+	}{overKey: {over, engine.Limit{MaxPerPerson: 3, Already: 3}}, oldTombstone: {oldReq, engine.Limit{}}} {
+		_, err := eng.Reserve(t.Context(), "unix-root", engine.OperationKey(key), want.req)
+		var expired *engine.ExpiredError
+		if !errors.As(err, &expired) || expired.Tombstone.Answer.Limit != want.limit {
+			t.Errorf("retry of the expired key %s = %v; want expired with limit %+v", key, err, want.limit)
+		}
+	}
+	if findings, err := engine.CheckAt(t.Context(), s, clock); err != nil || len(findings) != 0 {
+		t.Errorf("check after the expiry: %v, %v", findings, err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -69,7 +69,9 @@ func testScheduleRoundTrips(t *testing.T, h *harness) {
 		t.Fatalf("a refused PATCH created the workshop: %v", err)
 	}
 
-	// Refusals change nothing.
+	// Refusals change nothing. A time outside the range every store
+	// keeps as it is (engine.EarliestScheduleTime to
+	// engine.LatestScheduleTime) is refused.
 	early := s.StartsAt.Add(-time.Hour)
 	seven, big := 7, 7
 	for name, bad := range map[string]engine.WorkshopPatch{
@@ -81,6 +83,9 @@ func testScheduleRoundTrips(t *testing.T, h *harness) {
 		"description too long":           {Description: ptr(string(bytes.Repeat([]byte("ä"), engine.MaxDescriptionChars+1)))},
 		"control character in location":  {Location: ptr("a\x00b")},
 		"fraction of a second":           {StartsAt: ptr(s.StartsAt.Add(time.Millisecond))},
+		"the Unix epoch":                 {OpensAt: ptr(time.Unix(0, 0).UTC())},
+		"after the latest time":          {EndsAt: ptr(engine.LatestScheduleTime.Add(time.Second))},
+		"in the year 3000":               {EndsAt: ptr(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))},
 	} {
 		if _, err := h.eng.PatchWorkshop(h.ctx, "pottery", bad, nil); engine.ErrorCode(err) != engine.CodeRequestContract {
 			t.Errorf("PATCH %s: %v, want %s", name, err, engine.CodeRequestContract)
@@ -88,6 +93,14 @@ func testScheduleRoundTrips(t *testing.T, h *harness) {
 	}
 	if now, _ := h.eng.Workshop(h.ctx, "pottery"); now != p {
 		t.Fatalf("refused patches changed the workshop: %+v, want %+v", now, p)
+	}
+	// The earliest and the latest time read back as they were set.
+	bounds := engine.WorkshopPatch{OpensAt: ptr(engine.EarliestScheduleTime), EndsAt: ptr(engine.LatestScheduleTime)}
+	if b, err := h.eng.PatchWorkshop(h.ctx, "pottery", bounds, nil); err != nil || !b.RegistrationOpensAt.Equal(engine.EarliestScheduleTime) || !b.EndsAt.Equal(engine.LatestScheduleTime) {
+		t.Fatalf("PATCH with the earliest and the latest time = %+v, %v", b, err)
+	}
+	if b, err := h.eng.Workshop(h.ctx, "pottery"); err != nil || !b.RegistrationOpensAt.Equal(engine.EarliestScheduleTime) || !b.EndsAt.Equal(engine.LatestScheduleTime) {
+		t.Fatalf("the earliest and the latest time read back as %s and %s, %v", b.RegistrationOpensAt, b.EndsAt, err)
 	}
 	// Lowering the capacity keeps a larger max_quantity: only a limit
 	// that is set is held to the capacity.
