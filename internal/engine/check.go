@@ -290,6 +290,10 @@ func checkReceiptAnswer(rec Receipt, add func(kind, format string, args ...any))
 	switch {
 	case checkStatus(kind, status) != nil || (status == StatusUnavailable && rec.ReservationID != ""):
 		add(FindingMalformedReceipt, "receipt %s of %s (%s) has status %q", rec.OperationKey, rec.Actor, kind, status)
+	case (status == StatusLimitReached) != (rec.Limit != Limit{}) || rec.Limit.MaxPerPerson < 0 || rec.Limit.Already < 0 ||
+		(status == StatusLimitReached && (rec.Limit.MaxPerPerson < 1 || rec.Limit.Already+rec.Request.Quantity <= rec.Limit.MaxPerPerson)):
+		add(FindingMalformedReceipt, "receipt %s of %s (%s, %s) reports the limit per person %d with %d places already, which does not refuse %d more",
+			rec.OperationKey, rec.Actor, kind, status, rec.Limit.MaxPerPerson, rec.Limit.Already, rec.Request.Quantity)
 	case err != nil || stored != want:
 		add(FindingMalformedReceipt, "receipt %s of %s stores an answer that does not match its request: %q", rec.OperationKey, rec.Actor, truncate(string(rec.Answer.JSON()), 200))
 	case fpErr != nil || !same:

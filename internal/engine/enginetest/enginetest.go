@@ -113,6 +113,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DeleteWorkshop", testDeleteWorkshop},
 		{"AttendeesPageBySeeking", testAttendees},
 		{"AtomicBatchNamesScheduleRefusals", testAtomicBatchNamesScheduleRefusals},
+		{"CheckFindsBrokenLimits", testCheckFindsBrokenLimits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

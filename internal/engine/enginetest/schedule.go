@@ -333,3 +333,23 @@ func testAtomicBatchNamesScheduleRefusals(t *testing.T, h *harness) {
 	}
 	h.wantCounts(0, 0)
 }
+
+func testCheckFindsBrokenLimits(t *testing.T, h *harness) {
+	h.scheduled("limited", 10, engine.Schedule{MaxPerPerson: 2})
+	h.mustReserve("alice", newKey(), "limited", 2)
+	key := newKey()
+	out, err := h.reserve("alice", key, "limited", 1)
+	wantStatus(t, "over the limit", out, err, engine.StatusLimitReached, false)
+	h.mustCheckClean()
+	rec, err := h.eng.Operation(h.ctx, "alice", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A stored limit that would not have refused the request is broken.
+	rec.Limit.Already = 0
+	rec.Answer = rec.AnswerOf(rec.Answer.Status)
+	if err := h.store.Update(h.ctx, func(tx engine.Tx) error { return tx.PutReceipt(rec) }); err != nil {
+		t.Fatal(err)
+	}
+	h.wantFindings("a limit that does not refuse", []string{engine.FindingMalformedReceipt})
+}
