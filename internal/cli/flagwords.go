@@ -50,6 +50,8 @@ var contractPhrases = strings.NewReplacer(
 	`actor names must match ^[a-z][a-z0-9_-]{1,40}$, got `, `must be `+actorRule+`, not `,
 	`must match ^[a-z][a-z0-9-]{1,40}$, got `, `must be `+workshopIDRule+`, not `,
 	`must be an integer from `, `must be a whole number from `,
+	`must be after "starts_at"`, `must be after --starts`,
+	`needs "starts_at"`, `needs --starts`,
 )
 
 // memberName finds the name of a member in a refusal.
