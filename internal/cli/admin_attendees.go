@@ -38,7 +38,7 @@ next page. --json prints the list (or the page) as one JSON object.
 --csv writes the whole list as the daemon's CSV to stdout (RFC 4180, a
 header row, CRLF line ends): reservation_id, actor, display_name, email,
 quantity, status, created_at, cancelled_at. It is streamed as it comes; an
-answer cut short is reported (exit 75), so a partial file never passes as
+answer cut short is reported (exit 1), so a partial file never passes as
 complete.`,
 		Example: `  reservectl admin attendees go-intro
   reservectl admin attendees go-intro --all
