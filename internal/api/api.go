@@ -64,6 +64,9 @@ const (
 // WorkshopPath returns the path of workshop id.
 func WorkshopPath(id string) string { return PathWorkshops + "/" + id }
 
+// AttendeesPath returns the path of workshop id's attendee list.
+func AttendeesPath(id string) string { return WorkshopPath(id) + "/attendees" }
+
 // ReservationPath returns the path of reservation id.
 func ReservationPath(id string) string { return PathReservations + "/" + id }
 

@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/reserve/reserve/internal/batch"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/intent"
 	"github.com/reserve/reserve/internal/safefile"
 )
 
@@ -226,5 +228,40 @@ func TestPlanFilesAreOpenedSafely(t *testing.T) {
 	}
 	if _, err := os.Lstat(batch.PlanPath(csv) + ".lock"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a lock file was created next to the refused plan: %v", err)
+	}
+}
+
+// TestPlanKeepsAdmissionRefusals: rows refused by a workshop's
+// registration window or limit per person are settled with those answers,
+// and a plan holding them loads again (an import resumes over it).
+func TestPlanKeepsAdmissionRefusals(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "orders.csv")
+	rows := []batch.Row{{Line: 1, Workshop: "w-a", Quantity: 1}, {Line: 2, Workshop: "w-b", Quantity: 1}, {Line: 3, Workshop: "w-c", Quantity: 2}}
+	p := mustPlan(t, rows)
+	for i, a := range []string{
+		`{"status":"registration_not_open","workshop":"w-a","quantity":1}`,
+		`{"status":"registration_closed","workshop":"w-b","quantity":1}`,
+		`{"status":"limit_reached","workshop":"w-c","quantity":2,"max_per_person":2,"already":1}`,
+	} {
+		var answer struct{ Status string }
+		if err := json.Unmarshal([]byte(a), &answer); err != nil {
+			t.Fatal(err)
+		}
+		p.Rows[i].Outcome = &batch.Outcome{Status: intent.Status(answer.Status), HTTPStatus: 409, Response: []byte(a)}
+	}
+	f, err := batch.OpenPlan(csv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Load()
+	if err != nil {
+		t.Fatalf("load a plan with refusals by the registration window and the limit: %v", err)
+	}
+	if s := got.Summary(); s != (batch.Summary{Rows: 3, Rejected: 3}) {
+		t.Errorf("summary %+v, want 3 rejected", s)
 	}
 }

@@ -177,7 +177,8 @@ func (p *Plan) validate() error {
 		}
 		if o := r.Outcome; o != nil {
 			switch o.Status {
-			case engine.StatusReserved, engine.StatusUnavailable, intent.StatusRejected:
+			case engine.StatusReserved, engine.StatusUnavailable, intent.StatusRejected,
+				engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
 			default:
 				return fmt.Errorf("row %d (line %d): unknown outcome %q", i+1, r.Line, o.Status)
 			}

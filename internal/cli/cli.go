@@ -168,7 +168,7 @@ Exit status:
 	env.flags = f
 
 	admin := newAdminCmd()
-	admin.AddCommand(newAdminWorkshopCmd(env), newAdminTokenCmd(env), newAdminBackupCmd(env), newAdminOperationsCmd(env))
+	admin.AddCommand(newAdminWorkshopCmd(env), newAdminAttendeesCmd(env), newAdminTokenCmd(env), newAdminBackupCmd(env), newAdminOperationsCmd(env))
 	root.AddCommand(
 		newReserveCmd(env),
 		newCancelCmd(env),

@@ -26,8 +26,10 @@ const (
 	// places", or that the hold to confirm or release had expired.
 	ExitUnavailable = 3
 	// ExitRejected means an authoritative 4xx rejection (conflict, request
-	// contract, unknown workshop or hold, authentication or permission), or
-	// that the hold to confirm or release was settled before.
+	// contract, unknown workshop or hold, authentication or permission), a
+	// refusal by the workshop's registration window or limit per person
+	// (registration_not_open, registration_closed, limit_reached), or that
+	// the hold to confirm or release was settled before.
 	ExitRejected = 4
 	// ExitAnswerExpired means that reserved decided the intent earlier but
 	// no longer keeps its answer (its receipt was purged after the

@@ -18,14 +18,22 @@ import (
 // memberFlags names, for each member of a request body that a flag of
 // reservectl sets, that flag.
 var memberFlags = map[string]string{
-	"workshop":           "--workshop",
-	"quantity":           "--quantity",
-	"ttl_seconds":        "--ttl (in seconds)",
-	"capacity":           "--capacity",
-	"max_quantity":       "--max-quantity",
-	"title":              "--title",
-	"actor":              "--actor",
-	"expires_in_seconds": "--expires-in (in seconds)",
+	"workshop":               "--workshop",
+	"quantity":               "--quantity",
+	"ttl_seconds":            "--ttl (in seconds)",
+	"capacity":               "--capacity",
+	"max_quantity":           "--max-quantity",
+	"title":                  "--title",
+	"actor":                  "--actor",
+	"expires_in_seconds":     "--expires-in (in seconds)",
+	"description":            "--description",
+	"location":               "--location",
+	"time_zone":              "--time-zone",
+	"starts_at":              "--starts",
+	"ends_at":                "--ends",
+	"registration_opens_at":  "--registration-opens",
+	"registration_closes_at": "--registration-closes",
+	"max_per_person":         "--max-per-person",
 }
 
 // workshopIDRule and actorRule say engine.ValidateWorkshopID's and
@@ -42,6 +50,8 @@ var contractPhrases = strings.NewReplacer(
 	`actor names must match ^[a-z][a-z0-9_-]{1,40}$, got `, `must be `+actorRule+`, not `,
 	`must match ^[a-z][a-z0-9-]{1,40}$, got `, `must be `+workshopIDRule+`, not `,
 	`must be an integer from `, `must be a whole number from `,
+	`must be after "starts_at"`, `must be after --starts`,
+	`needs "starts_at"`, `needs --starts`,
 )
 
 // memberName finds the name of a member in a refusal.

@@ -431,8 +431,11 @@ func (env *commandEnv) recordBatch(plan *batch.Plan, bs batchSend, bar *progress
 		// item, so settling it cannot fail.
 		r.Settle(o.rowOutcome())
 		r.LastError = ""
-		if r.Outcome.Status == intent.StatusRejected {
+		switch r.Outcome.Status {
+		case intent.StatusRejected:
 			fmt.Fprintf(bar.out(), "line %d (%s): rejected: %s: %s\n", r.Line, r.Row, r.Outcome.Code, r.Outcome.Detail)
+		case engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
+			fmt.Fprintf(bar.out(), "line %d (%s): %s\n", r.Line, r.Row, o.admissionRefusal())
 		}
 	}
 	if why != "" && !bs.final {

@@ -48,7 +48,11 @@ attendee lists and exports. Treat such a link like a password.`,
 				return fmt.Errorf("login link: %w", err)
 			}
 			return env.print(link, func(w io.Writer) error {
-				fmt.Fprintf(env.stderr, "Open this link in a browser to sign in as %s; it works once, until %s.\n", link.Actor, link.ExpiresAt.Local().Format(time.TimeOnly))
+				as := link.Actor
+				if link.Admin {
+					as += " with an admin's session (the organizer's page is /admin)"
+				}
+				fmt.Fprintf(env.stderr, "Open this link in a browser to sign in as %s; it works once, until %s.\n", as, link.ExpiresAt.Local().Format(time.TimeOnly))
 				_, err := fmt.Fprintln(w, link.URL)
 				return err
 			})

@@ -161,8 +161,10 @@ func (o outcome) settlement() intent.Outcome {
 // reservation (also one a confirmation made), a cancellation or a
 // reservation cancelled before, a hold made and a hold released; 3 for the
 // authoritative lack of places and for a hold whose deadline passed; 4 for
-// a rejection and for a hold that was settled before (a confirmation of a
-// released hold, a hold confirmed or released before); 5 for an intent
+// a rejection, for a refusal by the workshop's registration window or
+// limit per person, and for a hold that was settled before (a
+// confirmation of a released hold, a hold confirmed or released before);
+// 5 for an intent
 // decided earlier whose answer reserved no longer keeps; 75 while the
 // outcome is unknown.
 func (o outcome) exitCode() int {
@@ -176,7 +178,8 @@ func (o outcome) exitCode() int {
 		return ExitRejected
 	case engine.StatusUnavailable, engine.StatusExpired:
 		return ExitUnavailable
-	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, intent.StatusRejected:
+	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, intent.StatusRejected,
+		engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
 		return ExitRejected
 	case intent.StatusAnswerExpired:
 		return ExitAnswerExpired
@@ -229,6 +232,8 @@ func (o outcome) line() string {
 			prefix, a.ReservationID, places(a.Quantity), a.Workshop)
 	case engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased:
 		return prefix + o.holdLine()
+	case engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
+		return fmt.Sprintf("%s%s; %s", prefix, o.admissionRefusal(), o.next())
 	case intent.StatusAnswerExpired:
 		return fmt.Sprintf("%sdecided earlier: reserved decided intent %s before and no longer keeps its answer, so it cannot say what it did, and it does not do it again: %s (HTTP %d); run '%s' to see what you have; %s",
 			prefix, o.key, p.Message, o.res.Status, listCommand[o.op], o.next())
@@ -274,6 +279,20 @@ func (o outcome) holdLine() string {
 		return fmt.Sprintf("already confirmed: %s was confirmed before; this intent changed nothing; %s", what, settled)
 	}
 	return fmt.Sprintf("already released: %s was released before; this intent changed nothing; %s", what, settled)
+}
+
+// admissionRefusal says why the workshop's registration window or limit
+// per person refused o's places, without the prefix of line.
+func (o outcome) admissionRefusal() string {
+	a := o.res.Answer
+	switch o.status {
+	case engine.StatusRegistrationNotOpen:
+		return fmt.Sprintf("registration not open: registration for %s has not opened yet, so no place was taken ('reservectl workshops' shows when it opens)", a.Workshop)
+	case engine.StatusRegistrationClosed:
+		return fmt.Sprintf("registration closed: registration for %s has closed, so no place was taken", a.Workshop)
+	}
+	return fmt.Sprintf("limit reached: %s more would be over the limit of %s per person in %s (you have %s reserved or held there already)",
+		places(a.Quantity), places(a.Limit.MaxPerPerson), a.Workshop, places(a.Limit.Already))
 }
 
 // places says "1 place" or "n places".

@@ -229,6 +229,8 @@ func receiptSummary(o outcome) string {
 		return o.line()
 	case o.status == engine.StatusUnavailable:
 		return fmt.Sprintf("unavailable (%s in %s)", places(a.Quantity), a.Workshop)
+	case o.status == engine.StatusRegistrationNotOpen, o.status == engine.StatusRegistrationClosed, o.status == engine.StatusLimitReached:
+		return o.admissionRefusal()
 	case o.status == intent.StatusRejected:
 		return "rejected: " + inFlagWords(o.res.Problem.Error())
 	case o.status == intent.StatusAnswerExpired:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/engine"
 )
 
 // newWorkshopsCmd returns "workshops".
@@ -23,7 +25,14 @@ func newWorkshopsCmd(env *commandEnv) *cobra.Command {
 holds whose deadline has not passed) and still available, the most places
 one reservation may take, and its version (for "reservectl admin workshop
 set --if-match"). Hidden workshops (see "reservectl admin workshop set
---hidden") are left out unless --hidden is given; they are marked so.`,
+--hidden") are left out unless --hidden is given; they are marked so.
+
+When a workshop has a schedule, the list also shows when it takes place
+(in the workshop's time zone, with the zone's abbreviation), where (cut to
+30 characters), and whether registration is open: "open until" the time it
+closes, "opens" at a later time, or "closed". A workshop without one shows
+"-" there: it takes reservations at any time. --json shows every member,
+the description and the limit per person too.`,
 		Example: `  reservectl workshops
   reservectl workshops --hidden
   reservectl --json workshops`,
@@ -37,13 +46,22 @@ set --if-match"). Hidden workshops (see "reservectl admin workshop set
 			}
 			return env.print(api.WorkshopList{Workshops: list}, func(out io.Writer) error {
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tCAPACITY\tRESERVED\tHELD\tAVAILABLE\tMAX\tVERSION\tTITLE")
+				scheduled := slices.ContainsFunc(list, func(w engine.Workshop) bool { return !w.Schedule.IsZero() })
+				head := "ID\tCAPACITY\tRESERVED\tHELD\tAVAILABLE\tMAX\tVERSION\t"
+				if scheduled {
+					head += "WHEN\tWHERE\tREGISTRATION\t"
+				}
+				fmt.Fprintln(tw, head+"TITLE")
 				for _, w := range list {
 					title := w.Title
 					if w.Hidden {
 						title += " (hidden)"
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", w.ID, w.Capacity, w.Reserved, w.Held, w.Available, w.MaxQuantity, w.Version, title)
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t", w.ID, w.Capacity, w.Reserved, w.Held, w.Available, w.MaxQuantity, w.Version)
+					if scheduled {
+						fmt.Fprintf(tw, "%s\t%s\t%s\t", orDash(workshopWhen(w)), orDash(engine.Truncate(w.Location, 30)), orDash(workshopRegistration(w)))
+					}
+					fmt.Fprintln(tw, title)
 				}
 				return tw.Flush()
 			})
@@ -51,6 +69,14 @@ set --if-match"). Hidden workshops (see "reservectl admin workshop set
 	}
 	cmd.Flags().BoolVar(&withHidden, "hidden", false, "also list the hidden workshops")
 	return cmd
+}
+
+// orDash is s, or "-" for an empty cell.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // completeWorkshops completes a --workshop flag with the ids of the

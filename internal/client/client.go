@@ -457,12 +457,8 @@ func (c *Client) Workshop(ctx context.Context, id string) (engine.Workshop, erro
 // PutWorkshop creates or updates a workshop (admin only) and reports whether
 // it was created. A non-nil ifMatch requires that version.
 func (c *Client) PutWorkshop(ctx context.Context, id string, spec engine.WorkshopSpec, ifMatch *uint64) (engine.Workshop, bool, error) {
-	var h http.Header
-	if ifMatch != nil {
-		h = http.Header{"If-Match": {`"` + strconv.FormatUint(*ifMatch, 10) + `"`}}
-	}
 	var w engine.Workshop
-	status, err := c.call(ctx, http.MethodPut, api.WorkshopPath(id), h, spec, &w, http.StatusCreated, http.StatusOK)
+	status, err := c.call(ctx, http.MethodPut, api.WorkshopPath(id), ifMatchHeader(ifMatch), spec, &w, http.StatusCreated, http.StatusOK)
 	return w, status == http.StatusCreated, err
 }
 

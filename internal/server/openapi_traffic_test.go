@@ -154,6 +154,9 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"GET /api/v1/workshops":                 {api.PathWorkshops, ""},
 		"GET /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), ""},
 		"PUT /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), `{"capacity":3,"max_quantity":2,"title":"Demo"}`},
+		"PATCH /api/v1/workshops/{id}":          {api.WorkshopPath(servertest.Workshop), `{"title":"Demo","description":null}`},
+		"DELETE /api/v1/workshops/{id}":         {api.WorkshopPath("no-such"), ""},
+		"GET /api/v1/workshops/{id}/attendees":  {api.AttendeesPath(servertest.Workshop) + "?status=all", ""},
 		"POST /api/v1/reservations":             {api.PathReservations, `{"workshop":"workshop-demo","quantity":1}`},
 		"POST /api/v1/batches":                  {api.PathBatches, `{"items":[{"key":"` + uuid.NewString() + `","workshop":"workshop-demo","quantity":1}]}`},
 		"GET /api/v1/reservations":              {api.PathReservations + "?status=all&limit=2", ""},
@@ -204,15 +207,27 @@ var anyoneRoutes = map[string]bool{
 
 // adminRoutes are the routes only admins may use on TCP.
 var adminRoutes = map[string]bool{
-	"GET /metrics": true, "PUT /api/v1/workshops/{id}": true, "POST /api/v1/tokens": true, "GET /api/v1/tokens": true,
+	"GET /metrics": true, "PUT /api/v1/workshops/{id}": true, "PATCH /api/v1/workshops/{id}": true, "DELETE /api/v1/workshops/{id}": true,
+	"GET /api/v1/workshops/{id}/attendees": true, "POST /api/v1/tokens": true, "GET /api/v1/tokens": true,
 	"DELETE /api/v1/tokens/{id}": true, "GET /api/v1/admin/backup": true,
 	"GET /api/v1/admin/operations": true, "POST /api/v1/debug/faults": true,
 }
 
 // bodyRoutes are the routes that read a JSON request body.
 var bodyRoutes = map[string]bool{
-	"PUT /api/v1/workshops/{id}": true, "POST /api/v1/reservations": true, "POST /api/v1/holds": true, "POST /api/v1/holds/{id}/confirm": true,
+	"PUT /api/v1/workshops/{id}": true, "PATCH /api/v1/workshops/{id}": true, "POST /api/v1/reservations": true, "POST /api/v1/holds": true, "POST /api/v1/holds/{id}/confirm": true,
 	"POST /api/v1/holds/{id}/release": true, "POST /api/v1/tokens": true, "POST /api/v1/debug/faults": true, "POST " + api.PathSessions: true,
+}
+
+// bodyLimit is the most bytes route reads of a request body.
+func bodyLimit(route string) int {
+	switch route {
+	case "PUT /api/v1/workshops/{id}", "PATCH /api/v1/workshops/{id}":
+		return api.MaxWorkshopBytes
+	case "POST /api/v1/batches":
+		return api.MaxBatchBytes
+	}
+	return api.MaxBodyBytes
 }
 
 // TestOpenAPIMatchesTraffic sends a broad black-box suite through the real
@@ -269,8 +284,68 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	tr.do("GET /api/v1/workshops", call{via: h.Alice, method: http.MethodGet, path: api.PathWorkshops + "?include_hidden=true"}, http.StatusOK)
 	tr.do("GET /api/v1/workshops", call{via: h.Alice, method: http.MethodGet, path: api.PathWorkshops + "?include_hidden=maybe"}, http.StatusUnprocessableEntity)
 	tr.do("GET /api/v1/workshops/{id}", call{via: h.Alice, method: http.MethodGet, path: api.WorkshopPath("hidden-one")}, http.StatusOK)
-	put(h.Admin, "go-basics", `{"title":"`+strings.Repeat("x", api.MaxBodyBytes)+`"}`, http.StatusRequestEntityTooLarge)
+	put(h.Admin, "go-basics", `{"title":"`+strings.Repeat("x", api.MaxWorkshopBytes)+`"}`, http.StatusRequestEntityTooLarge)
 	put(h.Alice, "go-basics", `{"capacity":1}`, http.StatusForbidden)
+
+	// Workshops with a schedule: every member, changed by merge patches,
+	// deleted.
+	put(h.Admin, "go-series", scheduledBody, http.StatusCreated)
+	tr.do("GET /api/v1/workshops/{id}", call{via: h.Alice, method: http.MethodGet, path: api.WorkshopPath("go-series")}, http.StatusOK)
+	patch := func(via, id, body string, want int, kv ...string) {
+		c := call{via: via, method: http.MethodPatch, path: api.WorkshopPath(id), header: http.Header{"Content-Type": {api.MediaMergePatch}}, body: body}
+		tr.do("PATCH /api/v1/workshops/{id}", withHeader(c, kv...), want)
+	}
+	patch(h.Admin, "go-series", `{"title":"Go, the series","location":null,"max_per_person":null}`, http.StatusOK)
+	patch(viaSocket, "go-series", `{"capacity":9}`, http.StatusOK, "Content-Type", api.MediaJSON, "If-Match", `"2"`)
+	patch(h.Admin, "go-series", `{"capacity":9}`, http.StatusPreconditionFailed, "If-Match", `"2"`)
+	patch(h.Admin, "go-series", `{"title":null}`, http.StatusUnprocessableEntity)
+	patch(h.Admin, "go-series", `{"max_per_person":10}`, http.StatusUnprocessableEntity) // Above the capacity.
+	patch(h.Admin, "go-series", `{"ends_at":"2027-03-06T08:00:00Z"}`, http.StatusUnprocessableEntity)
+	patch(h.Admin, "go-series", `{"title":"x"}`, http.StatusUnsupportedMediaType, "Content-Type", "text/plain")
+	patch(h.Admin, "no-such", `{"title":"x"}`, http.StatusNotFound)
+	patch(h.Alice, "go-series", `{"title":"x"}`, http.StatusForbidden)
+	patch(h.Admin, "go-series", `{"description":"`+strings.Repeat("x", api.MaxWorkshopBytes)+`"}`, http.StatusRequestEntityTooLarge)
+	del := func(via, id string, want int, kv ...string) {
+		tr.do("DELETE /api/v1/workshops/{id}", withHeader(call{via: via, method: http.MethodDelete, path: api.WorkshopPath(id)}, kv...), want)
+	}
+	del(h.Admin, "go-series", http.StatusPreconditionFailed, "If-Match", `"1"`)
+	del(h.Alice, "go-series", http.StatusForbidden)
+	del(h.Admin, "go-series", http.StatusNoContent, "If-Match", `"3"`)
+	del(viaSocket, "go-series", http.StatusNotFound)
+
+	// The registration window and the limit per person: decided refusals,
+	// stored and replayed.
+	put(h.Admin, "later", `{"capacity":5,"starts_at":"2027-01-10T09:00:00Z","registration_opens_at":"2027-01-01T09:00:00Z"}`, http.StatusCreated)
+	put(h.Admin, "earlier", `{"capacity":5,"starts_at":"2026-01-10T09:00:00Z"}`, http.StatusCreated)
+	put(h.Admin, "limited", `{"capacity":5,"max_per_person":1}`, http.StatusCreated)
+	for _, id := range []string{"later", "earlier"} {
+		k := uuid.NewString()
+		body := fmt.Sprintf(`{"workshop":%q,"quantity":1}`, id)
+		tr.do(reservePattern, jsonCall(h.Alice, http.MethodPost, api.PathReservations, k, body), http.StatusConflict)
+		tr.do(reservePattern, jsonCall(h.Alice, http.MethodPost, api.PathReservations, k, body), http.StatusConflict)
+		tr.do(holdPattern, jsonCall(h.Alice, http.MethodPost, api.PathHolds, uuid.NewString(), fmt.Sprintf(`{"workshop":%q,"quantity":1,"ttl_seconds":60}`, id)), http.StatusConflict)
+	}
+	tr.do(reservePattern, jsonCall(h.Alice, http.MethodPost, api.PathReservations, uuid.NewString(), `{"workshop":"limited","quantity":1}`), http.StatusCreated)
+	kLimit := uuid.NewString()
+	tr.do(reservePattern, jsonCall(h.Alice, http.MethodPost, api.PathReservations, kLimit, `{"workshop":"limited","quantity":1}`), http.StatusConflict)
+	tr.do(reservePattern, jsonCall(h.Alice, http.MethodPost, api.PathReservations, kLimit, `{"workshop":"limited","quantity":1}`), http.StatusConflict)
+	tr.do(holdPattern, jsonCall(h.Alice, http.MethodPost, api.PathHolds, uuid.NewString(), `{"workshop":"limited","quantity":1,"ttl_seconds":60}`), http.StatusConflict)
+
+	// Attendee lists: JSON pages, CSV, refusals.
+	attendees := func(via, query string, want int, kv ...string) []byte {
+		c := call{via: via, method: http.MethodGet, path: api.AttendeesPath("limited") + query}
+		return tr.do("GET /api/v1/workshops/{id}/attendees", withHeader(c, kv...), want)
+	}
+	attendees(h.Admin, "", http.StatusOK)
+	attendees(viaSocket, "?status=all&limit=1", http.StatusOK)
+	attendees(h.Admin, "", http.StatusOK, "Accept", "text/csv")
+	attendees(h.Admin, "?status=cancelled", http.StatusOK, "Accept", "text/csv")
+	attendees(h.Admin, "?limit=1", http.StatusUnprocessableEntity, "Accept", "text/csv")
+	attendees(h.Admin, "?status=gone", http.StatusUnprocessableEntity)
+	attendees(h.Admin, "?cursor=nope", http.StatusUnprocessableEntity)
+	attendees(h.Alice, "", http.StatusForbidden)
+	tr.do("GET /api/v1/workshops/{id}/attendees", call{via: h.Admin, method: http.MethodGet, path: api.AttendeesPath("no-such")}, http.StatusNotFound)
+	tr.do("GET /api/v1/workshops/{id}/attendees", withHeader(call{via: h.Admin, method: http.MethodGet, path: api.AttendeesPath("no-such")}, "Accept", "text/csv"), http.StatusNotFound)
 
 	// Reservations: the checks in their order, the decisions, replays.
 	reserve := func(via, key, body string, want int, kv ...string) []byte {
@@ -296,6 +371,8 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	reserve(h.Bob, kFull, reserveBody(1), http.StatusConflict) // unavailable, replayed.
 	reserve(viaNoToken, uuid.NewString(), reserveBody(1), http.StatusUnauthorized)
 	put(h.Admin, demo, `{"capacity":1}`, http.StatusConflict) // capacity_below_reserved.
+	tr.do("PATCH /api/v1/workshops/{id}", call{via: h.Admin, method: http.MethodPatch, path: api.WorkshopPath(demo), header: http.Header{"Content-Type": {api.MediaMergePatch}}, body: `{"capacity":1}`}, http.StatusConflict)
+	tr.do("DELETE /api/v1/workshops/{id}", call{via: h.Admin, method: http.MethodDelete, path: api.WorkshopPath(demo)}, http.StatusConflict) // workshop_in_use.
 
 	// Batches: decided item by item, atomic refusals, whole-batch problems.
 	batch := func(via, body string, want int, kv ...string) []byte {
@@ -446,6 +523,8 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	tr.do(linksRoute, call{via: viaSocket, method: http.MethodPost, path: api.PathLoginLinks}, http.StatusCreated)
 	tr.do(linksRoute, jsonCall(viaSocket, http.MethodPost, api.PathLoginLinks, "", `{"actor":"X"}`), http.StatusUnprocessableEntity)
 	tr.do(linksRoute, call{via: h.Alice, method: http.MethodPost, path: api.PathLoginLinks}, http.StatusForbidden)
+	tr.do(linksRoute, jsonCall(viaSocket, http.MethodPost, api.PathLoginLinks, "", `{"admin":true}`), http.StatusCreated)
+	tr.do(linksRoute, jsonCall(viaSocket, http.MethodPost, api.PathLoginLinks, "", `{"admin":"yes"}`), http.StatusUnprocessableEntity)
 	u, err := url.Parse(link.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -502,7 +581,7 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 		}
 		if bodyRoutes[route] {
 			tr.do(route, withHeader(sampleCall(h.Admin, route, s.path, s.body), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
-			tr.do(route, sampleCall(h.Admin, route, s.path, `{"x":"`+strings.Repeat("x", api.MaxBodyBytes)+`"}`), http.StatusRequestEntityTooLarge)
+			tr.do(route, sampleCall(h.Admin, route, s.path, `{"x":"`+strings.Repeat("x", bodyLimit(route))+`"}`), http.StatusRequestEntityTooLarge)
 			for _, tcp := range []bool{false, true} {
 				if !tcp && route == "POST "+api.PathSessions {
 					continue // Refused on the socket before its body is read.
@@ -574,6 +653,9 @@ var socketUnavailable = map[string]int{
 	"GET /api/v1/workshops":                 http.StatusServiceUnavailable,
 	"GET /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
 	"PUT /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
+	"PATCH /api/v1/workshops/{id}":          http.StatusServiceUnavailable,
+	"DELETE /api/v1/workshops/{id}":         http.StatusServiceUnavailable,
+	"GET /api/v1/workshops/{id}/attendees":  http.StatusServiceUnavailable,
 	"POST /api/v1/reservations":             http.StatusServiceUnavailable,
 	"GET /api/v1/operations/{key}":          http.StatusServiceUnavailable,
 	"GET /api/v1/reservations/{id}":         http.StatusServiceUnavailable,
@@ -590,3 +672,9 @@ var socketUnavailable = map[string]int{
 	"GET /api/v1/openapi.yaml":              http.StatusOK,
 	"POST " + api.PathLoginLinks:            http.StatusServiceUnavailable,
 }
+
+// scheduledBody is the body of a PUT with every member of a workshop.
+const scheduledBody = `{"capacity":8,"max_quantity":2,"title":"Go, session 1","hidden":false,` +
+	`"description":"Bring a laptop.\nGo 1.26 installed.","location":"Room 3.14, Hauptstraße 5",` +
+	`"starts_at":"2027-03-06T10:00:00+01:00","ends_at":"2027-03-06T16:00:00+01:00","time_zone":"Europe/Berlin",` +
+	`"registration_opens_at":"2026-11-01T09:00:00Z","registration_closes_at":"2027-03-05T18:00:00Z","max_per_person":2}`

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/server"
@@ -30,8 +31,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// peerClient asks the daemon on socket who it is and tries an admin
-// request, printing the principal and the error code.
+// peerClient asks the daemon on socket who it is and tries two admin
+// requests (a workshop, a login link to an admin's session), printing the
+// principal and the error codes.
 func peerClient(socket string) int {
 	c := &client.Client{Socket: socket}
 	ctx := context.Background()
@@ -41,12 +43,14 @@ func peerClient(socket string) int {
 		return 1
 	}
 	_, _, err = c.PutWorkshop(ctx, "peer-workshop", engine.WorkshopSpec{Capacity: 1}, nil)
-	fmt.Printf("%s %v %s\n", who.Actor, who.Admin, engine.ErrorCode(err))
+	_, linkErr := c.LoginLinkFor(ctx, api.LoginLinkRequest{Admin: true})
+	fmt.Printf("%s %v %s %s\n", who.Actor, who.Admin, engine.ErrorCode(err), engine.ErrorCode(linkErr))
 	return 0
 }
 
 // TestSocketPeerIsNotAdmin runs a socket client as the unprivileged uid
-// 65534: the kernel's credentials name it, and it is not an admin.
+// 65534: the kernel's credentials name it, it is not an admin, and it may
+// neither change a workshop nor get a login link to an admin's session.
 func TestSocketPeerIsNotAdmin(t *testing.T) {
 	if os.Getuid() != 0 {
 		if os.Getenv("RESERVE_CI") != "" {
@@ -87,8 +91,8 @@ func TestSocketPeerIsNotAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(out)); got != want+" false "+engine.CodeForbidden {
-		t.Errorf("peer client said %q, want %q", got, want+" false "+engine.CodeForbidden)
+	if got, want := strings.TrimSpace(string(out)), want+" false "+engine.CodeForbidden+" "+engine.CodeForbidden; got != want {
+		t.Errorf("peer client said %q, want %q", got, want)
 	}
 }
 
