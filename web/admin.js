@@ -145,9 +145,9 @@
       opCancel: (q, a, w) => `Cancel ${places(q)} of ${a} in ${w}`,
       staleText: "Not saved: someone else changed this workshop after you opened it. Your values are still in the form below. What changed meanwhile:",
       staleItem: (f, was, now) => `${f}: was “${was}”, is now “${now}”`,
-      staleRebase: "Keep my values over the current version",
+      staleRebase: "Apply my changes to the current version",
       staleDiscard: "Discard my changes",
-      staleRebased: "The form now builds on the current version, with your values kept. Check them and press Save to save them.",
+      staleRebased: "The form now shows the current version with your changes applied. Check it and press Save to save your changes.",
       empty: "empty",
       yes: "yes",
       no: "no",
@@ -274,9 +274,9 @@
       opCancel: (q, a, w) => `${plaetze(q)} von ${a} in ${w} stornieren`,
       staleText: "Nicht gespeichert: Jemand anderes hat diesen Workshop geändert, nachdem Sie ihn geöffnet hatten. Ihre Angaben stehen weiter im Formular unten. Was sich inzwischen geändert hat:",
       staleItem: (f, was, now) => `${f}: war „${was}“, ist jetzt „${now}“`,
-      staleRebase: "Meine Angaben über den jetzigen Stand legen",
+      staleRebase: "Meine Änderungen auf den jetzigen Stand anwenden",
       staleDiscard: "Meine Änderungen verwerfen",
-      staleRebased: "Das Formular baut jetzt auf dem jetzigen Stand auf, mit Ihren Angaben. Prüfen Sie sie und speichern Sie dann.",
+      staleRebased: "Das Formular zeigt jetzt den jetzigen Stand mit Ihren Änderungen. Prüfen Sie es und speichern Sie, um Ihre Änderungen zu sichern.",
       empty: "leer",
       yes: "ja",
       no: "nein",
@@ -549,22 +549,30 @@
     return String(v);
   }
 
-  // formValues writes a workshop (or a new one) into the editor's inputs.
-  function fillForm(w) {
+  // formStrings returns what the editor's inputs show of a workshop (or
+  // of a new one, w null), by input id.
+  function formStrings(w) {
     const zone = w ? zoneOf(w) : "";
+    const out = {};
     for (const f of FIELDS) {
-      const input = $(f.input);
       const v = w ? w[f.name] : undefined;
       if (f.kind === "time") {
         const ms = typeof v === "string" ? Date.parse(v) : NaN;
-        input.value = Number.isNaN(ms) ? "" : toWall(ms, zone || "UTC");
+        out[f.input] = Number.isNaN(ms) ? "" : toWall(ms, zone || "UTC");
       } else if (f.kind === "zone") {
-        const z = w ? (typeof v === "string" ? v : "") : browserZone();
-        ensureZoneOption(z);
-        input.value = z;
+        out[f.input] = w ? (typeof v === "string" ? v : "") : browserZone();
       } else {
-        input.value = v === undefined || v === null || (f.kind === "int" && v === 0 && f.clearable) ? "" : String(v);
+        out[f.input] = v === undefined || v === null || (f.kind === "int" && v === 0 && f.clearable) ? "" : String(v);
       }
+    }
+    return out;
+  }
+
+  // fillForm writes a workshop (or a new one, w null) into the editor.
+  function fillForm(w) {
+    for (const [id, v] of Object.entries(formStrings(w))) {
+      if (id === el.zone.id) ensureZoneOption(v);
+      $(id).value = v;
     }
   }
 
@@ -621,7 +629,7 @@
         c[f.name] = ms;
       } else if (f.kind === "int") {
         const s = raw.trim();
-        if (s === "" && f.clearable) {
+        if (s === "" && (f.clearable || state.editor.mode === "create")) {
           c[f.name] = null;
           continue;
         }
@@ -926,19 +934,26 @@
       await loadAttendees(true);
     }
     render();
-    const target = (focus && $(focus)) || (state.editor && state.editor.slot === slot ? el.editorStatus : null);
-    if (target && target.isConnected) {
-      if (target === el.editorStatus) {
-        (el.save.hidden ? el.closeEditor : el.save).focus();
-      } else {
-        target.focus();
-      }
+    // Keep keyboard users where the answer is: on the control they used,
+    // else on the line that says what happened.
+    const ed = state.editor;
+    if (ed && ed.slot === slot) {
+      el.save.focus();
+    } else if (focus && $(focus)) {
+      $(focus).focus();
+    } else if (ed && ed.id === op.workshop && op.kind === "patch") {
+      (ed.stale ? el.staleRebase : el.save).focus();
+    } else if (op.kind === "cancel" && state.att) {
+      el.attendeesStatus.focus();
+    } else {
+      el.listStatus.focus();
     }
   }
 
   // settle shows the outcome of a settled intent where it belongs.
   function settle(op, v) {
     const slot = slotOf(op);
+    delete state.results[slot]; // So that the latest outcome comes last.
     const ed = state.editor;
     const inEditor = ed && ed.slot === slot;
     if (inEditor) ed.slot = null;
@@ -1042,9 +1057,20 @@
   }
 
   // The stale-edit view's two ways on.
+  // onRebase puts the organizer's changes — the inputs that differ from
+  // the version the form was loaded at — over the current version: the
+  // other inputs take the current values, so that the next save sends
+  // only the organizer's own changes, with the current version's If-Match.
   function onRebase() {
     const ed = state.editor;
     if (!ed || !ed.stale) return;
+    const loaded = formStrings(ed.base), now = formStrings(ed.stale);
+    for (const [id, v] of Object.entries(now)) {
+      if ($(id).value === loaded[id]) {
+        if (id === el.zone.id) ensureZoneOption(v);
+        $(id).value = v;
+      }
+    }
     ed.base = ed.stale;
     ed.stale = null;
     ed.message = ["staleRebased"];
@@ -1241,8 +1267,12 @@
     el.list.replaceChildren(...items);
     const line = state.listFailed ? t("loadFailed") : !state.listLoaded ? t("loading") :
       state.workshops.length === 0 ? t("noWorkshops") : t("count", state.workshops.length);
-    el.listStatus.textContent = line;
-    el.listStatus.dataset.kind = state.listFailed ? "loadFailed" : "";
+    // The latest outcome about a workshop the list does not show (deleted,
+    // or never created) is said above it.
+    const unlisted = Object.entries(state.results).filter(([slot]) => slot.startsWith("w:") && !state.workshops.some((w) => "w:" + w.id === slot));
+    const m = unlisted.length ? unlisted[unlisted.length - 1][1] : null;
+    el.listStatus.textContent = (m ? messageText(m) + " " : "") + line;
+    el.listStatus.dataset.kind = m ? m[0] : state.listFailed ? "loadFailed" : "";
   }
 
   function renderPending() {
