@@ -679,6 +679,19 @@
     el.title = $("f-title");
     el.title.addEventListener("input", suggestId);
     el.id.addEventListener("input", () => { el.id.dataset.touched = "1"; });
+    // A title or a place is one line: Enter saves, as in an input, and
+    // a line break pasted in becomes a space.
+    for (const one of document.querySelectorAll("textarea.oneline")) {
+      one.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") {
+          e.preventDefault();
+          el.form.requestSubmit();
+        }
+      });
+      one.addEventListener("input", () => {
+        if (/[\r\n]/.test(one.value)) one.value = one.value.replace(/[\r\n]+/g, " ");
+      });
+    }
     el.download.addEventListener("click", downloadCSV);
     el.closeAttendees.addEventListener("click", closeAttendees);
     el.more.addEventListener("click", () => loadAttendees(false));
