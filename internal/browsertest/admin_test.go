@@ -536,13 +536,19 @@ func TestOrganizerPageAccessibility(t *testing.T) {
 // Nothing on the organizer's page is cut off, reaches past the window or
 // wraps its header's controls, and every control is at least 48 px, at
 // 320, 390 and 1440 px in English and German: signed out, and with the
-// list, the editor and an attendee list open.
+// list, the editor and an attendee list open; and the person's page that
+// leads an admin's session there.
 func TestOrganizerPageLayout(t *testing.T) {
 	d := startDaemon(t)
 	out := openTab(t, d)
 	out.do("open /admin", chromedp.Navigate(d.url+"/admin"))
 	out.until("the explanation", `!document.getElementById("signin").hidden`)
 	out.checkFit("organizer page signed out")
+
+	person := openTab(t, d)
+	person.do("sign in as an admin", chromedp.Navigate(d.adminLoginURL(t)))
+	person.until("the link to the organizer's page", `!document.getElementById("to-admin").hidden`)
+	person.checkFit("person page with the link to the organizer's page")
 
 	tb := organizerPageWithData(t, d)
 	tb.checkFit("organizer page with data")
