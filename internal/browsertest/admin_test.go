@@ -429,8 +429,8 @@ func TestOrganizerLostAnswersRetried(t *testing.T) {
 }
 
 // Deleting a workshop that has a reservation is refused with the reason
-// in words, and nothing changes; deleting one without any, after a
-// confirmation, removes it.
+// in words, and nothing changes; one without any is hidden from the page
+// for reserving, and then, after a confirmation, deleted.
 func TestOrganizerDeletes(t *testing.T) {
 	d := startDaemon(t)
 	d.reserveFor(t, d.as(t, "bob"), 1)
@@ -453,6 +453,13 @@ func TestOrganizerDeletes(t *testing.T) {
 		t.Errorf("DELETEs by outcome %v, want one refused as in use", got)
 	}
 
+	tb.click("hide-spare")
+	if msg := tb.waitKind("status-spare", "hiddenDone"); !strings.Contains(msg, "no longer shown on the page for reserving") {
+		t.Errorf("hiding says %q", msg)
+	}
+	if w := d.workshop(t, "spare"); !w.Hidden || tb.text("hide-spare") != "Show" {
+		t.Errorf("after hiding the daemon has hidden=%t and the page offers %q, want hidden and Show", w.Hidden, tb.text("hide-spare"))
+	}
 	tb.click("delete-spare")
 	tb.click("delete-yes-spare")
 	tb.until("the spare workshop gone", `document.getElementById("item-spare") === null`)
