@@ -23,8 +23,10 @@
 // (the first send of a retried change was saved), the change is done;
 // otherwise the editor shows what changed since it was loaded, keeps the
 // organizer's values and saves nothing until the organizer decides. A
-// creation reads the id first and never overwrites a workshop that
-// exists; a deletion carries If-Match too.
+// creation reads the id first and sends nothing when a workshop has it
+// (PUT has no create-only precondition, so only a creation of the same id
+// in the moment between the read and the PUT could still meet it); a
+// deletion carries If-Match too.
 //
 // The dates of a workshop are shown, and its form's date and time fields
 // are read, in the workshop's own time zone, whatever the browser's is.
