@@ -67,6 +67,7 @@
       langHint: "Switch language",
       langSwitch: "Deutsch",
       signOut: "Sign out",
+      toAdmin: "Organizer's page",
       signInTitle: "Sign in",
       signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
       signInNothing: "Nothing is sent until you are signed in.",
@@ -159,6 +160,7 @@
       langHint: "Sprache wechseln",
       langSwitch: "English",
       signOut: "Abmelden",
+      toAdmin: "Seite für Veranstalter",
       signInTitle: "Anmelden",
       signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
       signInNothing: "Bis zur Anmeldung wird nichts gesendet.",
@@ -538,6 +540,7 @@
       return; // No daemon to talk to: say so, send nothing.
     }
     state.actor = who.body.actor;
+    $("to-admin").hidden = who.body.admin !== true; // Only admins' sessions open the organizer's page.
     el.form.hidden = false;
     el.logout.hidden = false;
     el.mine.hidden = false;

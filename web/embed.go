@@ -1,6 +1,7 @@
-// Package web holds the browser form of reserve: a static page (index.html,
-// app.js, style.css) embedded into the daemon, which serves it on its TCP
-// listener. The page keeps one open intent in sessionStorage and sends it
+// Package web holds the browser pages of reserve, embedded into the daemon,
+// which serves them on its TCP listener: the form for reserving (index.html,
+// app.js, style.css) and the organizer's page (admin.html, admin.js,
+// admin.css). The form keeps one open intent in sessionStorage and sends it
 // with an Idempotency-Key, so double clicks, reloads and lost answers never
 // make a second reservation. This package holds only the assets; it must not
 // import the server or the engine.
@@ -12,5 +13,5 @@ import "embed"
 // answers.js is generated from the engine's table of answers.
 //
 //go:generate go run ../internal/tools/genanswers -o answers.js
-//go:embed index.html app.js answers.js style.css favicon.svg
+//go:embed index.html app.js answers.js style.css favicon.svg admin.html admin.js admin.css
 var Assets embed.FS

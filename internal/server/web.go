@@ -12,8 +12,10 @@ import (
 // images, no inline code, no frames around it and no form posts elsewhere.
 const contentSecurityPolicy = "default-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; object-src 'none'"
 
-// webRoutes are the routes of the browser form and its sign-in, served on
-// TCP only (the handlers refuse the socket).
+// webRoutes are the routes of the browser form, its sign-in and the
+// organizer's page, served on TCP only (the handlers refuse the socket).
+// The organizer's page is served to anyone: it holds no data, and asks the
+// API, as the tab's session, for everything it shows.
 func (s *Server) webRoutes() []route {
 	return []route{
 		{"GET /{$}", anyone, s.asset("index.html")},
@@ -21,6 +23,9 @@ func (s *Server) webRoutes() []route {
 		{"GET /answers.js", anyone, s.asset("answers.js")},
 		{"GET /style.css", anyone, s.asset("style.css")},
 		{"GET /favicon.svg", anyone, s.asset("favicon.svg")},
+		{"GET /admin", anyone, s.asset("admin.html")},
+		{"GET /admin.js", anyone, s.asset("admin.js")},
+		{"GET /admin.css", anyone, s.asset("admin.css")},
 		{"GET " + api.PathLogin, anyone, s.loginPage},
 		{"POST " + api.PathSessions, anyone, s.createSession},
 		{"DELETE " + api.PathCurrentSession, anyone, s.endSession},

@@ -108,6 +108,9 @@ func TestWebAssetsOnTCP(t *testing.T) {
 		"/answers.js":  "text/javascript; charset=utf-8",
 		"/style.css":   "text/css; charset=utf-8",
 		"/favicon.svg": "image/svg+xml",
+		"/admin":       "text/html; charset=utf-8",
+		"/admin.js":    "text/javascript; charset=utf-8",
+		"/admin.css":   "text/css; charset=utf-8",
 	} {
 		resp, body := browserDo(t, h, http.MethodGet, path, nil, "")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != ctype || body == "" {
@@ -121,10 +124,12 @@ func TestWebAssetsOnTCP(t *testing.T) {
 			t.Errorf("GET %s: headers %v", path, resp.Header)
 		}
 	}
-	// The page loads nothing from elsewhere.
-	_, index := browserDo(t, h, http.MethodGet, "/", nil, "")
-	if strings.Contains(index, "://") || strings.Contains(index, "style=") || strings.Contains(index, "<script>") {
-		t.Errorf("index.html refers to another origin or has inline code:\n%s", index)
+	// The pages load nothing from elsewhere.
+	for _, path := range []string{"/", "/admin"} {
+		_, page := browserDo(t, h, http.MethodGet, path, nil, "")
+		if strings.Contains(page, "://") || strings.Contains(page, "style=") || strings.Contains(page, "<script>") {
+			t.Errorf("%s refers to another origin or has inline code:\n%s", path, page)
+		}
 	}
 	// API answers on TCP carry the headers too.
 	resp, _ := browserDo(t, h, http.MethodGet, api.PathWhoAmI, nil, "")
@@ -133,7 +138,7 @@ func TestWebAssetsOnTCP(t *testing.T) {
 	}
 
 	t.Run("NotOnSocket", func(t *testing.T) {
-		for _, path := range []string{"/", "/app.js", "/login?code=x"} {
+		for _, path := range []string{"/", "/app.js", "/login?code=x", "/admin", "/admin.js"} {
 			resp, body := send(t, h, call{via: viaSocket, method: http.MethodGet, path: path})
 			wantProblem(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 		}
