@@ -80,7 +80,9 @@ set without a flag that changes something is refused.
 
 Times are either RFC 3339 with their UTC offset (2027-03-06T10:00:00+01:00,
 or ...Z for UTC), or a date and a time of day ("2027-03-06 10:00") read in
-the zone that --time-zone names in the same command.
+the zone that --time-zone names in the same command; a time of day that
+the zone's clocks skip or show twice (when they are put forward or back) is
+refused: give it with its offset.
 
 --if-match V changes the workshop only if it still has version V (see
 "reservectl workshops"); a stale version is refused and nothing changes.`,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,10 +30,36 @@ func parseFlagTime(flag, value string, zone *time.Location) (time.Time, error) {
 		if zone == nil {
 			return time.Time{}, usageErrorf("nothing sent: %s %q has no UTC offset: add one (like 2027-03-06T10:00:00+01:00) or name the workshop's time zone with --time-zone (like --time-zone Europe/Berlin)", flag, value)
 		}
-		t, _ := time.ParseInLocation(layout, value, zone)
-		return t, nil
+		wall, _ := time.Parse(layout, value)
+		return inZone(flag, value, wall, zone)
 	}
 	return time.Time{}, usageErrorf("nothing sent: %s %q is not a time: give %s", flag, value, timeFormsInWords)
+}
+
+// inZone returns the one instant at which the clocks of zone show wall
+// (a date and time of day, read as if in UTC), given as value to flag. A
+// time the clocks skip when they are put forward, or show twice when they
+// are put back, is refused: it names no instant, or two.
+func inZone(flag, value string, wall time.Time, zone *time.Location) (time.Time, error) {
+	var found []time.Time
+	// Every offset the zone has within a day of wall: a clock change
+	// near it shows as a second one.
+	for _, near := range []time.Duration{-26 * time.Hour, 0, 26 * time.Hour} {
+		_, offset := wall.Add(near).In(zone).Zone()
+		at := wall.Add(-time.Duration(offset) * time.Second)
+		if _, o := at.In(zone).Zone(); o == offset && !slices.ContainsFunc(found, at.Equal) {
+			found = append(found, at)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return time.Time{}, usageErrorf("nothing sent: %s %q does not exist in %s: the clocks skip it when they are put forward; give a time with its UTC offset or another time", flag, value, zone)
+	case 1:
+		return found[0].In(zone), nil
+	}
+	slices.SortFunc(found, time.Time.Compare)
+	return time.Time{}, usageErrorf("nothing sent: %s %q happens twice in %s, when the clocks are put back: give it with its UTC offset, %s or %s",
+		flag, value, zone, found[0].In(zone).Format(time.RFC3339), found[1].In(zone).Format(time.RFC3339))
 }
 
 // workshopWhen says when w takes place, in its time zone: the day and
