@@ -117,7 +117,7 @@ refused: give it with its offset.
 					return fmt.Errorf("set workshop %s: %w", id, &engine.Error{Code: engine.CodeUnknownWorkshop,
 						Message: fmt.Sprintf("workshop %q does not exist; to create it, give its --capacity too", id)})
 				}
-				w, created, err = env.client().PutWorkshop(ctx, id, specOf(p), match)
+				w, created, err = env.client().PutWorkshop(ctx, id, p.Spec(), match)
 			}
 			if err != nil {
 				return fmt.Errorf("set workshop %s: %w", id, err)
@@ -267,31 +267,6 @@ func (sf *setFlags) clearMembers(given func(string) bool, p *engine.WorkshopPatc
 		}
 	}
 	return nil
-}
-
-// specOf is the PUT body that creates a workshop with the members p sets
-// (a new workshop has no member to clear).
-func specOf(p engine.WorkshopPatch) engine.WorkshopSpec {
-	spec := engine.WorkshopSpec{Capacity: *p.Capacity, Hidden: p.Hidden}
-	put(&spec.MaxQuantity, p.MaxQuantity)
-	put(&spec.Title, p.Title)
-	s := &spec.Schedule
-	put(&s.Description, p.Description)
-	put(&s.Location, p.Location)
-	put(&s.TimeZone, p.TimeZone)
-	put(&s.StartsAt, p.StartsAt)
-	put(&s.EndsAt, p.EndsAt)
-	put(&s.RegistrationOpensAt, p.OpensAt)
-	put(&s.RegistrationClosesAt, p.ClosesAt)
-	put(&s.MaxPerPerson, p.MaxPerPerson)
-	return spec
-}
-
-// put sets *dst to *v when v is not nil.
-func put[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }
 
 func newAdminWorkshopDeleteCmd(env *commandEnv) *cobra.Command {

@@ -93,6 +93,14 @@ func (p WorkshopPatch) apply(w Workshop) Workshop {
 	return w
 }
 
+// Spec returns the body of a PUT that creates a workshop with the members
+// p sets (a new workshop has no member to clear): a client that sends a
+// patch of a workshop that turns out not to exist creates it with this.
+func (p WorkshopPatch) Spec() WorkshopSpec {
+	w := p.apply(Workshop{})
+	return WorkshopSpec{Capacity: w.Capacity, MaxQuantity: w.MaxQuantity, Title: w.Title, Hidden: p.Hidden, Schedule: w.Schedule}
+}
+
 // put sets *dst to *v when v is not nil.
 func put[T any](dst *T, v *T) {
 	if v != nil {
