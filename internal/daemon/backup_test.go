@@ -167,7 +167,7 @@ func TestBackupUnderLoadRestoresRecordedKeys(t *testing.T) {
 }
 
 // backupSeeded is how many reservations seedBackupDatabase makes.
-const backupSeeded = 15_000
+const backupSeeded = 13_000
 
 // seedBackupDatabase fills a new database at path with backupSeeded reservations
 // before a daemon opens it. It maps only the file while it writes, so that
