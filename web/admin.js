@@ -39,20 +39,15 @@
   const TIMES = ["starts_at", "ends_at", "registration_opens_at", "registration_closes_at"];
   const KINDS = ["create", "patch", "delete", "cancel"];
 
-  const TEXT = {
+  const TEXT = COMMON.texts({
     en: {
       title: "Organizer's page",
       toPerson: "Reserve a place",
-      langHint: "Switch language",
-      langSwitch: "Deutsch",
-      signOut: "Sign out",
-      signedInAs: (a) => `Signed in as ${a}`,
       signInTitle: "Sign in as an organizer",
       whySignedOut: "This tab is not signed in. The organizer's page works for organizers (admins) only.",
       whyNotAdmin: (a) => `This tab is signed in as ${a}, who is not an organizer (admin) here: the organizer's page is not for this sign-in.`,
       signInHow: "On the machine that runs reserved, run this command as an admin (root or the daemon's user) and open the link it prints in this browser:",
       signInThen: "The link opens the page for reserving places, signed in as an organizer; follow “Organizer's page” at its top, in the same tab. The sign-in belongs to that tab only.",
-      unreachable: "The reservation service could not be reached. Reload the page to try again.",
       noStorage: "This browser does not let the page keep your request (session storage is unavailable), so it cannot be sent safely. Nothing was sent.",
       pendingTitle: "Requests with an unknown outcome",
       workshopsTitle: "Workshops",
@@ -172,16 +167,11 @@
     de: {
       title: "Seite für Veranstalter",
       toPerson: "Platz reservieren",
-      langHint: "Sprache wechseln",
-      langSwitch: "English",
-      signOut: "Abmelden",
-      signedInAs: (a) => `Angemeldet als ${a}`,
       signInTitle: "Als Veranstalter anmelden",
       whySignedOut: "Dieser Tab ist nicht angemeldet. Die Seite für Veranstalter ist nur für Veranstalter (Admins).",
       whyNotAdmin: (a) => `Dieser Tab ist als ${a} angemeldet, und ${a} ist hier kein Veranstalter (Admin): Die Seite für Veranstalter ist nicht für diese Anmeldung.`,
       signInHow: "Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl als Admin (root oder der Benutzer des Dienstes) aus und öffnen Sie den ausgegebenen Link in diesem Browser:",
       signInThen: "Der Link öffnet die Seite zum Reservieren, als Veranstalter angemeldet; folgen Sie dort oben „Seite für Veranstalter“, im selben Tab. Die Anmeldung gilt nur für diesen Tab.",
-      unreachable: "Der Reservierungsdienst ist nicht erreichbar. Laden Sie die Seite neu, um es erneut zu versuchen.",
       noStorage: "Dieser Browser erlaubt der Seite nicht, Ihre Anfrage zu speichern (Session Storage nicht verfügbar); sie kann daher nicht sicher gesendet werden. Es wurde nichts gesendet.",
       pendingTitle: "Anfragen mit unbekanntem Ergebnis",
       workshopsTitle: "Workshops",
@@ -298,7 +288,7 @@
       downloaded: (f) => `${f} heruntergeladen.`,
       downloadFailed: "Die CSV-Datei konnte nicht heruntergeladen werden. Versuchen Sie es erneut.",
     },
-  };
+  });
 
   // FIELDS are the members of a workshop the editor changes: its input,
   // its label's text key, the kind of value and whether null clears it.
@@ -362,16 +352,9 @@
   const slotOf = (op) => (op.kind === "cancel" ? "r:" + op.target : "w:" + op.workshop);
 
   function loadOps(actor) {
-    const raw = sessionStorage.getItem(OPS_PREFIX + actor);
-    const v = raw === null ? {} : JSON.parse(raw);
-    const ops = {};
-    for (const [slot, op] of Object.entries(v && typeof v === "object" ? v : {})) {
-      const ok = op && KINDS.includes(op.kind) && typeof op.id === "string" && op.actor === actor &&
-        typeof op.workshop === "string" && WORKSHOP_ID.test(op.workshop) && slot === slotOf(op) &&
-        (op.kind !== "cancel" || (typeof op.target === "string" && RESERVATION_ID.test(op.target)));
-      if (ok) ops[slot] = op;
-    }
-    return ops;
+    return COMMON.loadKept(OPS_PREFIX + actor, (slot, op) => KINDS.includes(op.kind) && typeof op.id === "string" && op.actor === actor &&
+      typeof op.workshop === "string" && WORKSHOP_ID.test(op.workshop) && slot === slotOf(op) &&
+      (op.kind !== "cancel" || (typeof op.target === "string" && RESERVATION_ID.test(op.target))));
   }
 
   function storeOps(ops) {

@@ -51,12 +51,9 @@
   const LOGIN_PATH = "/login";
   const LIST_LIMIT = 50;
 
-  const TEXT = {
+  const TEXT = COMMON.texts({
     en: {
       title: "Reserve a place",
-      langHint: "Switch language",
-      langSwitch: "Deutsch",
-      signOut: "Sign out",
       toAdmin: "Organizer's page",
       signInTitle: "Sign in",
       signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
@@ -66,7 +63,6 @@
       reserve: "Reserve",
       retry: "Retry",
       sending: "Sending…",
-      signedInAs: (a) => `Signed in as ${a}`,
       availability: (w) => `${w.available} of ${w.capacity} places free`,
       when: "When",
       where: "Where",
@@ -81,7 +77,6 @@
       quantityHint: (max) => `1 to ${max} places`,
       loading: "Loading workshops…",
       loadFailed: "The workshops could not be loaded. Reload the page to try again.",
-      unreachable: "The reservation service could not be reached. Reload the page to try again.",
       loginFailed: "This login link is not valid: it was used already, has expired (links last 5 minutes), or was copied incompletely. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       loginError: "Signing in did not work: the reservation service could not be reached or had a problem. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       noWorkshops: "There are no workshops to reserve yet.",
@@ -147,9 +142,6 @@
     },
     de: {
       title: "Platz reservieren",
-      langHint: "Sprache wechseln",
-      langSwitch: "English",
-      signOut: "Abmelden",
       toAdmin: "Seite für Veranstalter",
       signInTitle: "Anmelden",
       signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
@@ -159,7 +151,6 @@
       reserve: "Reservieren",
       retry: "Erneut versuchen",
       sending: "Wird gesendet…",
-      signedInAs: (a) => `Angemeldet als ${a}`,
       availability: (w) => `${w.available} von ${w.capacity} Plätzen frei`,
       when: "Wann",
       where: "Wo",
@@ -174,7 +165,6 @@
       quantityHint: (max) => `1 bis ${max} Plätze`,
       loading: "Workshops werden geladen…",
       loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
-      unreachable: "Der Reservierungsdienst ist nicht erreichbar. Laden Sie die Seite neu, um es erneut zu versuchen.",
       loginFailed: "Dieser Anmeldelink ist ungültig: Er wurde schon benutzt, ist abgelaufen (Links gelten 5 Minuten) oder wurde unvollständig kopiert. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
       loginError: "Die Anmeldung hat nicht geklappt: Der Reservierungsdienst war nicht erreichbar oder hatte ein Problem. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
       noWorkshops: "Es gibt noch keine Workshops.",
@@ -238,7 +228,7 @@
       signOutAnyway: "Trotzdem abmelden",
       staySignedIn: "Angemeldet bleiben",
     },
-  };
+  });
 
   const $ = (id) => document.getElementById(id);
   const el = {
@@ -353,16 +343,9 @@
   // loadOps returns the actor's kept operations, leaving out any entry that
   // is not one (another actor's, another kind, a malformed one).
   function loadOps(actor) {
-    const raw = sessionStorage.getItem(OPS_PREFIX + actor);
-    const v = raw === null ? {} : JSON.parse(raw);
-    const ops = {};
-    for (const [key, op] of Object.entries(v && typeof v === "object" ? v : {})) {
-      const ok = op && typeof op.operation === "string" && Object.hasOwn(OPERATIONS, op.kind) &&
-        typeof op.target === "string" && RESERVATION_ID.test(op.target) && key === opKey(op.kind, op.target) &&
-        typeof op.workshop === "string" && Number.isInteger(op.quantity) && op.actor === actor;
-      if (ok) ops[key] = op;
-    }
-    return ops;
+    return COMMON.loadKept(OPS_PREFIX + actor, (key, op) => typeof op.operation === "string" && Object.hasOwn(OPERATIONS, op.kind) &&
+      typeof op.target === "string" && RESERVATION_ID.test(op.target) && key === opKey(op.kind, op.target) &&
+      typeof op.workshop === "string" && Number.isInteger(op.quantity) && op.actor === actor);
   }
 
   // saveOp keeps op among the actor's operations; state.ops changes only

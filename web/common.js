@@ -29,6 +29,30 @@ const COMMON = (function () {
   const places = (q) => `${q} ${q === 1 ? "place" : "places"}`;
   const plaetze = (q) => `${q} ${q === 1 ? "Platz" : "Plätze"}`;
 
+  // texts returns a page's texts, by language, with those of the frame
+  // both pages share (renderFrame's, and the failure to reach the daemon)
+  // under each language.
+  const FRAME_TEXT = {
+    en: {
+      langHint: "Switch language",
+      langSwitch: "Deutsch",
+      signOut: "Sign out",
+      signedInAs: (a) => `Signed in as ${a}`,
+      unreachable: "The reservation service could not be reached. Reload the page to try again.",
+    },
+    de: {
+      langHint: "Sprache wechseln",
+      langSwitch: "English",
+      signOut: "Abmelden",
+      signedInAs: (a) => `Angemeldet als ${a}`,
+      unreachable: "Der Reservierungsdienst ist nicht erreichbar. Laden Sie die Seite neu, um es erneut zu versuchen.",
+    },
+  };
+
+  function texts(page) {
+    return { en: Object.assign({}, FRAME_TEXT.en, page.en), de: Object.assign({}, FRAME_TEXT.de, page.de) };
+  }
+
   // chooseLanguage returns the language chosen earlier on either page, else
   // the browser's: "de" or "en".
   function chooseLanguage() {
@@ -51,6 +75,20 @@ const COMMON = (function () {
       // The choice lasts for this page only.
     }
     return next;
+  }
+
+  // loadKept returns the intents kept in sessionStorage under key (an
+  // object of intents by name), leaving out every entry for which
+  // ok(name, intent) is false: another actor's, another kind, a malformed
+  // one. It throws when storage is unavailable or the record is not JSON.
+  function loadKept(key, ok) {
+    const raw = sessionStorage.getItem(key);
+    const v = raw === null ? {} : JSON.parse(raw);
+    const kept = {};
+    for (const [name, op] of Object.entries(v && typeof v === "object" ? v : {})) {
+      if (op && ok(name, op)) kept[name] = op;
+    }
+    return kept;
   }
 
   // session is this tab's browser session, sent as a bearer credential.
@@ -239,8 +277,8 @@ const COMMON = (function () {
 
   return Object.freeze({
     RESERVATION_ID, WORKSHOP_ID, places, plaetze,
-    chooseLanguage, otherLanguage,
-    loadSession, saveSession, forgetSession, request, whoami, signOut,
+    texts, chooseLanguage, otherLanguage,
+    loadKept, loadSession, saveSession, forgetSession, request, whoami, signOut,
     answerBody, authoritative, opAuthoritative,
     instant, dateFormat, whenText, renderFrame,
   });
