@@ -33,33 +33,21 @@
 "use strict";
 
 (function () {
-  const SESSION_KEY = "reserve.session";
-  const LANG_KEY = "reserve.lang";
+  const { RESERVATION_ID, WORKSHOP_ID, places, plaetze, request } = COMMON;
   const OPS_PREFIX = "reserve.admin."; // + actor: {"<slot>": intent}.
-  const REQUEST_TIMEOUT_MS = 15000;
   const PAGE_SIZE = 50;
-  const WORKSHOP_ID = /^[a-z][a-z0-9-]{1,40}$/;
-  const RESERVATION_ID = /^[0-9a-f]{32}$/;
   const TIMES = ["starts_at", "ends_at", "registration_opens_at", "registration_closes_at"];
   const KINDS = ["create", "patch", "delete", "cancel"];
 
-  const places = (q) => `${q} ${q === 1 ? "place" : "places"}`;
-  const plaetze = (q) => `${q} ${q === 1 ? "Platz" : "Plätze"}`;
-
-  const TEXT = {
+  const TEXT = COMMON.texts({
     en: {
       title: "Organizer's page",
       toPerson: "Reserve a place",
-      langHint: "Switch language",
-      langSwitch: "Deutsch",
-      signOut: "Sign out",
-      signedInAs: (a) => `Signed in as ${a}`,
       signInTitle: "Sign in as an organizer",
       whySignedOut: "This tab is not signed in. The organizer's page works for organizers (admins) only.",
       whyNotAdmin: (a) => `This tab is signed in as ${a}, who is not an organizer (admin) here: the organizer's page is not for this sign-in.`,
       signInHow: "On the machine that runs reserved, run this command as an admin (root or the daemon's user) and open the link it prints in this browser:",
       signInThen: "The link opens the page for reserving places, signed in as an organizer; follow “Organizer's page” at its top, in the same tab. The sign-in belongs to that tab only.",
-      unreachable: "The reservation service could not be reached. Reload the page to try again.",
       noStorage: "This browser does not let the page keep your request (session storage is unavailable), so it cannot be sent safely. Nothing was sent.",
       pendingTitle: "Requests with an unknown outcome",
       workshopsTitle: "Workshops",
@@ -179,16 +167,11 @@
     de: {
       title: "Seite für Veranstalter",
       toPerson: "Platz reservieren",
-      langHint: "Sprache wechseln",
-      langSwitch: "English",
-      signOut: "Abmelden",
-      signedInAs: (a) => `Angemeldet als ${a}`,
       signInTitle: "Als Veranstalter anmelden",
       whySignedOut: "Dieser Tab ist nicht angemeldet. Die Seite für Veranstalter ist nur für Veranstalter (Admins).",
       whyNotAdmin: (a) => `Dieser Tab ist als ${a} angemeldet, und ${a} ist hier kein Veranstalter (Admin): Die Seite für Veranstalter ist nicht für diese Anmeldung.`,
       signInHow: "Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl als Admin (root oder der Benutzer des Dienstes) aus und öffnen Sie den ausgegebenen Link in diesem Browser:",
       signInThen: "Der Link öffnet die Seite zum Reservieren, als Veranstalter angemeldet; folgen Sie dort oben „Seite für Veranstalter“, im selben Tab. Die Anmeldung gilt nur für diesen Tab.",
-      unreachable: "Der Reservierungsdienst ist nicht erreichbar. Laden Sie die Seite neu, um es erneut zu versuchen.",
       noStorage: "Dieser Browser erlaubt der Seite nicht, Ihre Anfrage zu speichern (Session Storage nicht verfügbar); sie kann daher nicht sicher gesendet werden. Es wurde nichts gesendet.",
       pendingTitle: "Anfragen mit unbekanntem Ergebnis",
       workshopsTitle: "Workshops",
@@ -305,7 +288,7 @@
       downloaded: (f) => `${f} heruntergeladen.`,
       downloadFailed: "Die CSV-Datei konnte nicht heruntergeladen werden. Versuchen Sie es erneut.",
     },
-  };
+  });
 
   // FIELDS are the members of a workshop the editor changes: its input,
   // its label's text key, the kind of value and whether null clears it.
@@ -338,8 +321,7 @@
   };
 
   const state = {
-    lang: chooseLanguage(),
-    session: null,
+    lang: COMMON.chooseLanguage(),
     actor: null,
     admin: false,
     workshops: [],
@@ -354,16 +336,6 @@
     att: null, // {workshop, items, next, loading, failed, message}
     pageError: null,
   };
-
-  function chooseLanguage() {
-    try {
-      const saved = localStorage.getItem(LANG_KEY);
-      if (saved === "de" || saved === "en") return saved;
-    } catch (e) {
-      // No storage: the browser's language.
-    }
-    return (navigator.language || "en").toLowerCase().startsWith("de") ? "de" : "en";
-  }
 
   function t(key, ...args) {
     const v = TEXT[state.lang][key];
@@ -380,16 +352,9 @@
   const slotOf = (op) => (op.kind === "cancel" ? "r:" + op.target : "w:" + op.workshop);
 
   function loadOps(actor) {
-    const raw = sessionStorage.getItem(OPS_PREFIX + actor);
-    const v = raw === null ? {} : JSON.parse(raw);
-    const ops = {};
-    for (const [slot, op] of Object.entries(v && typeof v === "object" ? v : {})) {
-      const ok = op && KINDS.includes(op.kind) && typeof op.id === "string" && op.actor === actor &&
-        typeof op.workshop === "string" && WORKSHOP_ID.test(op.workshop) && slot === slotOf(op) &&
-        (op.kind !== "cancel" || (typeof op.target === "string" && RESERVATION_ID.test(op.target)));
-      if (ok) ops[slot] = op;
-    }
-    return ops;
+    return COMMON.loadKept(OPS_PREFIX + actor, (slot, op) => KINDS.includes(op.kind) && typeof op.id === "string" && op.actor === actor &&
+      typeof op.workshop === "string" && WORKSHOP_ID.test(op.workshop) && slot === slotOf(op) &&
+      (op.kind !== "cancel" || (typeof op.target === "string" && RESERVATION_ID.test(op.target))));
   }
 
   function storeOps(ops) {
@@ -408,41 +373,6 @@
       storeOps(ops);
     } catch (e) {
       state.ops = ops; // Settled all the same; the kept copy is only offered again.
-    }
-  }
-
-  // requestTimeout is REQUEST_TIMEOUT_MS unless a test set
-  // window.reserveRequestTimeoutMs to a positive whole number of ms.
-  function requestTimeout() {
-    const ms = window.reserveRequestTimeoutMs;
-    return Number.isInteger(ms) && ms > 0 ? ms : REQUEST_TIMEOUT_MS;
-  }
-
-  // request sends one request with this tab's session and no cookie, and
-  // gives up when the whole answer has not arrived within
-  // requestTimeout(). It returns {status, body, text, headers}, status 0
-  // for no answer at all.
-  async function request(method, path, headers, body) {
-    const h = Object.assign({}, headers);
-    if (state.session) h.Authorization = "Bearer " + state.session;
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), requestTimeout());
-    try {
-      const init = { method, headers: h, credentials: "omit", cache: "no-store", signal: abort.signal };
-      if (body !== undefined) init.body = body;
-      const resp = await fetch(path, init);
-      const text = await resp.text();
-      let parsed;
-      try {
-        parsed = text === "" ? null : JSON.parse(text);
-      } catch (e) {
-        parsed = undefined;
-      }
-      return { status: resp.status, body: parsed, text, headers: resp.headers };
-    } catch (e) {
-      return { status: 0, body: undefined, text: "", headers: new Headers() };
-    } finally {
-      clearTimeout(timer);
     }
   }
 
@@ -502,28 +432,7 @@
 
   const zoneOf = (w) => (w && typeof w.time_zone === "string" && w.time_zone !== "" ? w.time_zone : "UTC");
 
-  function knownZone(zone) {
-    try {
-      new Intl.DateTimeFormat("en", { timeZone: zone });
-      return true;
-    } catch (e) {
-      return false;
-    }
-  }
-
-  const LOCALES = { en: "en-GB", de: "de-DE" };
-
-  function dateFormat(zone) {
-    const opts = { weekday: "short", day: "numeric", month: "long", year: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
-    return new Intl.DateTimeFormat(LOCALES[state.lang], Object.assign({ timeZone: knownZone(zone) ? zone : "UTC" }, opts));
-  }
-
-  function whenText(w) {
-    const start = Date.parse(w.starts_at || ""), end = Date.parse(w.ends_at || "");
-    if (Number.isNaN(start)) return "";
-    const f = dateFormat(zoneOf(w));
-    return !Number.isNaN(end) && end > start ? f.formatRange(new Date(start), new Date(end)) : f.format(new Date(start));
-  }
+  const dateFormat = (zone) => COMMON.dateFormat(state.lang, zone);
 
   // canonical returns a workshop's members that the editor changes, each
   // as a value to compare: text, a whole number, an instant in ms, or null
@@ -701,23 +610,19 @@
     fillZones();
     render();
 
-    try {
-      state.session = sessionStorage.getItem(SESSION_KEY);
-    } catch (e) {
-      state.session = null;
-    }
-    const who = await request("GET", "/api/v1/whoami");
-    if (who.status === 401) {
+    COMMON.loadSession();
+    const who = await COMMON.whoami();
+    if (who && !who.signedIn) {
       showSignIn(null);
       return;
     }
-    if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") {
+    if (!who) {
       state.pageError = ["unreachable"];
       render();
       return;
     }
-    state.actor = who.body.actor;
-    state.admin = who.body.admin === true;
+    state.actor = who.actor;
+    state.admin = who.admin;
     if (!state.admin) {
       showSignIn(state.actor);
       return;
@@ -738,23 +643,12 @@
     render();
   }
 
-  async function signOut() {
-    await request("DELETE", "/api/v1/sessions/current");
-    try {
-      sessionStorage.removeItem(SESSION_KEY);
-    } catch (e) {
-      // Nothing kept.
-    }
-    location.replace("/admin");
+  function signOut() {
+    return COMMON.signOut("/admin");
   }
 
   function switchLanguage() {
-    state.lang = state.lang === "de" ? "en" : "de";
-    try {
-      localStorage.setItem(LANG_KEY, state.lang);
-    } catch (e) {
-      // For this page only.
-    }
+    state.lang = COMMON.otherLanguage(state.lang);
     render();
   }
 
@@ -1050,26 +944,12 @@
     },
     async cancel(op) {
       const r = await request("POST", "/api/v1/reservations/" + encodeURIComponent(op.target) + "/cancel", { "Idempotency-Key": op.id });
-      const b = answerBody(r);
-      if (b && b.reservation_id === op.target) {
-        return { done: true, message: b.status === "cancelled" ? ["cancelled", op.quantity, op.who] : ["alreadyCancelled"] };
-      }
+      const o = COMMON.opAuthoritative(r, { kind: "cancel", target: op.target });
+      if (o) return { done: true, message: o.status === "cancelled" ? ["cancelled", op.quantity, op.who] : ["alreadyCancelled"] };
       if (r.status === 404 && problemCode(r) === "unknown_reservation") return { message: ["noReservation"] };
       return { unclear: r.status === 401 ? "signIn" : "unclear" };
     },
   };
-
-  // answerBody returns the body of a cancellation's answer when it is one
-  // of the authoritative answers of ANSWERS (answers.js, generated from
-  // the engine's table): that status word under its HTTP status, with
-  // exactly its members; else null.
-  function answerBody(r) {
-    const b = r.body;
-    if (!b || typeof b !== "object" || Array.isArray(b) || typeof b.status !== "string") return null;
-    const a = Object.hasOwn(ANSWERS.cancel, b.status) ? ANSWERS.cancel[b.status] : null;
-    if (!a || a[0] !== r.status || a[1] !== Object.keys(b).sort().join(",")) return null;
-    return typeof b.reservation_id === "string" && RESERVATION_ID.test(b.reservation_id) ? b : null;
-  }
 
   // The stale-edit view's two ways on.
   // onRebase puts the organizer's changes — the inputs that differ from
@@ -1247,7 +1127,7 @@
         node("h3", { text: w.title }),
         dl([
           [t("id"), w.id],
-          [t("when"), whenText(w)],
+          [t("when"), COMMON.whenText(state.lang, w)],
           [t("where"), typeof w.location === "string" ? w.location : ""],
           [t("placesLabel"), t("placesText", w)],
           [t("perRequest"), t("atMost", w.max_quantity)],
@@ -1383,17 +1263,8 @@
 
   function render() {
     const focused = document.activeElement && document.activeElement.id;
-    document.documentElement.lang = state.lang;
-    document.title = t("title");
-    for (const n of document.querySelectorAll("[data-text]")) n.textContent = t(n.dataset.text);
-    el.lang.textContent = t("langSwitch");
-    el.lang.lang = state.lang === "de" ? "en" : "de";
-    el.actor.hidden = !state.actor;
-    el.actor.textContent = state.actor ? t("signedInAs", state.actor) : "";
-    el.actor.dataset.actor = state.actor || "";
+    COMMON.renderFrame(t, state.lang, el, state.actor, state.pageError);
     el.signOut.hidden = !state.actor;
-    el.pageError.hidden = !state.pageError;
-    el.pageError.textContent = state.pageError ? t(...state.pageError) : "";
     el.signinWhy.textContent = el.signinWhy.dataset.actor ? t("whyNotAdmin", el.signinWhy.dataset.actor) : t("whySignedOut");
     if (state.admin) {
       renderPending();

@@ -38,35 +38,22 @@
 // port. The page takes the code out of the address bar, redeems it with
 // POST /api/v1/sessions and keeps the session it gets in sessionStorage
 // ("reserve.session"), which belongs to this origin (scheme, host and port)
-// and this tab. Every API request carries it as "Authorization: Bearer …"
-// and no cookie at all, so no server on another port of this host can read,
-// replay or plant a session, and another tab's sign-in never changes whose
-// session this tab sends. Without sessionStorage the session lasts as long
-// as the page. A code anywhere but at /login is never used. "Sign out" ends
-// the session on the daemon and forgets it here.
+// and this tab; every API request carries it as "Authorization: Bearer …"
+// and no cookie at all (common.js keeps and sends it for both pages). A
+// code anywhere but at /login is never used. "Sign out" ends the session on
+// the daemon and forgets it here.
 "use strict";
 
 (function () {
+  const { RESERVATION_ID, places, plaetze, request, authoritative, opAuthoritative, instant } = COMMON;
   const INTENT_PREFIX = "reserve.intent."; // + actor: the form's intent.
   const OPS_PREFIX = "reserve.ops."; // + actor: {"<kind>:<target>": operation}.
-  const SESSION_KEY = "reserve.session";
   const LOGIN_PATH = "/login";
-  const LANG_KEY = "reserve.lang";
   const LIST_LIMIT = 50;
-  const REQUEST_TIMEOUT_MS = 15000; // See requestTimeout.
-  const RESERVATION_ID = /^[0-9a-f]{32}$/;
-  const WORKSHOP_ID = /^[a-z][a-z0-9-]{1,40}$/;
 
-  // places and plaetze keep the two languages' texts short.
-  const places = (q) => `${q} ${q === 1 ? "place" : "places"}`;
-  const plaetze = (q) => `${q} ${q === 1 ? "Platz" : "Plätze"}`;
-
-  const TEXT = {
+  const TEXT = COMMON.texts({
     en: {
       title: "Reserve a place",
-      langHint: "Switch language",
-      langSwitch: "Deutsch",
-      signOut: "Sign out",
       toAdmin: "Organizer's page",
       signInTitle: "Sign in",
       signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
@@ -76,7 +63,6 @@
       reserve: "Reserve",
       retry: "Retry",
       sending: "Sending…",
-      signedInAs: (a) => `Signed in as ${a}`,
       availability: (w) => `${w.available} of ${w.capacity} places free`,
       when: "When",
       where: "Where",
@@ -91,7 +77,6 @@
       quantityHint: (max) => `1 to ${max} places`,
       loading: "Loading workshops…",
       loadFailed: "The workshops could not be loaded. Reload the page to try again.",
-      unreachable: "The reservation service could not be reached. Reload the page to try again.",
       loginFailed: "This login link is not valid: it was used already, has expired (links last 5 minutes), or was copied incompletely. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       loginError: "Signing in did not work: the reservation service could not be reached or had a problem. On the machine that runs reserved, run 'reservectl login-link' and open the new link.",
       noWorkshops: "There are no workshops to reserve yet.",
@@ -157,9 +142,6 @@
     },
     de: {
       title: "Platz reservieren",
-      langHint: "Sprache wechseln",
-      langSwitch: "English",
-      signOut: "Abmelden",
       toAdmin: "Seite für Veranstalter",
       signInTitle: "Anmelden",
       signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
@@ -169,7 +151,6 @@
       reserve: "Reservieren",
       retry: "Erneut versuchen",
       sending: "Wird gesendet…",
-      signedInAs: (a) => `Angemeldet als ${a}`,
       availability: (w) => `${w.available} von ${w.capacity} Plätzen frei`,
       when: "Wann",
       where: "Wo",
@@ -184,7 +165,6 @@
       quantityHint: (max) => `1 bis ${max} Plätze`,
       loading: "Workshops werden geladen…",
       loadFailed: "Die Workshops konnten nicht geladen werden. Laden Sie die Seite neu.",
-      unreachable: "Der Reservierungsdienst ist nicht erreichbar. Laden Sie die Seite neu, um es erneut zu versuchen.",
       loginFailed: "Dieser Anmeldelink ist ungültig: Er wurde schon benutzt, ist abgelaufen (Links gelten 5 Minuten) oder wurde unvollständig kopiert. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
       loginError: "Die Anmeldung hat nicht geklappt: Der Reservierungsdienst war nicht erreichbar oder hatte ein Problem. Führen Sie auf dem Rechner, auf dem reserved läuft, 'reservectl login-link' aus und öffnen Sie den neuen Link.",
       noWorkshops: "Es gibt noch keine Workshops.",
@@ -248,7 +228,7 @@
       signOutAnyway: "Trotzdem abmelden",
       staySignedIn: "Angemeldet bleiben",
     },
-  };
+  });
 
   const $ = (id) => document.getElementById(id);
   const el = {
@@ -286,8 +266,7 @@
   };
 
   const state = {
-    lang: chooseLanguage(),
-    session: null, // This tab's browser session, sent as a bearer credential.
+    lang: COMMON.chooseLanguage(),
     actor: null,
     workshops: [],
     intent: null, // The form's: {operation, payload: {workshop, quantity}, actor, outcome?}.
@@ -302,16 +281,6 @@
     skew: 0, // The daemon's clock less this browser's, in ms, from the list's Date header.
     signOutWarning: false,
   };
-
-  function chooseLanguage() {
-    try {
-      const saved = localStorage.getItem(LANG_KEY);
-      if (saved === "de" || saved === "en") return saved;
-    } catch (e) {
-      // No storage: fall back to the browser language.
-    }
-    return (navigator.language || "en").toLowerCase().startsWith("de") ? "de" : "en";
-  }
 
   // workshop marks a message argument that names a workshop by id: it is
   // shown as the workshop's title as the page knows it when it renders, so
@@ -374,16 +343,9 @@
   // loadOps returns the actor's kept operations, leaving out any entry that
   // is not one (another actor's, another kind, a malformed one).
   function loadOps(actor) {
-    const raw = sessionStorage.getItem(OPS_PREFIX + actor);
-    const v = raw === null ? {} : JSON.parse(raw);
-    const ops = {};
-    for (const [key, op] of Object.entries(v && typeof v === "object" ? v : {})) {
-      const ok = op && typeof op.operation === "string" && Object.hasOwn(OPERATIONS, op.kind) &&
-        typeof op.target === "string" && RESERVATION_ID.test(op.target) && key === opKey(op.kind, op.target) &&
-        typeof op.workshop === "string" && Number.isInteger(op.quantity) && op.actor === actor;
-      if (ok) ops[key] = op;
-    }
-    return ops;
+    return COMMON.loadKept(OPS_PREFIX + actor, (key, op) => typeof op.operation === "string" && Object.hasOwn(OPERATIONS, op.kind) &&
+      typeof op.target === "string" && RESERVATION_ID.test(op.target) && key === opKey(op.kind, op.target) &&
+      typeof op.workshop === "string" && Number.isInteger(op.quantity) && op.actor === actor);
   }
 
   // saveOp keeps op among the actor's operations; state.ops changes only
@@ -427,78 +389,12 @@
     }
   }
 
-  // loadSession returns the session this tab kept, or null.
-  function loadSession() {
-    try {
-      return sessionStorage.getItem(SESSION_KEY);
-    } catch (e) {
-      return null; // No storage: no session survives a reload.
-    }
-  }
-
-  function saveSession(session) {
-    state.session = session;
-    try {
-      sessionStorage.setItem(SESSION_KEY, session);
-    } catch (e) {
-      // Kept for this page only.
-    }
-  }
-
-  function forgetSession() {
-    state.session = null;
-    try {
-      sessionStorage.removeItem(SESSION_KEY);
-    } catch (e) {
-      // Nothing kept, nothing to forget.
-    }
-  }
-
-  // requestTimeout returns how long a request may take, answer included,
-  // before the page gives up on it: REQUEST_TIMEOUT_MS, unless a test set
-  // window.reserveRequestTimeoutMs (a positive whole number of ms) to
-  // shorten it; nothing else sets it, and it is read at every request.
-  function requestTimeout() {
-    const ms = window.reserveRequestTimeoutMs;
-    return Number.isInteger(ms) && ms > 0 ? ms : REQUEST_TIMEOUT_MS;
-  }
-
-  // api sends one request to the daemon with this tab's session and never a
-  // cookie (credentials: "omit"), so a cookie that any server of this host
-  // set has no part in it. A failure to get any answer throws, and so does
-  // an answer that has not fully arrived within requestTimeout(): the
-  // request is aborted, and for an operation that is no answer at all.
-  async function api(method, path, options) {
-    const headers = Object.assign({}, options && options.headers);
-    if (state.session) headers.Authorization = "Bearer " + state.session;
-    const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), requestTimeout());
-    try {
-      const resp = await fetch(path, Object.assign({ method, credentials: "omit", cache: "no-store" }, options,
-        { headers, signal: abort.signal }));
-      const text = await resp.text();
-      let body = null;
-      try {
-        body = text === "" ? null : JSON.parse(text);
-      } catch (e) {
-        body = undefined; // Not JSON at all.
-      }
-      return { status: resp.status, body, date: resp.headers.get("Date") };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   // post sends an operation under its key; no answer at all (also none
   // within the timeout) is status 0, which leaves the intent open.
-  async function post(path, key, body) {
+  function post(path, key, body) {
     const headers = { "Idempotency-Key": key };
     if (body !== null) headers["Content-Type"] = "application/json";
-    try {
-      return await api("POST", path, body === null ? { headers } : { headers, body });
-    } catch (e) {
-      return { status: 0, body: undefined }; // Network error: no answer at all.
-    }
+    return request("POST", path, headers, body === null ? undefined : body);
   }
 
   async function start() {
@@ -514,7 +410,7 @@
     render();
 
     migrateStorage();
-    state.session = loadSession();
+    COMMON.loadSession();
     if (location.pathname === LOGIN_PATH) {
       const code = new URLSearchParams(location.search).get("code");
       // The code leaves the address bar (and this tab's history) before it
@@ -522,25 +418,20 @@
       history.replaceState(null, "", "/");
       await signInWith(code || "");
     }
-    let who;
-    try {
-      who = await api("GET", "/api/v1/whoami");
-    } catch (e) {
-      who = { status: 0 };
-    }
-    if (who.status === 401) {
-      forgetSession(); // None, or one that has ended.
+    const who = await COMMON.whoami();
+    if (who && !who.signedIn) {
+      COMMON.forgetSession(); // None, or one that has ended.
       el.signin.hidden = false;
       render();
       return; // Not signed in: show how, send nothing.
     }
-    if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") {
+    if (!who) {
       state.pageError = ["unreachable"];
       render();
       return; // No daemon to talk to: say so, send nothing.
     }
-    state.actor = who.body.actor;
-    $("to-admin").hidden = who.body.admin !== true; // Only admins' sessions open the organizer's page.
+    state.actor = who.actor;
+    $("to-admin").hidden = !who.admin; // Only admins' sessions open the organizer's page.
     el.form.hidden = false;
     el.logout.hidden = false;
     el.mine.hidden = false;
@@ -565,17 +456,9 @@
   // the tab had is sent along, and the daemon ends it once the new one is
   // open; when the code does not work the tab keeps it.
   async function signInWith(code) {
-    let r;
-    try {
-      r = await api("POST", "/api/v1/sessions", {
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ code }),
-      });
-    } catch (e) {
-      r = { status: 0, body: undefined }; // Network error: no answer at all.
-    }
+    const r = await request("POST", "/api/v1/sessions", { "Content-Type": "application/json" }, JSON.stringify({ code }));
     if (r.status === 201 && r.body && typeof r.body.session === "string") {
-      saveSession(r.body.session);
+      COMMON.saveSession(r.body.session);
       return;
     }
     // 401: the code is unknown, used or expired; 422: there was none. Any
@@ -612,18 +495,10 @@
     el.signOut.focus();
   }
 
-  // signOut ends this tab's session on the daemon, forgets it and loads the
-  // signed-out page; the actor's intents stay kept in this tab. Should the
-  // daemon not answer, the session is forgotten all the same and ends by
-  // itself when it expires.
-  async function signOut() {
-    try {
-      await api("DELETE", "/api/v1/sessions/current");
-    } catch (e) {
-      // Forgotten below all the same.
-    }
-    forgetSession();
-    location.replace("/");
+  // signOut ends this tab's session and loads the signed-out page; the
+  // actor's intents stay kept in this tab.
+  function signOut() {
+    return COMMON.signOut("/");
   }
 
   // loadWorkshops refreshes the choice and its live availability. Its own
@@ -636,14 +511,10 @@
       render();
     }
     let ok = false;
-    try {
-      const r = await api("GET", "/api/v1/workshops");
-      if (r.status === 200 && r.body && Array.isArray(r.body.workshops)) {
-        state.workshops = r.body.workshops;
-        ok = true;
-      }
-    } catch (e) {
-      // ok stays false.
+    const r = await request("GET", "/api/v1/workshops");
+    if (r.status === 200 && r.body && Array.isArray(r.body.workshops)) {
+      state.workshops = r.body.workshops;
+      ok = true;
     }
     if (state.message && state.message[0] === "loading") {
       state.message = !ok ? ["loadFailed"] : state.workshops.length === 0 ? ["noWorkshops"] : null;
@@ -655,12 +526,7 @@
   async function loadMine() {
     const n = ++state.mineRead;
     const query = "?status=all&limit=" + LIST_LIMIT;
-    let rs, hs;
-    try {
-      [rs, hs] = await Promise.all([api("GET", "/api/v1/reservations" + query), api("GET", "/api/v1/holds" + query)]);
-    } catch (e) {
-      rs = hs = { status: 0 };
-    }
+    const [rs, hs] = await Promise.all([request("GET", "/api/v1/reservations" + query), request("GET", "/api/v1/holds" + query)]);
     if (n !== state.mineRead) return;
     const ok = rs.status === 200 && rs.body && Array.isArray(rs.body.reservations) &&
       hs.status === 200 && hs.body && Array.isArray(hs.body.holds);
@@ -677,7 +543,7 @@
       failed: false,
       more: typeof rs.body.next_cursor === "string" || typeof hs.body.next_cursor === "string",
     };
-    const date = Date.parse(hs.date || "");
+    const date = Date.parse(hs.headers.get("Date") || "");
     if (!Number.isNaN(date)) state.skew = date - Date.now();
   }
 
@@ -766,51 +632,8 @@
     await refresh(); // Availability has changed, whatever the answer says.
   }
 
-  // ANSWERS (answers.js, generated from the engine's table) lists, for
-  // each kind of operation, its authoritative answers: the HTTP status each
-  // is sent with and exactly the members of its body.
-
-  // answerBody returns the body of r when it is one of kind's answers, sent
-  // with its HTTP status, with exactly that answer's members and ids of the
-  // right form, else null.
-  function answerBody(kind, r) {
-    const b = r.body;
-    if (!b || typeof b !== "object" || Array.isArray(b) || typeof b.status !== "string") return null;
-    const a = Object.hasOwn(ANSWERS[kind], b.status) ? ANSWERS[kind][b.status] : null;
-    if (!a || a[0] !== r.status || a[1] !== Object.keys(b).sort().join(",")) return null;
-    if (typeof b.workshop !== "string" || b.workshop === "" || !Number.isInteger(b.quantity) || b.quantity < 1) return null;
-    for (const id of ["reservation_id", "hold_id"]) {
-      if (id in b && !(typeof b[id] === "string" && RESERVATION_ID.test(b[id]))) return null;
-    }
-    // A refusal for the limit per person: the limit is at least 1, the
-    // places the person had already at least 0.
-    for (const [n, least] of [["max_per_person", 1], ["already", 0]]) {
-      if (n in b && !(Number.isInteger(b[n]) && b[n] >= least)) return null;
-    }
-    return b;
-  }
-
-  // authoritative returns the settled outcome of an answer to a
-  // reservation, or null when the answer does not say for sure what
-  // happened: it must be about the workshop and quantity asked for.
-  function authoritative(r, payload) {
-    const b = answerBody("reserve", r);
-    if (!b || b.workshop !== payload.workshop || b.quantity !== payload.quantity) return null;
-    if (b.status === "reserved") return { status: "reserved", reservation_id: b.reservation_id };
-    if (b.status === "limit_reached") return { status: b.status, max_per_person: b.max_per_person, already: b.already };
-    return { status: b.status };
-  }
-
-  // opAuthoritative returns the settled outcome of an answer to a
-  // cancellation, confirmation or release, or null when it does not say
-  // for sure what happened: it must be about the reservation (cancel) or
-  // hold (confirm, release) it was sent for, in a well-formed workshop.
-  function opAuthoritative(r, op) {
-    const b = answerBody(op.kind, r);
-    const target = op.kind === "cancel" ? b && b.reservation_id : b && b.hold_id;
-    if (!b || target !== op.target || !WORKSHOP_ID.test(b.workshop)) return null;
-    return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
-  }
+  // authoritative and opAuthoritative (common.js) say which answers settle
+  // a reservation and an operation on a listed item.
 
   // REFUSALS names the text key of each refusal of a reservation.
   const REFUSALS = {
@@ -940,35 +763,8 @@
   }
 
   function switchLanguage() {
-    state.lang = state.lang === "de" ? "en" : "de";
-    try {
-      localStorage.setItem(LANG_KEY, state.lang);
-    } catch (e) {
-      // The choice lasts for this page only.
-    }
+    state.lang = COMMON.otherLanguage(state.lang);
     render();
-  }
-
-  // LOCALES are the locales dates are written in: day before month and a
-  // 24-hour clock in both languages.
-  const LOCALES = { en: "en-GB", de: "de-DE" };
-
-  // instant returns the time an RFC 3339 member names, or null.
-  function instant(v) {
-    const ms = typeof v === "string" ? Date.parse(v) : NaN;
-    return Number.isNaN(ms) ? null : new Date(ms);
-  }
-
-  // dateFormat returns a formatter of dates and times in the workshop's
-  // time zone, named in what it writes; a zone this browser does not know
-  // is written as UTC, which is still the right time.
-  function dateFormat(w) {
-    const opts = { weekday: "short", day: "numeric", month: "long", year: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short" };
-    try {
-      return new Intl.DateTimeFormat(LOCALES[state.lang], Object.assign({ timeZone: w.time_zone || "UTC" }, opts));
-    } catch (e) {
-      return new Intl.DateTimeFormat(LOCALES[state.lang], Object.assign({ timeZone: "UTC" }, opts));
-    }
   }
 
   // registrationText returns what the page says about registering for w,
@@ -996,15 +792,8 @@
   // description as plain text (line breaks kept, never HTML). A workshop
   // without these members shows none of them.
   function showDetails(w) {
-    const format = w ? dateFormat(w) : null;
-    const start = w && instant(w.starts_at), end = w && instant(w.ends_at);
-    let when = "";
-    if (start && end && end > start) {
-      when = format.formatRange(start, end);
-    } else if (start) {
-      when = format.format(start);
-    }
-    showDetail(el.when, when);
+    const format = w ? COMMON.dateFormat(state.lang, w.time_zone) : null;
+    showDetail(el.when, w ? COMMON.whenText(state.lang, w) : "");
     showDetail(el.where, w && typeof w.location === "string" ? w.location : "");
     showDetail(el.registration, w ? registrationText(w, format) : "");
     el.registration.dataset.state = w && typeof w.registration === "string" ? w.registration : "";
@@ -1040,16 +829,7 @@
   }
 
   function render() {
-    document.documentElement.lang = state.lang;
-    document.title = t("title");
-    for (const node of document.querySelectorAll("[data-text]")) {
-      node.textContent = t(node.dataset.text);
-    }
-    el.lang.textContent = t("langSwitch");
-    el.lang.lang = state.lang === "de" ? "en" : "de";
-    el.actor.hidden = !state.actor;
-    el.actor.textContent = state.actor ? t("signedInAs", state.actor) : "";
-    el.actor.dataset.actor = state.actor || "";
+    COMMON.renderFrame(t, state.lang, el, state.actor, state.pageError);
 
     renderOptions();
     showChoice();
@@ -1077,8 +857,6 @@
     el.status.dataset.kind = message ? message[0] : "";
     el.notice.hidden = !state.notice;
     el.notice.textContent = state.notice ? t(...state.notice) : "";
-    el.pageError.hidden = !state.pageError;
-    el.pageError.textContent = state.pageError ? t(...state.pageError) : "";
     const open = openIntents();
     el.signOutWarning.hidden = !(state.signOutWarning && open > 0);
     el.signOutWarningText.textContent = el.signOutWarning.hidden ? "" : t("signOutWarning", open, state.actor);

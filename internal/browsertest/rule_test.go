@@ -3,7 +3,6 @@ package browsertest_test
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -15,34 +14,21 @@ import (
 	"github.com/reserve/reserve/web"
 )
 
-// ruleSource returns the part of the page that decides which answers
-// settle an intent: the generated table of answers (web/answers.js) and,
-// from web/app.js, the id patterns and the functions answerBody,
-// authoritative and opAuthoritative.
+// ruleSource returns the part of the pages that decides which answers
+// settle an intent: the generated table of answers (web/answers.js) and
+// web/common.js, whose functions authoritative and opAuthoritative both
+// pages use, bound to those names.
 func ruleSource(t *testing.T) string {
 	t.Helper()
-	table, err := web.Assets.ReadFile("answers.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := web.Assets.ReadFile("app.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts := []string{string(table)}
-	for _, re := range []string{
-		`(?m)^  const RESERVATION_ID = .*;$`,
-		`(?m)^  const WORKSHOP_ID = .*;$`,
-		`(?ms)^  function answerBody\(kind, r\) \{$.*?^  \}$`,
-		`(?ms)^  function authoritative\(r, payload\) \{$.*?^  \}$`,
-		`(?ms)^  function opAuthoritative\(r, op\) \{$.*?^  \}$`,
-	} {
-		part := regexp.MustCompile(re).Find(src)
-		if part == nil {
-			t.Fatalf("web/app.js has no %s", re)
+	var parts []string
+	for _, name := range []string{"answers.js", "common.js"} {
+		src, err := web.Assets.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
 		}
-		parts = append(parts, string(part))
+		parts = append(parts, string(src))
 	}
+	parts = append(parts, "const { authoritative, opAuthoritative } = COMMON;")
 	return strings.Join(parts, "\n")
 }
 

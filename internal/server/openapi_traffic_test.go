@@ -178,6 +178,7 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"GET /{$}":                              {"/", ""},
 		"GET /app.js":                           {"/app.js", ""},
 		"GET /answers.js":                       {"/answers.js", ""},
+		"GET /common.js":                        {"/common.js", ""},
 		"GET /style.css":                        {"/style.css", ""},
 		"GET /favicon.svg":                      {"/favicon.svg", ""},
 		"GET /admin":                            {"/admin", ""},
@@ -204,7 +205,7 @@ func sampleCall(via, route, path, body string) call {
 
 // anyoneRoutes are the routes that need no credentials.
 var anyoneRoutes = map[string]bool{
-	"GET /healthz": true, "GET /livez": true, "GET /readyz": true, "GET /api/v1/openapi.yaml": true, "GET /{$}": true, "GET /app.js": true, "GET /answers.js": true, "GET /style.css": true,
+	"GET /healthz": true, "GET /livez": true, "GET /readyz": true, "GET /api/v1/openapi.yaml": true, "GET /{$}": true, "GET /app.js": true, "GET /answers.js": true, "GET /common.js": true, "GET /style.css": true,
 	"GET /favicon.svg": true, "GET /admin": true, "GET /admin.js": true, "GET /admin.css": true, "GET " + api.PathLogin: true, "POST " + api.PathSessions: true, "DELETE " + api.PathCurrentSession: true,
 }
 
@@ -514,7 +515,7 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	hold(h.Alice, uuid.NewString(), holdBody(1, 60), http.StatusInternalServerError)
 
 	// The browser form and its sign-in (TCP only; the socket says 404).
-	for _, asset := range []struct{ route, path string }{{"GET /{$}", "/"}, {"GET /app.js", "/app.js"}, {"GET /answers.js", "/answers.js"}, {"GET /style.css", "/style.css"}, {"GET /favicon.svg", "/favicon.svg"},
+	for _, asset := range []struct{ route, path string }{{"GET /{$}", "/"}, {"GET /app.js", "/app.js"}, {"GET /answers.js", "/answers.js"}, {"GET /common.js", "/common.js"}, {"GET /style.css", "/style.css"}, {"GET /favicon.svg", "/favicon.svg"},
 		{"GET /admin", "/admin"}, {"GET /admin.js", "/admin.js"}, {"GET /admin.css", "/admin.css"}} {
 		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path}, http.StatusOK)
 		tr.do(asset.route, call{via: viaSocket, method: http.MethodGet, path: asset.path}, http.StatusNotFound)

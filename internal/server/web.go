@@ -21,6 +21,7 @@ func (s *Server) webRoutes() []route {
 		{"GET /{$}", anyone, s.asset("index.html")},
 		{"GET /app.js", anyone, s.asset("app.js")},
 		{"GET /answers.js", anyone, s.asset("answers.js")},
+		{"GET /common.js", anyone, s.asset("common.js")},
 		{"GET /style.css", anyone, s.asset("style.css")},
 		{"GET /favicon.svg", anyone, s.asset("favicon.svg")},
 		{"GET /admin", anyone, s.asset("admin.html")},

@@ -106,6 +106,7 @@ func TestWebAssetsOnTCP(t *testing.T) {
 		"/":            "text/html; charset=utf-8",
 		"/app.js":      "text/javascript; charset=utf-8",
 		"/answers.js":  "text/javascript; charset=utf-8",
+		"/common.js":   "text/javascript; charset=utf-8",
 		"/style.css":   "text/css; charset=utf-8",
 		"/favicon.svg": "image/svg+xml",
 		"/admin":       "text/html; charset=utf-8",
@@ -138,7 +139,7 @@ func TestWebAssetsOnTCP(t *testing.T) {
 	}
 
 	t.Run("NotOnSocket", func(t *testing.T) {
-		for _, path := range []string{"/", "/app.js", "/login?code=x", "/admin", "/admin.js"} {
+		for _, path := range []string{"/", "/app.js", "/common.js", "/login?code=x", "/admin", "/admin.js"} {
 			resp, body := send(t, h, call{via: viaSocket, method: http.MethodGet, path: path})
 			wantProblem(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 		}
