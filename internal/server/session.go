@@ -97,6 +97,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ engine.
 		return err
 	}
 	infoOf(r).actor = who.Actor
+	s.profiles.move(engine.HashToken(req.Code), engine.HashToken(session), SessionTTL)
 	if old := sessionOf(r); old != "" {
 		if err := s.eng.EndSession(r.Context(), old); err != nil {
 			s.log.Warn("could not end the tab's previous session at a new sign-in", "error", err)
@@ -121,6 +122,7 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, _ engine.Pri
 	if err := s.eng.EndSession(r.Context(), session); err != nil {
 		return err
 	}
+	s.profiles.forget(engine.HashToken(session))
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 	return nil
