@@ -38,6 +38,7 @@ type OIDCConfig struct {
 	// claim holds it.
 	AdminGroup string
 	// Name is what the form calls the provider: "Sign in with <Name>".
+	// Empty means the form's own words for "your organization".
 	Name string
 	// HTTPClient talks to the provider. Nil means one with a 10 s
 	// timeout.
@@ -150,9 +151,6 @@ type oidcSignIn struct {
 
 func newOIDCSignIn(cfg OIDCConfig, now func() time.Time) *oidcSignIn {
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
-	if cfg.Name == "" {
-		cfg.Name = "your organization"
-	}
 	client := cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
@@ -183,7 +181,12 @@ func (o *oidcSignIn) discover(ctx context.Context) (*oidc.Provider, error) {
 		ClientSecret: o.cfg.ClientSecret,
 		Endpoint:     p.Endpoint(),
 		RedirectURL:  o.cfg.PublicURL + OIDCCallbackPath,
-		Scopes:       []string{oidc.ScopeOpenID, "profile", "email", "groups"},
+		Scopes:       []string{oidc.ScopeOpenID, "profile", "email"},
+	}
+	if o.cfg.AdminGroup != "" {
+		// The groups claim is behind a scope of that name at many
+		// providers; others ignore it or put groups in profile.
+		o.oauth.Scopes = append(o.oauth.Scopes, "groups")
 	}
 	return p, nil
 }
