@@ -10,8 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -224,7 +224,9 @@ func (tb *tab) whoAmIOnPage() map[string]any {
 func (tb *tab) refused(what, title string) {
 	tb.t.Helper()
 	tb.settle(what+": the refusal page", func(href string) bool { return strings.Contains(href, "/oidc/callback") })
-	tb.allowProblems(func(p string) bool { return strings.Contains(p, "/oidc/callback") && strings.Contains(p, "answered 40") || strings.Contains(p, "status of 40") && strings.Contains(p, "/oidc/callback") })
+	tb.allowProblems(func(p string) bool {
+		return strings.Contains(p, "/oidc/callback") && strings.Contains(p, "answered 40") || strings.Contains(p, "status of 40") && strings.Contains(p, "/oidc/callback")
+	})
 	if got := eval[string](tb, `document.querySelector("h1").textContent`); got != title {
 		tb.t.Errorf("%s: the page says %q, want %q", what, got, title)
 	}
@@ -334,5 +336,70 @@ func TestOIDCProviderDownAtStart(t *testing.T) {
 	resp := start()
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || !strings.HasPrefix(loc, op.issuer+"/auth?") {
 		t.Fatalf("sign-in with the provider up: %s to %q, want 302 to %s/auth", resp.Status, loc, op.issuer)
+	}
+}
+
+// TestOIDCCallbackNeedsTheStartingBrowser: the provider's answer to a
+// sign-in opens nothing in a browser that did not start it (no cookie of
+// the flow: login CSRF, where another page sends a victim's browser to a
+// callback of the attacker's own sign-in), and the flow is gone after it.
+func TestOIDCCallbackNeedsTheStartingBrowser(t *testing.T) {
+	op := startProvider(t, "127.0.0.1:0")
+	d := startOIDCDaemon(t, op.issuer)
+	daemonHost := hostOf(t, d.url)
+	// The client follows the provider's redirects and stops at reserved's.
+	c := &http.Client{CheckRedirect: func(r *http.Request, _ []*http.Request) error {
+		if r.URL.Host == daemonHost {
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}}
+	get := func(u string) (*http.Response, string) {
+		t.Helper()
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b strings.Builder
+		if _, err := bufio.NewReader(resp.Body).WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		return resp, b.String()
+	}
+	start, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(d.url + "/oidc/start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start.Body.Close()
+	cookies := start.Cookies()
+	if start.StatusCode != http.StatusFound || len(cookies) != 1 || cookies[0].Path != "/oidc/callback" || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteLaxMode {
+		t.Fatalf("start: %s with cookies %v; want 302 with one HttpOnly SameSite=Lax cookie for /oidc/callback", start.Status, cookies)
+	}
+	_, login := get(start.Header.Get("Location"))
+	_, rest, _ := strings.Cut(login, `name="id" value="`)
+	id, _, _ := strings.Cut(rest, `"`)
+	resp, err := c.PostForm(op.issuer+"/login/username", url.Values{"id": {id}, "username": {"bob"}, "password": {"secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	callback := resp.Header.Get("Location")
+	if !strings.HasPrefix(callback, d.url+"/oidc/callback?") {
+		t.Fatalf("the provider sent the browser to %q (%s), want reserved's callback", callback, resp.Status)
+	}
+	other, page := get(callback) // Without the cookie.
+	if other.StatusCode != http.StatusForbidden || !strings.Contains(page, "Finish the sign-in in the browser that started it") || strings.Contains(page, "rlc_") {
+		t.Errorf("the callback in another browser: %s\n%s\nwant 403 explaining it, with no login code", other.Status, page)
+	}
+	req, _ := http.NewRequest(http.MethodGet, callback, nil)
+	req.AddCookie(cookies[0])
+	again, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Body.Close()
+	if again.StatusCode != http.StatusBadRequest {
+		t.Errorf("the callback again, now with the cookie: %s, want 400 (the flow was used)", again.Status)
 	}
 }
