@@ -58,6 +58,8 @@
       signInTitle: "Sign in",
       signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
       signInNothing: "Nothing is sent until you are signed in.",
+      signInWith: () => `Sign in with ${state.oidcName || "your organization"}`,
+      signInTextOr: "Or, on the machine that runs reserved, run this command and open the link it prints:",
       workshop: "Workshop",
       quantity: "Places",
       reserve: "Reserve",
@@ -146,6 +148,8 @@
       signInTitle: "Anmelden",
       signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
       signInNothing: "Bis zur Anmeldung wird nichts gesendet.",
+      signInWith: () => `Anmelden mit ${state.oidcName || "Ihrer Organisation"}`,
+      signInTextOr: "Oder führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
       workshop: "Workshop",
       quantity: "Plätze",
       reserve: "Reservieren",
@@ -280,6 +284,7 @@
     mineRead: 0, // The number of the latest read of the list; older answers are dropped.
     skew: 0, // The daemon's clock less this browser's, in ms, from the list's Date header.
     signOutWarning: false,
+    oidcName: "", // What the daemon calls its identity provider, if it has one.
   };
 
   // workshop marks a message argument that names a workshop by id: it is
@@ -389,6 +394,18 @@
     }
   }
 
+  // offerSignIn asks the daemon how people sign in to it and, when it has
+  // an identity provider, shows the button that starts a sign-in there;
+  // the login link stays explained. Without an answer only the login link
+  // is.
+  async function offerSignIn() {
+    const m = await request("GET", "/api/v1/sign-in");
+    if (m.status !== 200 || !m.body || !Array.isArray(m.body.methods) || !m.body.methods.includes("oidc")) return;
+    state.oidcName = typeof m.body.oidc_name === "string" ? m.body.oidc_name : "";
+    $("oidc-signin").hidden = false;
+    $("signin-text").dataset.text = "signInTextOr";
+  }
+
   // post sends an operation under its key; no answer at all (also none
   // within the timeout) is status 0, which leaves the intent open.
   function post(path, key, body) {
@@ -421,6 +438,7 @@
     const who = await COMMON.whoami();
     if (who && !who.signedIn) {
       COMMON.forgetSession(); // None, or one that has ended.
+      await offerSignIn();
       el.signin.hidden = false;
       render();
       return; // Not signed in: show how, send nothing.

@@ -39,6 +39,11 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build reserved: %v\n%s", err, out)
 		return 1
 	}
+	testopBin = filepath.Join(dir, "testop")
+	if out, err := exec.Command("go", "build", "-o", testopBin, "github.com/reserve/reserve/internal/tools/testop").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build testop: %v\n%s", err, out)
+		return 1
+	}
 	stop := startBrowser(filepath.Join(dir, "profile"))
 	defer stop()
 	if browserErr != nil && os.Getenv("RESERVE_CI") == "" {

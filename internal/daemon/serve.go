@@ -50,6 +50,7 @@ type serveOptions struct {
 	store           storeFlags
 	notify          notifyFlags
 	retention       retentionFlags
+	oidc            oidcFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -97,6 +98,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	o.store.register(f)
 	o.notify.register(f)
+	o.oidc.register(f)
 	o.retention.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
@@ -172,6 +174,9 @@ func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	if o.writeTimeout <= 0 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--write-timeout must be positive, not %v", o.writeTimeout)}
+	}
+	if err := o.oidc.load(); err != nil {
+		return &exitError{code: ExitUsage, err: err}
 	}
 	if o.pprofListen != "" {
 		if err := checkPprofAddr(o.pprofListen); err != nil {
@@ -485,6 +490,7 @@ func (o *serveOptions) serverConfig(eng *engine.Engine, store servedStore, injec
 	if injector != nil {
 		cfg.Faults = injector
 	}
+	cfg.OIDC = o.oidc.cfg
 	return cfg
 }
 

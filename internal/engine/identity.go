@@ -96,13 +96,16 @@ func (e *Engine) ActorOf(ctx context.Context, subject Subject, wanted func() (st
 }
 
 // bind returns the binding of subject, adding one to the first free name
-// of name, name-2, name-3, … when it has none. name itself is free when no
-// subject is bound to it: a store written before bindings existed named
-// actors by the name alone, and the subject that has that name now takes
-// its history, as it would have before. A numbered name is made up, so it
-// is free only when it has no history either (no receipt or tombstone, no
-// reservation, no hold): a subject that once had that very name (a user
-// "alice-2" of a store written before bindings) must find its own
+// of name, name-2, name-3, … when it has none. For a socket peer's uid,
+// name itself is free when no subject is bound to it: a store written
+// before bindings existed named actors by the name alone, and the uid
+// that has that name now takes its history, as it would have before. A
+// numbered name is made up, and the name of any other kind of subject
+// (an OpenID Connect subject, whose name the person may choose) was never
+// its own before bindings, so either is free only when it has no history
+// either (no receipt or tombstone, no reservation, no hold): a subject
+// that once had that very name (a user "alice-2" of a store written before
+// bindings, or an actor an admin's token named) must find its own
 // receipts under it, not a stranger who took it. It has no effects outside
 // tx.
 func bind(tx Tx, subject Subject, name string, clock func() time.Time) (Binding, error) {
@@ -116,7 +119,7 @@ func bind(tx Tx, subject Subject, name string, clock func() time.Time) (Binding,
 		if err != nil {
 			return Binding{}, err
 		}
-		if !taken && n > 1 {
+		if !taken && (n > 1 || subject.Kind != SubjectUID) {
 			if taken, err = hasHistory(tx, actor); err != nil {
 				return Binding{}, err
 			}

@@ -68,7 +68,9 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 			}
 		}
 	}
-	s := New(Config{Faults: faults.New(nil)})
+	// With every optional route: fault injection and the sign-in through an
+	// OpenID Connect provider.
+	s := New(Config{Faults: faults.New(nil), OIDC: &OIDCConfig{Issuer: "https://id.example", ClientID: "c", ClientSecret: "s", PublicURL: "https://reserve.example"}})
 	registered := map[string]bool{}
 	for _, rt := range s.routes() {
 		registered[strings.Replace(rt.pattern, "{$}", "", 1)] = true

@@ -188,6 +188,7 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"POST " + api.PathSessions:              {api.PathSessions, `{"code":"rlc_x"}`},
 		"DELETE " + api.PathCurrentSession:      {api.PathCurrentSession, ""},
 		"POST " + api.PathLoginLinks:            {api.PathLoginLinks, ""},
+		"GET /api/v1/sign-in":                   {"/api/v1/sign-in", ""},
 	}
 }
 
@@ -207,6 +208,7 @@ func sampleCall(via, route, path, body string) call {
 var anyoneRoutes = map[string]bool{
 	"GET /healthz": true, "GET /livez": true, "GET /readyz": true, "GET /api/v1/openapi.yaml": true, "GET /{$}": true, "GET /app.js": true, "GET /answers.js": true, "GET /common.js": true, "GET /style.css": true,
 	"GET /favicon.svg": true, "GET /admin": true, "GET /admin.js": true, "GET /admin.css": true, "GET " + api.PathLogin: true, "POST " + api.PathSessions: true, "DELETE " + api.PathCurrentSession: true,
+	"GET /api/v1/sign-in": true,
 }
 
 // adminRoutes are the routes only admins may use on TCP.
@@ -259,6 +261,7 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 		tr.do("GET /livez", call{via: via, method: http.MethodGet, path: api.PathLive}, http.StatusOK)
 		tr.do("GET /readyz", call{via: via, method: http.MethodGet, path: api.PathReady}, http.StatusOK)
 		tr.do("GET /api/v1/openapi.yaml", call{via: via, method: http.MethodGet, path: api.PathOpenAPI}, http.StatusOK)
+		tr.do("GET /api/v1/sign-in", call{via: via, method: http.MethodGet, path: "/api/v1/sign-in"}, http.StatusOK)
 		tr.do("GET /api/v1/whoami", call{via: via, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
 		tr.do("GET /api/v1/workshops", call{via: via, method: http.MethodGet, path: api.PathWorkshops}, http.StatusOK)
 		tr.do("GET /api/v1/reservations", call{via: via, method: http.MethodGet, path: api.PathReservations + "?status=all&limit=1"}, http.StatusOK)
@@ -675,6 +678,7 @@ var socketUnavailable = map[string]int{
 	"GET /api/v1/admin/backup":              http.StatusServiceUnavailable,
 	"GET /api/v1/admin/operations":          http.StatusServiceUnavailable,
 	"GET /api/v1/openapi.yaml":              http.StatusOK,
+	"GET /api/v1/sign-in":                   http.StatusOK,
 	"POST " + api.PathLoginLinks:            http.StatusServiceUnavailable,
 }
 

@@ -78,6 +78,10 @@ type Config struct {
 	// the longest idle connection is closed to admit a new one, and with
 	// none idle the new one is closed. Zero means no bound.
 	MaxSocketConns, MaxTCPConns int
+
+	// OIDC, if set, offers sign-in through an OpenID Connect provider to
+	// the browser form. Nil means none.
+	OIDC *OIDCConfig
 }
 
 // Server serves API v1 on a Unix socket listener and any number of TCP
@@ -98,6 +102,9 @@ type Server struct {
 	loginBase      string
 	maxSocketConns int
 	maxTCPConns    int
+
+	oidc     *oidcSignIn // Nil without a provider.
+	profiles *profiles
 
 	capMu  sync.Mutex
 	capLog map[string]capLogged // By listener kind and action.
@@ -126,6 +133,10 @@ func New(cfg Config) *Server {
 		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
 		maxSocketConns: cfg.MaxSocketConns,
 		maxTCPConns:    cfg.MaxTCPConns,
+	}
+	s.profiles = newProfiles(time.Now)
+	if cfg.OIDC != nil {
+		s.oidc = newOIDCSignIn(*cfg.OIDC, time.Now)
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = WriteTimeout

@@ -22,7 +22,9 @@ const SessionTTL = 12 * time.Hour
 // replay it or set one of its own (and a cookie the browser sends by
 // itself invites cross-site request forgery). Web storage is scoped by
 // origin, which includes the port: no other server can read the session,
-// plant one, or make the browser send it.
+// plant one, or make the browser send it. (The one cookie the daemon sets
+// binds a sign-in through an identity provider in progress to its browser,
+// see oidcStart; it authenticates nothing.)
 
 // sessionOf returns the browser session that the request's Authorization
 // header carries, or "" when it carries none (no header, or an API token).
@@ -37,7 +39,7 @@ func sessionOf(r *http.Request) string {
 // loginPage is GET /login?code=…, where a login link leads: the form's
 // page, which redeems the code itself (POST /api/v1/sessions), keeps the
 // session in its tab and removes the code from the address bar. No answer
-// of this listener ever sets a cookie.
+// of this route sets a cookie.
 //
 // A login link is opened from outside the browser (pasted, or handed over
 // by a terminal): Sec-Fetch-Site "none". A page of another site, or of
@@ -97,6 +99,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ engine.
 		return err
 	}
 	infoOf(r).actor = who.Actor
+	s.profiles.move(engine.HashToken(req.Code), engine.HashToken(session), SessionTTL)
 	if old := sessionOf(r); old != "" {
 		if err := s.eng.EndSession(r.Context(), old); err != nil {
 			s.log.Warn("could not end the tab's previous session at a new sign-in", "error", err)
@@ -121,6 +124,7 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, _ engine.Pri
 	if err := s.eng.EndSession(r.Context(), session); err != nil {
 		return err
 	}
+	s.profiles.forget(engine.HashToken(session))
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -155,7 +155,7 @@ func TestBrowserSession(t *testing.T) {
 	session := signIn(t, h, "")
 
 	resp, body := browserDo(t, h, http.MethodGet, api.PathWhoAmI, bearer(session), "")
-	if want := `{"actor":"` + me.Actor + `","admin":false}`; resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != want {
+	if want := `{"actor":"` + me.Actor + `","admin":false,"subject_kind":"uid"}`; resp.StatusCode != http.StatusOK || strings.TrimSpace(body) != want {
 		t.Errorf("whoami with the session: %d %s, want %s (a session is never an admin)", resp.StatusCode, body, want)
 	}
 

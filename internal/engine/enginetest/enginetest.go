@@ -104,6 +104,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"BindingNamesAreNeverReused", testBindingNamesAreNeverReused},
 		{"BindingNumbersSkipHistory", testBindingNumbersSkipHistory},
 		{"BindingWaitsForAName", testBindingWaitsForAName},
+		{"OIDCSubjects", testOIDCSubjects},
 		{"AddBindingRefusesBound", testAddBindingRefusesBound},
 		{"ConcurrentBindsAgree", testConcurrentBindsAgree},
 		{"CheckFindsBrokenBindings", testCheckFindsBrokenBindings},

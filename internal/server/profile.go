@@ -1,0 +1,112 @@
+package server
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/reserve/reserve/internal/engine"
+)
+
+// profile is what an identity provider said of the person behind a browser
+// session: the display name, and the email address only if the provider
+// verified it. It is kept with the session in this process's memory, never
+// stored, and never chooses the actor.
+type profile struct {
+	DisplayName string
+	Email       string
+}
+
+// maxProfiles bounds the profiles kept.
+const maxProfiles = 100000
+
+// profiles keeps the profiles by the hash of the login code that carries
+// them to a session, then by the hash of that session, until either
+// expires.
+type profiles struct {
+	mu  sync.Mutex
+	now func() time.Time
+	m   map[string]profileEntry
+}
+
+type profileEntry struct {
+	profile
+	expires time.Time
+}
+
+func newProfiles(now func() time.Time) *profiles {
+	return &profiles{now: now, m: map[string]profileEntry{}}
+}
+
+// put keeps p under hash for ttl. When maxProfiles are kept, the expired
+// ones go first; if none has, p is not kept (the session works without
+// it).
+func (ps *profiles) put(hash string, p profile, ttl time.Duration) {
+	if p == (profile{}) {
+		return
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	now := ps.now()
+	if len(ps.m) >= maxProfiles {
+		for h, e := range ps.m {
+			if !now.Before(e.expires) {
+				delete(ps.m, h)
+			}
+		}
+		if len(ps.m) >= maxProfiles {
+			return
+		}
+	}
+	ps.m[hash] = profileEntry{p, now.Add(ttl)}
+}
+
+// get returns the profile under hash, if it has not expired.
+func (ps *profiles) get(hash string) profile {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	e, ok := ps.m[hash]
+	if !ok || !ps.now().Before(e.expires) {
+		delete(ps.m, hash)
+		return profile{}
+	}
+	return e.profile
+}
+
+// move hands the profile under from to to, for ttl.
+func (ps *profiles) move(from, to string, ttl time.Duration) {
+	p := ps.get(from)
+	ps.forget(from)
+	ps.put(to, p, ttl)
+}
+
+// forget drops the profile under hash.
+func (ps *profiles) forget(hash string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	delete(ps.m, hash)
+}
+
+// whoAmI is the answer of GET /api/v1/whoami: the principal, the kind of
+// subject its actor is bound to (omitted when none is), and what the
+// identity provider said of the person behind the request's browser
+// session.
+type whoAmI struct {
+	engine.Principal
+	SubjectKind string `json:"subject_kind,omitempty"`
+	DisplayName string `json:"display_name,omitempty"`
+	Email       string `json:"email,omitempty"`
+}
+
+func (s *Server) whoAmIOf(r *http.Request, who engine.Principal) (whoAmI, error) {
+	kind, err := s.eng.SubjectKindOf(r.Context(), who.Actor)
+	if err != nil {
+		return whoAmI{}, err
+	}
+	out := whoAmI{Principal: who, SubjectKind: kind}
+	if session := sessionOf(r); session != "" {
+		p := s.profiles.get(engine.HashToken(session))
+		out.DisplayName, out.Email = p.DisplayName, p.Email
+	}
+	return out, nil
+}
