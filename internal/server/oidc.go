@@ -390,6 +390,7 @@ var oidcDoneTemplate = template.Must(template.New("done").Parse(`<!doctype html>
 <meta http-equiv="refresh" content="0;url={{.}}">
 <title>Signed in</title>
 <link rel="stylesheet" href="/style.css">
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 </head>
 <body>
 <main>
