@@ -31,8 +31,12 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ engine.Princip
 }
 
 // whoami is GET /api/v1/whoami.
-func (s *Server) whoami(w http.ResponseWriter, _ *http.Request, who engine.Principal) error {
-	return writeJSON(w, http.StatusOK, who)
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
+	body, err := s.whoamiOf(r.Context(), who)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, body)
 }
 
 // serveMetrics is GET /metrics in the Prometheus text format.

@@ -66,6 +66,7 @@ func (s *Server) routes() []route {
 		rs = append(rs, route{"POST /api/v1/debug/faults", admin, s.armFault})
 	}
 	rs = append(rs, s.webRoutes()...)
+	rs = append(rs, s.signInRoutes()...)
 	return rs
 }
 

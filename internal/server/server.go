@@ -78,6 +78,10 @@ type Config struct {
 	// the longest idle connection is closed to admit a new one, and with
 	// none idle the new one is closed. Zero means no bound.
 	MaxSocketConns, MaxTCPConns int
+
+	// EmailSignIn, if set and enabled, mails sign-in links to people
+	// (POST /api/v1/sign-in/email). Nil offers no sign-in by email.
+	EmailSignIn *EmailSignIn
 }
 
 // Server serves API v1 on a Unix socket listener and any number of TCP
@@ -98,6 +102,7 @@ type Server struct {
 	loginBase      string
 	maxSocketConns int
 	maxTCPConns    int
+	emailSignIn    *emailSignIn // Nil: no sign-in by email.
 
 	capMu  sync.Mutex
 	capLog map[string]capLogged // By listener kind and action.
@@ -126,6 +131,7 @@ func New(cfg Config) *Server {
 		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
 		maxSocketConns: cfg.MaxSocketConns,
 		maxTCPConns:    cfg.MaxTCPConns,
+		emailSignIn:    newEmailSignIn(cfg.EmailSignIn),
 	}
 	if s.writeTimeout <= 0 {
 		s.writeTimeout = WriteTimeout
