@@ -50,6 +50,7 @@ type serveOptions struct {
 	store           storeFlags
 	notify          notifyFlags
 	retention       retentionFlags
+	mail            mailFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -98,6 +99,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	o.store.register(f)
 	o.notify.register(f)
 	o.retention.register(f)
+	o.mail.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
 	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal, which it has from the moment it is created, e.g. --socket-mode 0660 to let its group in")
@@ -223,6 +225,12 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	defer lns.close()
 	metrics := server.NewMetrics()
+	// Mail is checked before the store is opened, so that a refusal
+	// creates nothing.
+	mailer, err := o.mail.open(ctx, logger, metrics, lns.tcpAddr != "")
+	if err != nil {
+		return err
+	}
 	store, err := o.openStore(ctx, metrics, logger)
 	if err != nil {
 		return err
@@ -232,7 +240,12 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := o.createDemo(ctx, eng, store, logger); err != nil {
 		return err
 	}
-	srv := server.New(o.serverConfig(eng, store, injector, metrics, logger, adminGIDs, caps, lns.tcpAddr))
+	cfg := o.serverConfig(eng, store, injector, metrics, logger, adminGIDs, caps, lns.tcpAddr)
+	if mailer != nil {
+		cfg.EmailSignIn = mailer.signIn
+		defer mailer.queue.Start(ctx)()
+	}
+	srv := server.New(cfg)
 	if lns.pprof != nil {
 		defer servePprof(lns.pprof, srv.LoopbackHosts, logger)()
 	}
