@@ -4,7 +4,8 @@
 // session used STARTTLS) header fields before the message as received.
 // With --tls-cert and --tls-key it offers STARTTLS; --refuse makes it
 // refuse the first --refuse-count messages at DATA with a reply code, to
-// test how a sender handles failures. It prints "listening ADDR" on
+// test how a sender handles failures; with --user and --password it
+// offers AUTH PLAIN and takes mail only after it. It prints "listening ADDR" on
 // standard output once it accepts connections, and serves until killed.
 //
 // It is a test tool: it imports nothing of reserve.
@@ -24,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 )
 
@@ -41,6 +43,8 @@ func run() error {
 	key := flag.String("tls-key", "", "PEM key of --tls-cert")
 	refuse := flag.Int("refuse", 0, "reply code (e.g. 451 or 550) to refuse messages with at DATA")
 	refuseCount := flag.Int("refuse-count", 1, "how many messages --refuse refuses before accepting (-1: all)")
+	user := flag.String("user", "", "offer AUTH PLAIN and accept mail only from this user")
+	password := flag.String("password", "", "the password of --user")
 	flag.Parse()
 	if *dir == "" {
 		return fmt.Errorf("--dir is required")
@@ -50,7 +54,7 @@ func run() error {
 			return err
 		}
 	}
-	b := &backend{dir: *dir, refuse: *refuse, refuseAll: *refuseCount < 0}
+	b := &backend{dir: *dir, refuse: *refuse, refuseAll: *refuseCount < 0, user: *user, password: *password}
 	b.refusals.Store(int64(*refuseCount))
 	s := smtp.NewServer(b)
 	s.Domain = "sink.test"
@@ -78,6 +82,8 @@ type backend struct {
 	dir       string
 	refuse    int
 	refuseAll bool
+	user      string // Required by AUTH PLAIN when set.
+	password  string
 	refusals  atomic.Int64 // Refusals left, unless refuseAll.
 	seq       atomic.Int64
 }
@@ -87,16 +93,38 @@ func (b *backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 }
 
 type session struct {
-	b    *backend
-	conn *smtp.Conn
-	from string
-	to   []string
+	b      *backend
+	conn   *smtp.Conn
+	from   string
+	to     []string
+	authed bool
+}
+
+// AuthMechanisms offers PLAIN when the sink has a user.
+func (s *session) AuthMechanisms() []string {
+	if s.b.user == "" {
+		return nil
+	}
+	return []string{sasl.Plain}
+}
+
+func (s *session) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, password string) error {
+		if user != s.b.user || password != s.b.password {
+			return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "bad user name or password"}
+		}
+		s.authed = true
+		return nil
+	}), nil
 }
 
 func (s *session) Reset()        { s.from, s.to = "", nil }
 func (s *session) Logout() error { return nil }
 
 func (s *session) Mail(from string, _ *smtp.MailOptions) error {
+	if s.b.user != "" && !s.authed {
+		return &smtp.SMTPError{Code: 530, EnhancedCode: smtp.EnhancedCode{5, 7, 0}, Message: "authenticate first"}
+	}
 	s.from = from
 	return nil
 }
