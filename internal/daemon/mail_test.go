@@ -525,3 +525,37 @@ func testCert(t *testing.T, ip net.IP) (certFile, keyFile string) {
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 	return certFile, keyFile
 }
+
+// TestMailedLinkExpires: a mailed link no longer signs in once the
+// daemon's clock has passed its 15 minutes, while one a second younger
+// still does. It runs a failpoint build of reserved, whose clock a file shifts.
+func TestMailedLinkExpires(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "reserved-failpoint")
+	if out, err := exec.Command("go", "build", "-tags", "failpoint", "-o", bin, "github.com/reserve/reserve/cmd/reserved").CombinedOutput(); err != nil {
+		t.Fatalf("build reserved with failpoints: %v\n%s", err, out)
+	}
+	s := startSink(t)
+	clock := filepath.Join(t.TempDir(), "clock")
+	dir := t.TempDir()
+	sock := filepath.Join(servertest.ShortTempDir(t), "s.sock")
+	args := serveArgs(dir, sock, "--smtp", "smtp://"+s.addr, "--mail-from", "reserve@example.org", "--email-sign-in", "open")
+	p := launchProgram(t, env(dir, "RESERVED_FAILPOINT_CLOCK="+clock), bin, args...)
+	p.socket = sock
+	p.waitServing(t)
+	signInByEmail(t, p, `{"email":"late@example.org"}`)
+	m := parseMail(t, s.waitMessages(t, 1)[0])
+	if err := os.WriteFile(clock, []byte("14m59s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signInByEmail(t, p, `{"email":"early@example.org"}`)
+	early := parseMail(t, s.waitMessages(t, 2)[1])
+	if err := os.WriteFile(clock, []byte("15m"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := redeem(t, p, codeOf(t, m.link)); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a link 15 minutes old: %d, want 401", resp.StatusCode)
+	}
+	if resp, s := redeem(t, p, codeOf(t, early.link)); resp.StatusCode != http.StatusCreated || s.Actor != "early" {
+		t.Errorf("a link 1 second old: %d %q, want 201 early", resp.StatusCode, s.Actor)
+	}
+}
