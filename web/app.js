@@ -71,6 +71,14 @@
       signInTitle: "Sign in",
       signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
       signInNothing: "Nothing is sent until you are signed in.",
+      emailSignInText: "You are not signed in. Enter your email address and we will mail you a link that signs you in.",
+      emailLabel: "Email address",
+      emailSend: "Send me a sign-in link",
+      emailSending: "Sending …",
+      emailSent: (a) => `Check your mailbox: if ${a} may sign in here, a link is on its way to it. It works once, for 15 minutes; open it in this browser.`,
+      emailInvalid: "Enter one email address, such as ada@example.org.",
+      emailTooMany: "Links were asked for too often. Use the newest link that arrived, or try again later.",
+      emailError: "The link could not be requested: the reservation service could not be reached or had a problem. Try again.",
       workshop: "Workshop",
       quantity: "Places",
       reserve: "Reserve",
@@ -164,6 +172,14 @@
       signInTitle: "Anmelden",
       signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
       signInNothing: "Bis zur Anmeldung wird nichts gesendet.",
+      emailSignInText: "Sie sind nicht angemeldet. Geben Sie Ihre E-Mail-Adresse ein, und wir schicken Ihnen einen Link, der Sie anmeldet.",
+      emailLabel: "E-Mail-Adresse",
+      emailSend: "Anmeldelink schicken",
+      emailSending: "Wird gesendet …",
+      emailSent: (a) => `Sehen Sie in Ihr Postfach: Wenn sich ${a} hier anmelden darf, ist ein Link dorthin unterwegs. Er gilt einmal und 15 Minuten lang; öffnen Sie ihn in diesem Browser.`,
+      emailInvalid: "Geben Sie eine E-Mail-Adresse ein, etwa ada@example.org.",
+      emailTooMany: "Es wurden zu oft Links angefordert. Nehmen Sie den neuesten Link, der angekommen ist, oder versuchen Sie es später noch einmal.",
+      emailError: "Der Link konnte nicht angefordert werden: Der Reservierungsdienst war nicht erreichbar oder hatte ein Problem. Versuchen Sie es noch einmal.",
       workshop: "Workshop",
       quantity: "Plätze",
       reserve: "Reservieren",
@@ -301,6 +317,7 @@
     mineRead: 0, // The number of the latest read of the list; older answers are dropped.
     skew: 0, // The daemon's clock less this browser's, in ms, from the list's Date header.
     signOutWarning: false,
+    emailStatus: null, // [textKey, ...args] of the email sign-in form's status line.
   };
 
   function chooseLanguage() {
@@ -531,6 +548,7 @@
     if (who.status === 401) {
       forgetSession(); // None, or one that has ended.
       el.signin.hidden = false;
+      await offerEmailSignIn();
       render();
       return; // Not signed in: show how, send nothing.
     }
@@ -559,6 +577,59 @@
     await Promise.all([loadWorkshops(), loadMine()]);
     render();
     setInterval(renderMine, 1000); // The holds' countdowns.
+  }
+
+  // Sign-in by email. A signed-out page asks the daemon which sign-in
+  // methods it offers (GET /api/v1/sign-in, open to anyone); when "email"
+  // is among them it shows a form that asks for a link to be mailed, in
+  // the page's language, instead of the hint about 'reservectl
+  // login-link'. The daemon answers the same for every address, so the
+  // page can only say where to look.
+  async function offerEmailSignIn() {
+    let r;
+    try {
+      r = await api("GET", "/api/v1/sign-in");
+    } catch (e) {
+      return; // No answer: keep the login-link hint.
+    }
+    const methods = r.status === 200 && r.body && Array.isArray(r.body.methods) ? r.body.methods : [];
+    if (!methods.includes("email")) return;
+    $("signin-link-hint").hidden = true;
+    $("email-signin").hidden = false;
+    $("email-signin").addEventListener("submit", onEmailSignIn);
+  }
+
+  async function onEmailSignIn(event) {
+    event.preventDefault();
+    const input = $("email");
+    const email = input.value.trim();
+    if (email === "" || !input.checkValidity()) {
+      state.emailStatus = ["emailInvalid"];
+      renderEmailSignIn();
+      input.focus();
+      return;
+    }
+    state.emailStatus = ["emailSending"];
+    renderEmailSignIn();
+    let r;
+    try {
+      r = await api("POST", "/api/v1/sign-in/email", {
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ email, language: state.lang }),
+      });
+    } catch (e) {
+      r = { status: 0 };
+    }
+    state.emailStatus = r.status === 202 ? ["emailSent", email] : r.status === 429 ? ["emailTooMany"] : r.status === 422 ? ["emailInvalid"] : ["emailError"];
+    renderEmailSignIn();
+  }
+
+  function renderEmailSignIn() {
+    const status = $("email-status");
+    status.textContent = state.emailStatus ? t(...state.emailStatus) : "";
+    status.dataset.kind = state.emailStatus ? state.emailStatus[0] : "";
+    $("email-send").disabled = Boolean(state.emailStatus && state.emailStatus[0] === "emailSending");
+    $("email").setAttribute("aria-invalid", String(Boolean(state.emailStatus && state.emailStatus[0] === "emailInvalid")));
   }
 
   // signInWith redeems a login code for a session of this tab. The session
@@ -1050,6 +1121,7 @@
     el.actor.hidden = !state.actor;
     el.actor.textContent = state.actor ? t("signedInAs", state.actor) : "";
     el.actor.dataset.actor = state.actor || "";
+    renderEmailSignIn();
 
     renderOptions();
     showChoice();

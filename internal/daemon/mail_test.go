@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -12,120 +11,21 @@ import (
 	"encoding/pem"
 	"io"
 	"math/big"
-	"mime"
-	"mime/multipart"
 	"net"
 	"net/http"
-	"net/mail"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/reserve/reserve/internal/api"
+	"github.com/reserve/reserve/internal/mail/mailtest"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
-
-// sinkBin is the smtpsink test SMTP server, built once.
-var (
-	sinkOnce sync.Once
-	sinkBin  string
-	sinkErr  error
-)
-
-// buildSink builds internal/tools/smtpsink into a directory that lives
-// as long as the test binary's temporary files.
-func buildSink(t *testing.T) string {
-	t.Helper()
-	sinkOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "smtpsink")
-		if err != nil {
-			sinkErr = err
-			return
-		}
-		sinkBin = filepath.Join(dir, "smtpsink")
-		if out, err := exec.Command("go", "build", "-o", sinkBin, "github.com/reserve/reserve/internal/tools/smtpsink").CombinedOutput(); err != nil {
-			sinkErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if sinkErr != nil {
-		t.Fatalf("build smtpsink: %v", sinkErr)
-	}
-	return sinkBin
-}
-
-// sink is a running smtpsink process.
-type sink struct {
-	addr string // host:port it listens on.
-	dir  string // Its maildir: messages land in dir/new.
-}
-
-// startSink runs smtpsink with args on a fresh directory until the test
-// ends and waits until it listens.
-func startSink(t *testing.T, args ...string) *sink {
-	t.Helper()
-	s := &sink{dir: t.TempDir()}
-	cmd := exec.Command(buildSink(t), append([]string{"--dir", s.dir}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("smtpsink's log:\n%s", stderr.String())
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
-	if err != nil || !ok {
-		t.Fatalf("smtpsink did not say where it listens: %q, %v; %s", line, err, stderr.String())
-	}
-	s.addr = addr
-	return s
-}
-
-// messages returns the messages the sink accepted, oldest first.
-func (s *sink) messages(t *testing.T) [][]byte {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(s.dir, "new"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var msgs [][]byte
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(s.dir, "new", e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, b)
-	}
-	return msgs
-}
-
-// waitMessages waits until the sink holds n messages and returns them.
-func (s *sink) waitMessages(t *testing.T, n int) [][]byte {
-	t.Helper()
-	var msgs [][]byte
-	servertest.Eventually(t, startTimeout, strconv.Itoa(n)+" mails in the sink", func() bool {
-		msgs = s.messages(t)
-		return len(msgs) >= n
-	})
-	return msgs
-}
 
 // startMailDaemon runs reserved with sign-in by email through the SMTP
 // server at smtpURL, plus extra flags.
@@ -168,56 +68,6 @@ func do(t *testing.T, req *http.Request) (*http.Response, []byte) {
 	return resp, b
 }
 
-// mailParts is what a test reads of a sign-in mail.
-type mailParts struct {
-	header     mail.Header
-	subject    string
-	text, html string
-	link       string
-}
-
-var linkRE = regexp.MustCompile(`http://\S+/login\?code=rlc_[A-Za-z0-9_-]+`)
-
-// parseMail reads a mail as the sink wrote it: its header, the decoded
-// subject, both parts of its multipart/alternative body and the sign-in
-// link of its text part.
-func parseMail(t *testing.T, raw []byte) mailParts {
-	t.Helper()
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("read mail: %v\n%s", err, raw)
-	}
-	m := mailParts{header: msg.Header}
-	if m.subject, err = new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); err != nil {
-		t.Fatal(err)
-	}
-	media, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || media != "multipart/alternative" {
-		t.Fatalf("mail Content-Type %q (%v), want multipart/alternative", msg.Header.Get("Content-Type"), err)
-	}
-	r := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		part, err := r.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(part)
-		switch ct := part.Header.Get("Content-Type"); {
-		case strings.HasPrefix(ct, "text/plain; charset=utf-8"):
-			m.text = string(b)
-		case strings.HasPrefix(ct, "text/html; charset=utf-8"):
-			m.html = string(b)
-		default:
-			t.Errorf("unexpected part %q", ct)
-		}
-	}
-	m.link = linkRE.FindString(m.text)
-	return m
-}
-
 // codeOf returns the code of a login link.
 func codeOf(t *testing.T, link string) string {
 	t.Helper()
@@ -251,14 +101,8 @@ func metric(t *testing.T, p *proc, sample string) float64 {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("metrics: %v", err)
 	}
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, sample+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return f
-		}
+	if v, ok := mailtest.Metric(string(body), sample); ok {
+		return v
 	}
 	t.Fatalf("no sample %s in the metrics", sample)
 	return 0
@@ -272,8 +116,8 @@ func metric(t *testing.T, p *proc, sample string) float64 {
 // the fourth request for an address within 15 minutes is 429 with
 // Retry-After.
 func TestEmailSignInThroughARealMailServer(t *testing.T) {
-	s := startSink(t)
-	p := startMailDaemon(t, "smtp://"+s.addr, nil)
+	s := mailtest.Start(t)
+	p := startMailDaemon(t, "smtp://"+s.Addr, nil)
 
 	resp, known := signInByEmail(t, p, `{"email":"Ada.Lovelace@Example.org"}`, "Accept-Language", "de-DE,de;q=0.9,en;q=0.5")
 	if resp.StatusCode != http.StatusAccepted {
@@ -283,33 +127,33 @@ func TestEmailSignInThroughARealMailServer(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted || !bytes.Equal(known, unknown) {
 		t.Fatalf("sign-in for an address that may not sign in: %d %s, want 202 and the same body as %s", resp.StatusCode, unknown, known)
 	}
-	m := parseMail(t, s.waitMessages(t, 1)[0])
-	if got := m.header.Get("Delivered-To"); got != "ada.lovelace@example.org" {
+	m := mailtest.Parse(t, s.Wait(t, 1)[0])
+	if got := m.Header.Get("Delivered-To"); got != "ada.lovelace@example.org" {
 		t.Errorf("mail delivered to %q", got)
 	}
-	if m.header.Get("X-Sink-TLS") != "false" {
-		t.Errorf("mail to a loopback server used TLS: %s", m.header.Get("X-Sink-TLS"))
+	if m.Header.Get("X-Sink-TLS") != "false" {
+		t.Errorf("mail to a loopback server used TLS: %s", m.Header.Get("X-Sink-TLS"))
 	}
-	if id := m.header.Get("Message-ID"); !strings.HasSuffix(id, "@example.org>") {
+	if id := m.Header.Get("Message-ID"); !strings.HasSuffix(id, "@example.org>") {
 		t.Errorf("Message-ID %q", id)
 	}
-	if d, err := m.header.Date(); err != nil || time.Since(d) > time.Hour || time.Until(d) > time.Hour {
-		t.Errorf("Date %q: %v", m.header.Get("Date"), err)
+	if d, err := m.Header.Date(); err != nil || time.Since(d) > time.Hour || time.Until(d) > time.Hour {
+		t.Errorf("Date %q: %v", m.Header.Get("Date"), err)
 	}
-	if from, err := m.header.AddressList("From"); err != nil || from[0].Address != "reserve@example.org" || from[0].Name != "Reserve" {
+	if from, err := m.Header.AddressList("From"); err != nil || from[0].Address != "reserve@example.org" || from[0].Name != "Reserve" {
 		t.Errorf("From %v, %v", from, err)
 	}
-	if m.subject != "Ihr Anmeldelink für Reserve" || m.header.Get("Content-Language") != "de" {
-		t.Errorf("mail in the wrong language: subject %q, Content-Language %q", m.subject, m.header.Get("Content-Language"))
+	if m.Subject != "Ihr Anmeldelink für Reserve" || m.Header.Get("Content-Language") != "de" {
+		t.Errorf("mail in the wrong language: subject %q, Content-Language %q", m.Subject, m.Header.Get("Content-Language"))
 	}
-	if m.link == "" || !strings.HasPrefix(m.link, p.url+"/login?code=") {
-		t.Fatalf("no link to %s in the text part:\n%s", p.url, m.text)
+	if m.Link == "" || !strings.HasPrefix(m.Link, p.url+"/login?code=") {
+		t.Fatalf("no link to %s in the text part:\n%s", p.url, m.Text)
 	}
-	if !strings.Contains(m.html, `href="`+strings.ReplaceAll(m.link, "&", "&amp;")+`"`) || !strings.Contains(m.html, "anzumelden") {
-		t.Errorf("the HTML part lacks the link or the German text:\n%s", m.html)
+	if !strings.Contains(m.HTML, `href="`+strings.ReplaceAll(m.Link, "&", "&amp;")+`"`) || !strings.Contains(m.HTML, "anzumelden") {
+		t.Errorf("the HTML part lacks the link or the German text:\n%s", m.HTML)
 	}
 
-	resp, session := redeem(t, p, codeOf(t, m.link))
+	resp, session := redeem(t, p, codeOf(t, m.Link))
 	if resp.StatusCode != http.StatusCreated || session.Actor != "ada-lovelace" {
 		t.Fatalf("redeeming the mailed link: %d, actor %q; want 201 ada-lovelace", resp.StatusCode, session.Actor)
 	}
@@ -321,7 +165,7 @@ func TestEmailSignInThroughARealMailServer(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || who.Actor != "ada-lovelace" || who.Email != "ada.lovelace@example.org" {
 		t.Errorf("whoami with the session: %d %s", resp.StatusCode, body)
 	}
-	if resp, _ := redeem(t, p, codeOf(t, m.link)); resp.StatusCode != http.StatusUnauthorized {
+	if resp, _ := redeem(t, p, codeOf(t, m.Link)); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("second redemption of the link: %d, want 401", resp.StatusCode)
 	}
 
@@ -335,24 +179,24 @@ func TestEmailSignInThroughARealMailServer(t *testing.T) {
 	if wait, _ := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != http.StatusTooManyRequests || wait < 1 || wait > 900 {
 		t.Fatalf("fourth request for the address: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
-	m = parseMail(t, s.waitMessages(t, 3)[2])
-	if m.subject != "Your sign-in link for Reserve" || m.header.Get("Content-Language") != "en" {
-		t.Errorf("the mail asked for in English: subject %q, Content-Language %q", m.subject, m.header.Get("Content-Language"))
+	m = mailtest.Parse(t, s.Wait(t, 3)[2])
+	if m.Subject != "Your sign-in link for Reserve" || m.Header.Get("Content-Language") != "en" {
+		t.Errorf("the mail asked for in English: subject %q, Content-Language %q", m.Subject, m.Header.Get("Content-Language"))
 	}
 	servertest.Eventually(t, startTimeout, "the mail queue to empty", func() bool { return metric(t, p, "reserved_mail_queue_length") == 0 })
 	if sent := metric(t, p, "reserved_mail_sent_total"); sent != 3 {
 		t.Errorf("reserved_mail_sent_total = %v, want 3 (none to the address that may not sign in)", sent)
 	}
-	if len(s.messages(t)) != 3 {
-		t.Errorf("%d mails in the sink, want 3", len(s.messages(t)))
+	if len(s.Messages(t)) != 3 {
+		t.Errorf("%d mails in the sink, want 3", len(s.Messages(t)))
 	}
 }
 
 // TestEmailSignInLimitsAClient: the eleventh request of one client in 15
 // minutes is 429, whatever the addresses.
 func TestEmailSignInLimitsAClient(t *testing.T) {
-	s := startSink(t)
-	p := startMailDaemon(t, "smtp://"+s.addr, nil)
+	s := mailtest.Start(t)
+	p := startMailDaemon(t, "smtp://"+s.Addr, nil)
 	for i := range 10 {
 		if resp, body := signInByEmail(t, p, `{"email":"person`+strconv.Itoa(i)+`@elsewhere.org"}`); resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("request %d: %d %s", i+1, resp.StatusCode, body)
@@ -368,11 +212,11 @@ func TestEmailSignInLimitsAClient(t *testing.T) {
 // twice and then accepts gets the mail on the third attempt, and the
 // daemon logs and counts each failure.
 func TestMailRetriedAfterTemporaryRefusal(t *testing.T) {
-	s := startSink(t, "--refuse", "451", "--refuse-count", "2")
-	p := startMailDaemon(t, "smtp://"+s.addr, nil)
+	s := mailtest.Start(t, "--refuse", "451", "--refuse-count", "2")
+	p := startMailDaemon(t, "smtp://"+s.Addr, nil)
 	signInByEmail(t, p, `{"email":"ada@example.org"}`)
-	m := parseMail(t, s.waitMessages(t, 1)[0])
-	if m.link == "" {
+	m := mailtest.Parse(t, s.Wait(t, 1)[0])
+	if m.Link == "" {
 		t.Fatal("the retried mail has no link")
 	}
 	servertest.Eventually(t, startTimeout, "the mail counted as sent", func() bool { return metric(t, p, "reserved_mail_sent_total") == 1 })
@@ -387,8 +231,8 @@ func TestMailRetriedAfterTemporaryRefusal(t *testing.T) {
 // TestMailGivenUpAfterPermanentRefusal: a 550 is not retried; the mail is
 // given up, logged and counted.
 func TestMailGivenUpAfterPermanentRefusal(t *testing.T) {
-	s := startSink(t, "--refuse", "550", "--refuse-count", "-1")
-	p := startMailDaemon(t, "smtp://"+s.addr, nil)
+	s := mailtest.Start(t, "--refuse", "550", "--refuse-count", "-1")
+	p := startMailDaemon(t, "smtp://"+s.Addr, nil)
 	signInByEmail(t, p, `{"email":"ada@example.org"}`)
 	servertest.Eventually(t, startTimeout, "the mail given up", func() bool {
 		return metric(t, p, `reserved_mail_failed_total{reason="permanent"}`) == 1
@@ -408,15 +252,15 @@ func TestMailGivenUpAfterPermanentRefusal(t *testing.T) {
 // authenticates (AUTH PLAIN, allowed in plain text on loopback) and shows
 // in no log line; a password in the URL does not either.
 func TestSMTPAuthPasswordNeverLogged(t *testing.T) {
-	s := startSink(t, "--user", "reserve", "--password", "s3cret-pw")
+	s := mailtest.Start(t, "--user", "reserve", "--password", "s3cret-pw")
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	os.WriteFile(pwFile, []byte("s3cret-pw\n"), 0o600)
-	p := startMailDaemon(t, "smtp://reserve@"+s.addr, nil, "--smtp-password-file", pwFile)
+	p := startMailDaemon(t, "smtp://reserve@"+s.Addr, nil, "--smtp-password-file", pwFile)
 	signInByEmail(t, p, `{"email":"ada@example.org"}`)
-	s.waitMessages(t, 1)
-	q := startMailDaemon(t, "smtp://reserve:s3cret-pw@"+s.addr, nil)
+	s.Wait(t, 1)
+	q := startMailDaemon(t, "smtp://reserve:s3cret-pw@"+s.Addr, nil)
 	signInByEmail(t, q, `{"email":"ada@example.org"}`)
-	s.waitMessages(t, 2)
+	s.Wait(t, 2)
 	for _, d := range []*proc{p, q} {
 		if strings.Contains(d.logs.String(), "s3cret-pw") {
 			t.Errorf("the SMTP password is in the log:\n%s", d.logs)
@@ -456,9 +300,9 @@ func TestMailFlagsRefused(t *testing.T) {
 // certificate checked against the roots SSL_CERT_FILE names.
 func TestSMTPOffLoopbackNeedsStartTLS(t *testing.T) {
 	ip := nonLoopbackIP(t)
-	plain := startSink(t, "--listen", net.JoinHostPort(ip.String(), "0"))
+	plain := mailtest.Start(t, "--listen", net.JoinHostPort(ip.String(), "0"))
 	dir := t.TempDir()
-	args := serveArgs(dir, filepath.Join(servertest.ShortTempDir(t), "s.sock"), "--smtp", "smtp://"+plain.addr, "--mail-from", "reserve@example.org", "--email-sign-in", "open")
+	args := serveArgs(dir, filepath.Join(servertest.ShortTempDir(t), "s.sock"), "--smtp", "smtp://"+plain.Addr, "--mail-from", "reserve@example.org", "--email-sign-in", "open")
 	p := launch(t, env(dir), args...)
 	if code := p.wait(t); code != 2 || !strings.Contains(p.logs.String(), "does not offer STARTTLS") {
 		t.Fatalf("reserved with a plain mail server off loopback: exit %d, %s; want exit 2 about STARTTLS", code, p.logs)
@@ -466,12 +310,12 @@ func TestSMTPOffLoopbackNeedsStartTLS(t *testing.T) {
 	mustNotExist(t, filepath.Join(dir, "reserved.db"))
 
 	certFile, keyFile := testCert(t, ip)
-	tlsSink := startSink(t, "--listen", net.JoinHostPort(ip.String(), "0"), "--tls-cert", certFile, "--tls-key", keyFile)
-	q := startMailDaemon(t, "smtp://"+tlsSink.addr, []string{"SSL_CERT_FILE=" + certFile})
+	tlsSink := mailtest.Start(t, "--listen", net.JoinHostPort(ip.String(), "0"), "--tls-cert", certFile, "--tls-key", keyFile)
+	q := startMailDaemon(t, "smtp://"+tlsSink.Addr, []string{"SSL_CERT_FILE=" + certFile})
 	signInByEmail(t, q, `{"email":"ada@example.org"}`)
-	m := parseMail(t, tlsSink.waitMessages(t, 1)[0])
-	if m.header.Get("X-Sink-TLS") != "true" || m.link == "" {
-		t.Errorf("mail off loopback: X-Sink-TLS %q, link %q", m.header.Get("X-Sink-TLS"), m.link)
+	m := mailtest.Parse(t, tlsSink.Wait(t, 1)[0])
+	if m.Header.Get("X-Sink-TLS") != "true" || m.Link == "" {
+		t.Errorf("mail off loopback: X-Sink-TLS %q, link %q", m.Header.Get("X-Sink-TLS"), m.Link)
 	}
 }
 
@@ -534,28 +378,28 @@ func TestMailedLinkExpires(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-tags", "failpoint", "-o", bin, "github.com/reserve/reserve/cmd/reserved").CombinedOutput(); err != nil {
 		t.Fatalf("build reserved with failpoints: %v\n%s", err, out)
 	}
-	s := startSink(t)
+	s := mailtest.Start(t)
 	clock := filepath.Join(t.TempDir(), "clock")
 	dir := t.TempDir()
 	sock := filepath.Join(servertest.ShortTempDir(t), "s.sock")
-	args := serveArgs(dir, sock, "--smtp", "smtp://"+s.addr, "--mail-from", "reserve@example.org", "--email-sign-in", "open")
+	args := serveArgs(dir, sock, "--smtp", "smtp://"+s.Addr, "--mail-from", "reserve@example.org", "--email-sign-in", "open")
 	p := launchProgram(t, env(dir, "RESERVED_FAILPOINT_CLOCK="+clock), bin, args...)
 	p.socket = sock
 	p.waitServing(t)
 	signInByEmail(t, p, `{"email":"late@example.org"}`)
-	m := parseMail(t, s.waitMessages(t, 1)[0])
+	m := mailtest.Parse(t, s.Wait(t, 1)[0])
 	if err := os.WriteFile(clock, []byte("14m59s"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	signInByEmail(t, p, `{"email":"early@example.org"}`)
-	early := parseMail(t, s.waitMessages(t, 2)[1])
+	early := mailtest.Parse(t, s.Wait(t, 2)[1])
 	if err := os.WriteFile(clock, []byte("15m"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := redeem(t, p, codeOf(t, m.link)); resp.StatusCode != http.StatusUnauthorized {
+	if resp, _ := redeem(t, p, codeOf(t, m.Link)); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a link 15 minutes old: %d, want 401", resp.StatusCode)
 	}
-	if resp, s := redeem(t, p, codeOf(t, early.link)); resp.StatusCode != http.StatusCreated || s.Actor != "early" {
+	if resp, s := redeem(t, p, codeOf(t, early.Link)); resp.StatusCode != http.StatusCreated || s.Actor != "early" {
 		t.Errorf("a link 1 second old: %d %q, want 201 early", resp.StatusCode, s.Actor)
 	}
 }
