@@ -39,12 +39,18 @@ type daemon struct {
 // ends. Without a browser it skips (or fails in CI) first.
 func startDaemon(t *testing.T) *daemon {
 	t.Helper()
+	return startDaemonWith(t)
+}
+
+// startDaemonWith is startDaemon with extra flags of reserved serve.
+func startDaemonWith(t *testing.T, extra ...string) *daemon {
+	t.Helper()
 	needBrowser(t) // Every test here drives a browser: skip before starting anything.
 	dir := t.TempDir()
 	sock := filepath.Join(servertest.ShortTempDir(t), "s.sock")
 	d := &daemon{logs: &servertest.LogBuffer{}, socket: &client.Client{Socket: sock}}
-	cmd := exec.Command(reservedBin, "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", sock,
-		"--listen", "127.0.0.1:0", "--log-format", "json", "--enable-fault-injection")
+	cmd := exec.Command(reservedBin, append([]string{"serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", sock,
+		"--listen", "127.0.0.1:0", "--log-format", "json", "--enable-fault-injection"}, extra...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
 	cmd.Stdout, cmd.Stderr = d.logs, d.logs
 	if err := cmd.Start(); err != nil {
