@@ -32,7 +32,7 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request, _ engine.Princip
 
 // whoami is GET /api/v1/whoami.
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	body, err := s.whoamiOf(r.Context(), who)
+	body, err := s.whoamiOf(r, who)
 	if err != nil {
 		return err
 	}

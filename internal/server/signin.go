@@ -354,9 +354,15 @@ func signInMail(from mail.Address, addr, link string, expires time.Time, lang st
 }
 
 // whoamiOf is what GET /api/v1/whoami answers for who: the principal and,
-// when its actor is bound to an email address, that verified address.
-func (s *Server) whoamiOf(ctx context.Context, who engine.Principal) (any, error) {
-	email, err := s.eng.EmailOf(ctx, who.Actor)
+// for a browser session whose actor is bound to an email address, that
+// verified address. Only a session is looked up: its authentication read
+// the store already, while a socket peer's or a token's whoami keeps
+// answering from the engine's caches when the store cannot serve.
+func (s *Server) whoamiOf(r *http.Request, who engine.Principal) (any, error) {
+	if sessionOf(r) == "" {
+		return who, nil
+	}
+	email, err := s.eng.EmailOf(r.Context(), who.Actor)
 	if err != nil || email == "" {
 		return who, err
 	}
