@@ -60,6 +60,14 @@
       signInNothing: "Nothing is sent until you are signed in.",
       signInWith: () => `Sign in with ${state.oidcName || "your organization"}`,
       signInTextOr: "Or, on the machine that runs reserved, run this command and open the link it prints:",
+      emailSignInText: "You are not signed in. Enter your email address and we will mail you a link that signs you in.",
+      emailLabel: "Email address",
+      emailSend: "Send me a sign-in link",
+      emailSending: "Sending …",
+      emailSent: (a) => `Check your mailbox: if ${a} may sign in here, a link is on its way to it. It works once, for 15 minutes; open it in this browser.`,
+      emailInvalid: "Enter one email address, such as ada@example.org.",
+      emailTooMany: "Links were asked for too often. Use the newest link that arrived, or try again later.",
+      emailError: "The link could not be requested: the reservation service could not be reached or had a problem. Try again.",
       workshop: "Workshop",
       quantity: "Places",
       reserve: "Reserve",
@@ -150,6 +158,14 @@
       signInNothing: "Bis zur Anmeldung wird nichts gesendet.",
       signInWith: () => `Anmelden mit ${state.oidcName || "Ihrer Organisation"}`,
       signInTextOr: "Oder führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
+      emailSignInText: "Sie sind nicht angemeldet. Geben Sie Ihre E-Mail-Adresse ein, und wir schicken Ihnen einen Link, der Sie anmeldet.",
+      emailLabel: "E-Mail-Adresse",
+      emailSend: "Anmeldelink schicken",
+      emailSending: "Wird gesendet …",
+      emailSent: (a) => `Sehen Sie in Ihr Postfach: Wenn sich ${a} hier anmelden darf, ist ein Link dorthin unterwegs. Er gilt einmal und 15 Minuten lang; öffnen Sie ihn in diesem Browser.`,
+      emailInvalid: "Geben Sie eine E-Mail-Adresse ein, etwa ada@example.org.",
+      emailTooMany: "Es wurden zu oft Links angefordert. Nehmen Sie den neuesten Link, der angekommen ist, oder versuchen Sie es später noch einmal.",
+      emailError: "Der Link konnte nicht angefordert werden: Der Reservierungsdienst war nicht erreichbar oder hatte ein Problem. Versuchen Sie es noch einmal.",
       workshop: "Workshop",
       quantity: "Plätze",
       reserve: "Reservieren",
@@ -285,6 +301,7 @@
     skew: 0, // The daemon's clock less this browser's, in ms, from the list's Date header.
     signOutWarning: false,
     oidcName: "", // What the daemon calls its identity provider, if it has one.
+    emailStatus: null, // [textKey, ...args] of the email sign-in form's status line.
   };
 
   // workshop marks a message argument that names a workshop by id: it is
@@ -394,18 +411,6 @@
     }
   }
 
-  // offerSignIn asks the daemon how people sign in to it and, when it has
-  // an identity provider, shows the button that starts a sign-in there;
-  // the login link stays explained. Without an answer only the login link
-  // is.
-  async function offerSignIn() {
-    const m = await request("GET", "/api/v1/sign-in");
-    if (m.status !== 200 || !m.body || !Array.isArray(m.body.methods) || !m.body.methods.includes("oidc")) return;
-    state.oidcName = typeof m.body.oidc_name === "string" ? m.body.oidc_name : "";
-    $("oidc-signin").hidden = false;
-    $("signin-text").dataset.text = "signInTextOr";
-  }
-
   // post sends an operation under its key; no answer at all (also none
   // within the timeout) is status 0, which leaves the intent open.
   function post(path, key, body) {
@@ -468,6 +473,54 @@
     await Promise.all([loadWorkshops(), loadMine()]);
     render();
     setInterval(renderMine, 1000); // The holds' countdowns.
+  }
+
+  // offerSignIn asks the daemon which sign-in methods it offers (GET
+  // /api/v1/sign-in, open to anyone) and shows them on the signed-out
+  // page: the button that starts a sign-in at its identity provider, and
+  // the form that asks for a link to be mailed (in the page's language),
+  // which replaces the hint about 'reservectl login-link'. Without an
+  // answer only the hint is shown. The daemon answers a mail request the
+  // same for every address, so the page can only say where to look.
+  async function offerSignIn() {
+    const r = await request("GET", "/api/v1/sign-in");
+    const methods = r.status === 200 && r.body && Array.isArray(r.body.methods) ? r.body.methods : [];
+    if (methods.includes("oidc")) {
+      state.oidcName = typeof r.body.oidc_name === "string" ? r.body.oidc_name : "";
+      $("oidc-signin").hidden = false;
+      $("signin-text").dataset.text = "signInTextOr";
+    }
+    if (methods.includes("email")) {
+      $("signin-link-hint").hidden = true;
+      $("email-signin").hidden = false;
+      $("email-signin").addEventListener("submit", onEmailSignIn);
+    }
+  }
+
+  async function onEmailSignIn(event) {
+    event.preventDefault();
+    const input = $("email");
+    const email = input.value.trim();
+    if (email === "" || !input.checkValidity()) {
+      state.emailStatus = ["emailInvalid"];
+      renderEmailSignIn();
+      input.focus();
+      return;
+    }
+    state.emailStatus = ["emailSending"];
+    renderEmailSignIn();
+    const r = await request("POST", "/api/v1/sign-in/email", { "Content-Type": "application/json" },
+      JSON.stringify({ email, language: state.lang }));
+    state.emailStatus = r.status === 202 ? ["emailSent", email] : r.status === 429 ? ["emailTooMany"] : r.status === 422 ? ["emailInvalid"] : ["emailError"];
+    renderEmailSignIn();
+  }
+
+  function renderEmailSignIn() {
+    const status = $("email-status");
+    status.textContent = state.emailStatus ? t(...state.emailStatus) : "";
+    status.dataset.kind = state.emailStatus ? state.emailStatus[0] : "";
+    $("email-send").disabled = Boolean(state.emailStatus && state.emailStatus[0] === "emailSending");
+    $("email").setAttribute("aria-invalid", String(Boolean(state.emailStatus && state.emailStatus[0] === "emailInvalid")));
   }
 
   // signInWith redeems a login code for a session of this tab. The session
@@ -848,6 +901,7 @@
 
   function render() {
     COMMON.renderFrame(t, state.lang, el, state.actor, state.pageError);
+    renderEmailSignIn();
 
     renderOptions();
     showChoice();

@@ -41,12 +41,18 @@ const (
 	// reading a request from it. Nothing was read or done: it is
 	// undecided, and the client retries with the same key.
 	CodeTooManyConnections = "too_many_connections"
+	// CodeTooManyRequests means the caller asked too often (sign-in links
+	// per address or per client): a decided refusal of this request, after
+	// which nothing was done; the answer's Retry-After says when a new
+	// request would be accepted.
+	CodeTooManyRequests = "too_many_requests"
 )
 
 // transportCodes lists the codes of the HTTP edge.
 var transportCodes = []string{
 	CodeMissingIdempotencyKey, CodeUnsupportedMediaType, CodeBodyTooLarge, CodeBodyIncomplete,
 	CodeBadFraming, CodeNotFound, CodeMethodNotAllowed, CodeNotImplemented, CodeTooManyConnections,
+	CodeTooManyRequests,
 }
 
 // undecidedTransport are the codes of the HTTP edge whose answers decide

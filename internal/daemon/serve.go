@@ -51,6 +51,7 @@ type serveOptions struct {
 	notify          notifyFlags
 	retention       retentionFlags
 	oidc            oidcFlags
+	mail            mailFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -100,6 +101,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	o.notify.register(f)
 	o.oidc.register(f)
 	o.retention.register(f)
+	o.mail.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
 	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal, which it has from the moment it is created, e.g. --socket-mode 0660 to let its group in")
@@ -228,6 +230,12 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	defer lns.close()
 	metrics := server.NewMetrics()
+	// Mail is checked before the store is opened, so that a refusal
+	// creates nothing.
+	mailer, err := o.mail.open(ctx, logger, metrics, lns.tcpAddr != "")
+	if err != nil {
+		return err
+	}
 	store, err := o.openStore(ctx, metrics, logger)
 	if err != nil {
 		return err
@@ -237,7 +245,12 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := o.createDemo(ctx, eng, store, logger); err != nil {
 		return err
 	}
-	srv := server.New(o.serverConfig(eng, store, injector, metrics, logger, adminGIDs, caps, lns.tcpAddr))
+	cfg := o.serverConfig(eng, store, injector, metrics, logger, adminGIDs, caps, lns.tcpAddr)
+	if mailer != nil {
+		cfg.EmailSignIn = mailer.signIn
+		defer mailer.queue.Start(ctx)()
+	}
+	srv := server.New(cfg)
 	if lns.pprof != nil {
 		defer servePprof(lns.pprof, srv.LoopbackHosts, logger)()
 	}

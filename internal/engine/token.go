@@ -294,20 +294,25 @@ func (e *Engine) CreateLoginCodeAs(ctx context.Context, who Principal) (string, 
 	code := newSecret(LoginCodePrefix)
 	now := e.now().UTC()
 	rec := TokenRecord{Hash: HashToken(code), Kind: TokenLoginCode, Actor: actor, Admin: who.Admin, CreatedAt: now, ExpiresAt: now.Add(LoginCodeTTL)}
-	stale, err := e.expiredCredentials(ctx, now, credentialPurgeBatch)
-	if err != nil {
+	if err := e.putCode(ctx, rec, now); err != nil {
 		return "", time.Time{}, fmt.Errorf("create login code for %s: %w", actor, err)
 	}
-	err = e.store.Update(ctx, func(tx Tx) error {
+	return code, rec.ExpiresAt, nil
+}
+
+// putCode stores the record of a new one-time code and, in the same
+// write, removes up to credentialPurgeBatch credentials expired at now.
+func (e *Engine) putCode(ctx context.Context, rec TokenRecord, now time.Time) error {
+	stale, err := e.expiredCredentials(ctx, now, credentialPurgeBatch)
+	if err != nil {
+		return err
+	}
+	return e.store.Update(ctx, func(tx Tx) error {
 		if _, err := deleteExpired(tx, stale, now); err != nil {
 			return err
 		}
 		return tx.PutToken(rec)
 	})
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("create login code for %s: %w", actor, err)
-	}
-	return code, rec.ExpiresAt, nil
 }
 
 // PurgeExpiredCredentials removes up to limit credentials whose expiry has
@@ -383,8 +388,11 @@ func deleteExpired(tx Tx, hashes []string, now time.Time) (int, error) {
 
 // RedeemLoginCode consumes a login code and opens a browser session of ttl
 // for its actor, in one transaction, so a code opens at most one session.
-// The session is an admin's when the code was made for one. A used, expired or unknown code is
-// CodeUnauthenticated.
+// The session is an admin's when the code was made for one. A code mailed
+// to an address (CreateEmailCode) opens a session of the actor bound to the
+// address, which is bound in the same transaction if it has none, so the
+// binding and the code's use are one decision. A used, expired or unknown
+// code is CodeUnauthenticated.
 func (e *Engine) RedeemLoginCode(ctx context.Context, code string, ttl time.Duration) (session string, who Principal, expires time.Time, err error) {
 	bad := Errorf(CodeUnauthenticated, "the login link is not valid: it was used already, has expired, or was mistyped; ask for a new one with 'reservectl login-link'")
 	if !strings.HasPrefix(code, LoginCodePrefix) || len(code) > 100 {
@@ -394,13 +402,14 @@ func (e *Engine) RedeemLoginCode(ctx context.Context, code string, ttl time.Dura
 	session = newSecret(SessionPrefix)
 	now := e.now().UTC()
 	var decision error
+	var bound Subject
 	err = e.store.Update(ctx, func(tx Tx) error {
-		decision = nil
+		decision, bound = nil, Subject{}
 		rec, ok, err := tx.Token(hash)
 		if err != nil {
 			return err
 		}
-		if !ok || rec.Kind != TokenLoginCode || subtle.ConstantTimeCompare([]byte(rec.Hash), []byte(hash)) != 1 {
+		if !ok || !isLoginCode(rec, hash) {
 			decision = bad
 			return nil
 		}
@@ -411,15 +420,25 @@ func (e *Engine) RedeemLoginCode(ctx context.Context, code string, ttl time.Dura
 			decision = bad
 			return nil
 		}
-		who = Principal{Actor: rec.Actor, Admin: rec.Admin}
+		actor, email, err := e.redeemedActor(tx, rec)
+		if err != nil {
+			return err
+		}
+		if email != "" {
+			bound = EmailSubjectOf(email)
+		}
+		who = Principal{Actor: actor, Admin: rec.Admin}
 		expires = now.Add(ttl)
-		return tx.PutToken(TokenRecord{Hash: HashToken(session), Kind: TokenSession, Actor: rec.Actor, Admin: rec.Admin, CreatedAt: now, ExpiresAt: expires})
+		return tx.PutToken(TokenRecord{Hash: HashToken(session), Kind: TokenSession, Actor: actor, Admin: rec.Admin, CreatedAt: now, ExpiresAt: expires})
 	})
 	if err != nil {
 		return "", Principal{}, time.Time{}, fmt.Errorf("redeem login code: %w", err)
 	}
 	if decision != nil {
 		return "", Principal{}, time.Time{}, decision
+	}
+	if bound.Kind != "" {
+		e.bindings.put(bound, who.Actor)
 	}
 	return session, who, expires, nil
 }

@@ -1,6 +1,6 @@
 // Package redact hides secrets in what is shown to people: the passwords
-// of PostgreSQL connection strings, in logs, error messages and command
-// lines. Everything that shows a DSN, an error that may quote one, or a
+// of PostgreSQL connection strings and of other URLs (an SMTP server's), in
+// logs, error messages and command lines. Everything that shows a DSN, an error that may quote one, or a
 // command line that may hold one goes through it.
 //
 // It imports nothing of reserve.
@@ -159,24 +159,50 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// dsnFlags are the flags whose values are connection strings.
-var dsnFlags = map[string]bool{"--dsn": true, "--to-dsn": true}
+// secretFlags are the flags whose values may hold a password, with the
+// function that masks it.
+var secretFlags = map[string]func(string) string{"--dsn": DSN, "--to-dsn": DSN, "--smtp": URL}
 
 // Args returns a copy of the command line args with the value of every
-// flag that takes a connection string (--dsn, --to-dsn, as "--dsn VALUE"
-// or "--dsn=VALUE") passed through DSN.
+// flag that may hold a password (--dsn, --to-dsn through DSN, --smtp
+// through URL; as "--dsn VALUE" or "--dsn=VALUE") masked.
 func Args(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		name, value, eq := strings.Cut(a, "=")
 		switch {
-		case eq && dsnFlags[name]:
-			out[i] = name + "=" + DSN(value)
-		case i > 0 && dsnFlags[args[i-1]]:
-			out[i] = DSN(a)
+		case eq && secretFlags[name] != nil:
+			out[i] = name + "=" + secretFlags[name](value)
+		case i > 0 && secretFlags[args[i-1]] != nil:
+			out[i] = secretFlags[args[i-1]](a)
 		default:
 			out[i] = a
 		}
 	}
 	return out
+}
+
+// URL returns raw, a URL such as smtp://user:password@host:port, with the
+// password of its user information replaced by Mask: whatever lies
+// between the first ':' after "://" and the last '@' of the authority.
+// It works on strings that do not parse as URLs too.
+func URL(raw string) string {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return raw
+	}
+	start := i + 3
+	end := len(raw)
+	if j := strings.IndexAny(raw[start:], "/?#"); j >= 0 {
+		end = start + j
+	}
+	at := strings.LastIndex(raw[start:end], "@")
+	if at < 0 {
+		return raw
+	}
+	colon := strings.Index(raw[start:start+at], ":")
+	if colon < 0 {
+		return raw
+	}
+	return raw[:start+colon+1] + Mask + raw[start+at:]
 }

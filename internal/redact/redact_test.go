@@ -52,6 +52,26 @@ func TestArgs(t *testing.T) {
 	if args[3] != "postgres://u:s3cret@h/d" {
 		t.Error("Args changed its argument")
 	}
+	smtp := []string{"reserved", "--smtp", "smtp://u:s3cret@mail.example.org:587", "--smtp=smtp://u:s3c@ret@h"}
+	wantSMTP := []string{"reserved", "--smtp", "smtp://u:xxxxx@mail.example.org:587", "--smtp=smtp://u:xxxxx@h"}
+	if got := redact.Args(smtp); !slices.Equal(got, wantSMTP) {
+		t.Errorf("Args = %q, want %q", got, wantSMTP)
+	}
+}
+
+func TestURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"smtp://u:s3cret@h:25":     "smtp://u:xxxxx@h:25",
+		"smtp://u@h:25":            "smtp://u@h:25",
+		"smtp://h":                 "smtp://h",
+		"smtp://u:a@b:c@h/x?y=@z":  "smtp://u:xxxxx@h/x?y=@z",
+		"smtp://u:s3cret@h:notnum": "smtp://u:xxxxx@h:notnum",
+		"not a url":                "not a url",
+	} {
+		if got := redact.URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 // TestErrorOfPgx: the errors pgx gives for connection strings it cannot

@@ -8,9 +8,11 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
+	rmail "github.com/reserve/reserve/internal/mail"
 	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
@@ -188,7 +191,8 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"POST " + api.PathSessions:              {api.PathSessions, `{"code":"rlc_x"}`},
 		"DELETE " + api.PathCurrentSession:      {api.PathCurrentSession, ""},
 		"POST " + api.PathLoginLinks:            {api.PathLoginLinks, ""},
-		"GET /api/v1/sign-in":                   {"/api/v1/sign-in", ""},
+		"GET " + api.PathSignIn:                 {api.PathSignIn, ""},
+		"POST " + api.PathSignInEmail:           {api.PathSignInEmail, `{"email":"sample@example.org"}`},
 	}
 }
 
@@ -208,7 +212,7 @@ func sampleCall(via, route, path, body string) call {
 var anyoneRoutes = map[string]bool{
 	"GET /healthz": true, "GET /livez": true, "GET /readyz": true, "GET /api/v1/openapi.yaml": true, "GET /{$}": true, "GET /app.js": true, "GET /answers.js": true, "GET /common.js": true, "GET /style.css": true,
 	"GET /favicon.svg": true, "GET /admin": true, "GET /admin.js": true, "GET /admin.css": true, "GET " + api.PathLogin: true, "POST " + api.PathSessions: true, "DELETE " + api.PathCurrentSession: true,
-	"GET /api/v1/sign-in": true,
+	"GET " + api.PathSignIn: true, "POST " + api.PathSignInEmail: true,
 }
 
 // adminRoutes are the routes only admins may use on TCP.
@@ -223,6 +227,7 @@ var adminRoutes = map[string]bool{
 var bodyRoutes = map[string]bool{
 	"PUT /api/v1/workshops/{id}": true, "PATCH /api/v1/workshops/{id}": true, "POST /api/v1/reservations": true, "POST /api/v1/holds": true, "POST /api/v1/holds/{id}/confirm": true,
 	"POST /api/v1/holds/{id}/release": true, "POST /api/v1/tokens": true, "POST /api/v1/debug/faults": true, "POST " + api.PathSessions: true,
+	"POST " + api.PathSignInEmail: true,
 }
 
 // bodyLimit is the most bytes route reads of a request body.
@@ -245,7 +250,10 @@ func bodyLimit(route string) int {
 func TestOpenAPIMatchesTraffic(t *testing.T) {
 	t.Parallel()
 	clock := newTestClock()
-	tr := newTraffic(t, servertest.Options{FaultInjection: true, Clock: clock.Now})
+	mailer := &mailRecorder{}
+	tr := newTraffic(t, servertest.Options{FaultInjection: true, Clock: clock.Now, EmailSignIn: &server.EmailSignIn{
+		Policy: mustEmailPolicy(t, "domains:example.org"), Mailer: mailer, From: mail.Address{Address: "reserve@example.org"}, PerClient: 1000,
+	}})
 	h := tr.h
 	ctx := t.Context()
 	const (
@@ -560,6 +568,28 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	tr.do(endRoute, call{via: h.Alice, method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusUnauthorized)
 	tr.do(endRoute, call{via: viaSocket, method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusNotFound)
 
+	// Sign-in by email: the same 202 for every address, refusals.
+	signInRoute, emailRoute := "GET "+api.PathSignIn, "POST "+api.PathSignInEmail
+	tr.do(signInRoute, call{via: viaNoToken, method: http.MethodGet, path: api.PathSignIn}, http.StatusOK)
+	tr.do(signInRoute, call{via: viaSocket, method: http.MethodGet, path: api.PathSignIn}, http.StatusOK)
+	emailCall := func(body string) call {
+		return withHeader(jsonCall(viaNoToken, http.MethodPost, api.PathSignInEmail, "", body), sameOrigin...)
+	}
+	for _, body := range []string{`{"email":"ada@example.org","language":"de"}`, `{"email":"nobody@elsewhere.org"}`} {
+		tr.do(emailRoute, emailCall(body), http.StatusAccepted)
+	}
+	tr.do(emailRoute, emailCall(`{"email":"Ada <ada@example.org>"}`), http.StatusUnprocessableEntity)
+	tr.do(emailRoute, emailCall(`{"email":"ada@example.org","language":"fr"}`), http.StatusUnprocessableEntity)
+	tr.do(emailRoute, emailCall(`{"email":"ada@example.org","admin":true}`), http.StatusUnprocessableEntity)
+	tr.do(emailRoute, jsonCall(viaSocket, http.MethodPost, api.PathSignInEmail, "", `{"email":"ada@example.org"}`), http.StatusNotFound)
+	for range server.DefaultSignInPerAddress - 1 {
+		tr.do(emailRoute, emailCall(`{"email":"ada@example.org"}`), http.StatusAccepted)
+	}
+	tr.do(emailRoute, emailCall(`{"email":"ada@example.org"}`), http.StatusTooManyRequests)
+	if n := mailer.count(); n != server.DefaultSignInPerAddress {
+		t.Errorf("%d sign-in mails queued, want %d (none for a domain not allowed, none over the limit)", n, server.DefaultSignInPerAddress)
+	}
+
 	// Requests outside every route: the API's problems, net/http's answers
 	// elsewhere.
 	tr.do("unmatched", call{via: h.Alice, method: http.MethodGet, path: "/api/v1/nope"}, http.StatusNotFound)
@@ -591,7 +621,7 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 			tr.do(route, withHeader(sampleCall(h.Admin, route, s.path, s.body), "Content-Type", "text/plain"), http.StatusUnsupportedMediaType)
 			tr.do(route, sampleCall(h.Admin, route, s.path, `{"x":"`+strings.Repeat("x", bodyLimit(route))+`"}`), http.StatusRequestEntityTooLarge)
 			for _, tcp := range []bool{false, true} {
-				if !tcp && route == "POST "+api.PathSessions {
+				if !tcp && (route == "POST "+api.PathSessions || route == "POST "+api.PathSignInEmail) {
 					continue // Refused on the socket before its body is read.
 				}
 				tr.raw(route, tcp, fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\nIdempotency-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
@@ -687,3 +717,31 @@ const scheduledBody = `{"capacity":8,"max_quantity":2,"title":"Go, session 1","h
 	`"description":"Bring a laptop.\nGo 1.26 installed.","location":"Room 3.14, Hauptstraße 5",` +
 	`"starts_at":"2027-03-06T10:00:00+01:00","ends_at":"2027-03-06T16:00:00+01:00","time_zone":"Europe/Berlin",` +
 	`"registration_opens_at":"2026-11-01T09:00:00Z","registration_closes_at":"2027-03-05T18:00:00Z","max_per_person":2}`
+
+// mailRecorder is a server.Mailer that keeps what it is given.
+type mailRecorder struct {
+	mu   sync.Mutex
+	msgs []rmail.Message
+}
+
+func (m *mailRecorder) Enqueue(msg rmail.Message) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.msgs = append(m.msgs, msg)
+	return nil
+}
+
+func (m *mailRecorder) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.msgs)
+}
+
+func mustEmailPolicy(t *testing.T, s string) server.EmailPolicy {
+	t.Helper()
+	p, err := server.ParseEmailPolicy(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
@@ -39,6 +41,7 @@ var statusByCode = map[string]int{
 	engine.CodeStoreUnavailable:      http.StatusServiceUnavailable,
 	engine.CodeIdentityUnavailable:   http.StatusServiceUnavailable,
 	api.CodeTooManyConnections:       http.StatusServiceUnavailable,
+	api.CodeTooManyRequests:          http.StatusTooManyRequests,
 	api.CodeBadFraming:               http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }
@@ -85,6 +88,9 @@ func fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="reserved"`)
 	case engine.CodeStoreUnavailable, engine.CodeIdentityUnavailable:
 		w.Header().Set("Retry-After", storeRetryAfter)
+	}
+	if later := (*retryLater)(nil); errors.As(err, &later) {
+		w.Header().Set("Retry-After", strconv.Itoa(int((later.wait+time.Second-1)/time.Second)))
 	}
 	writeProblem(w, status, code, problemDetail(err))
 }

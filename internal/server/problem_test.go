@@ -49,6 +49,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeStoreUnavailable:      503,
 		engine.CodeIdentityUnavailable:   503,
 		api.CodeTooManyConnections:       503,
+		api.CodeTooManyRequests:          429,
 		engine.CodeInternal:              500,
 	}
 	if len(want) != len(api.Codes) {

@@ -107,6 +107,16 @@ func (s *Server) whoAmIOf(r *http.Request, who engine.Principal) (whoAmI, error)
 	if session := sessionOf(r); session != "" {
 		p := s.profiles.get(engine.HashToken(session))
 		out.DisplayName, out.Email = p.DisplayName, p.Email
+		// A session opened by a mailed link has the address its actor is
+		// bound to. Only a session is looked up: its authentication read
+		// the store already, while a socket peer's or a token's whoami
+		// keeps answering from the engine's caches when the store cannot
+		// serve.
+		if out.Email == "" {
+			if out.Email, err = s.eng.EmailOf(r.Context(), who.Actor); err != nil {
+				return whoAmI{}, err
+			}
+		}
 	}
 	return out, nil
 }

@@ -66,7 +66,7 @@ func (s *Server) routes() []route {
 		rs = append(rs, route{"POST /api/v1/debug/faults", admin, s.armFault})
 	}
 	rs = append(rs, s.webRoutes()...)
-	rs = append(rs, route{"GET /api/v1/sign-in", anyone, s.signIn})
+	rs = append(rs, s.signInRoutes()...)
 	rs = append(rs, s.oidcRoutes()...)
 	return rs
 }

@@ -82,6 +82,9 @@ type Config struct {
 	// OIDC, if set, offers sign-in through an OpenID Connect provider to
 	// the browser form. Nil means none.
 	OIDC *OIDCConfig
+	// EmailSignIn, if set and enabled, mails sign-in links to people
+	// (POST /api/v1/sign-in/email). Nil offers no sign-in by email.
+	EmailSignIn *EmailSignIn
 }
 
 // Server serves API v1 on a Unix socket listener and any number of TCP
@@ -102,6 +105,7 @@ type Server struct {
 	loginBase      string
 	maxSocketConns int
 	maxTCPConns    int
+	emailSignIn    *emailSignIn // Nil: no sign-in by email.
 
 	oidc     *oidcSignIn // Nil without a provider.
 	profiles *profiles
@@ -133,6 +137,7 @@ func New(cfg Config) *Server {
 		loginBase:      strings.TrimSuffix(cfg.LoginBaseURL, "/"),
 		maxSocketConns: cfg.MaxSocketConns,
 		maxTCPConns:    cfg.MaxTCPConns,
+		emailSignIn:    newEmailSignIn(cfg.EmailSignIn),
 	}
 	s.profiles = newProfiles(time.Now)
 	if cfg.OIDC != nil {

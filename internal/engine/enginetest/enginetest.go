@@ -108,6 +108,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AddBindingRefusesBound", testAddBindingRefusesBound},
 		{"ConcurrentBindsAgree", testConcurrentBindsAgree},
 		{"CheckFindsBrokenBindings", testCheckFindsBrokenBindings},
+		{"EmailCodeBindsOnRedeem", testEmailCodeBindsOnRedeem},
 		{"ScheduleRoundTrips", testScheduleRoundTrips},
 		{"RegistrationWindowIsStoredAndReplayed", testRegistrationWindow},
 		{"LimitPerPersonIsStoredAndReplayed", testLimitPerPerson},

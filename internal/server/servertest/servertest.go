@@ -49,6 +49,9 @@ type Options struct {
 	// LookupUsername, if set, names socket peers' uids instead of the
 	// system's user database (server.Config.LookupUsername).
 	LookupUsername func(uid uint32) (string, error)
+	// EmailSignIn, if set, is the server's sign-in by email
+	// (server.Config.EmailSignIn).
+	EmailSignIn *server.EmailSignIn
 }
 
 // Harness is a running server and its parts.
@@ -87,6 +90,7 @@ func Start(tb testing.TB, opts Options) *Harness {
 		Backup:       store.Backup,
 
 		LookupUsername: opts.LookupUsername,
+		EmailSignIn:    opts.EmailSignIn,
 	}
 	var engStore engine.Store = store
 	if opts.FaultInjection {

@@ -1,0 +1,47 @@
+package server_test
+
+import (
+	"net/http"
+	"net/mail"
+	"strings"
+	"testing"
+
+	"github.com/reserve/reserve/internal/api"
+	rmail "github.com/reserve/reserve/internal/mail"
+	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/server/servertest"
+)
+
+// fullQueue is a server.Mailer whose queue is always full.
+type fullQueue struct{}
+
+func (fullQueue) Enqueue(rmail.Message) error { return rmail.ErrQueueFull }
+
+// A sign-in link that cannot be queued is not answered 202: the request
+// gets 429 too_many_requests with a Retry-After, so nobody waits for a mail
+// that will not come.
+func TestEmailSignInWithAFullMailQueue(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, servertest.Options{EmailSignIn: &server.EmailSignIn{
+		Policy: mustEmailPolicy(t, "open"), Mailer: fullQueue{}, From: mail.Address{Address: "reserve@example.org"},
+	}})
+	resp, body := send(t, h, jsonCall(viaNoToken, http.MethodPost, api.PathSignInEmail, "", `{"email":"ada@example.org"}`))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" || !strings.Contains(string(body), api.CodeTooManyRequests) {
+		t.Fatalf("sign-in with a full mail queue: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+}
+
+// Without sign-in by email the route answers 404 not_found and the
+// methods are none.
+func TestEmailSignInOff(t *testing.T) {
+	t.Parallel()
+	h := servertest.Start(t, servertest.Options{})
+	resp, body := send(t, h, jsonCall(viaNoToken, http.MethodPost, api.PathSignInEmail, "", `{"email":"ada@example.org"}`))
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "--email-sign-in=off") {
+		t.Errorf("sign-in by email when off: %d %s", resp.StatusCode, body)
+	}
+	resp, body = send(t, h, call{via: viaNoToken, method: http.MethodGet, path: api.PathSignIn})
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"methods":["link"]}` {
+		t.Errorf("sign-in methods when off: %d %s", resp.StatusCode, body)
+	}
+}
