@@ -133,17 +133,15 @@ func isLoginCode(rec TokenRecord, hash string) bool {
 // EmailOf returns the verified email address of actor: the address it is
 // bound to when it is the actor of an email subject, else "".
 func (e *Engine) EmailOf(ctx context.Context, actor string) (string, error) {
-	var email string
-	err := e.store.View(ctx, func(tx Tx) error {
-		b, ok, err := tx.BindingOfActor(actor)
-		email = ""
-		if ok && b.Kind == SubjectEmail {
-			email = b.Subject
-		}
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("look up the email address of %s: %w", actor, err)
+	b, _, err := e.SubjectOf(ctx, actor)
+	return EmailOfBinding(b), err
+}
+
+// EmailOfBinding returns the verified email address that binding b gives
+// its actor, "" for a subject of another kind.
+func EmailOfBinding(b Binding) string {
+	if b.Kind == SubjectEmail {
+		return b.Subject
 	}
-	return email, nil
+	return ""
 }

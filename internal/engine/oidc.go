@@ -62,9 +62,10 @@ func FitActorName(name, fallback string) string {
 	return fitted
 }
 
-// SubjectKindOf returns the kind of the subject bound to actor, or "" when
-// no subject is (an actor named by an admin's token or login link).
-func (e *Engine) SubjectKindOf(ctx context.Context, actor string) (string, error) {
+// SubjectOf returns the binding that holds actor, and false when no
+// subject is bound to it (an actor named by an admin's token or login
+// link).
+func (e *Engine) SubjectOf(ctx context.Context, actor string) (Binding, bool, error) {
 	var b Binding
 	found := false
 	err := e.store.View(ctx, func(tx Tx) error {
@@ -73,10 +74,14 @@ func (e *Engine) SubjectKindOf(ctx context.Context, actor string) (string, error
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("look up the subject of %s: %w", actor, err)
+		return Binding{}, false, fmt.Errorf("look up the subject of %s: %w", actor, err)
 	}
-	if !found {
-		return "", nil
-	}
-	return b.Kind, nil
+	return b, found, nil
+}
+
+// SubjectKindOf returns the kind of the subject bound to actor, or "" when
+// no subject is.
+func (e *Engine) SubjectKindOf(ctx context.Context, actor string) (string, error) {
+	b, _, err := e.SubjectOf(ctx, actor)
+	return b.Kind, err
 }

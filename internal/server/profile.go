@@ -98,24 +98,28 @@ type whoAmI struct {
 	Email       string `json:"email,omitempty"`
 }
 
+// whoAmIOf is the answer of GET /api/v1/whoami for who. A socket peer's
+// actor is its uid's binding, which its request resolved already, so its
+// answer reads nothing more and keeps answering from the engine's caches
+// when the store cannot serve; a token's or a session's actor is looked
+// up once, for the kind of its subject and, for a session, the address
+// it is bound to when the identity provider gave none.
 func (s *Server) whoAmIOf(r *http.Request, who engine.Principal) (whoAmI, error) {
-	kind, err := s.eng.SubjectKindOf(r.Context(), who.Actor)
+	out := whoAmI{Principal: who}
+	if connOf(r.Context()).socket {
+		out.SubjectKind = engine.SubjectUID
+		return out, nil
+	}
+	b, _, err := s.eng.SubjectOf(r.Context(), who.Actor)
 	if err != nil {
 		return whoAmI{}, err
 	}
-	out := whoAmI{Principal: who, SubjectKind: kind}
+	out.SubjectKind = b.Kind
 	if session := sessionOf(r); session != "" {
 		p := s.profiles.get(engine.HashToken(session))
 		out.DisplayName, out.Email = p.DisplayName, p.Email
-		// A session opened by a mailed link has the address its actor is
-		// bound to. Only a session is looked up: its authentication read
-		// the store already, while a socket peer's or a token's whoami
-		// keeps answering from the engine's caches when the store cannot
-		// serve.
 		if out.Email == "" {
-			if out.Email, err = s.eng.EmailOf(r.Context(), who.Actor); err != nil {
-				return whoAmI{}, err
-			}
+			out.Email = engine.EmailOfBinding(b)
 		}
 	}
 	return out, nil
