@@ -23,7 +23,7 @@ func (o *oidcFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&o.issuer, "oidc-issuer", "", "offer the browser form sign-in through this OpenID Connect provider, by its issuer URL, e.g. --oidc-issuer https://id.example.org/realms/staff; needs --oidc-client-id, --oidc-client-secret-file and --public-url")
 	f.StringVar(&o.clientID, "oidc-client-id", "", "the client id the OpenID Connect provider gave reserved")
 	f.StringVar(&o.secretFile, "oidc-client-secret-file", "", "a file that holds the client secret the OpenID Connect provider gave reserved (its first line; never give the secret itself as a flag)")
-	f.StringVar(&o.publicURL, "public-url", "", "the base URL under which browsers reach reserved, e.g. https://reserve.example.org; the redirect URI to register at the provider is this plus "+server.OIDCCallbackPath)
+	f.StringVar(&o.publicURL, "public-url", "", "the base URL under which browsers reach reserved, e.g. https://reserve.example.org: the base of login links (printed and mailed) and, with --oidc-issuer, of the redirect URI to register at the provider, this plus "+server.OIDCCallbackPath+" (default: the address of the TCP listener)")
 	f.StringVar(&o.adminGroup, "oidc-admin-group", "", "people whose OpenID Connect groups claim holds this group are admins, e.g. --oidc-admin-group reserve-admins")
 	f.StringVar(&o.name, "oidc-name", "", `what the form calls the provider on its button "Sign in with <name>" (default "your organization")`)
 }
@@ -31,6 +31,11 @@ func (o *oidcFlags) register(f *pflag.FlagSet) {
 // load checks the flags and reads the client secret. The secret is never
 // part of an error or a log line.
 func (o *oidcFlags) load() error {
+	if o.publicURL != "" {
+		if err := checkHTTPURL("--public-url", o.publicURL); err != nil {
+			return err
+		}
+	}
 	if o.issuer == "" {
 		for flag, v := range map[string]string{"--oidc-client-id": o.clientID, "--oidc-client-secret-file": o.secretFile, "--oidc-admin-group": o.adminGroup, "--oidc-name": o.name} {
 			if v != "" {

@@ -1,12 +1,16 @@
 package daemon_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reserve/reserve/internal/client"
 
 	"github.com/reserve/reserve/internal/server/servertest"
 )
@@ -107,5 +111,28 @@ func TestOIDCProviderDownStillServes(t *testing.T) {
 	p.stop(t)
 	if strings.Contains(p.logs.String(), oidcSecret) {
 		t.Errorf("the client secret is in the log: %s", p.logs)
+	}
+}
+
+// TestPublicURLIsTheBaseOfLoginLinks: with --public-url (a proxy in front
+// of the TCP listener), the login links the daemon makes start with it,
+// not with the listener's own address; a bad one refuses the start.
+func TestPublicURLIsTheBaseOfLoginLinks(t *testing.T) {
+	dir := t.TempDir()
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	p := launch(t, env(dir), "serve", "--socket", socket, "--listen", "127.0.0.1:0", "--log-format", "json",
+		"--db", filepath.Join(dir, "reserved.db"), "--public-url", "https://reserve.example.org/")
+	p.waitServing(t)
+	link, err := (&client.Client{Socket: socket}).LoginLink(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(link.URL, "https://reserve.example.org/login?code=") {
+		t.Errorf("login link %q, want it under --public-url", link.URL)
+	}
+	p.stop(t)
+	out, err := exec.Command(reservedBin, "serve", "--db", filepath.Join(dir, "other.db"), "--socket", socket+"2", "--public-url", "ftp://x").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--public-url must be an http:// or https:// URL") {
+		t.Errorf("a bad --public-url: %v\n%s", err, out)
 	}
 }

@@ -500,6 +500,9 @@ func (o *serveOptions) serverConfig(eng *engine.Engine, store servedStore, injec
 	if tcpAddr != "" {
 		cfg.LoginBaseURL = server.BaseURL(tcpAddr)
 	}
+	if o.oidc.publicURL != "" {
+		cfg.LoginBaseURL = o.oidc.publicURL // Where browsers reach the daemon, behind a proxy too.
+	}
 	if injector != nil {
 		cfg.Faults = injector
 	}
