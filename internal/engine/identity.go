@@ -135,8 +135,11 @@ func bind(tx Tx, subject Subject, name string, clock func() time.Time) (Binding,
 }
 
 // hasHistory reports whether anything is stored under actor: a receipt or
-// a tombstone, a reservation or a hold. Each read stops at the first
-// record.
+// a tombstone, a reservation or a hold, or a credential (an API token, a
+// login code, a browser session) made for it, expired or not: an actor an
+// admin named for a token or a login link is that bearer's even before it
+// has reserved anything. Each read stops at the first record; credentials
+// have no index by actor, so they are all read, once per new binding.
 func hasHistory(tx Tx, actor string) (bool, error) {
 	if has, err := tx.HasReceiptsOf(actor); err != nil || has {
 		return has, err
@@ -145,6 +148,14 @@ func hasHistory(tx Tx, actor string) (bool, error) {
 	err := tx.ForEachReservationOf(actor, "", func(Reservation) error { return found })
 	if err == nil {
 		err = tx.ForEachHoldOf(actor, "", func(Hold) error { return found })
+	}
+	if err == nil {
+		err = tx.ForEachToken(func(r TokenRecord) error {
+			if r.Kind != TokenEmailCode && r.Actor == actor {
+				return found
+			}
+			return nil
+		})
 	}
 	if errors.Is(err, found) {
 		return true, nil

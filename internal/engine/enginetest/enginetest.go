@@ -105,6 +105,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"BindingNumbersSkipHistory", testBindingNumbersSkipHistory},
 		{"BindingWaitsForAName", testBindingWaitsForAName},
 		{"OIDCSubjects", testOIDCSubjects},
+		{"BindingSkipsTokenActors", testBindingSkipsTokenActors},
 		{"AddBindingRefusesBound", testAddBindingRefusesBound},
 		{"ConcurrentBindsAgree", testConcurrentBindsAgree},
 		{"CheckFindsBrokenBindings", testCheckFindsBrokenBindings},
