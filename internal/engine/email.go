@@ -63,8 +63,8 @@ func EmailSubjectOf(addr string) Subject { return Subject{Kind: SubjectEmail, ID
 // EmailActorName is the actor name an email address wants when it is
 // bound for the first time: its local part lowercased, each run of
 // characters an actor name may not hold made one '-', cut to fit an actor
-// name, with "mail-" before it when it does not start with a letter or is
-// too short. Another subject holding the name makes it numbered (ActorOf).
+// name, with "mail-" before it when it does not start with a letter, is
+// too short, or starts like the name of a Unix socket peer. Another subject holding the name makes it numbered (ActorOf).
 func EmailActorName(addr string) string {
 	local, _, _ := strings.Cut(strings.ToLower(addr), "@")
 	if i := strings.IndexByte(local, '+'); i > 0 {
@@ -82,7 +82,7 @@ func EmailActorName(addr string) string {
 		}
 	}
 	name := strings.TrimRight(b.String(), "-")
-	if len(name) < 2 || name[0] < 'a' || name[0] > 'z' {
+	if len(name) < 2 || name[0] < 'a' || name[0] > 'z' || hasReservedPrefix(name) {
 		name = "mail-" + name
 	}
 	name = strings.TrimRight(name[:min(len(name), maxActorLen)], "-")

@@ -40,6 +40,11 @@ func TestEmailActorName(t *testing.T) {
 		"...@example.org":                  "mail",
 		"o'brien--x@example.org":           "o-brien-x",
 		strings.Repeat("z", 60) + "@x.org": strings.Repeat("z", 41),
+		// A local part never passes for a Unix socket peer's actor.
+		"unix-root@evil.example":   "mail-unix-root",
+		"Unix.Root@evil.example":   "mail-unix-root",
+		"uid-0@evil.example":       "mail-uid-0",
+		"unix-root+x@evil.example": "mail-unix-root",
 	} {
 		got := engine.EmailActorName(in)
 		if got != want {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -24,6 +25,12 @@ func OIDCSubject(issuer, sub string) Subject {
 // gives Unix socket peers. A name a person chooses at an identity provider
 // never starts with one, so no one can pass for a local account.
 var reservedActorPrefixes = []string{"unix-", "uid-"}
+
+// hasReservedPrefix reports whether name starts like the actor name of a
+// Unix socket peer.
+func hasReservedPrefix(name string) bool {
+	return slices.ContainsFunc(reservedActorPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
 
 // FitActorName makes a name that a person chose elsewhere (an OpenID
 // Connect provider's preferred_username) into an actor name: lowercase
@@ -50,10 +57,8 @@ func FitActorName(name, fallback string) string {
 		}
 	}
 	fitted := strings.TrimRight(b.String(), "-")
-	for _, p := range reservedActorPrefixes {
-		if strings.HasPrefix(fitted, p) {
-			fitted = "oidc-" + fitted
-		}
+	if hasReservedPrefix(fitted) {
+		fitted = "oidc-" + fitted
 	}
 	fitted = strings.TrimRight(fitted[:min(len(fitted), maxActorLen)], "-")
 	if ValidateActor(fitted) != nil {
