@@ -56,6 +56,9 @@ const (
 const OIDCFlowTTL = 10 * time.Minute
 
 // maxOIDCFlows bounds the sign-ins in progress that the daemon remembers.
+// When that many are in progress, a new one makes the daemon forget the
+// oldest: a client that starts sign-ins without finishing them cannot
+// lock everyone else out, it can only make the others finish faster.
 const maxOIDCFlows = 10000
 
 // oidcRetryAfter is what a sign-in answers while the provider's discovery
@@ -78,40 +81,53 @@ type oidcFlow struct {
 }
 
 // oidcFlows holds the sign-ins in progress by their state, each for
-// OIDCFlowTTL and for one use.
+// OIDCFlowTTL and for one use, at most maxOIDCFlows of them.
 type oidcFlows struct {
 	mu    sync.Mutex
 	now   func() time.Time
 	flows map[string]oidcFlow
+	// order holds the states in the order they were added, which is the
+	// order they expire in (they all live OIDCFlowTTL), from order[head]
+	// on; states taken meanwhile are passed over.
+	order []string
+	head  int
 }
 
 func newOIDCFlows(now func() time.Time) *oidcFlows {
 	return &oidcFlows{now: now, flows: map[string]oidcFlow{}}
 }
 
-// errTooManyFlows is the answer when maxOIDCFlows sign-ins are in
-// progress and none has expired.
-var errTooManyFlows = errors.New("too many sign-ins are in progress")
-
-// add remembers a new flow and returns its state.
-func (f *oidcFlows) add(fl oidcFlow) (string, error) {
+// add remembers a new flow and returns its state, forgetting the flows
+// that have expired and, when maxOIDCFlows are still in progress, the
+// oldest.
+func (f *oidcFlows) add(fl oidcFlow) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
-	if len(f.flows) >= maxOIDCFlows {
-		for state, old := range f.flows {
-			if !now.Before(old.expires) {
-				delete(f.flows, state)
+	for f.head < len(f.order) {
+		old, ok := f.flows[f.order[f.head]]
+		if ok && now.Before(old.expires) && len(f.flows) < maxOIDCFlows {
+			break
+		}
+		delete(f.flows, f.order[f.head])
+		f.order[f.head] = ""
+		f.head++
+	}
+	if f.head > len(f.order)/2 || len(f.order) > 2*maxOIDCFlows {
+		live := f.order[:0]
+		for _, state := range f.order[f.head:] {
+			if _, ok := f.flows[state]; ok {
+				live = append(live, state)
 			}
 		}
-		if len(f.flows) >= maxOIDCFlows {
-			return "", errTooManyFlows
-		}
+		clear(f.order[len(live):])
+		f.order, f.head = live, 0
 	}
 	state := randomString()
 	fl.expires = now.Add(OIDCFlowTTL)
 	f.flows[state] = fl
-	return state, nil
+	f.order = append(f.order, state)
+	return state
 }
 
 // take forgets the flow of state and returns it, if it was there and has
@@ -216,10 +232,7 @@ func (s *Server) oidcStart(w http.ResponseWriter, r *http.Request, _ engine.Prin
 		return s.oidcRefuse(w, r, err)
 	}
 	fl := oidcFlow{browser: randomString(), nonce: randomString(), verifier: oauth2.GenerateVerifier()}
-	state, err := o.flows.add(fl)
-	if err != nil {
-		return s.oidcRefuse(w, r, err)
-	}
+	state := o.flows.add(fl)
 	http.SetCookie(w, &http.Cookie{
 		Name: oidcCookiePrefix + state, Value: fl.browser, Path: OIDCCallbackPath,
 		MaxAge: int(OIDCFlowTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode,
@@ -367,7 +380,7 @@ func (s *Server) oidcRefuse(w http.ResponseWriter, r *http.Request, err error) e
 	var f *oidcFailure
 	switch {
 	case errors.As(err, &f):
-	case errors.Is(err, errProviderDown), errors.Is(err, errTooManyFlows):
+	case errors.Is(err, errProviderDown):
 		w.Header().Set("Retry-After", fmt.Sprint(int(oidcRetryAfter/time.Second)))
 		f = &oidcFailure{status: http.StatusServiceUnavailable, page: oidcDownPage, reason: err}
 	default:

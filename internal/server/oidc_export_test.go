@@ -9,7 +9,7 @@ type OIDCFlows struct{ f *oidcFlows }
 func NewOIDCFlows(now func() time.Time) OIDCFlows { return OIDCFlows{newOIDCFlows(now)} }
 
 // Add remembers a flow with nonce and returns its state.
-func (f OIDCFlows) Add(nonce string) (string, error) {
+func (f OIDCFlows) Add(nonce string) string {
 	return f.f.add(oidcFlow{browser: "b", nonce: nonce, verifier: "v"})
 }
 
@@ -21,6 +21,3 @@ func (f OIDCFlows) Take(state string) (string, bool) {
 
 // MaxOIDCFlows is how many sign-ins may be in progress.
 const MaxOIDCFlows = maxOIDCFlows
-
-// ErrTooManyFlows is Add's error when that many are.
-var ErrTooManyFlows = errTooManyFlows

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -18,11 +17,8 @@ func (c *clock) now() time.Time { return c.t }
 func TestOIDCFlowIsUsedOnce(t *testing.T) {
 	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	f := server.NewOIDCFlows(c.now)
-	a, err := f.Add("nonce-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := f.Add("nonce-b")
+	a := f.Add("nonce-a")
+	b := f.Add("nonce-b")
 	if a == b || len(a) < 43 {
 		t.Fatalf("states %q and %q: want two different ones of 256 bits", a, b)
 	}
@@ -45,8 +41,8 @@ func TestOIDCFlowIsUsedOnce(t *testing.T) {
 func TestOIDCFlowExpires(t *testing.T) {
 	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	f := server.NewOIDCFlows(c.now)
-	early, _ := f.Add("early")
-	late, _ := f.Add("late")
+	early := f.Add("early")
+	late := f.Add("late")
 	c.t = c.t.Add(server.OIDCFlowTTL - time.Nanosecond)
 	if _, ok := f.Take(early); !ok {
 		t.Fatal("a flow just before its expiry was not found")
@@ -57,24 +53,26 @@ func TestOIDCFlowExpires(t *testing.T) {
 	}
 }
 
-// At most MaxOIDCFlows sign-ins are kept: one more is refused while none
-// has expired, and taken once they have.
+// At most MaxOIDCFlows sign-ins are kept: one more makes the oldest be
+// forgotten, never the newest refused, so that a client that starts
+// sign-ins and never finishes them cannot lock everyone else out of
+// signing in. Expired flows are forgotten first.
 func TestOIDCFlowsAreBounded(t *testing.T) {
 	c := &clock{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	f := server.NewOIDCFlows(c.now)
-	for range server.MaxOIDCFlows {
-		if _, err := f.Add("n"); err != nil {
-			t.Fatal(err)
-		}
+	victim := f.Add("victim")
+	for range server.MaxOIDCFlows - 1 {
+		f.Add("flood")
 	}
-	if _, err := f.Add("one too many"); !errors.Is(err, server.ErrTooManyFlows) {
-		t.Fatalf("one flow too many: %v, want ErrTooManyFlows", err)
+	newest := f.Add("newest")
+	if n, ok := f.Take(newest); !ok || n != "newest" {
+		t.Fatalf("the newest flow with %d in progress: take = %q, %t; want it kept", server.MaxOIDCFlows, n, ok)
+	}
+	if _, ok := f.Take(victim); ok {
+		t.Fatal("the oldest flow was kept beyond the bound")
 	}
 	c.t = c.t.Add(server.OIDCFlowTTL)
-	s, err := f.Add("after expiry")
-	if err != nil {
-		t.Fatalf("a flow after the others expired: %v", err)
-	}
+	s := f.Add("after expiry")
 	if n, ok := f.Take(s); !ok || n != "after expiry" {
 		t.Fatalf("take = %q, %t", n, ok)
 	}
