@@ -66,10 +66,7 @@ func EmailSubjectOf(addr string) Subject { return Subject{Kind: SubjectEmail, ID
 // name, with "mail-" before it when it does not start with a letter, is
 // too short, or starts like the name of a Unix socket peer. Another subject holding the name makes it numbered (ActorOf).
 func EmailActorName(addr string) string {
-	local, _, _ := strings.Cut(strings.ToLower(addr), "@")
-	if i := strings.IndexByte(local, '+'); i > 0 {
-		local = local[:i] // A sub-address names the same person.
-	}
+	local, _, _ := strings.Cut(EmailMailbox(strings.ToLower(addr)), "@")
 	var b strings.Builder
 	dash := false
 	for _, c := range []byte(local) {
@@ -90,6 +87,17 @@ func EmailActorName(addr string) string {
 		name = "mail"
 	}
 	return name
+}
+
+// EmailMailbox is addr without its sub-address, if it has one:
+// "ada+reserve@example.org" is "ada@example.org". A sub-address names
+// the same person and reaches the same mailbox.
+func EmailMailbox(addr string) string {
+	local, domain, _ := strings.Cut(addr, "@")
+	if i := strings.IndexByte(local, '+'); i > 0 {
+		local = local[:i]
+	}
+	return local + "@" + domain
 }
 
 // CreateEmailCode makes a one-time code for a sign-in link mailed to addr

@@ -82,7 +82,8 @@ type EmailSignIn struct {
 	Mailer Mailer
 	// From is the sender of the mails (--mail-from).
 	From mail.Address
-	// PerAddress and PerClient bound the requests per address and per
+	// PerAddress and PerClient bound the requests per address (its
+	// sub-addresses, "ada+x@" for "ada@", count as the address) and per
 	// client address (an IPv6 client by its /64) in each Window. Zero
 	// means the defaults.
 	PerAddress, PerClient int
@@ -179,7 +180,7 @@ func (s *Server) signInByEmail(w http.ResponseWriter, r *http.Request, _ engine.
 	if wait, ok := es.perClient.allow(clientKey(r.RemoteAddr), now); !ok {
 		return tooManyRequests(w, wait, "this client asked for %d sign-in links within %v", es.cfg.PerClient, es.cfg.Window)
 	}
-	if wait, ok := es.perAddress.allow(addr, now); !ok {
+	if wait, ok := es.perAddress.allow(engine.EmailMailbox(addr), now); !ok {
 		return tooManyRequests(w, wait, "%d sign-in links were asked for this address within %v; use the newest one that arrived", es.cfg.PerAddress, es.cfg.Window)
 	}
 	if es.cfg.Policy.allows(addr) {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/mail"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/reserve/reserve/internal/api"
@@ -43,5 +44,44 @@ func TestEmailSignInOff(t *testing.T) {
 	resp, body = send(t, h, call{via: viaNoToken, method: http.MethodGet, path: api.PathSignIn})
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != `{"methods":["link"]}` {
 		t.Errorf("sign-in methods when off: %d %s", resp.StatusCode, body)
+	}
+}
+
+// recordingMailer is a server.Mailer that keeps what it is given.
+type recordingMailer struct {
+	mu   sync.Mutex
+	sent []rmail.Message
+}
+
+func (m *recordingMailer) Enqueue(msg rmail.Message) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent = append(m.sent, msg)
+	return nil
+}
+
+// The limit per address counts the mailbox, not its spelling: the
+// sub-addresses of a mailbox (ada+1@, ada+2@, …) share the limit of
+// ada@, so nobody floods a mailbox with links by naming it anew each time.
+func TestEmailSignInLimitCountsSubAddresses(t *testing.T) {
+	t.Parallel()
+	m := &recordingMailer{}
+	h := servertest.Start(t, servertest.Options{EmailSignIn: &server.EmailSignIn{
+		Policy: mustEmailPolicy(t, "open"), Mailer: m, From: mail.Address{Address: "reserve@example.org"},
+	}})
+	for i, addr := range []string{"ada@example.org", "ada+1@example.org", "ADA+2@example.org", "ada+3@example.org"} {
+		resp, body := send(t, h, jsonCall(viaNoToken, http.MethodPost, api.PathSignInEmail, "", `{"email":"`+addr+`"}`))
+		want := http.StatusAccepted
+		if i == server.DefaultSignInPerAddress {
+			want = http.StatusTooManyRequests
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("sign-in link %d for %s: %d %s, want %d", i+1, addr, resp.StatusCode, body, want)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.sent) != server.DefaultSignInPerAddress {
+		t.Fatalf("%d mails went to one mailbox, want %d", len(m.sent), server.DefaultSignInPerAddress)
 	}
 }
