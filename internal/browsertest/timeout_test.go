@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -46,8 +47,11 @@ func TestUnansweredRequestIsUnclear(t *testing.T) {
 		t.Errorf("after no answer: %+v, want \"Outcome unclear — retry\", the choice locked and Retry offered", f)
 	}
 	key := tb.intentKey()
-	if d.posts(t) != 1 || d.reserved(t, demo) != 2 {
-		t.Fatalf("after no answer: %d POSTs, %d places reserved; want the one POST committed", d.posts(t), d.reserved(t, demo))
+	// The daemon counts the request once its handler ends, which it does
+	// when it sees the page give up, a moment after the page says so.
+	d.waitPosts(t, 1)
+	if d.reserved(t, demo) != 2 {
+		t.Fatalf("after no answer: %d places reserved; want the one POST committed", d.reserved(t, demo))
 	}
 
 	tb.click("submit")
@@ -74,5 +78,22 @@ func TestUnansweredRequestIsUnclear(t *testing.T) {
 	tb.waitStatus("cancelled")
 	if got, n := d.cancels(t); n != 2 || got["replayed"] != 1 {
 		t.Errorf("cancellation requests by outcome %v, want 2 with the retry replayed", got)
+	}
+}
+
+// waitPosts waits until the daemon has counted n reservation requests,
+// and fails if it counts another number by the deadline.
+func (d *daemon) waitPosts(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		got := d.posts(t)
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon counted %d reservation requests, want %d", got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
