@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -47,6 +48,11 @@ func (o *oidcFlags) load() error {
 	if err := checkHTTPURL("--oidc-issuer", o.issuer); err != nil {
 		return err
 	}
+	// Over plain HTTP anyone on the way could answer for the provider
+	// (its keys, the token exchange) and sign anyone in, admins too.
+	if u, _ := url.Parse(o.issuer); u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("--oidc-issuer must be an https:// URL unless the provider runs on this machine (a loopback address), not %q", o.issuer)
+	}
 	if err := checkHTTPURL("--public-url", o.publicURL); err != nil {
 		return err
 	}
@@ -80,4 +86,13 @@ func checkHTTPURL(flag, v string) error {
 		return fmt.Errorf("%s must be an http:// or https:// URL without query or fragment, e.g. https://id.example.org, not %q", flag, v)
 	}
 	return nil
+}
+
+// isLoopbackHost reports whether host is localhost or a loopback address.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

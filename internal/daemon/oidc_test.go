@@ -53,6 +53,7 @@ func TestOIDCFlagsRefused(t *testing.T) {
 		{"NoSecretFile", full("--oidc-client-secret-file"), "--oidc-issuer needs --oidc-client-secret-file"},
 		{"NoPublicURL", full("--public-url"), "--oidc-issuer needs --public-url"},
 		{"IssuerNotHTTP", full("", "--oidc-issuer", "ftp://id.example"), "--oidc-issuer must be an http:// or https:// URL"},
+		{"IssuerPlainHTTPOffLoopback", full("", "--oidc-issuer", "http://id.example"), "--oidc-issuer must be an https:// URL unless the provider runs on this machine"},
 		{"PublicURLWithQuery", full("", "--public-url", "https://reserve.example/?x=1"), "--public-url must be an http:// or https:// URL"},
 		{"MissingSecretFile", full("", "--oidc-client-secret-file", filepath.Join(dir, "nope")), "--oidc-client-secret-file: open"},
 		{"EmptySecretFile", full("", "--oidc-client-secret-file", empty), "the file's first line is empty"},
