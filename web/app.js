@@ -288,6 +288,7 @@
   const state = {
     lang: COMMON.chooseLanguage(),
     actor: null,
+    displayName: "",
     workshops: [],
     intent: null, // The form's: {operation, payload: {workshop, quantity}, actor, outcome?}.
     ops: {}, // The actor's cancellations, confirmations and releases, by opKey.
@@ -454,6 +455,8 @@
       return; // No daemon to talk to: say so, send nothing.
     }
     state.actor = who.actor;
+    state.displayName = who.displayName;
+    if (who.language) state.lang = COMMON.keepLanguage(who.language);
     $("to-admin").hidden = !who.admin; // Only admins' sessions open the organizer's page.
     el.form.hidden = false;
     el.logout.hidden = false;
@@ -836,6 +839,7 @@
   function switchLanguage() {
     state.lang = COMMON.otherLanguage(state.lang);
     render();
+    if (state.actor) COMMON.saveLanguage(state.lang); // Mails come in it too.
   }
 
   // registrationText returns what the page says about registering for w,
@@ -900,7 +904,7 @@
   }
 
   function render() {
-    COMMON.renderFrame(t, state.lang, el, state.actor, state.pageError);
+    COMMON.renderFrame(t, state.lang, el, state.actor, state.pageError, state.displayName);
     renderEmailSignIn();
 
     renderOptions();

@@ -68,13 +68,7 @@ const COMMON = (function () {
   // otherLanguage returns the language that is not lang, kept for both
   // pages when storage allows.
   function otherLanguage(lang) {
-    const next = lang === "de" ? "en" : "de";
-    try {
-      localStorage.setItem(LANG_KEY, next);
-    } catch (e) {
-      // The choice lasts for this page only.
-    }
-    return next;
+    return keepLanguage(lang === "de" ? "en" : "de");
   }
 
   // loadKept returns the intents kept in sessionStorage under key (an
@@ -169,7 +163,29 @@ const COMMON = (function () {
     const who = await request("GET", "/api/v1/whoami");
     if (who.status === 401) return { signedIn: false };
     if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") return null;
-    return { signedIn: true, actor: who.body.actor, admin: who.body.admin === true };
+    const b = who.body;
+    return {
+      signedIn: true, actor: b.actor, admin: b.admin === true,
+      displayName: typeof b.display_name === "string" ? b.display_name : "",
+      language: b.language === "de" || b.language === "en" ? b.language : "",
+    };
+  }
+
+  // saveLanguage stores lang in the signed-in person's profile, so that
+  // mails come in it too; the page works on should the daemon refuse.
+  async function saveLanguage(lang) {
+    await request("PUT", "/api/v1/me", { "Content-Type": "application/json" }, JSON.stringify({ language: lang }));
+  }
+
+  // keepLanguage makes lang (from the person's profile) the language of
+  // both pages when storage allows, and returns it.
+  function keepLanguage(lang) {
+    try {
+      localStorage.setItem(LANG_KEY, lang);
+    } catch (e) {
+      // The choice lasts for this page only.
+    }
+    return lang;
   }
 
   // signOut ends this tab's session on the daemon, forgets it and loads the
@@ -255,12 +271,13 @@ const COMMON = (function () {
   }
 
   // renderFrame writes what both pages show around their own content in
+  // lang; the person is named by name (a display name) when it is not "",
   // lang, with t their texts: the document's language and title, every
   // element's data-text, the language switch, whose session this tab has
   // (actor, or none) and the error that stops the page (a message
   // [textKey, ...args], or none). el holds the elements lang, actor and
   // pageError.
-  function renderFrame(t, lang, el, actor, pageError) {
+  function renderFrame(t, lang, el, actor, pageError, name) {
     document.documentElement.lang = lang;
     document.title = t("title");
     for (const node of document.querySelectorAll("[data-text]")) {
@@ -269,7 +286,7 @@ const COMMON = (function () {
     el.lang.textContent = t("langSwitch");
     el.lang.lang = lang === "de" ? "en" : "de";
     el.actor.hidden = !actor;
-    el.actor.textContent = actor ? t("signedInAs", actor) : "";
+    el.actor.textContent = actor ? t("signedInAs", name || actor) : "";
     el.actor.dataset.actor = actor || "";
     el.pageError.hidden = !pageError;
     el.pageError.textContent = pageError ? t(...pageError) : "";
@@ -279,6 +296,7 @@ const COMMON = (function () {
     RESERVATION_ID, WORKSHOP_ID, places, plaetze,
     texts, chooseLanguage, otherLanguage,
     loadKept, loadSession, saveSession, forgetSession, request, whoami, signOut,
+    saveLanguage, keepLanguage,
     answerBody, authoritative, opAuthoritative,
     instant, dateFormat, whenText, renderFrame,
   });

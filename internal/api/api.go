@@ -49,6 +49,7 @@ const (
 	PathReady        = "/readyz"
 	PathMetrics      = "/metrics"
 	PathWhoAmI       = "/api/v1/whoami"
+	PathMe           = "/api/v1/me" // The caller's own profile.
 	PathWorkshops    = "/api/v1/workshops"
 	PathReservations = "/api/v1/reservations"
 	PathHolds        = "/api/v1/holds"
@@ -316,4 +317,17 @@ func validateFault(name string) error {
 		return nil
 	}
 	return fmt.Errorf("must be one of %s, %s, %s", FaultFailReceiptWrite, FaultGarbleResponse, FaultDelayResponse)
+}
+
+// DecodeProfileChange decodes the body of PUT /api/v1/me strictly: the
+// optional members "display_name" and "language", each a JSON string;
+// a member left out keeps its stored value. The engine checks the values.
+func DecodeProfileChange(body []byte) (engine.ProfileChange, error) {
+	var c engine.ProfileChange
+	var name, lang string
+	err := DecodeStrict(body, []strictjson.Member{
+		strictjson.StringMember("display_name", false, func(string) error { c.DisplayName = &name; return nil }, &name),
+		strictjson.StringMember("language", false, func(string) error { c.Language = &lang; return nil }, &lang),
+	})
+	return c, err
 }

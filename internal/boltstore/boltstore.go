@@ -30,7 +30,7 @@ import (
 // and their versions"); a version that changes a stored format adds its row
 // there, an upgrade step and a test on records as the earlier version wrote
 // them (testdata/schema*.dump).
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // The buckets, declared once and created by Open.
 var (
@@ -64,6 +64,7 @@ var (
 		bucketBindings, bucketBindingsByActor,
 		bucketTokensByID,
 		bucketReservationsByWorkshop, bucketHoldsByWorkshop,
+		bucketProfiles,
 	}
 
 	keySchema = []byte("schema")

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -283,13 +284,22 @@ func TestOIDCSignIn(t *testing.T) {
 	if who["actor"] != "bob" || who["admin"] != false || who["email"] != nil || who["display_name"] != "Bob Builder" {
 		t.Errorf("bob's whoami: %v, want actor bob, no admin, no email (not verified)", who)
 	}
+	// The provider's name is stored in the profile: a session that the
+	// provider opened no part of says it too.
+	if got, _ := profileOf(t, d, d.as(t, "bob")); got != "Bob Builder" {
+		t.Errorf("bob's stored display name = %q, want Bob Builder from the provider", got)
+	}
+	// A name alice chooses stays when she signs in again.
+	if resp, body, err := d.as(t, "alice").Do(d.ctx(t), http.MethodPut, api.PathMe, http.Header{"Content-Type": {api.MediaJSON}}, []byte(`{"display_name":"Alice L."}`)); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice chooses a display name: %v %s", err, body)
+	}
 
 	op.hook(t, "rename", url.Values{"id": {"alice"}, "username": {"Alice.Renamed"}})
 	op.hook(t, "rotate", nil)
 	again := openOIDCTab(t, d)
 	again.oidcSignIn("Alice.Renamed")
-	if who := again.whoAmIOnPage(); who["actor"] != "alice" {
-		t.Errorf("alice renamed at the provider (and signing with a new key) is %v, want still alice", who["actor"])
+	if who := again.whoAmIOnPage(); who["actor"] != "alice" || who["display_name"] != "Alice L." {
+		t.Errorf("alice renamed at the provider (and signing with a new key) is %v named %v, want still alice named Alice L.", who["actor"], who["display_name"])
 	}
 	again.poll("alice's reservation in her list", fmt.Sprintf(`document.getElementById("reservation-%s") !== null`, reservation))
 }

@@ -139,4 +139,9 @@ type Tx interface {
 	BindingOfActor(actor string) (b Binding, ok bool, err error)
 	AddBinding(b Binding) error
 	ForEachBinding(fn func(Binding) error) error
+
+	// Profile reads the profile of actor, and PutProfile writes one
+	// (inserting or replacing it, by its actor).
+	Profile(actor string) (p Profile, ok bool, err error)
+	PutProfile(p Profile) error
 }

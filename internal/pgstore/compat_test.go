@@ -623,3 +623,52 @@ func TestSchema10GetsWorkshopSchedules(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestSchema12GetsProfiles: a database as schema versions 1–12 made it,
+// with a binding of a provider's person, a workshop and a receipt as a
+// daemon of version 12 wrote them, gets the profiles of migration 13 on
+// open: the receipt replays byte for byte, the person keeps the actor, its
+// profile is empty until it is changed, and a change is one row of
+// profiles that a fresh engine reads.
+func TestSchema12GetsProfiles(t *testing.T) {
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status", "0005_holds", "0006_time_index",
+		"0007_actor_index", "0008_workshop_hidden", "0009_identity_bindings", "0010_token_lifecycle", "0011_workshop_schedule", "0012_workshop_index")
+	at := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
+	req := engine.Request{Workshop: "go-basics", Quantity: 2}
+	const key, body = "3b9f1c2e-4d5a-4e6f-8a7b-9c0d1e2f3a4b", `{"status":"unavailable","workshop":"go-basics","quantity":2}`
+	subject := engine.OIDCSubject("https://id.example.org", "248289761001")
+	pgtest.Exec(t, dsn, `INSERT INTO actor_bindings (subject_kind, subject_id, actor, created_at) VALUES ($1, $2, 'ada', $3)`, subject.Kind, subject.ID, at)
+	pgtest.Exec(t, dsn, `INSERT INTO workshops (id, title, capacity, reserved_places, max_quantity, version, holding, hidden) VALUES ('go-basics', 'Go', 1, 0, 1, 1, 0, false)`)
+	pgtest.Exec(t, dsn, `INSERT INTO receipts (actor, operation_key, fingerprint_version, fingerprint, workshop, quantity, status, body, reservation_id, created_at)
+		VALUES ('ada', $1, 1, $2, 'go-basics', 2, 'unavailable', $3, NULL, $4)`, key, engine.Fingerprint(req), []byte(body), at)
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	eng := engine.New(s, engine.WithClock(func() time.Time { return at.Add(time.Minute) }))
+	if actor, err := eng.ActorOf(t.Context(), subject, func() (string, error) { return "other", nil }); err != nil || actor != "ada" {
+		t.Fatalf("the provider's person after the migration is %s, %v; want ada", actor, err)
+	}
+	if out, err := eng.Reserve(t.Context(), "ada", key, req); err != nil || !out.Replayed || string(out.Answer.JSON()) != body {
+		t.Fatalf("replay of ada's version 12 receipt = %+v %s, %v; want %s", out, out.Answer.JSON(), err, body)
+	}
+	if p, err := eng.ProfileOf(t.Context(), "ada"); err != nil || p != (engine.Profile{Actor: "ada"}) {
+		t.Fatalf("ada's profile after the migration = %+v, %v; want the empty one", p, err)
+	}
+	if err := eng.FillDisplayName(t.Context(), "ada", "Ada Lovelace"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.ChangeProfile(t.Context(), "ada", engine.ProfileChange{Language: ptr("de")}); err != nil {
+		t.Fatal(err)
+	}
+	want := engine.Profile{Actor: "ada", DisplayName: "Ada Lovelace", Language: "de"}
+	if p, err := engine.New(s).ProfileOf(t.Context(), "ada"); err != nil || p != want {
+		t.Errorf("ada's profile read by a fresh engine = %+v, %v; want %+v", p, err, want)
+	}
+	var n int
+	if err := s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM profiles WHERE actor = 'ada' AND display_name = 'Ada Lovelace' AND language = 'de'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("rows of ada in profiles = %d, %v; want 1", n, err)
+	}
+	if findings, err := engine.CheckAt(t.Context(), s, at.Add(time.Minute)); err != nil || len(findings) != 0 {
+		t.Errorf("check after the migration: %v, %v", findings, err)
+	}
+}

@@ -940,7 +940,11 @@ func (p *probeTx) Binding(string, string) (engine.Binding, bool, error) {
 func (p *probeTx) BindingOfActor(string) (engine.Binding, bool, error) {
 	return engine.Binding{}, false, nil
 }
-func (p *probeTx) AddBinding(engine.Binding) error                         { return nil }
+func (p *probeTx) AddBinding(engine.Binding) error { return nil }
+
+// Profile names no row to read ahead either: a profile changes seldom.
+func (p *probeTx) Profile(string) (engine.Profile, bool, error)            { return engine.Profile{}, false, nil }
+func (p *probeTx) PutProfile(engine.Profile) error                         { return nil }
 func (p *probeTx) HasReceiptsOf(string) (bool, error)                      { return false, nil }
 func (p *probeTx) ForEachBinding(func(engine.Binding) error) error         { return errProbe }
 func (p *probeTx) PutWorkshop(engine.Workshop) error                       { return nil }

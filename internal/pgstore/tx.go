@@ -209,6 +209,20 @@ var bindingsByActor = table[engine.Binding]{
 	},
 }
 
+// profiles keeps each actor's profile, keyed by its actor (migration
+// 0013).
+var profiles = table[engine.Profile]{
+	name:    "profiles",
+	columns: []string{"actor", "display_name", "language"},
+	keys:    1,
+	values: func(p engine.Profile) []any {
+		return []any{p.Actor, p.DisplayName, p.Language}
+	},
+	dests: func(p *engine.Profile) []any {
+		return []any{&p.Actor, &p.DisplayName, &p.Language}
+	},
+}
+
 // apiTokens is the tokens table seen through its index of API tokens by
 // id (the generated column of migration 0010); it is only scanned.
 var apiTokens = table[engine.TokenRecord]{
@@ -977,3 +991,9 @@ func (t *tx) AddBinding(b engine.Binding) error {
 func (t *tx) ForEachBinding(fn func(engine.Binding) error) error {
 	return forEach(t, bindings, fn)
 }
+
+func (t *tx) Profile(actor string) (engine.Profile, bool, error) {
+	return get(t, profiles, "", actor)
+}
+
+func (t *tx) PutProfile(p engine.Profile) error { return put(t, profiles, p) }

@@ -336,6 +336,11 @@ func (s *Server) oidcSignInCode(w http.ResponseWriter, r *http.Request) (string,
 		return "", err
 	}
 	infoOf(r).actor = actor
+	// The provider's name fills an empty display name; a name the person
+	// chose stays.
+	if err := s.eng.FillDisplayName(r.Context(), actor, claims.Name); err != nil {
+		return "", err
+	}
 	admin := o.cfg.AdminGroup != "" && slices.Contains(stringsOf(claims.Groups), o.cfg.AdminGroup)
 	code, _, err := s.eng.CreateLoginCodeAs(r.Context(), engine.Principal{Actor: actor, Admin: admin})
 	if err != nil {

@@ -154,6 +154,7 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"GET /readyz":                           {api.PathReady, ""},
 		"GET /metrics":                          {api.PathMetrics, ""},
 		"GET /api/v1/whoami":                    {api.PathWhoAmI, ""},
+		"PUT /api/v1/me":                        {api.PathMe, `{"language":"de"}`},
 		"GET /api/v1/workshops":                 {api.PathWorkshops, ""},
 		"GET /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), ""},
 		"PUT /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), `{"capacity":3,"max_quantity":2,"title":"Demo"}`},
@@ -280,6 +281,14 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	}
 	tr.do("GET /api/v1/whoami", call{via: "rsv_nope", method: http.MethodGet, path: api.PathWhoAmI}, http.StatusUnauthorized)
 	tr.do("GET /api/v1/whoami", withHeader(call{via: viaNoToken, method: http.MethodGet, path: api.PathWhoAmI}, "Authorization", "Basic eDp5"), http.StatusUnauthorized)
+	me := func(via, body string, want int) {
+		tr.do("PUT /api/v1/me", jsonCall(via, http.MethodPut, api.PathMe, "", body), want)
+	}
+	me(h.Alice, `{"display_name":"Alice A.","language":"de"}`, http.StatusOK)
+	me(viaSocket, `{}`, http.StatusOK)
+	me(h.Alice, `{"language":"fr"}`, http.StatusUnprocessableEntity)
+	me(h.Alice, `{"display_name":"x","extra":1}`, http.StatusUnprocessableEntity)
+	tr.do("GET /api/v1/whoami", call{via: h.Alice, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
 	tr.do("GET /metrics", call{via: viaSocket, method: http.MethodGet, path: api.PathMetrics}, http.StatusOK)
 	tr.do("GET /metrics", call{via: h.Admin, method: http.MethodGet, path: api.PathMetrics}, http.StatusOK)
 
@@ -688,6 +697,7 @@ var socketUnavailable = map[string]int{
 	"GET /readyz":                           http.StatusServiceUnavailable,
 	"GET /metrics":                          http.StatusOK,
 	"GET /api/v1/whoami":                    http.StatusServiceUnavailable,
+	"PUT /api/v1/me":                        http.StatusServiceUnavailable,
 	"GET /api/v1/workshops":                 http.StatusServiceUnavailable,
 	"GET /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
 	"PUT /api/v1/workshops/{id}":            http.StatusServiceUnavailable,

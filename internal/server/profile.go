@@ -5,13 +5,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
 // profile is what an identity provider said of the person behind a browser
 // session: the display name, and the email address only if the provider
-// verified it. It is kept with the session in this process's memory, never
-// stored, and never chooses the actor.
+// verified it. It is kept with the session in this process's memory and
+// never chooses the actor; the display name is stored in the actor's
+// profile (engine.Profile) at sign-in when that has none, and this one
+// only answers while the stored profile cannot be read into whoami.
 type profile struct {
 	DisplayName string
 	Email       string
@@ -88,13 +91,14 @@ func (ps *profiles) forget(hash string) {
 }
 
 // whoAmI is the answer of GET /api/v1/whoami: the principal, the kind of
-// subject its actor is bound to (omitted when none is), and what the
-// identity provider said of the person behind the request's browser
-// session.
+// subject its actor is bound to (omitted when none is), the display name
+// and language of its stored profile, and the email address the identity
+// provider verified for the person behind the request's browser session.
 type whoAmI struct {
 	engine.Principal
 	SubjectKind string `json:"subject_kind,omitempty"`
 	DisplayName string `json:"display_name,omitempty"`
+	Language    string `json:"language,omitempty"`
 	Email       string `json:"email,omitempty"`
 }
 
@@ -103,7 +107,9 @@ type whoAmI struct {
 // answer reads nothing more and keeps answering from the engine's caches
 // when the store cannot serve; a token's or a session's actor is looked
 // up once, for the kind of its subject and, for a session, the address
-// it is bound to when the identity provider gave none.
+// it is bound to when the identity provider gave none; then its stored
+// profile is read. The display name is the stored one, else the one the
+// identity provider gave this session.
 func (s *Server) whoAmIOf(r *http.Request, who engine.Principal) (whoAmI, error) {
 	out := whoAmI{Principal: who}
 	if connOf(r.Context()).socket {
@@ -115,12 +121,35 @@ func (s *Server) whoAmIOf(r *http.Request, who engine.Principal) (whoAmI, error)
 		return whoAmI{}, err
 	}
 	out.SubjectKind = b.Kind
+	stored, err := s.eng.ProfileOf(r.Context(), who.Actor)
+	if err != nil {
+		return whoAmI{}, err
+	}
+	out.DisplayName, out.Language = stored.DisplayName, stored.Language
 	if session := sessionOf(r); session != "" {
 		p := s.profiles.get(engine.HashToken(session))
-		out.DisplayName, out.Email = p.DisplayName, p.Email
+		out.Email = p.Email
+		if out.DisplayName == "" {
+			out.DisplayName = p.DisplayName
+		}
 		if out.Email == "" {
 			out.Email = engine.EmailOfBinding(b)
 		}
 	}
 	return out, nil
+}
+
+// putMe is PUT /api/v1/me: the caller changes its own profile and gets it
+// back as stored. A bad member is refused naming it, and nothing is
+// stored.
+func (s *Server) putMe(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
+	change, err := decodeBody(w, r, api.DecodeProfileChange)
+	if err != nil {
+		return err
+	}
+	p, err := s.eng.ChangeProfile(r.Context(), who.Actor, change)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, p)
 }

@@ -38,6 +38,7 @@ func (s *Server) routes() []route {
 		{"GET /readyz", anyone, s.ready},
 		{"GET /metrics", socketOrAdmin, s.serveMetrics},
 		{"GET /api/v1/whoami", actor, s.whoami},
+		{"PUT /api/v1/me", actor, s.putMe},
 		{"GET /api/v1/workshops", actor, s.listWorkshops},
 		{"GET /api/v1/workshops/{id}", actor, s.getWorkshop},
 		{"PUT /api/v1/workshops/{id}", admin, s.putWorkshop},

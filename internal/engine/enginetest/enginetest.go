@@ -117,6 +117,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AttendeesPageBySeeking", testAttendees},
 		{"AtomicBatchNamesScheduleRefusals", testAtomicBatchNamesScheduleRefusals},
 		{"CheckFindsBrokenLimits", testCheckFindsBrokenLimits},
+		{"ProfileRoundTrip", testProfileRoundTrip},
+		{"ProfileValidation", testProfileValidation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,6 +69,7 @@ type state struct {
 	events       map[string]engine.Event
 	holds        map[string]engine.Hold
 	bindings     map[engine.Subject]engine.Binding
+	profiles     map[string]engine.Profile
 }
 
 // receiptKey orders receipts and tombstones as the other stores do: by actor,
@@ -92,6 +93,7 @@ func newState() *state {
 		events:       map[string]engine.Event{},
 		holds:        map[string]engine.Hold{},
 		bindings:     map[engine.Subject]engine.Binding{},
+		profiles:     map[string]engine.Profile{},
 	}
 }
 
@@ -108,6 +110,7 @@ func (s *state) clone() *state {
 		events:       maps.Clone(s.events),
 		holds:        maps.Clone(s.holds),
 		bindings:     maps.Clone(s.bindings),
+		profiles:     maps.Clone(s.profiles),
 	}
 }
 
@@ -510,6 +513,12 @@ func (t *tx) ForEachBinding(fn func(engine.Binding) error) error {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ID, b.ID))
 	}, fn)
 }
+
+func (t *tx) Profile(actor string) (engine.Profile, bool, error) {
+	return get(t.s.profiles, actor)
+}
+
+func (t *tx) PutProfile(p engine.Profile) error { return put(t, t.s.profiles, p.Actor, p) }
 
 // ForEachReservationIn sorts the workshop's reservations on every call.
 func (t *tx) ForEachReservationIn(workshop string, after engine.PersonPosition, fn func(engine.Reservation) error) error {
