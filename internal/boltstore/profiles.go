@@ -19,3 +19,7 @@ func (t *tx) Profile(actor string) (engine.Profile, bool, error) {
 func (t *tx) PutProfile(p engine.Profile) error {
 	return t.put(bucketProfiles, []byte(p.Actor), p)
 }
+
+func (t *tx) ForEachProfile(fn func(engine.Profile) error) error {
+	return forEach(t, bucketProfiles, fn)
+}

@@ -34,6 +34,7 @@ const (
 	FindingTokenIndex       = "token_index_mismatch"
 	FindingWorkshopIndex    = "workshop_index_mismatch"
 	FindingSchedule         = "schedule_invalid"
+	FindingProfile          = "profile_invalid"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -165,6 +166,14 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 			return err
 		}
 		if err := checkBindings(tx, add); err != nil {
+			return err
+		}
+		if err := tx.ForEachProfile(func(p Profile) error {
+			if err := p.Validate(); err != nil {
+				add(FindingProfile, "the profile of %s is refused: %v", p.Actor, err)
+			}
+			return nil
+		}); err != nil {
 			return err
 		}
 		if err := tx.ForEachEvent(func(ev Event) error {

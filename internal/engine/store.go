@@ -144,4 +144,7 @@ type Tx interface {
 	// (inserting or replacing it, by its actor).
 	Profile(actor string) (p Profile, ok bool, err error)
 	PutProfile(p Profile) error
+	// ForEachProfile visits every profile in order of actor, for tools
+	// that copy a whole store.
+	ForEachProfile(fn func(Profile) error) error
 }

@@ -27,6 +27,7 @@ type Counts struct {
 	Events       int `json:"events"`
 	Holds        int `json:"holds"`
 	Bindings     int `json:"bindings"`
+	Profiles     int `json:"profiles"`
 }
 
 func (c Counts) String() string {
@@ -98,6 +99,9 @@ func copyAll(src, dst engine.Tx, c *Counts) error {
 		{"bindings", func() error {
 			return src.ForEachBinding(func(b engine.Binding) error { c.Bindings++; return dst.AddBinding(b) })
 		}},
+		{"profiles", func() error {
+			return src.ForEachProfile(func(p engine.Profile) error { c.Profiles++; return dst.PutProfile(p) })
+		}},
 	}
 	for _, s := range steps {
 		if err := s.run(); err != nil {
@@ -125,6 +129,7 @@ func mustBeEmpty(tx engine.Tx) error {
 		{"credentials", func() error { return tx.ForEachToken(func(engine.TokenRecord) error { return errFound }) }},
 		{"events", func() error { return tx.ForEachEvent(func(engine.Event) error { return errFound }) }},
 		{"bindings", func() error { return tx.ForEachBinding(func(engine.Binding) error { return errFound }) }},
+		{"profiles", func() error { return tx.ForEachProfile(func(engine.Profile) error { return errFound }) }},
 	}
 	for _, s := range scans {
 		switch err := s.scan(); {

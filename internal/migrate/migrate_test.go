@@ -91,6 +91,10 @@ func source(t *testing.T) (s *boltstore.Store, intents []intent, token string, e
 	if _, err := eng.ActorOf(ctx, engine.UIDSubject(1000), func() (string, error) { return "unix-alice", nil }); err != nil {
 		t.Fatal(err)
 	}
+	name, lang := "Alice Liddell", "de"
+	if _, err := eng.ChangeProfile(ctx, "alice", engine.ProfileChange{DisplayName: &name, Language: &lang}); err != nil {
+		t.Fatal(err)
+	}
 	return s, intents, token, expired
 }
 
@@ -108,6 +112,7 @@ func counts(t *testing.T, s engine.Store) migrate.Counts {
 			func() error { return tx.ForEachToken(func(engine.TokenRecord) error { c.Tokens++; return nil }) },
 			func() error { return tx.ForEachEvent(func(engine.Event) error { c.Events++; return nil }) },
 			func() error { return tx.ForEachBinding(func(engine.Binding) error { c.Bindings++; return nil }) },
+			func() error { return tx.ForEachProfile(func(engine.Profile) error { c.Profiles++; return nil }) },
 		} {
 			if err := scan(); err != nil {
 				return err
@@ -127,7 +132,7 @@ func testCopy(t *testing.T, to engine.Store) {
 	from, intents, token, expired := source(t)
 	ctx := context.Background()
 	want := counts(t, from)
-	if want.Tombstones != 1 || want.Events < 4 || want.Tokens != 1 || want.Bindings != 1 {
+	if want.Tombstones != 1 || want.Events < 4 || want.Tokens != 1 || want.Bindings != 1 || want.Profiles != 1 {
 		t.Fatalf("source lacks a kind of record: %v", want)
 	}
 	got, err := migrate.Copy(ctx, from, to)

@@ -987,7 +987,8 @@ func (p *probeTx) ForEachReservationIn(string, engine.PersonPosition, func(engin
 func (p *probeTx) ForEachHoldIn(string, engine.PersonPosition, func(engine.Hold) error) error {
 	return errProbe
 }
-func (p *probeTx) DeleteWorkshop(string) error { return nil }
+func (p *probeTx) DeleteWorkshop(string) error                     { return nil }
+func (p *probeTx) ForEachProfile(func(engine.Profile) error) error { return errProbe }
 
 // The API token reads by id are not fetched ahead.
 func (p *probeTx) APIToken(string) (engine.TokenRecord, bool, error) {

@@ -997,3 +997,7 @@ func (t *tx) Profile(actor string) (engine.Profile, bool, error) {
 }
 
 func (t *tx) PutProfile(p engine.Profile) error { return put(t, profiles, p) }
+
+func (t *tx) ForEachProfile(fn func(engine.Profile) error) error {
+	return forEach(t, profiles, fn)
+}

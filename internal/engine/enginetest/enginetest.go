@@ -117,6 +117,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AttendeesPageBySeeking", testAttendees},
 		{"AtomicBatchNamesScheduleRefusals", testAtomicBatchNamesScheduleRefusals},
 		{"CheckFindsBrokenLimits", testCheckFindsBrokenLimits},
+		{"CheckFindsBrokenProfiles", testCheckFindsBrokenProfiles},
 		{"ProfileRoundTrip", testProfileRoundTrip},
 		{"ProfileValidation", testProfileValidation},
 	}

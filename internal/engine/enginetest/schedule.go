@@ -353,3 +353,18 @@ func testCheckFindsBrokenLimits(t *testing.T, h *harness) {
 	}
 	h.wantFindings("a limit that does not refuse", []string{engine.FindingMalformedReceipt})
 }
+
+func testCheckFindsBrokenProfiles(t *testing.T, h *harness) {
+	name := "Ada"
+	if _, err := h.eng.ChangeProfile(h.ctx, "ada", engine.ProfileChange{DisplayName: &name}); err != nil {
+		t.Fatal(err)
+	}
+	h.mustCheckClean()
+	err := h.store.Update(h.ctx, func(tx engine.Tx) error {
+		return tx.PutProfile(engine.Profile{Actor: "bob", Language: "klingon"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wantFindings("a profile with an unknown language", []string{engine.FindingProfile})
+}

@@ -520,6 +520,10 @@ func (t *tx) Profile(actor string) (engine.Profile, bool, error) {
 
 func (t *tx) PutProfile(p engine.Profile) error { return put(t, t.s.profiles, p.Actor, p) }
 
+func (t *tx) ForEachProfile(fn func(engine.Profile) error) error {
+	return forEach(t.s.profiles, cmp.Compare[string], fn)
+}
+
 // ForEachReservationIn sorts the workshop's reservations on every call.
 func (t *tx) ForEachReservationIn(workshop string, after engine.PersonPosition, fn func(engine.Reservation) error) error {
 	return inWorkshop(t.s.reservations, workshop, after, func(r engine.Reservation) (string, string) { return r.Workshop, r.Actor }, fn)
