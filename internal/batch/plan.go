@@ -176,10 +176,9 @@ func (p *Plan) validate() error {
 			return fmt.Errorf("row %d (line %d): %s", i+1, r.Line, engine.ErrorMessage(err))
 		}
 		if o := r.Outcome; o != nil {
-			switch o.Status {
-			case engine.StatusReserved, engine.StatusUnavailable, intent.StatusRejected,
-				engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
-			default:
+			// A row is a reservation: its outcome is one of the answers
+			// of a reservation, or a rejection.
+			if _, ok := engine.SpecOf(engine.OperationReserve, string(o.Status)); !ok && o.Status != intent.StatusRejected {
 				return fmt.Errorf("row %d (line %d): unknown outcome %q", i+1, r.Line, o.Status)
 			}
 		}

@@ -431,10 +431,10 @@ func (env *commandEnv) recordBatch(plan *batch.Plan, bs batchSend, bar *progress
 		// item, so settling it cannot fail.
 		r.Settle(o.rowOutcome())
 		r.LastError = ""
-		switch r.Outcome.Status {
-		case intent.StatusRejected:
+		switch status := r.Outcome.Status; {
+		case status == intent.StatusRejected:
 			fmt.Fprintf(bar.out(), "line %d (%s): rejected: %s: %s\n", r.Line, r.Row, r.Outcome.Code, r.Outcome.Detail)
-		case engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
+		case engine.IsAdmissionRefusal(string(status)):
 			fmt.Fprintf(bar.out(), "line %d (%s): %s\n", r.Line, r.Row, o.admissionRefusal())
 		}
 	}

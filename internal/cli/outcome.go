@@ -168,6 +168,9 @@ func (o outcome) settlement() intent.Outcome {
 // decided earlier whose answer reserved no longer keeps; 75 while the
 // outcome is unknown.
 func (o outcome) exitCode() int {
+	if engine.IsAdmissionRefusal(string(o.status)) {
+		return ExitRejected
+	}
 	switch o.status {
 	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld:
 		return ExitReserved
@@ -178,8 +181,7 @@ func (o outcome) exitCode() int {
 		return ExitRejected
 	case engine.StatusUnavailable, engine.StatusExpired:
 		return ExitUnavailable
-	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, intent.StatusRejected,
-		engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
+	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, intent.StatusRejected:
 		return ExitRejected
 	case intent.StatusAnswerExpired:
 		return ExitAnswerExpired
@@ -215,6 +217,9 @@ func (o outcome) line() string {
 		prefix = "replayed: "
 	}
 	a, p := o.res.Answer, o.res.Problem
+	if engine.IsAdmissionRefusal(string(o.status)) {
+		return fmt.Sprintf("%s%s; %s", prefix, o.admissionRefusal(), o.next())
+	}
 	switch o.status {
 	case engine.StatusReserved:
 		from := ""
@@ -232,8 +237,6 @@ func (o outcome) line() string {
 			prefix, a.ReservationID, places(a.Quantity), a.Workshop)
 	case engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased:
 		return prefix + o.holdLine()
-	case engine.StatusRegistrationNotOpen, engine.StatusRegistrationClosed, engine.StatusLimitReached:
-		return fmt.Sprintf("%s%s; %s", prefix, o.admissionRefusal(), o.next())
 	case intent.StatusAnswerExpired:
 		return fmt.Sprintf("%sdecided earlier: reserved decided intent %s before and no longer keeps its answer, so it cannot say what it did, and it does not do it again: %s (HTTP %d); run '%s' to see what you have; %s",
 			prefix, o.key, p.Message, o.res.Status, listCommand[o.op], o.next())

@@ -229,7 +229,7 @@ func receiptSummary(o outcome) string {
 		return o.line()
 	case o.status == engine.StatusUnavailable:
 		return fmt.Sprintf("unavailable (%s in %s)", places(a.Quantity), a.Workshop)
-	case o.status == engine.StatusRegistrationNotOpen, o.status == engine.StatusRegistrationClosed, o.status == engine.StatusLimitReached:
+	case engine.IsAdmissionRefusal(string(o.status)):
 		return o.admissionRefusal()
 	case o.status == intent.StatusRejected:
 		return "rejected: " + inFlagWords(o.res.Problem.Error())

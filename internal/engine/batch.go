@@ -55,7 +55,7 @@ const (
 
 // RefusalReasons lists every reason word an item of a refused atomic batch
 // may carry that is not an error code.
-var RefusalReasons = []string{ReasonUnavailable, StatusRegistrationNotOpen, StatusRegistrationClosed, StatusLimitReached, ReasonOtherItemRefused, ReasonNotDecided}
+var RefusalReasons = slices.Concat([]string{ReasonUnavailable}, AdmissionRefusals, []string{ReasonOtherItemRefused, ReasonNotDecided})
 
 // refusalDetails says why an item of a refused atomic batch was not
 // reserved, for each status of a refused reservation.

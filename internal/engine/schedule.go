@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 	_ "time/tzdata" // Time zones are named by clients, so every build knows them all.
@@ -188,6 +189,15 @@ func (s Schedule) utc() Schedule {
 	}
 	return s
 }
+
+// AdmissionRefusals are the statuses of a request for places that its
+// workshop's registration window or limit per person refused (admit):
+// decided refusals, stored and replayed like unavailable. Front ends that
+// treat them alike ask IsAdmissionRefusal rather than list them.
+var AdmissionRefusals = []string{StatusRegistrationNotOpen, StatusRegistrationClosed, StatusLimitReached}
+
+// IsAdmissionRefusal reports whether status is one of AdmissionRefusals.
+func IsAdmissionRefusal(status string) bool { return slices.Contains(AdmissionRefusals, status) }
 
 // registrationRefusal returns the status of a request for places in w
 // refused at now by its registration window, "" when registration is open.
