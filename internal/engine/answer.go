@@ -24,6 +24,11 @@ const (
 	StatusRegistrationNotOpen = "registration_not_open"
 	StatusRegistrationClosed  = "registration_closed"
 	StatusLimitReached        = "limit_reached"
+	// The answers of an operator's corrections of a delivery.
+	StatusRequeued         = "requeued"
+	StatusSkipped          = "skipped"
+	StatusAlreadyDelivered = "already_delivered"
+	StatusAlreadySkipped   = "already_skipped"
 )
 
 // Effect is what an authoritative answer says its operation did: made
@@ -49,6 +54,8 @@ type AnswerMembers struct {
 	// Limit: "max_per_person" and "already", the workshop's limit per
 	// person and the places the actor had already.
 	Limit bool
+	// DeliveryID: "delivery_id", the delivery sent again or given up.
+	DeliveryID bool
 }
 
 // Names returns the names of every member of such a body, in the order of
@@ -60,6 +67,9 @@ func (m AnswerMembers) Names() []string {
 	}
 	if m.HoldID {
 		names = append(names, "hold_id")
+	}
+	if m.DeliveryID {
+		names = append(names, "delivery_id")
 	}
 	names = append(names, "workshop", "quantity")
 	if m.ExpiresAt {
@@ -106,6 +116,10 @@ var Answers = []AnswerSpec{
 	{OperationRelease, StatusExpired, EffectRefused, AnswerMembers{HoldID: true}},
 	{OperationRelease, StatusAlreadyConfirmed, EffectRefused, AnswerMembers{HoldID: true}},
 	{OperationRelease, StatusAlreadyReleased, EffectRefused, AnswerMembers{HoldID: true}},
+	{OperationRetryDelivery, StatusRequeued, EffectChanged, AnswerMembers{DeliveryID: true}},
+	{OperationSkipDelivery, StatusSkipped, EffectChanged, AnswerMembers{DeliveryID: true}},
+	{OperationSkipDelivery, StatusAlreadyDelivered, EffectRefused, AnswerMembers{DeliveryID: true}},
+	{OperationSkipDelivery, StatusAlreadySkipped, EffectRefused, AnswerMembers{DeliveryID: true}},
 }
 
 // SpecOf returns the row of Answers for an answer of kind with status, and
@@ -147,6 +161,10 @@ func AnswerStatuses() []string {
 //	confirm {"status":"reserved","reservation_id":"…","hold_id":"…","workshop":"…","quantity":N}
 //	confirm {"status":S,"hold_id":"…","workshop":"…","quantity":N}, S expired, released or already_confirmed
 //	release {"status":S,"hold_id":"…","workshop":"…","quantity":N}, S released, expired, already_confirmed or already_released
+//	retry_delivery {"status":"requeued","delivery_id":"…","workshop":"…","quantity":N}
+//	skip_delivery  {"status":S,"delivery_id":"…","workshop":"…","quantity":N}, S skipped, already_delivered or already_skipped
+//
+// (the workshop and quantity of a delivery's answer are its event's)
 //
 // Kind is not encoded: the operation it answers says it. Members that only
 // some kinds of operation have (a hold's id and expiry) are omitted when
@@ -156,6 +174,7 @@ type Answer struct {
 	Status        string        `json:"status"`
 	ReservationID string        `json:"reservation_id,omitempty"`
 	HoldID        string        `json:"hold_id,omitempty"`
+	DeliveryID    string        `json:"delivery_id,omitempty"`
 	Workshop      string        `json:"workshop"`
 	Quantity      int           `json:"quantity"`
 	ExpiresAt     time.Time     `json:"expires_at,omitzero"`
@@ -195,6 +214,7 @@ func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 		strictjson.StringMember("status", true, func(s string) error { return checkStatus(kind, s) }, &a.Status),
 		strictjson.StringMember("reservation_id", false, nil, &a.ReservationID),
 		strictjson.StringMember("hold_id", false, nil, &a.HoldID),
+		strictjson.StringMember("delivery_id", false, nil, &a.DeliveryID),
 		strictjson.StringMember("workshop", true, nil, &a.Workshop),
 		strictjson.IntMember("quantity", true, 1, MaxQuantity, &a.Quantity),
 		strictjson.TimeMember("expires_at", false, &a.ExpiresAt),

@@ -177,7 +177,7 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 			return err
 		}
 		if err := tx.ForEachEvent(func(ev Event) error {
-			checkEvent(ev, reservations, add)
+			checkEvent(ev, reservations, holds, add)
 			return nil
 		}); err != nil {
 			return err
@@ -268,7 +268,11 @@ func checkAnswerRef(a answerRef, reservations map[string]*resInfo, holds map[str
 }
 
 // checkEvent matches an outbox event with the effect it confirms.
-func checkEvent(ev Event, reservations map[string]*resInfo, add func(kind, format string, args ...any)) {
+func checkEvent(ev Event, reservations map[string]*resInfo, holds map[string]*holdInfo, add func(kind, format string, args ...any)) {
+	if ev.HoldID != "" || holdEventStates[ev.Type] != "" {
+		checkHoldEvent(ev, holds, add)
+		return
+	}
 	r, ok := reservations[ev.ReservationID]
 	switch {
 	case !ok:
@@ -283,6 +287,32 @@ func checkEvent(ev Event, reservations map[string]*resInfo, add func(kind, forma
 		r.cancelEvents++
 	default:
 		add(FindingOrphanEvent, "event %s has unknown type %q", ev.ID, ev.Type)
+	}
+}
+
+// holdEventStates is the state a hold is in once each type of hold event
+// was written for it; hold.created is written while it is held, so any
+// state goes.
+var holdEventStates = map[string]HoldState{
+	EventHoldCreated:   "any",
+	EventHoldConfirmed: HoldConfirmed,
+	EventHoldReleased:  HoldReleased,
+	EventHoldExpired:   HoldExpired,
+}
+
+// checkHoldEvent matches a hold event with the hold it tells of.
+func checkHoldEvent(ev Event, holds map[string]*holdInfo, add func(kind, format string, args ...any)) {
+	h, ok := holds[ev.HoldID]
+	state := holdEventStates[ev.Type]
+	switch {
+	case state == "":
+		add(FindingOrphanEvent, "event %s has unknown type %q", ev.ID, ev.Type)
+	case !ok:
+		add(FindingOrphanEvent, "event %s (%s) names hold %s, which does not exist", ev.ID, ev.Type, ev.HoldID)
+	case ev.Owner != "" && ev.Owner != h.Actor:
+		add(FindingOrphanEvent, "event %s (%s) names hold %s of %s, but the hold is %s's", ev.ID, ev.Type, h.ID, ev.Owner, h.Actor)
+	case state != "any" && h.State != state:
+		add(FindingOrphanEvent, "event %s says hold %s was %s, but it is stored as %s", ev.ID, h.ID, state, h.State)
 	}
 }
 

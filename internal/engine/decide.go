@@ -203,6 +203,10 @@ func conflict(key OperationKey, kind OperationKind, req Request, a Answer) *Erro
 		use = fmt.Sprintf("for a different hold request (workshop %q, quantity %d)", req.Workshop, req.Quantity)
 	case OperationConfirm, OperationRelease:
 		use = fmt.Sprintf("to %s hold %s", kind, a.HoldID)
+	case OperationRetryDelivery:
+		use = "to send delivery " + a.DeliveryID + " again"
+	case OperationSkipDelivery:
+		use = "to skip delivery " + a.DeliveryID
 	default:
 		use = fmt.Sprintf("for a different reservation (workshop %q, quantity %d)", req.Workshop, req.Quantity)
 	}

@@ -107,8 +107,10 @@ type Receipt struct {
 	Request            Request
 	ReservationID      string
 	HoldID             string
-	HoldExpiresAt      time.Time
-	HoldTTLSeconds     int
+	// DeliveryID is the delivery an operator's correction was for.
+	DeliveryID     string
+	HoldExpiresAt  time.Time
+	HoldTTLSeconds int
 	// Limit is what a limit_reached answer reports beside its request.
 	Limit     Limit
 	Answer    Answer
@@ -119,14 +121,14 @@ type Receipt struct {
 // from the receipt's members: the answer the engine stores, which a store
 // that keeps only the status builds again.
 func (r Receipt) AnswerOf(status string) Answer {
-	return Answer{Kind: r.Kind(), Status: status, ReservationID: r.ReservationID, HoldID: r.HoldID,
+	return Answer{Kind: r.Kind(), Status: status, ReservationID: r.ReservationID, HoldID: r.HoldID, DeliveryID: r.DeliveryID,
 		Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, ExpiresAt: r.HoldExpiresAt, Limit: r.Limit}
 }
 
 // payload returns what the receipt's key was used for, as the operation
 // sent it.
 func (r Receipt) payload() payload {
-	return payload{kind: r.Kind(), req: r.Request, reservationID: r.ReservationID, holdID: r.HoldID,
+	return payload{kind: r.Kind(), req: r.Request, reservationID: r.ReservationID, holdID: r.HoldID, deliveryID: r.DeliveryID,
 		hold: HoldRequest{Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, TTLSeconds: r.HoldTTLSeconds}}
 }
 

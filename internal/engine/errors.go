@@ -48,6 +48,13 @@ const (
 	// CodeWorkshopInUse means a workshop cannot be deleted while it has an
 	// active reservation or an open hold.
 	CodeWorkshopInUse = "workshop_in_use"
+	// CodeUnknownWebhook means no webhook endpoint has that id.
+	CodeUnknownWebhook = "unknown_webhook"
+	// CodeWebhookExists means a webhook endpoint for that URL exists
+	// already: one URL gets each event once.
+	CodeWebhookExists = "webhook_exists"
+	// CodeUnknownDelivery means no delivery has that id.
+	CodeUnknownDelivery = "unknown_delivery"
 	// CodeUnauthenticated means the caller has no valid credentials.
 	CodeUnauthenticated = "unauthenticated"
 	// CodeForbidden means the caller is known but not allowed.

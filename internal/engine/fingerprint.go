@@ -25,6 +25,10 @@ const (
 	// SettleFingerprint hashes for each of the two kinds.
 	ConfirmFingerprintV1 FingerprintVersion = 4
 	ReleaseFingerprintV1 FingerprintVersion = 5
+	// RetryDeliveryFingerprintV1 and SkipDeliveryFingerprintV1 are the
+	// encodings that DeliveryFingerprint hashes for each of the two kinds.
+	RetryDeliveryFingerprintV1 FingerprintVersion = 6
+	SkipDeliveryFingerprintV1  FingerprintVersion = 7
 )
 
 // fingerprintVersions is the one table of fingerprint versions: the kind of
@@ -41,16 +45,24 @@ var fingerprintVersions = map[FingerprintVersion]struct {
 	HoldFingerprintV1:    {OperationHold, func(p payload) string { return HoldFingerprint(p.hold) }},
 	ConfirmFingerprintV1: {OperationConfirm, func(p payload) string { return SettleFingerprint(OperationConfirm, p.holdID) }},
 	ReleaseFingerprintV1: {OperationRelease, func(p payload) string { return SettleFingerprint(OperationRelease, p.holdID) }},
+	RetryDeliveryFingerprintV1: {OperationRetryDelivery, func(p payload) string {
+		return DeliveryFingerprint(OperationRetryDelivery, p.deliveryID)
+	}},
+	SkipDeliveryFingerprintV1: {OperationSkipDelivery, func(p payload) string {
+		return DeliveryFingerprint(OperationSkipDelivery, p.deliveryID)
+	}},
 }
 
 // fingerprintVersionOf is the fingerprint version each kind of operation
 // writes.
 var fingerprintVersionOf = map[OperationKind]FingerprintVersion{
-	OperationReserve: ReserveFingerprintV1,
-	OperationCancel:  CancelFingerprintV1,
-	OperationHold:    HoldFingerprintV1,
-	OperationConfirm: ConfirmFingerprintV1,
-	OperationRelease: ReleaseFingerprintV1,
+	OperationReserve:       ReserveFingerprintV1,
+	OperationCancel:        CancelFingerprintV1,
+	OperationHold:          HoldFingerprintV1,
+	OperationConfirm:       ConfirmFingerprintV1,
+	OperationRelease:       ReleaseFingerprintV1,
+	OperationRetryDelivery: RetryDeliveryFingerprintV1,
+	OperationSkipDelivery:  SkipDeliveryFingerprintV1,
 }
 
 // Kind returns the kind of operation whose payloads v encodes ("" for a
@@ -115,6 +127,14 @@ func SettleFingerprint(kind OperationKind, holdID string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// DeliveryFingerprint returns the hex SHA-256 of the canonical encoding of
+// an operator's correction (kind) of delivery id:
+//
+//	"reserve-" kind "-v1\n" id "\n"
+func DeliveryFingerprint(kind OperationKind, id string) string {
+	return SettleFingerprint(kind, id)
+}
+
 // payload is what an operation key is being used for: a reservation
 // request, the cancellation of a reservation, a hold request, or the
 // confirmation or release of a hold.
@@ -124,6 +144,7 @@ type payload struct {
 	reservationID string
 	hold          HoldRequest
 	holdID        string
+	deliveryID    string
 }
 
 // fingerprint returns the version and fingerprint p is stored with.

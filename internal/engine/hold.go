@@ -143,6 +143,9 @@ func (holding) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
 	if err := tx.PutHold(h); err != nil {
 		return "", fmt.Errorf("insert hold: %w", err)
 	}
+	if err := addHoldEvent(tx, d.mint(), EventHoldCreated, h, d.Actor, d.OperationKey, d.now); err != nil {
+		return "", err
+	}
 	d.HoldID, d.HoldExpiresAt = h.ID, h.ExpiresAt
 	return StatusHeld, nil
 }
@@ -225,7 +228,7 @@ func (d *draft) makeRoom(tx Tx, w Workshop, need int) (Workshop, error) {
 	}
 	for _, h := range due {
 		w.Holding -= h.Quantity
-		if err := putExpired(tx, h, d.now); err != nil {
+		if err := putExpired(tx, h, d.now, d.mint()); err != nil {
 			return Workshop{}, err
 		}
 	}
@@ -334,7 +337,7 @@ func (settlement) effect(tx Tx, p payload, t heldHold, d *draft) (string, error)
 	d.Request, d.HoldID = Request{Workshop: h.Workshop, Quantity: h.Quantity}, h.ID
 	state := h.StateAt(now)
 	if state == HoldExpired && h.Open() {
-		if err := expireHold(tx, w, h, now); err != nil {
+		if err := expireHold(tx, w, h, now, d.mint()); err != nil {
 			return "", err
 		}
 		d.expiredHolds = 1
@@ -361,27 +364,36 @@ func (settlement) effect(tx Tx, p payload, t heldHold, d *draft) (string, error)
 	if err := tx.PutHold(h); err != nil {
 		return "", fmt.Errorf("update hold %s: %w", h.ID, err)
 	}
+	typ := EventHoldReleased
+	if h.State == HoldConfirmed {
+		typ = EventHoldConfirmed
+	}
+	if err := addHoldEvent(tx, d.mint(), typ, h, d.Actor, d.OperationKey, now); err != nil {
+		return "", err
+	}
 	return status, nil
 }
 
 // expireHold cleans up open hold h past its deadline: it is stored as
 // expired and its places leave the holding counter of its workshop w.
-func expireHold(tx Tx, w Workshop, h Hold, now time.Time) error {
+func expireHold(tx Tx, w Workshop, h Hold, now time.Time, eventID string) error {
 	w.Holding -= h.Quantity
 	if err := tx.PutWorkshop(w); err != nil {
 		return fmt.Errorf("update workshop %s: %w", w.ID, err)
 	}
-	return putExpired(tx, h, now)
+	return putExpired(tx, h, now, eventID)
 }
 
-// putExpired stores open hold h, past its deadline, as cleaned up at now;
-// its caller takes its places out of its workshop's Holding counter.
-func putExpired(tx Tx, h Hold, now time.Time) error {
+// putExpired stores open hold h, past its deadline, as cleaned up at now,
+// with its hold.expired event eventID; its caller takes its places out of
+// its workshop's Holding counter. The event is written where the hold is
+// stored as expired, once, whichever decision or cleanup does it.
+func putExpired(tx Tx, h Hold, now time.Time, eventID string) error {
 	h.State, h.SettledAt = HoldExpired, now
 	if err := tx.PutHold(h); err != nil {
 		return fmt.Errorf("expire hold %s: %w", h.ID, err)
 	}
-	return nil
+	return addHoldEvent(tx, eventID, EventHoldExpired, h, "", "", now)
 }
 
 // HoldOf returns hold id as it stands now, if who owns it or is an admin,
@@ -468,7 +480,7 @@ func (e *Engine) ExpireHolds(ctx context.Context, limit int) (cleaned int, more 
 				if !ok {
 					return fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
 				}
-				if err := expireHold(tx, w, h, now); err != nil {
+				if err := expireHold(tx, w, h, now, e.newID(now)); err != nil {
 					return err
 				}
 				done++

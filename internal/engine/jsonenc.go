@@ -26,6 +26,10 @@ func (a Answer) appendJSON(b []byte) []byte {
 		b = append(b, `,"hold_id":`...)
 		b = appendJSONString(b, a.HoldID)
 	}
+	if a.DeliveryID != "" {
+		b = append(b, `,"delivery_id":`...)
+		b = appendJSONString(b, a.DeliveryID)
+	}
 	b = append(b, `,"workshop":`...)
 	b = appendJSONString(b, a.Workshop)
 	b = append(b, `,"quantity":`...)
@@ -57,8 +61,14 @@ func (p EventPayload) appendJSON(b []byte) ([]byte, error) {
 	b = appendJSONString(b, p.ID)
 	b = append(b, `,"type":`...)
 	b = appendJSONString(b, p.Type)
-	b = append(b, `,"reservation_id":`...)
-	b = appendJSONString(b, p.ReservationID)
+	if p.ReservationID != "" {
+		b = append(b, `,"reservation_id":`...)
+		b = appendJSONString(b, p.ReservationID)
+	}
+	if p.HoldID != "" {
+		b = append(b, `,"hold_id":`...)
+		b = appendJSONString(b, p.HoldID)
+	}
 	b = append(b, `,"owner":`...)
 	b = appendJSONString(b, p.Owner)
 	b = append(b, `,"actor":`...)

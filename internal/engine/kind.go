@@ -16,4 +16,9 @@ const (
 	OperationHold    OperationKind = "hold"
 	OperationConfirm OperationKind = "confirm"
 	OperationRelease OperationKind = "release"
+	// OperationRetryDelivery sends a delivery of an event again, and
+	// OperationSkipDelivery gives one up on purpose: an operator's
+	// controlled corrections of the deliveries.
+	OperationRetryDelivery OperationKind = "retry_delivery"
+	OperationSkipDelivery  OperationKind = "skip_delivery"
 )

@@ -28,6 +28,9 @@ func TestAnswersTable(t *testing.T) {
 		if row.Members.HoldID {
 			a.HoldID = id
 		}
+		if row.Members.DeliveryID {
+			a.DeliveryID = id + "-mail"
+		}
 		if row.Members.ExpiresAt {
 			a.ExpiresAt = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 		}
@@ -52,7 +55,8 @@ func TestAnswersTable(t *testing.T) {
 			t.Errorf("DecodeAnswer(%s, %s) = %+v, %v", row.Kind, body, got, err)
 		}
 	}
-	for _, kind := range []OperationKind{OperationReserve, OperationCancel, OperationHold, OperationConfirm, OperationRelease} {
+	for _, kind := range []OperationKind{OperationReserve, OperationCancel, OperationHold, OperationConfirm, OperationRelease,
+		OperationRetryDelivery, OperationSkipDelivery} {
 		if len(seen[kind]) == 0 {
 			t.Errorf("kind %s has no answers", kind)
 		}

@@ -21,6 +21,11 @@ type Profile struct {
 	DisplayName string `json:"display_name,omitempty"`
 	// Language is one of Languages, or "" when none was chosen.
 	Language string `json:"language,omitempty"`
+	// Email is the address an identity provider said, verified, is the
+	// person's, kept at sign-in so that mails reach a person who signs
+	// in with a provider; "" for none. (A person who signs in by email
+	// gets mails at the address they are bound to.)
+	Email string `json:"email,omitempty"`
 }
 
 // MaxDisplayNameLen is the longest display name, in characters.
@@ -49,6 +54,11 @@ func (p Profile) Validate() error {
 	if p.Language != "" && !slices.Contains(Languages, p.Language) {
 		return Errorf(CodeRequestContract, "member \"language\" must be one of %s, or \"\" for none: %q is not",
 			strings.Join(Languages, ", "), Truncate(p.Language, 20))
+	}
+	if p.Email != "" {
+		if norm, err := NormalizeEmail(p.Email); err != nil || norm != p.Email {
+			return Errorf(CodeRequestContract, "member \"email\" must be a lowercase email address: %q is not", Truncate(p.Email, 80))
+		}
 	}
 	return nil
 }
@@ -167,6 +177,33 @@ func (e *Engine) FillDisplayName(ctx context.Context, actor, name string) error 
 	})
 	if err != nil {
 		return fmt.Errorf("fill the display name of %s: %w", actor, err)
+	}
+	return nil
+}
+
+// KeepVerifiedEmail stores addr, an address an identity provider said is
+// verified, as the address of actor's mails (Profile.Email), when it
+// differs from the one stored. An address that does not normalize is not
+// stored, and not an error: the provider's claim is not the person's
+// request.
+func (e *Engine) KeepVerifiedEmail(ctx context.Context, actor, addr string) error {
+	addr, err := NormalizeEmail(addr)
+	if err != nil {
+		return nil
+	}
+	if p, err := e.ProfileOf(ctx, actor); err != nil || p.Email == addr {
+		return err
+	}
+	err = e.store.Update(ctx, func(tx Tx) error {
+		p, err := profileOf(tx, actor)
+		if err != nil || p.Email == addr {
+			return err
+		}
+		p.Email = addr
+		return tx.PutProfile(p)
+	})
+	if err != nil {
+		return fmt.Errorf("keep the address of %s: %w", actor, err)
 	}
 	return nil
 }

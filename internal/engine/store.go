@@ -82,7 +82,8 @@ type Tx interface {
 	// MarkEventDelivered records when an existing event was delivered,
 	// which takes it out of ForEachPendingEvent. Event reads one event;
 	// ForEachEvent visits every event and ForEachPendingEvent every
-	// undelivered one, both in id order.
+	// undelivered one for the simple channels (Event.ForSimpleChannels),
+	// both in id order.
 	AddEvent(e Event) error
 	MarkEventDelivered(id string, at time.Time) error
 	Event(id string) (e Event, ok bool, err error)
@@ -147,4 +148,38 @@ type Tx interface {
 	// ForEachProfile visits every profile in order of actor, for tools
 	// that copy a whole store.
 	ForEachProfile(fn func(Profile) error) error
+
+	// ForEachUnroutedEvent visits, in id order, the events whose
+	// deliveries (webhooks, mail) are not made yet: AddEvent adds every
+	// new event to them, and MarkEventRouted takes one out. Events stored
+	// before a store kept this are routed. Stores keep an index of them,
+	// so a scan costs what it visits. Inside a write transaction of a
+	// store with row locks (PostgreSQL), it visits only the events it
+	// could lock, skipping those another transaction is routing.
+	ForEachUnroutedEvent(fn func(Event) error) error
+	MarkEventRouted(id string) error
+
+	// WebhookEndpoint reads one endpoint, PutWebhookEndpoint writes one
+	// (inserting or replacing it, by its id), DeleteWebhookEndpoint
+	// removes one if it exists, and ForEachWebhookEndpoint visits every
+	// endpoint in id order.
+	WebhookEndpoint(id string) (w WebhookEndpoint, ok bool, err error)
+	PutWebhookEndpoint(w WebhookEndpoint) error
+	DeleteWebhookEndpoint(id string) error
+	ForEachWebhookEndpoint(fn func(WebhookEndpoint) error) error
+
+	// Delivery reads one delivery and PutDelivery writes one (inserting
+	// or replacing it, by its id), keeping two indexes in step with it:
+	// by state then id, and of pending deliveries by NextAttemptAt then
+	// id. Times are kept to the microsecond at least.
+	// ForEachDueDelivery visits the pending deliveries whose
+	// NextAttemptAt is at or before through, in order of NextAttemptAt
+	// then id (inside a write transaction of a store with row locks,
+	// only those it could lock). ForEachDeliveryIn visits the deliveries
+	// in state with an id above after (every one when after is ""), in id
+	// order. Both cost what they visit.
+	Delivery(id string) (d Delivery, ok bool, err error)
+	PutDelivery(d Delivery) error
+	ForEachDueDelivery(through time.Time, fn func(Delivery) error) error
+	ForEachDeliveryIn(state DeliveryState, after string, fn func(Delivery) error) error
 }

@@ -248,7 +248,7 @@ func (e *Engine) DeleteWorkshop(ctx context.Context, id string, ifMatch *uint64)
 			return fmt.Errorf("read the expired holds of workshop %s: %w", w.ID, err)
 		}
 		for _, h := range due {
-			if err := putExpired(tx, h, now); err != nil {
+			if err := putExpired(tx, h, now, e.newID(now)); err != nil {
 				return err
 			}
 		}

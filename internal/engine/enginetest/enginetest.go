@@ -120,6 +120,11 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CheckFindsBrokenProfiles", testCheckFindsBrokenProfiles},
 		{"ProfileRoundTrip", testProfileRoundTrip},
 		{"ProfileValidation", testProfileValidation},
+		{"HoldEvents", testHoldEvents},
+		{"WebhookEndpoints", testWebhookEndpoints},
+		{"RoutingMakesEachDeliveryOnce", testRouting},
+		{"ClaimAndFinishDeliveries", testClaimAndFinish},
+		{"RetryAndSkipDeliveries", testRetryAndSkipDeliveries},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -70,6 +70,9 @@ type state struct {
 	holds        map[string]engine.Hold
 	bindings     map[engine.Subject]engine.Binding
 	profiles     map[string]engine.Profile
+	unrouted     map[string]bool
+	endpoints    map[string]engine.WebhookEndpoint
+	deliveries   map[string]engine.Delivery
 }
 
 // receiptKey orders receipts and tombstones as the other stores do: by actor,
@@ -94,6 +97,9 @@ func newState() *state {
 		holds:        map[string]engine.Hold{},
 		bindings:     map[engine.Subject]engine.Binding{},
 		profiles:     map[string]engine.Profile{},
+		unrouted:     map[string]bool{},
+		endpoints:    map[string]engine.WebhookEndpoint{},
+		deliveries:   map[string]engine.Delivery{},
 	}
 }
 
@@ -111,6 +117,9 @@ func (s *state) clone() *state {
 		holds:        maps.Clone(s.holds),
 		bindings:     maps.Clone(s.bindings),
 		profiles:     maps.Clone(s.profiles),
+		unrouted:     maps.Clone(s.unrouted),
+		endpoints:    maps.Clone(s.endpoints),
+		deliveries:   maps.Clone(s.deliveries),
 	}
 }
 
@@ -375,7 +384,10 @@ func (t *tx) AddEvent(e engine.Event) error {
 	if _, ok := t.s.events[e.ID]; ok {
 		return fmt.Errorf("event %s exists", e.ID)
 	}
-	return put(t, t.s.events, e.ID, e)
+	if err := put(t, t.s.events, e.ID, e); err != nil {
+		return err
+	}
+	return put(t, t.s.unrouted, e.ID, true)
 }
 
 func (t *tx) MarkEventDelivered(id string, at time.Time) error {
@@ -395,15 +407,92 @@ func (t *tx) ForEachEvent(fn func(engine.Event) error) error {
 	return forEach(t.s.events, cmp.Compare[string], fn)
 }
 
-// ForEachPendingEvent visits the undelivered events in id order. It scans
-// every event, which the other stores avoid with an index; here plainness
-// wins.
+// ForEachPendingEvent visits the undelivered events of the simple channels
+// in id order. It scans every event, which the other stores avoid with an
+// index; here plainness wins.
 func (t *tx) ForEachPendingEvent(fn func(engine.Event) error) error {
 	return t.ForEachEvent(func(e engine.Event) error {
-		if e.Delivered() {
+		if e.Delivered() || !e.ForSimpleChannels() {
 			return nil
 		}
 		return fn(e)
+	})
+}
+
+func (t *tx) ForEachUnroutedEvent(fn func(engine.Event) error) error {
+	ids := slices.Sorted(maps.Keys(t.s.unrouted))
+	for _, id := range ids {
+		if !t.s.unrouted[id] {
+			continue
+		}
+		if err := fn(t.s.events[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) MarkEventRouted(id string) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.events[id]; !ok {
+		return fmt.Errorf("no event %s", id)
+	}
+	delete(t.s.unrouted, id)
+	return nil
+}
+
+func (t *tx) WebhookEndpoint(id string) (engine.WebhookEndpoint, bool, error) {
+	return get(t.s.endpoints, id)
+}
+
+func (t *tx) PutWebhookEndpoint(w engine.WebhookEndpoint) error {
+	w.EventTypes = slices.Clone(w.EventTypes)
+	return put(t, t.s.endpoints, w.ID, w)
+}
+
+func (t *tx) DeleteWebhookEndpoint(id string) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	delete(t.s.endpoints, id)
+	return nil
+}
+
+func (t *tx) ForEachWebhookEndpoint(fn func(engine.WebhookEndpoint) error) error {
+	return forEach(t.s.endpoints, cmp.Compare[string], fn)
+}
+
+func (t *tx) Delivery(id string) (engine.Delivery, bool, error) { return get(t.s.deliveries, id) }
+
+func (t *tx) PutDelivery(d engine.Delivery) error { return put(t, t.s.deliveries, d.ID, d) }
+
+// ForEachDueDelivery sorts the pending deliveries on every call.
+func (t *tx) ForEachDueDelivery(through time.Time, fn func(engine.Delivery) error) error {
+	var due []engine.Delivery
+	for _, d := range t.s.deliveries {
+		if d.State == engine.DeliveryPending && !d.NextAttemptAt.After(through) {
+			due = append(due, d)
+		}
+	}
+	slices.SortFunc(due, func(a, b engine.Delivery) int {
+		return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), cmp.Compare(a.ID, b.ID))
+	})
+	for _, d := range due {
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *tx) ForEachDeliveryIn(state engine.DeliveryState, after string, fn func(engine.Delivery) error) error {
+	return forEach(t.s.deliveries, cmp.Compare[string], func(d engine.Delivery) error {
+		if d.State != state || d.ID <= after {
+			return nil
+		}
+		return fn(d)
 	})
 }
 

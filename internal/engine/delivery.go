@@ -1,0 +1,517 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// DeliveryState is where a delivery stands.
+type DeliveryState string
+
+// The states of a delivery. A pending delivery is sent when it is due
+// (again after each failed attempt that may succeed later); it ends
+// delivered, failed (a refusal that will not change, or its retries ran
+// out) or skipped (an operator gave it up). An operator may send a failed,
+// skipped or delivered one again (RetryDelivery), which makes it pending.
+// No delivery is ever removed.
+const (
+	DeliveryPending   DeliveryState = "pending"
+	DeliveryDelivered DeliveryState = "delivered"
+	DeliveryFailed    DeliveryState = "failed"
+	DeliverySkipped   DeliveryState = "skipped"
+)
+
+// DeliveryStates are the states, in the order views list them.
+var DeliveryStates = []DeliveryState{DeliveryPending, DeliveryFailed, DeliveryDelivered, DeliverySkipped}
+
+// The channels a delivery goes through.
+const (
+	// ChannelWebhook is a POST to a webhook endpoint, signed per Standard
+	// Webhooks.
+	ChannelWebhook = "webhook"
+	// ChannelMail is a mail to the person the event is about.
+	ChannelMail = "mail"
+)
+
+// Delivery is one event on its way to one destination: a webhook endpoint
+// or a person's mailbox. Its ID is the event's id and the destination's,
+// so that routing an event twice makes no second delivery, and every
+// attempt, first or repeated, sends the same event under the same id
+// (the webhook-id, the Message-ID).
+type Delivery struct {
+	ID      string `json:"id"`
+	EventID string `json:"event_id"`
+	// EventType is the outbox type of the event.
+	EventType string `json:"event_type"`
+	Channel   string `json:"channel"`
+	// Endpoint is the webhook endpoint's id (ChannelWebhook);
+	// Recipient the address a mail goes to (ChannelMail).
+	Endpoint  string        `json:"endpoint,omitempty"`
+	Recipient string        `json:"recipient,omitempty"`
+	State     DeliveryState `json:"state"`
+	// Attempts counts the attempts made (or begun: a daemon killed while
+	// sending counts one).
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+	// Since starts the time a pending delivery is retried for: when it
+	// was made, or when an operator sent it again.
+	Since time.Time `json:"since"`
+	// NextAttemptAt is when a pending delivery is due; while an attempt
+	// is under way, when that attempt's claim runs out.
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	LastAttemptAt time.Time `json:"last_attempt_at,omitzero"`
+	// LastStatus is the HTTP status (webhooks) or SMTP reply code (mail)
+	// of the last attempt that got one; LastError says what went wrong.
+	LastStatus int       `json:"last_status,omitempty"`
+	LastError  string    `json:"last_error,omitempty"`
+	DoneAt     time.Time `json:"done_at,omitzero"`
+}
+
+// MaxDeliveryErrorLen bounds Delivery.LastError, in bytes.
+const MaxDeliveryErrorLen = 500
+
+// DeliveryIDOf returns the id of the delivery of event eventID to
+// destination: a webhook endpoint's id, or "mail".
+func DeliveryIDOf(eventID, destination string) string { return eventID + "-" + destination }
+
+// mailEventTypes are the event types a person gets a mail for: a hold's
+// confirmation gets none beside its reservation's, and a release none
+// beside the person's own answer.
+var mailEventTypes = map[string]bool{
+	EventReserved: true, EventCancelled: true, EventHoldCreated: true, EventHoldExpired: true,
+	WebhookWaitlistOffered: true,
+}
+
+// MailAddressOf returns the verified address actor's mails go to, and
+// false when there is none: the address of an actor bound to an email
+// subject, or else the verified address its profile keeps (from the
+// identity provider).
+func MailAddressOf(tx Tx, actor string) (string, bool, error) {
+	b, ok, err := tx.BindingOfActor(actor)
+	if err != nil {
+		return "", false, fmt.Errorf("look up the binding of %s: %w", actor, err)
+	}
+	if ok && b.Kind == SubjectEmail {
+		return b.Subject, true, nil
+	}
+	p, ok, err := tx.Profile(actor)
+	if err != nil {
+		return "", false, fmt.Errorf("look up the profile of %s: %w", actor, err)
+	}
+	if ok && p.Email != "" {
+		return p.Email, true, nil
+	}
+	return "", false, nil
+}
+
+// routeStep bounds the events one transaction of RouteEvents routes.
+const routeStep = 64
+
+// RouteEvents makes the deliveries of up to limit events that were not
+// routed yet: one per webhook endpoint that wants the event's type and
+// was added before the event was written, and a mail when the person it
+// is about has a verified address and the type has a mail. Each event's
+// deliveries are written, and the event marked routed, in one
+// transaction, so an event is routed once: a crash before the commit
+// routes it again from the start, and a second daemon skips (or waits
+// for) the events another is routing. It returns how many it routed and
+// whether more may be waiting.
+func (e *Engine) RouteEvents(ctx context.Context, limit int) (routed int, more bool, err error) {
+	for routed < limit {
+		n, full := 0, false
+		step := min(routeStep, limit-routed)
+		err := e.store.Update(ctx, func(tx Tx) error {
+			n, full = 0, false
+			var endpoints []WebhookEndpoint
+			if err := tx.ForEachWebhookEndpoint(func(w WebhookEndpoint) error {
+				endpoints = append(endpoints, w)
+				return nil
+			}); err != nil {
+				return fmt.Errorf("read webhook endpoints: %w", err)
+			}
+			var evs []Event
+			err := tx.ForEachUnroutedEvent(func(ev Event) error {
+				if len(evs) >= step {
+					full = true
+					return errEnough
+				}
+				evs = append(evs, ev)
+				return nil
+			})
+			if err != nil && !errors.Is(err, errEnough) {
+				return fmt.Errorf("read unrouted events: %w", err)
+			}
+			for _, ev := range evs {
+				if err := routeEvent(tx, ev, endpoints); err != nil {
+					return err
+				}
+			}
+			n = len(evs)
+			return nil
+		})
+		if err != nil {
+			return routed, false, fmt.Errorf("route events: %w", err)
+		}
+		routed += n
+		if !full {
+			return routed, false, nil
+		}
+	}
+	return routed, true, nil
+}
+
+// routeEvent writes the deliveries of ev and marks it routed.
+func routeEvent(tx Tx, ev Event, endpoints []WebhookEndpoint) error {
+	add := func(d Delivery) error {
+		if _, exists, err := tx.Delivery(d.ID); err != nil || exists {
+			return err
+		}
+		d.EventID, d.EventType, d.State = ev.ID, ev.Type, DeliveryPending
+		d.CreatedAt, d.Since, d.NextAttemptAt = ev.CreatedAt, ev.CreatedAt, ev.CreatedAt
+		if err := tx.PutDelivery(d); err != nil {
+			return fmt.Errorf("add delivery %s: %w", d.ID, err)
+		}
+		return nil
+	}
+	for _, w := range endpoints {
+		if !w.Wants(ev.Type) || ev.CreatedAt.Before(w.CreatedAt) {
+			continue
+		}
+		if err := add(Delivery{ID: DeliveryIDOf(ev.ID, w.ID), Channel: ChannelWebhook, Endpoint: w.ID}); err != nil {
+			return err
+		}
+	}
+	if mailEventTypes[ev.Type] && ev.Owner != "" {
+		addr, ok, err := MailAddressOf(tx, ev.Owner)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := add(Delivery{ID: DeliveryIDOf(ev.ID, ChannelMail), Channel: ChannelMail, Recipient: addr}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.MarkEventRouted(ev.ID); err != nil {
+		return fmt.Errorf("mark event %s routed: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// DeliveryJob is a claimed delivery with what sending it needs, read in
+// the transaction that claimed it.
+type DeliveryJob struct {
+	Delivery Delivery
+	Event    Event
+	// Endpoint is the webhook endpoint (ChannelWebhook); EndpointFound
+	// is false when it was removed.
+	Endpoint      WebhookEndpoint
+	EndpointFound bool
+	// Workshop is the event's workshop, when it still exists
+	// (WorkshopFound), for a mail's calendar entry.
+	Workshop      Workshop
+	WorkshopFound bool
+	// Profile is the profile of the person a mail goes to (its language).
+	Profile Profile
+}
+
+// ClaimDueDeliveries claims up to limit pending deliveries that are due,
+// oldest due first: each counts an attempt and is due again only after
+// lease, so that no other dispatcher (another daemon on the same
+// database) sends it meanwhile, and one whose sender was killed is sent
+// again once the lease runs out. The sender reports the attempt with
+// FinishDelivery.
+func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.Duration) ([]DeliveryJob, error) {
+	var jobs []DeliveryJob
+	err := e.store.Update(ctx, func(tx Tx) error {
+		jobs = jobs[:0]
+		// Microseconds, the precision every store keeps, so that
+		// FinishDelivery recognizes its claim by its time.
+		now := e.utcNow().Truncate(time.Microsecond)
+		var due []Delivery
+		err := tx.ForEachDueDelivery(now, func(d Delivery) error {
+			if len(due) >= limit {
+				return errEnough
+			}
+			due = append(due, d)
+			return nil
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return fmt.Errorf("read due deliveries: %w", err)
+		}
+		for _, d := range due {
+			d.Attempts++
+			d.LastAttemptAt, d.NextAttemptAt = now, now.Add(lease)
+			if err := tx.PutDelivery(d); err != nil {
+				return fmt.Errorf("claim delivery %s: %w", d.ID, err)
+			}
+			job, err := readJob(tx, d)
+			if err != nil {
+				return err
+			}
+			jobs = append(jobs, job)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return jobs, nil
+}
+
+// readJob reads what sending d needs.
+func readJob(tx Tx, d Delivery) (DeliveryJob, error) {
+	job := DeliveryJob{Delivery: d}
+	ev, ok, err := tx.Event(d.EventID)
+	if err != nil {
+		return DeliveryJob{}, fmt.Errorf("look up event %s: %w", d.EventID, err)
+	}
+	if !ok {
+		return DeliveryJob{}, fmt.Errorf("delivery %s is of event %s, which does not exist", d.ID, d.EventID)
+	}
+	job.Event = ev
+	if d.Channel == ChannelWebhook {
+		if job.Endpoint, job.EndpointFound, err = tx.WebhookEndpoint(d.Endpoint); err != nil {
+			return DeliveryJob{}, fmt.Errorf("look up webhook endpoint %s: %w", d.Endpoint, err)
+		}
+	}
+	if ev.Workshop != "" {
+		if job.Workshop, job.WorkshopFound, err = tx.Workshop(ev.Workshop); err != nil {
+			return DeliveryJob{}, fmt.Errorf("look up workshop %s: %w", ev.Workshop, err)
+		}
+	}
+	if d.Channel == ChannelMail && ev.Owner != "" {
+		if job.Profile, _, err = tx.Profile(ev.Owner); err != nil {
+			return DeliveryJob{}, fmt.Errorf("look up the profile of %s: %w", ev.Owner, err)
+		}
+	}
+	return job, nil
+}
+
+// Attempt is how one attempt of a claimed delivery went, as its sender
+// judged it: delivered, failed for good, or to be tried again at
+// NextAttemptAt (which the sender computes from its backoff and the
+// receiver's Retry-After, and which it sets to zero when the delivery
+// gave up because its time ran out: then State is DeliveryFailed).
+type Attempt struct {
+	State         DeliveryState
+	NextAttemptAt time.Time
+	Status        int
+	Error         string
+}
+
+// FinishDelivery records attempt of the delivery claimed as claimed. It
+// changes nothing when the delivery moved on since the claim (an
+// operator skipped or requeued it, or another dispatcher claimed it
+// after the lease ran out): the later decision stands.
+func (e *Engine) FinishDelivery(ctx context.Context, claimed Delivery, attempt Attempt) error {
+	err := e.store.Update(ctx, func(tx Tx) error {
+		d, ok, err := tx.Delivery(claimed.ID)
+		if err != nil {
+			return fmt.Errorf("look up delivery %s: %w", claimed.ID, err)
+		}
+		if !ok || d.State != DeliveryPending || d.Attempts != claimed.Attempts || !d.NextAttemptAt.Equal(claimed.NextAttemptAt) {
+			return nil
+		}
+		now := e.utcNow().Truncate(time.Microsecond)
+		d.State, d.LastStatus, d.LastError = attempt.State, attempt.Status, TruncateBytes(attempt.Error, MaxDeliveryErrorLen)
+		if attempt.State == DeliveryPending {
+			d.NextAttemptAt = attempt.NextAttemptAt
+		} else {
+			d.NextAttemptAt, d.DoneAt = time.Time{}, now
+		}
+		return tx.PutDelivery(d)
+	})
+	if err != nil {
+		return fmt.Errorf("finish delivery %s: %w", claimed.ID, err)
+	}
+	return nil
+}
+
+// TruncateBytes returns s cut to at most n bytes, on a character
+// boundary.
+func TruncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// DeliveryFilter selects the deliveries of a view: those in State,
+// through Channel and to Endpoint when set, after the id After.
+type DeliveryFilter struct {
+	State    DeliveryState
+	Channel  string
+	Endpoint string
+	After    string
+	Limit    int
+}
+
+// DeliveryPage is one page of the delivery view; Next is the After of
+// the next page, "" on the last.
+type DeliveryPage struct {
+	Deliveries []Delivery
+	Next       string
+}
+
+// MaxDeliveryPage is the largest page of the delivery view.
+const MaxDeliveryPage = 500
+
+// Deliveries returns one page of the deliveries in f.State (pending when
+// not set), oldest first, if who is an admin. Its cost is the page and
+// the deliveries of that state its channel and endpoint filters skip.
+func (e *Engine) Deliveries(ctx context.Context, who Principal, f DeliveryFilter) (DeliveryPage, error) {
+	if !who.Admin {
+		return DeliveryPage{}, Errorf(CodeForbidden, "only an admin may see deliveries")
+	}
+	if f.State == "" {
+		f.State = DeliveryPending
+	}
+	if f.Limit <= 0 || f.Limit > MaxDeliveryPage {
+		f.Limit = 100
+	}
+	var page DeliveryPage
+	err := e.store.View(ctx, func(tx Tx) error {
+		page = DeliveryPage{}
+		err := tx.ForEachDeliveryIn(f.State, f.After, func(d Delivery) error {
+			if (f.Channel != "" && d.Channel != f.Channel) || (f.Endpoint != "" && d.Endpoint != f.Endpoint) {
+				return nil
+			}
+			if len(page.Deliveries) == f.Limit {
+				page.Next = page.Deliveries[len(page.Deliveries)-1].ID
+				return errEnough
+			}
+			page.Deliveries = append(page.Deliveries, d)
+			return nil
+		})
+		if errors.Is(err, errEnough) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return DeliveryPage{}, fmt.Errorf("list deliveries: %w", err)
+	}
+	return page, nil
+}
+
+// DeliveryStats is what the metrics say of the deliveries.
+type DeliveryStats struct {
+	Pending, Failed int
+	// OldestPending is when the oldest pending delivery was made (zero
+	// when none is pending).
+	OldestPending time.Time
+}
+
+// CountDeliveries returns the delivery statistics; it reads the pending
+// and failed deliveries.
+func (e *Engine) CountDeliveries(ctx context.Context) (DeliveryStats, error) {
+	var s DeliveryStats
+	err := e.store.View(ctx, func(tx Tx) error {
+		s = DeliveryStats{}
+		if err := tx.ForEachDeliveryIn(DeliveryPending, "", func(d Delivery) error {
+			if s.Pending == 0 || d.CreatedAt.Before(s.OldestPending) {
+				s.OldestPending = d.CreatedAt
+			}
+			s.Pending++
+			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.ForEachDeliveryIn(DeliveryFailed, "", func(Delivery) error { s.Failed++; return nil })
+	})
+	if err != nil {
+		return DeliveryStats{}, fmt.Errorf("count deliveries: %w", err)
+	}
+	return s, nil
+}
+
+// RetryDelivery is an operator's idempotent request, under key, to send
+// delivery id again: the same event under the same id (webhook-id,
+// Message-ID), now, with its retries counted afresh from now. Any
+// delivery may be sent again, a delivered one too (a receiver that lost
+// it). It answers "requeued"; a repeat of the key replays that answer and
+// sends nothing more. Only an admin may; an unknown id is
+// CodeUnknownDelivery and stores nothing.
+func (e *Engine) RetryDelivery(ctx context.Context, who Principal, key OperationKey, id string) (Outcome, error) {
+	return e.correctDelivery(ctx, who, key, id, OperationRetryDelivery)
+}
+
+// SkipDelivery is an operator's idempotent request, under key, to give
+// delivery id up on purpose: a pending or failed delivery is stored as
+// skipped ("skipped") and never sent again unless RetryDelivery asks; a
+// delivered one stays delivered ("already_delivered"), a skipped one
+// skipped ("already_skipped"). Only an admin may; an unknown id is
+// CodeUnknownDelivery and stores nothing.
+func (e *Engine) SkipDelivery(ctx context.Context, who Principal, key OperationKey, id string) (Outcome, error) {
+	return e.correctDelivery(ctx, who, key, id, OperationSkipDelivery)
+}
+
+func (e *Engine) correctDelivery(ctx context.Context, who Principal, key OperationKey, id string, kind OperationKind) (Outcome, error) {
+	if err := checkActorKey(who.Actor, key); err != nil {
+		return Outcome{}, err
+	}
+	if !who.Admin {
+		return Outcome{}, Errorf(CodeForbidden, "only an admin may send a delivery again or skip it")
+	}
+	if id == "" || len(id) > 200 {
+		return Outcome{}, Errorf(CodeUnknownDelivery, "no delivery has id %q", Truncate(id, 80))
+	}
+	return operate(e, ctx, who, key, payload{kind: kind, deliveryID: id}, correction{}, string(kind))
+}
+
+// correction is the decision's part of an operator's correction of a
+// delivery. Its target is the delivery and its event.
+type correction struct{}
+
+type correctedDelivery struct {
+	d  Delivery
+	ev Event
+}
+
+func (correction) target(tx Tx, who Principal, p payload) (correctedDelivery, *Error, error) {
+	d, ok, err := tx.Delivery(p.deliveryID)
+	if err != nil {
+		return correctedDelivery{}, nil, fmt.Errorf("look up delivery %s: %w", p.deliveryID, err)
+	}
+	if !ok {
+		return correctedDelivery{}, Errorf(CodeUnknownDelivery, "no delivery has id %q", Truncate(p.deliveryID, 80)), nil
+	}
+	ev, ok, err := tx.Event(d.EventID)
+	if err != nil {
+		return correctedDelivery{}, nil, fmt.Errorf("look up event %s: %w", d.EventID, err)
+	}
+	if !ok {
+		return correctedDelivery{}, nil, fmt.Errorf("delivery %s is of event %s, which does not exist", d.ID, d.EventID)
+	}
+	return correctedDelivery{d, ev}, nil, nil
+}
+
+func (correction) effect(tx Tx, p payload, t correctedDelivery, dr *draft) (string, error) {
+	d, now := t.d, dr.now.Truncate(time.Microsecond)
+	dr.Request, dr.DeliveryID = Request{Workshop: t.ev.Workshop, Quantity: t.ev.Quantity}, d.ID
+	var status string
+	switch {
+	case p.kind == OperationRetryDelivery:
+		d.State, d.Since, d.NextAttemptAt, d.DoneAt = DeliveryPending, now, now, time.Time{}
+		status = StatusRequeued
+	case d.State == DeliveryDelivered:
+		return StatusAlreadyDelivered, nil
+	case d.State == DeliverySkipped:
+		return StatusAlreadySkipped, nil
+	default:
+		d.State, d.NextAttemptAt, d.DoneAt = DeliverySkipped, time.Time{}, now
+		status = StatusSkipped
+	}
+	if err := tx.PutDelivery(d); err != nil {
+		return "", fmt.Errorf("update delivery %s: %w", d.ID, err)
+	}
+	return status, nil
+}
