@@ -110,16 +110,24 @@ func MailAddressOf(tx Tx, actor string) (string, bool, error) {
 // routeStep bounds the events one transaction of RouteEvents routes.
 const routeStep = 64
 
+// RouteOptions says which channels RouteEvents routes to besides the
+// webhook endpoints, which every daemon can reach.
+type RouteOptions struct {
+	// Mail routes mails, for a daemon that can send them.
+	Mail bool
+}
+
 // RouteEvents makes the deliveries of up to limit events that were not
 // routed yet: one per webhook endpoint that wants the event's type and
-// was added before the event was written, and a mail when the person it
-// is about has a verified address and the type has a mail. Each event's
+// was added before the event was written, and (with opts.Mail) a mail
+// when the person it is about has a verified address and the type has a
+// mail. Each event's
 // deliveries are written, and the event marked routed, in one
 // transaction, so an event is routed once: a crash before the commit
 // routes it again from the start, and a second daemon skips (or waits
 // for) the events another is routing. It returns how many it routed and
 // whether more may be waiting.
-func (e *Engine) RouteEvents(ctx context.Context, limit int) (routed int, more bool, err error) {
+func (e *Engine) RouteEvents(ctx context.Context, limit int, opts RouteOptions) (routed int, more bool, err error) {
 	for routed < limit {
 		n, full := 0, false
 		step := min(routeStep, limit-routed)
@@ -145,7 +153,7 @@ func (e *Engine) RouteEvents(ctx context.Context, limit int) (routed int, more b
 				return fmt.Errorf("read unrouted events: %w", err)
 			}
 			for _, ev := range evs {
-				if err := routeEvent(tx, ev, endpoints); err != nil {
+				if err := routeEvent(tx, ev, endpoints, opts); err != nil {
 					return err
 				}
 			}
@@ -164,7 +172,7 @@ func (e *Engine) RouteEvents(ctx context.Context, limit int) (routed int, more b
 }
 
 // routeEvent writes the deliveries of ev and marks it routed.
-func routeEvent(tx Tx, ev Event, endpoints []WebhookEndpoint) error {
+func routeEvent(tx Tx, ev Event, endpoints []WebhookEndpoint, opts RouteOptions) error {
 	add := func(d Delivery) error {
 		if _, exists, err := tx.Delivery(d.ID); err != nil || exists {
 			return err
@@ -184,7 +192,7 @@ func routeEvent(tx Tx, ev Event, endpoints []WebhookEndpoint) error {
 			return err
 		}
 	}
-	if mailEventTypes[ev.Type] && ev.Owner != "" {
+	if opts.Mail && mailEventTypes[ev.Type] && ev.Owner != "" {
 		addr, ok, err := MailAddressOf(tx, ev.Owner)
 		if err != nil {
 			return err

@@ -39,7 +39,7 @@ func (h *harness) mustAddWebhook(url string, types ...string) engine.WebhookEndp
 
 func (h *harness) mustRoute() int {
 	h.t.Helper()
-	n, more, err := h.eng.RouteEvents(h.ctx, 1000)
+	n, more, err := h.eng.RouteEvents(h.ctx, 1000, engine.RouteOptions{Mail: true})
 	if err != nil || more {
 		h.t.Fatalf("RouteEvents = %d, more %v, %v", n, more, err)
 	}
