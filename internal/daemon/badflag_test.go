@@ -2,21 +2,27 @@ package daemon_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
-// TestBadRetentionLeavesNothing: a start refused for a negative receipt
-// retention, a flag of the background work, removes the socket and its
-// directories and, being bad input, leaves no database behind: the flag
-// is checked before the store is opened.
+// TestBadRetentionLeavesNothing: a start refused for a flag of the
+// background work (a negative receipt retention, delivery backoffs that
+// cannot be kept) says why, removes the socket and its directories and,
+// being bad input, leaves no database behind: the flags are checked
+// before the store is opened.
 func TestBadRetentionLeavesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
+		want string
 	}{
-		{"NegativeRetention", []string{"--receipt-retention", "-1s"}},
+		{"NegativeRetention", []string{"--receipt-retention", "-1s"}, "--receipt-retention must not be negative"},
+		{"ZeroDeliveryBackoff", []string{"--delivery-min-backoff", "0s"}, "--delivery-min-backoff must be positive, not 0s"},
+		{"NegativeDeliveryAge", []string{"--delivery-max-age", "-1h"}, "--delivery-max-age must be positive, not -1h0m0s"},
+		{"BackoffBeyondAge", []string{"--delivery-min-backoff", "2h", "--delivery-max-age", "1h"}, "--delivery-min-backoff 2h0m0s is longer than --delivery-max-age 1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -28,6 +34,9 @@ func TestBadRetentionLeavesNothing(t *testing.T) {
 			t.Logf("exit %d: %s", code, p.logs)
 			if code == 0 {
 				t.Fatalf("reserved started: %s", p.logs)
+			}
+			if !strings.Contains(p.logs.String(), tc.want) {
+				t.Errorf("the refusal does not say %q", tc.want)
 			}
 			mustNotExist(t, socket)
 			mustNotExist(t, socket+".lock")

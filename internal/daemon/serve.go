@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reserve/reserve/internal/boltstore"
+	"github.com/reserve/reserve/internal/delivery"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/faults"
@@ -52,6 +53,7 @@ type serveOptions struct {
 	retention       retentionFlags
 	oidc            oidcFlags
 	mail            mailFlags
+	delivery        deliveryFlags
 	listen          string
 	socket          string
 	socketMode      string
@@ -102,6 +104,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	o.oidc.register(f)
 	o.retention.register(f)
 	o.mail.register(f)
+	o.delivery.register(f)
 	f.StringVar(&o.listen, "listen", listen, "TCP address for bearer-token clients; empty disables TCP (env "+EnvListen+")")
 	f.StringVar(&o.socket, "socket", paths.Socket(), "Unix socket for local clients, identified by their uid (env "+paths.EnvSocket+")")
 	f.StringVar(&o.socketMode, "socket-mode", "0600", "permissions of the Unix socket, in octal, which it has from the moment it is created, e.g. --socket-mode 0660 to let its group in")
@@ -213,6 +216,9 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := o.retention.check(); err != nil {
 		return err
 	}
+	if err := o.delivery.check(); err != nil {
+		return err
+	}
 	notifier, err := newServiceNotifier(logger)
 	if err != nil {
 		return err
@@ -241,7 +247,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	eng, injector := o.newEngine(store, logger)
+	waker := delivery.NewWaker()
+	eng, injector := o.newEngine(store, waker, logger)
 	if err := o.createDemo(ctx, eng, store, logger); err != nil {
 		return err
 	}
@@ -254,7 +261,8 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if lns.pprof != nil {
 		defer servePprof(lns.pprof, srv.LoopbackHosts, logger)()
 	}
-	stopBackground, err := o.startBackground(ctx, eng, metrics, logger)
+	mailDeliveries := delivery.Channel(nil) // The channel of mail deliveries, when this daemon sends mail; nil routes none.
+	stopBackground, err := o.startBackground(ctx, eng, waker, mailDeliveries, metrics, logger)
 	if err != nil {
 		return err
 	}
@@ -452,14 +460,15 @@ func (o *serveOptions) committerNiceOf(store servedStore, logger *slog.Logger) i
 	return 0
 }
 
-// newEngine puts the engine on the store, behind the fault injector's
-// decorator when fault injection is enabled.
-func (o *serveOptions) newEngine(store servedStore, logger *slog.Logger) (*engine.Engine, *faults.Injector) {
-	var engStore engine.Store = store
+// newEngine puts the engine on the store, which wakes the delivery
+// dispatcher through waker when it commits an event, behind the fault
+// injector's decorator when fault injection is enabled.
+func (o *serveOptions) newEngine(store servedStore, waker *delivery.Waker, logger *slog.Logger) (*engine.Engine, *faults.Injector) {
+	engStore := delivery.WakingStore(store, waker)
 	var injector *faults.Injector
 	if o.faultInjection {
 		injector = faults.New(logger)
-		engStore = injector.Store(store)
+		engStore = injector.Store(engStore)
 	}
 	opts := []engine.Option{engine.WithClock(failpoint.Clock(time.Now))}
 	if store.exclusive {
@@ -511,9 +520,10 @@ func (o *serveOptions) serverConfig(eng *engine.Engine, store servedStore, injec
 }
 
 // startBackground starts the daemon's background work: receipt retention,
-// hold expiry, writing API tokens' last use and the outbox. The function it
-// returns stops them all, once however often it is called.
-func (o *serveOptions) startBackground(ctx context.Context, eng *engine.Engine, metrics *server.Metrics, logger *slog.Logger) (stop func(), err error) {
+// hold expiry, writing API tokens' last use, the outbox and the
+// deliveries (through the mail channel too, unless it is nil). The
+// function it returns stops them all, once however often it is called.
+func (o *serveOptions) startBackground(ctx context.Context, eng *engine.Engine, waker *delivery.Waker, mail delivery.Channel, metrics *server.Metrics, logger *slog.Logger) (stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for _, s := range slices.Backward(stops) {
@@ -534,6 +544,12 @@ func (o *serveOptions) startBackground(ctx context.Context, eng *engine.Engine, 
 		return func() {}, err
 	}
 	stops = append(stops, stopOutbox)
+	stopDeliveries, err := o.delivery.start(ctx, eng, waker, mail, metrics, logger)
+	if err != nil {
+		stop()
+		return func() {}, err
+	}
+	stops = append(stops, stopDeliveries)
 	return stop, nil
 }
 
