@@ -105,8 +105,8 @@ type Config struct {
 	// StatsEvery is how often the delivery gauges are read from the
 	// store.
 	StatsEvery time.Duration
-	// Waker wakes the dispatcher before its next poll; nil means it has
-	// its own (Dispatcher.Wake).
+	// Waker wakes the dispatcher before its next poll (WakingStore wakes
+	// it); nil means it only polls.
 	Waker *Waker
 	// Now is the clock of backoffs and deadlines; it must be the
 	// engine's. Nil means time.Now.
@@ -226,10 +226,6 @@ func setDefault[T int | time.Duration](v *T, def T) {
 func (d *Dispatcher) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{d.metrics.pending, d.metrics.failed, d.metrics.oldestAge, d.metrics.attempts}
 }
-
-// Wake makes the dispatcher look for work now instead of at its next
-// poll. It never blocks.
-func (d *Dispatcher) Wake() { d.waker.Wake() }
 
 // Run routes and sends deliveries until ctx ends. Attempts in flight
 // then are abandoned without being recorded: their claims run out, and
