@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/reserve/reserve/internal/delivery"
@@ -149,18 +151,21 @@ func newFixture(t *testing.T, cfg delivery.Config) *fixture {
 	return f
 }
 
-// run runs the dispatcher until the test ends.
-func (f *fixture) run() {
+// run runs the dispatcher until the test ends, or until stop, which
+// returns once Run has returned.
+func (f *fixture) run() (stop func()) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		f.d.Run(ctx)
 	}()
-	f.t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		<-done
-	})
+	}
+	f.t.Cleanup(stop)
+	return stop
 }
 
 func (f *fixture) endpoint(r *receiver, path string) engine.WebhookEndpoint {
@@ -490,4 +495,85 @@ func TestWakesOnNewEvents(t *testing.T) {
 	eventually(t, "the first event", func() bool { return len(r.got()) == 1 })
 	f.reserve("bob", 1)
 	eventually(t, "the second event", func() bool { return len(r.got()) == 2 })
+}
+
+// TestStopAbandonsAttemptsInFlight stops the dispatcher while an attempt
+// hangs: Run returns, and the attempt is not recorded, so its claim runs
+// out and it is made again.
+func TestStopAbandonsAttemptsInFlight(t *testing.T) {
+	f := newFixture(t, delivery.Config{Timeout: time.Hour})
+	r := newReceiver(t, func(http.ResponseWriter, hit, int) bool { return false })
+	f.endpoint(r, "/hang")
+	f.reserve("alice", 1)
+	stop := f.run()
+	eventually(t, "the attempt under way", func() bool { return len(r.got()) == 1 })
+	stop()
+	d := f.only(engine.DeliveryPending)
+	if d.Attempts != 1 || d.LastError != "" || !d.NextAttemptAt.Equal(d.LastAttemptAt.Add(f.lease)) {
+		t.Errorf("delivery %+v, want it claimed and nothing recorded", d)
+	}
+}
+
+// TestMetrics counts an attempt of each result and reads the gauges.
+func TestMetrics(t *testing.T) {
+	f := newFixture(t, delivery.Config{StatsEvery: time.Millisecond})
+	retried := newReceiver(t, func(w http.ResponseWriter, _ hit, n int) bool {
+		if n == 0 {
+			w.WriteHeader(http.StatusBadGateway)
+		}
+		return true
+	})
+	gone := newReceiver(t, status(http.StatusGone))
+	f.endpoint(retried, "/retried")
+	f.endpoint(gone, "/gone")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.d.Collectors()...)
+	f.reserve("alice", 1)
+	f.run()
+	d := f.pendingAfter(1)
+	f.clock.Advance(2 * time.Second)
+	eventually(t, "the gauges counted", func() bool {
+		return gathered(t, reg, "reserved_deliveries_pending") == 1 && gathered(t, reg, "reserved_deliveries_failed") == 1 &&
+			gathered(t, reg, "reserved_delivery_oldest_pending_age_seconds") == 2
+	})
+	f.clock.Set(d.NextAttemptAt)
+	f.only(engine.DeliveryDelivered)
+	eventually(t, "the gauges counted again", func() bool {
+		return gathered(t, reg, "reserved_deliveries_pending") == 0 && gathered(t, reg, "reserved_delivery_oldest_pending_age_seconds") == 0
+	})
+	for result, want := range map[string]float64{"delivered": 1, "retry": 1, "failed": 1, "gave_up": 0, "deferred": 0} {
+		if got := gathered(t, reg, "reserved_delivery_attempts_total", "channel", "webhook", "result", result); got != want {
+			t.Errorf("attempts with result %s: %v, want %v", result, got, want)
+		}
+	}
+}
+
+// gathered returns the value of the sample of metric name with the
+// label pairs labels, 0 when there is none.
+func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
+					continue next
+				}
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
