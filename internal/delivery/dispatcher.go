@@ -236,7 +236,8 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	defer senders.Wait()
 	failures := 0
 	var counted time.Time
-	nextLook := time.Now() // When to route and claim next.
+	nextLook := time.Now() // When to look for work next.
+	mustPass := true       // Whether to route and claim without looking first.
 	for {
 		d.releaseFinished()
 		if time.Since(counted) >= d.cfg.StatsEvery {
@@ -248,7 +249,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		d.deferOverdue(ctx)
 		if !time.Now().Before(nextLook) {
 			wait := d.cfg.Poll
-			more, err := d.pass(ctx)
+			more, err := d.look(ctx, mustPass)
 			switch {
 			case ctx.Err() != nil:
 				return
@@ -261,7 +262,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			default:
 				failures = 0
 			}
-			nextLook = time.Now().Add(wait)
+			nextLook, mustPass = time.Now().Add(wait), more
 		}
 		d.start(ctx, &senders)
 		if !time.Now().Before(nextLook) {
@@ -273,7 +274,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-d.waker.c:
-			nextLook = time.Now()
+			nextLook, mustPass = time.Now(), true
 		case key := <-d.finished:
 			d.release(key)
 		case <-t.C:
@@ -282,20 +283,42 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
+// look routes and claims (pass), unless it need not: then it first reads
+// whether there is anything to route or to claim, so that an idle
+// dispatcher writes nothing.
+func (d *Dispatcher) look(ctx context.Context, mustPass bool) (more bool, err error) {
+	if !mustPass {
+		var unrouted bool
+		var firstDue time.Time
+		err := d.storeCall(ctx, func(ctx context.Context) (err error) {
+			unrouted, firstDue, err = d.cfg.Engine.DeliveryWork(ctx)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		if !unrouted && (firstDue.IsZero() || firstDue.After(d.cfg.Now())) {
+			return false, nil
+		}
+	}
+	return d.pass(ctx)
+}
+
 // pass routes a batch of events and claims a batch of due deliveries,
 // putting each in its destination's lane, and reports whether there may
 // be more of either.
 func (d *Dispatcher) pass(ctx context.Context) (more bool, err error) {
-	_, more, err = withStoreTimeout(ctx, d, func(ctx context.Context) (int, bool, error) {
-		return d.cfg.Engine.RouteEvents(ctx, d.cfg.Batch, engine.RouteOptions{Mail: d.cfg.Channels[engine.ChannelMail] != nil})
+	err = d.storeCall(ctx, func(ctx context.Context) (err error) {
+		_, more, err = d.cfg.Engine.RouteEvents(ctx, d.cfg.Batch, engine.RouteOptions{Mail: d.cfg.Channels[engine.ChannelMail] != nil})
+		return err
 	})
 	if err != nil {
 		return false, err
 	}
 	var jobs []engine.DeliveryJob
-	jobs, _, err = withStoreTimeout(ctx, d, func(ctx context.Context) ([]engine.DeliveryJob, bool, error) {
-		jobs, err := d.cfg.Engine.ClaimDueDeliveries(ctx, d.cfg.Batch, d.cfg.Lease)
-		return jobs, false, err
+	err = d.storeCall(ctx, func(ctx context.Context) (err error) {
+		jobs, err = d.cfg.Engine.ClaimDueDeliveries(ctx, d.cfg.Batch, d.cfg.Lease)
+		return err
 	})
 	if err != nil {
 		return more, err
@@ -444,8 +467,8 @@ func (d *Dispatcher) record(ctx context.Context, o outcome) {
 	if o.result == resultDeferred && result == resultRetry {
 		result = resultDeferred
 	}
-	_, _, err := withStoreTimeout(ctx, d, func(ctx context.Context) (struct{}, bool, error) {
-		return struct{}{}, false, d.cfg.Engine.FinishDelivery(ctx, o.job.Delivery, attempt)
+	err := d.storeCall(ctx, func(ctx context.Context) error {
+		return d.cfg.Engine.FinishDelivery(ctx, o.job.Delivery, attempt)
 	})
 	dl := o.job.Delivery
 	attrs := []any{"delivery", dl.ID, "event_type", dl.EventType, "channel", dl.Channel, "endpoint", dl.Endpoint, "attempt", dl.Attempts, "status", o.res.Status, "error", o.res.Err}
@@ -508,9 +531,10 @@ func (d *Dispatcher) backoff(n int) time.Duration {
 // count reads the delivery statistics into the gauges; a failure leaves
 // them as they were.
 func (d *Dispatcher) count(ctx context.Context) {
-	s, _, err := withStoreTimeout(ctx, d, func(ctx context.Context) (engine.DeliveryStats, bool, error) {
-		s, err := d.cfg.Engine.CountDeliveries(ctx)
-		return s, false, err
+	var s engine.DeliveryStats
+	err := d.storeCall(ctx, func(ctx context.Context) (err error) {
+		s, err = d.cfg.Engine.CountDeliveries(ctx)
+		return err
 	})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -527,8 +551,8 @@ func (d *Dispatcher) count(ctx context.Context) {
 	d.metrics.oldest.Store(oldest)
 }
 
-// withStoreTimeout runs one call to the store, bounded by StoreTimeout.
-func withStoreTimeout[T any](ctx context.Context, d *Dispatcher, call func(context.Context) (T, bool, error)) (T, bool, error) {
+// storeCall runs one call to the store, bounded by StoreTimeout.
+func (d *Dispatcher) storeCall(ctx context.Context, call func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.StoreTimeout)
 	defer cancel()
 	return call(ctx)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,6 +122,23 @@ type fixture struct {
 	clock *clock
 	d     *delivery.Dispatcher
 	lease time.Duration
+	store *countingStore
+}
+
+// countingStore counts the transactions begun on its store.
+type countingStore struct {
+	engine.Store
+	updates, views atomic.Int64
+}
+
+func (s *countingStore) Update(ctx context.Context, fn func(engine.Tx) error) error {
+	s.updates.Add(1)
+	return s.Store.Update(ctx, fn)
+}
+
+func (s *countingStore) View(ctx context.Context, fn func(engine.Tx) error) error {
+	s.views.Add(1)
+	return s.Store.View(ctx, fn)
 }
 
 func newFixture(t *testing.T, cfg delivery.Config) *fixture {
@@ -129,8 +147,9 @@ func newFixture(t *testing.T, cfg delivery.Config) *fixture {
 	// made now is due at once.
 	clk := &clock{now: time.Now().UTC().Truncate(time.Microsecond)}
 	waker := delivery.NewWaker()
-	eng := engine.New(delivery.WakingStore(memstore.New(memstore.Options{}), waker), engine.WithClock(clk.Now))
-	f := &fixture{t: t, ctx: context.Background(), eng: eng, clock: clk}
+	counting := &countingStore{Store: memstore.New(memstore.Options{})}
+	eng := engine.New(delivery.WakingStore(counting, waker), engine.WithClock(clk.Now))
+	f := &fixture{t: t, ctx: context.Background(), eng: eng, clock: clk, store: counting}
 	if _, _, err := eng.PutWorkshop(f.ctx, "kiln", engine.WorkshopSpec{Capacity: 10000, MaxQuantity: 5}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -576,4 +595,20 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, labels ...str
 		}
 	}
 	return 0
+}
+
+// TestIdleDispatcherWritesNothing proves that a dispatcher with nothing
+// to route or claim only reads the store.
+func TestIdleDispatcherWritesNothing(t *testing.T) {
+	f := newFixture(t, delivery.Config{})
+	r := newReceiver(t, status(http.StatusOK))
+	f.endpoint(r, "/hook")
+	f.reserve("alice", 1)
+	f.run()
+	f.only(engine.DeliveryDelivered)
+	updates, views := f.store.updates.Load(), f.store.views.Load()
+	eventually(t, "twenty looks for work", func() bool { return f.store.views.Load() >= views+20 })
+	if n := f.store.updates.Load() - updates; n != 0 {
+		t.Errorf("the idle dispatcher wrote %d times", n)
+	}
 }

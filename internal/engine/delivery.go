@@ -270,6 +270,38 @@ func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.D
 	return jobs, nil
 }
 
+// DeliveryWork reports, from a read transaction, what a dispatcher has
+// to do: whether events wait to be routed, and when the first pending
+// delivery is due (the zero time when none is pending). An idle
+// dispatcher asks it instead of routing and claiming, which are writes.
+func (e *Engine) DeliveryWork(ctx context.Context) (unrouted bool, firstDue time.Time, err error) {
+	// Every delivery is due before then: a century on, which every
+	// store's times can hold.
+	horizon := e.utcNow().AddDate(100, 0, 0)
+	err = e.store.View(ctx, func(tx Tx) error {
+		unrouted, firstDue = false, time.Time{}
+		err := tx.ForEachUnroutedEvent(func(Event) error {
+			unrouted = true
+			return errEnough
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return fmt.Errorf("read unrouted events: %w", err)
+		}
+		err = tx.ForEachDueDelivery(horizon, func(d Delivery) error {
+			firstDue = d.NextAttemptAt
+			return errEnough
+		})
+		if err != nil && !errors.Is(err, errEnough) {
+			return fmt.Errorf("read due deliveries: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("look for delivery work: %w", err)
+	}
+	return unrouted, firstDue, nil
+}
+
 // readJob reads what sending d needs.
 func readJob(tx Tx, d Delivery) (DeliveryJob, error) {
 	job := DeliveryJob{Delivery: d}
