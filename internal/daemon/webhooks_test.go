@@ -25,6 +25,8 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/delivery"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/pgstore"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -134,17 +136,62 @@ func (r *webhookRecv) lines(t *testing.T) []recvLine {
 	return ls
 }
 
-// hookedDatabase makes the bolt database db with workshops, and a webhook
-// endpoint at each path of the receiver, which it configures as paths
-// say with the endpoint's secret. It runs before the daemon, which holds
-// the database for itself, and returns the endpoints by path.
-func hookedDatabase(t *testing.T, db string, workshops map[string]engine.WorkshopSpec, r *webhookRecv, paths map[string]recvBehaviour) map[string]engine.WebhookEndpoint {
+// hookStore is where the daemons of a webhook test keep their data: a
+// bolt file, or a PostgreSQL schema.
+type hookStore struct {
+	// open opens the store for the test, while no daemon runs (a daemon
+	// holds a bolt file for itself).
+	open func(t *testing.T) engine.Store
+	// start starts a daemon on it with the socket, the TCP address and
+	// the flags extra, and waits until it serves.
+	start func(t *testing.T, socket, addr string, extra ...string) *proc
+}
+
+// hookStores are the stores the webhook tests run on. PostgreSQL's
+// tests are skipped without RESERVE_PG_DSN, and fail without it in CI.
+var hookStores = []struct {
+	name string
+	make func(t *testing.T) hookStore
+}{
+	{"bolt", func(t *testing.T) hookStore {
+		dir := t.TempDir()
+		return hookStore{
+			open: func(t *testing.T) engine.Store {
+				st, err := boltstore.Open(filepath.Join(dir, "reserved.db"), boltstore.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			},
+			start: func(t *testing.T, socket, addr string, extra ...string) *proc {
+				return start(t, dir, socket, append([]string{"--listen", addr}, extra...)...)
+			},
+		}
+	}},
+	{"postgres", func(t *testing.T) hookStore {
+		dsn, _ := pgtest.FreshSchema(t)
+		return hookStore{
+			open: func(t *testing.T) engine.Store {
+				st, err := pgstore.Open(context.Background(), dsn, pgstore.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			},
+			start: func(t *testing.T, socket, addr string, extra ...string) *proc {
+				return startOnPostgres(t, dsn, socket, addr, extra...)
+			},
+		}
+	}},
+}
+
+// hooked gives the store workshops, and a webhook endpoint at each path
+// of the receiver, which it configures as paths say with the endpoint's
+// secret, before any daemon runs. It returns the endpoints by path.
+func (s hookStore) hooked(t *testing.T, workshops map[string]engine.WorkshopSpec, r *webhookRecv, paths map[string]recvBehaviour) map[string]engine.WebhookEndpoint {
 	t.Helper()
 	ctx := context.Background()
-	st, err := boltstore.Open(db, boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := s.open(t)
 	defer st.Close()
 	eng := engine.New(st)
 	for id, spec := range workshops {
@@ -176,21 +223,26 @@ const webhookKills = 4
 // exactly one delivery: delivered, and received with a 200, or failed
 // with the 410 it was refused with. Every request verified, every
 // webhook-id the receiver got is an event's, and every request with that
-// id carried the same body, the one built from the stored event.
+// id carried the same body, the one built from the stored event. It runs
+// on a bolt file and on PostgreSQL.
 func TestWebhooksKill9(t *testing.T) {
+	for _, s := range hookStores {
+		t.Run(s.name, func(t *testing.T) { testWebhooksKill9(t, s.make(t)) })
+	}
+}
+
+func testWebhooksKill9(t *testing.T, s hookStore) {
 	rcv := startWebhookRecv(t)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "reserved.db")
 	workshops := map[string]engine.WorkshopSpec{"outbox": {Capacity: 20, MaxQuantity: 2}}
 	for i := range holdWorkshops {
 		workshops[fmt.Sprintf("hold-%d", i)] = engine.WorkshopSpec{Capacity: holdCapacity, MaxQuantity: 2}
 	}
-	endpoint := hookedDatabase(t, db, workshops, rcv, map[string]recvBehaviour{"/kill": {Fail: 40, Gone: 15}})["/kill"]
+	endpoint := s.hooked(t, workshops, rcv, map[string]recvBehaviour{"/kill": {Fail: 40, Gone: 15}})["/kill"]
 	socket := filepath.Join(servertest.ShortTempDir(t), "w.sock")
 	addr := freeAddr(t)
-	args := []string{"--listen", addr, "--no-demo", "--delivery-min-backoff", "50ms"}
+	args := []string{"--no-demo", "--delivery-min-backoff", "50ms"}
 	ctx := context.Background()
-	p := start(t, dir, socket, args...)
+	p := s.start(t, socket, addr, args...)
 	admin := p.socketClient()
 
 	l := newLoad(4)
@@ -215,7 +267,7 @@ func TestWebhooksKill9(t *testing.T) {
 		l.waitAnswers(t, 10+rand.Int64N(30), fmt.Sprintf("kill %d: answers", kill))
 		before := len(rcv.lines(t))
 		servertest.Eventually(t, time.Minute, fmt.Sprintf("kill %d: deliveries arriving", kill), func() bool { return len(rcv.lines(t)) > before })
-		p = killAndRestart(t, p, func() *proc { return start(t, dir, socket, args...) })
+		p = killAndRestart(t, p, func() *proc { return s.start(t, socket, addr, args...) })
 	}
 	l.end(t)
 
@@ -230,14 +282,11 @@ func TestWebhooksKill9(t *testing.T) {
 		t.Fatalf("exit code after SIGTERM = %d", code)
 	}
 
-	st, err := boltstore.Open(db, boltstore.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := s.open(t)
 	defer st.Close()
 	var events []engine.Event
 	deliveries := map[string]engine.Delivery{}
-	err = st.View(ctx, func(tx engine.Tx) error {
+	err := st.View(ctx, func(tx engine.Tx) error {
 		if err := tx.ForEachEvent(func(ev engine.Event) error { events = append(events, ev); return nil }); err != nil {
 			return err
 		}
@@ -316,13 +365,19 @@ func TestWebhooksKill9(t *testing.T) {
 // never answers, and a healthy one, and measures how long each event
 // took from its commit to its receipt at the healthy one. It asserts
 // only that every event arrives there; the latencies are logged
-// (docs/webhooks.md quotes them).
+// (docs/webhooks.md quotes them). It runs on a bolt file and on
+// PostgreSQL.
 func TestWebhookLatencyBesideBrokenEndpoints(t *testing.T) {
+	for _, s := range hookStores {
+		t.Run(s.name, func(t *testing.T) { testWebhookLatency(t, s.make(t)) })
+	}
+}
+
+func testWebhookLatency(t *testing.T, s hookStore) {
 	rcv := startWebhookRecv(t)
-	dir := t.TempDir()
-	hookedDatabase(t, filepath.Join(dir, "reserved.db"), map[string]engine.WorkshopSpec{"latency": {Capacity: 1000, MaxQuantity: 1}}, rcv,
+	s.hooked(t, map[string]engine.WorkshopSpec{"latency": {Capacity: 1000, MaxQuantity: 1}}, rcv,
 		map[string]recvBehaviour{"/fail": {Mode: "fail"}, "/hang": {Mode: "hang"}, "/ok": {}})
-	p := start(t, dir, filepath.Join(servertest.ShortTempDir(t), "l.sock"), "--no-demo")
+	p := s.start(t, filepath.Join(servertest.ShortTempDir(t), "l.sock"), freeAddr(t), "--no-demo")
 	admin := p.socketClient()
 	ctx := context.Background()
 	const reservations = 50
