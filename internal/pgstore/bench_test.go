@@ -78,3 +78,47 @@ func BenchmarkLists(b *testing.B) {
 	dsn, _ := pgtest.FreshSchema(b)
 	enginetest.BenchmarkLists(b, mustOpenDSN(b, dsn, pgstore.Options{}))
 }
+
+// BenchmarkReserveStatements counts what each new reservation asks the
+// server, through a counting proxy: the statements it runs and the round
+// trips it waits for, decided alone (one client) and in groups (8 clients
+// on 8 workshops).
+func BenchmarkReserveStatements(b *testing.B) {
+	for _, clients := range []int{1, 8} {
+		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
+			dsn, _ := pgtest.FreshSchema(b)
+			proxy, through := pgtest.NewProxy(b, dsn)
+			counts := proxy.Count()
+			eng := engine.New(mustOpenDSN(b, through, pgstore.Options{MaxConns: int32(clients)}))
+			ctx := context.Background()
+			for c := range clients {
+				if _, _, err := eng.PutWorkshop(ctx, fmt.Sprint("bench-", c), engine.WorkshopSpec{Capacity: 1_000_000_000, MaxQuantity: 1}, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			statements, roundTrips := counts.Statements(), counts.RoundTrips()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			var failed atomic.Value
+			b.ResetTimer()
+			for c := range clients {
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						_, err := eng.Reserve(ctx, "bench", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: fmt.Sprint("bench-", c), Quantity: 1})
+						if err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(counts.Statements()-statements)/float64(b.N), "statements/reservation")
+			b.ReportMetric(float64(counts.RoundTrips()-roundTrips)/float64(b.N), "roundtrips/reservation")
+		})
+	}
+}
