@@ -69,12 +69,21 @@ func (t *tx) claimRows() string {
 func (t *tx) ForEachUnroutedEvent(fn func(engine.Event) error) error {
 	lock := t.claimRows()
 	return paged(t, events, "unrouted", func(e engine.Event) string { return e.ID }, func(p *string, limit int) (string, []any) {
-		cols := strings.Join(events.columns, ", ")
 		if p == nil {
-			return fmt.Sprintf("SELECT %s FROM events WHERE NOT routed ORDER BY id LIMIT %d%s", cols, limit, lock), nil
+			return unroutedSQL(false, limit, lock), nil
 		}
-		return fmt.Sprintf("SELECT %s FROM events WHERE NOT routed AND id > $1 ORDER BY id LIMIT %d%s", cols, limit, lock), []any{*p}
+		return unroutedSQL(true, limit, lock), []any{*p}
 	}, fn)
+}
+
+// unroutedSQL reads the next page of unrouted events in id order: after
+// the first page, those after the id $1; lock is claimRows.
+func unroutedSQL(after bool, limit int, lock string) string {
+	where := "NOT routed"
+	if after {
+		where += " AND id > $1"
+	}
+	return fmt.Sprintf("SELECT %s FROM events WHERE %s ORDER BY id LIMIT %d%s", strings.Join(events.columns, ", "), where, limit, lock)
 }
 
 // markRoutedSQL marks event $1 routed and fails (with division_by_zero) if
@@ -148,26 +157,43 @@ func (t *tx) ForEachDueDelivery(through time.Time, fn func(engine.Delivery) erro
 	lock := t.claimRows()
 	return paged(t, deliveries, "due", func(d engine.Delivery) position { return position{d.NextAttemptAt, d.ID} },
 		func(p *position, limit int) (string, []any) {
-			where, args := "state = 'pending' AND next_attempt_at <= $1", []any{through}
-			if p != nil {
-				where, args = where+" AND (next_attempt_at, id) > ($2, $3)", append(args, p.at, p.id)
+			if p == nil {
+				return dueSQL(false, limit, lock), []any{through}
 			}
-			return fmt.Sprintf("SELECT %s FROM deliveries WHERE %s ORDER BY next_attempt_at, id LIMIT %d%s",
-				strings.Join(deliveries.columns, ", "), where, limit, lock), args
+			return dueSQL(true, limit, lock), []any{through, p.at, p.id}
 		}, fn)
 }
 
-// ForEachDeliveryIn pages through the index deliveries_by_state. The
-// state's range is bounded by row comparisons on (state, id) only, for the
-// reason newestOfSQL gives.
+// dueSQL reads the next page of the pending deliveries due at $1, in order
+// of due time and id: after the first page, those after the one at ($2,
+// $3); lock is claimRows.
+func dueSQL(after bool, limit int, lock string) string {
+	where := "state = 'pending' AND next_attempt_at <= $1"
+	if after {
+		where += " AND (next_attempt_at, id) > ($2, $3)"
+	}
+	return fmt.Sprintf("SELECT %s FROM deliveries WHERE %s ORDER BY next_attempt_at, id LIMIT %d%s",
+		strings.Join(deliveries.columns, ", "), where, limit, lock)
+}
+
+// ForEachDeliveryIn pages through the index deliveries_by_state.
 func (t *tx) ForEachDeliveryIn(state engine.DeliveryState, after string, fn func(engine.Delivery) error) error {
 	return paged(t, deliveries, "in "+string(state), func(d engine.Delivery) string { return d.ID }, func(p *string, limit int) (string, []any) {
 		if p == nil {
 			p = &after
 		}
-		return fmt.Sprintf("SELECT %s FROM deliveries WHERE (state, id) > ($1, $2) AND (state, id) < ($1, $3) ORDER BY state, id LIMIT %d",
-			strings.Join(deliveries.columns, ", "), limit), []any{string(state), *p, aboveEveryID}
+		return inStateSQL(limit), []any{string(state), *p, aboveEveryID}
 	}, fn)
+}
+
+// inStateSQL reads the next page of the deliveries in state $1 whose id is
+// above $2, in id order ($3 is aboveEveryID). The state's range is bounded
+// by row comparisons on (state, id) only, for the reason newestOfSQL
+// gives: an equality on the state could let a generic plan read the
+// primary key's order of ids and filter the state's rows.
+func inStateSQL(limit int) string {
+	return fmt.Sprintf("SELECT %s FROM deliveries WHERE (state, id) > ($1, $2) AND (state, id) < ($1, $3) ORDER BY state, id LIMIT %d",
+		strings.Join(deliveries.columns, ", "), limit)
 }
 
 // Delivery names a row to read ahead: an operator's correction and a
