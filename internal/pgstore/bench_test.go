@@ -42,12 +42,21 @@ func BenchmarkReserveExecModes(b *testing.B) {
 // benchReserve runs the load of BenchmarkReserveExecModes on dsn.
 func benchReserve(b *testing.B, dsn string) {
 	const clients = 8
-	eng := engine.New(mustOpenDSN(b, dsn, pgstore.Options{MaxConns: clients}))
+	reserveLoad(b, engine.New(mustOpenDSN(b, dsn, pgstore.Options{MaxConns: clients})), clients, nil)
+}
+
+// reserveLoad lets clients reserve b.N places, each client on a workshop
+// of its own, and reports the reservations per second. It calls started,
+// if not nil, once the workshops exist, before the timer starts.
+func reserveLoad(b *testing.B, eng *engine.Engine, clients int, started func()) {
 	ctx := context.Background()
 	for c := range clients {
 		if _, _, err := eng.PutWorkshop(ctx, fmt.Sprint("bench-", c), engine.WorkshopSpec{Capacity: 1_000_000_000, MaxQuantity: 1}, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if started != nil {
+		started()
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -89,34 +98,10 @@ func BenchmarkReserveStatements(b *testing.B) {
 			dsn, _ := pgtest.FreshSchema(b)
 			proxy, through := pgtest.NewProxy(b, dsn)
 			counts := proxy.Count()
-			eng := engine.New(mustOpenDSN(b, through, pgstore.Options{MaxConns: int32(clients)}))
-			ctx := context.Background()
-			for c := range clients {
-				if _, _, err := eng.PutWorkshop(ctx, fmt.Sprint("bench-", c), engine.WorkshopSpec{Capacity: 1_000_000_000, MaxQuantity: 1}, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			statements, roundTrips := counts.Statements(), counts.RoundTrips()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			var failed atomic.Value
-			b.ResetTimer()
-			for c := range clients {
-				wg.Go(func() {
-					for next.Add(1) <= int64(b.N) {
-						_, err := eng.Reserve(ctx, "bench", engine.OperationKey(uuid.NewString()), engine.Request{Workshop: fmt.Sprint("bench-", c), Quantity: 1})
-						if err != nil {
-							failed.Store(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			if err, _ := failed.Load().(error); err != nil {
-				b.Fatal(err)
-			}
+			var statements, roundTrips int64
+			reserveLoad(b, engine.New(mustOpenDSN(b, through, pgstore.Options{MaxConns: int32(clients)})), clients, func() {
+				statements, roundTrips = counts.Statements(), counts.RoundTrips()
+			})
 			b.ReportMetric(float64(counts.Statements()-statements)/float64(b.N), "statements/reservation")
 			b.ReportMetric(float64(counts.RoundTrips()-roundTrips)/float64(b.N), "roundtrips/reservation")
 		})

@@ -117,22 +117,7 @@ func (t *tx) PutWebhookEndpoint(w engine.WebhookEndpoint) error {
 	return put(t, webhookEndpoints, w)
 }
 
-func (t *tx) DeleteWebhookEndpoint(id string) error {
-	if !t.write {
-		return ErrReadOnly
-	}
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if t.m != nil {
-		return memberDelete(t, webhookEndpoints, id)
-	}
-	if err := t.exec("delete webhook endpoint", "DELETE FROM webhook_endpoints WHERE id = $1", id); err != nil {
-		return err
-	}
-	t.remember(rowOf(webhookEndpoints, []any{id}), false)
-	return nil
-}
+func (t *tx) DeleteWebhookEndpoint(id string) error { return deleteRow(t, webhookEndpoints, id) }
 
 func (t *tx) ForEachWebhookEndpoint(fn func(engine.WebhookEndpoint) error) error {
 	return forEach(t, webhookEndpoints, fn)

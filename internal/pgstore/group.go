@@ -766,12 +766,7 @@ func memberWrite[T any](t *tx, tb table[T], r T, insert bool) error {
 // memberDelete is a delete for a decision of a group, kept in memory.
 func memberDelete[T any](t *tx, tb table[T], key ...any) error {
 	id := rowOf(tb, key)
-	conds := make([]string, tb.keys)
-	for i, c := range tb.columns[:tb.keys] {
-		conds[i] = fmt.Sprintf("%s = $%d", c, i+1)
-	}
-	t.m.write(id, entry{}, stmt{sql: fmt.Sprintf("DELETE FROM %s WHERE %s", tb.name, strings.Join(conds, " AND ")), args: key,
-		what: fmt.Sprintf("delete %s %q", tb.name, id.key)})
+	t.m.write(id, entry{}, stmt{sql: tb.deleteSQL(), args: key, what: fmt.Sprintf("delete %s %q", tb.name, id.key)})
 	return nil
 }
 

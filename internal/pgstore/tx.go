@@ -369,6 +369,11 @@ func (tb table[T]) insertSQL() string {
 	return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, strings.Join(tb.columns, ", "), params(1, len(tb.columns)))
 }
 
+// deleteSQL deletes the record with the key given as parameters.
+func (tb table[T]) deleteSQL() string {
+	return fmt.Sprintf("DELETE FROM %s WHERE (%s) = (%s)", tb.name, tb.keyList(), params(1, tb.keys))
+}
+
 // upsertSQL inserts a record or overwrites the one with its key.
 func (tb table[T]) upsertSQL() string {
 	set := make([]string, 0, len(tb.columns)-tb.keys)
@@ -492,6 +497,26 @@ func put[T any](t *tx, tb table[T], r T) error {
 		return t.fail(fmt.Errorf("write %s %q: %w", tb.name, id.key, err))
 	}
 	t.remember(id, true)
+	return nil
+}
+
+// deleteRow removes the row of tb with key, if it exists; in a group the
+// DELETE is sent with the decision's other writes.
+func deleteRow[T any](t *tx, tb table[T], key ...any) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if t.m != nil {
+		return memberDelete(t, tb, key...)
+	}
+	id := rowOf(tb, key)
+	if err := t.exec(fmt.Sprintf("delete %s %q", tb.name, id.key), tb.deleteSQL(), key...); err != nil {
+		return err
+	}
+	t.remember(id, false)
 	return nil
 }
 
@@ -704,22 +729,7 @@ func (t *tx) ForEachToken(fn func(engine.TokenRecord) error) error {
 	return forEach(t, tokens, fn)
 }
 
-func (t *tx) DeleteToken(hash string) error {
-	if !t.write {
-		return ErrReadOnly
-	}
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if t.m != nil {
-		return memberDelete(t, tokens, hash)
-	}
-	if _, err := t.tx.Exec(t.ctx, "DELETE FROM tokens WHERE hash = $1", hash); err != nil {
-		return t.fail(fmt.Errorf("delete tokens %q: %w", hash, err))
-	}
-	t.remember(rowOf(tokens, []any{hash}), false)
-	return nil
-}
+func (t *tx) DeleteToken(hash string) error { return deleteRow(t, tokens, hash) }
 
 func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, tokens, r) }
 
@@ -766,17 +776,7 @@ func (t *tx) exec(what string, query string, args ...any) error {
 }
 
 func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
-	if t.m != nil && t.write {
-		if err := t.usable(); err != nil {
-			return err
-		}
-		return memberDelete(t, receipts, actor, string(key))
-	}
-	err := t.exec("delete receipt", "DELETE FROM receipts WHERE actor = $1 AND operation_key = $2", actor, string(key))
-	if err == nil {
-		t.remember(rowOf(receipts, []any{actor, string(key)}), false)
-	}
-	return err
+	return deleteRow(t, receipts, actor, string(key))
 }
 
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
@@ -917,22 +917,7 @@ func inWorkshop[T any](t *tx, tb table[T], workshop string, after engine.PersonP
 }
 
 // DeleteWorkshop removes the workshop's row.
-func (t *tx) DeleteWorkshop(id string) error {
-	if !t.write {
-		return ErrReadOnly
-	}
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if t.m != nil {
-		return memberDelete(t, workshops, id)
-	}
-	if err := t.exec("delete workshop", "DELETE FROM workshops WHERE id = $1", id); err != nil {
-		return err
-	}
-	t.remember(rowOf(workshops, []any{id}), false)
-	return nil
-}
+func (t *tx) DeleteWorkshop(id string) error { return deleteRow(t, workshops, id) }
 
 // ForEachReservationOf pages through the index reservations_by_actor.
 func (t *tx) ForEachReservationOf(actor, before string, fn func(engine.Reservation) error) error {
