@@ -1,6 +1,7 @@
 package pgstore_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -217,4 +218,47 @@ func TestTwoDaemonsRouteAndClaimOnce(t *testing.T) {
 		t.Error(f)
 	}
 	t.Logf("%d commits, %d of a group; retries %v", len(c.get()), len(slices.DeleteFunc(c.get(), func(n int) bool { return n < 2 })), r.codes)
+}
+
+// TestExpiredCorrectionNamesItsDelivery: the receipt of an operator's
+// correction of a delivery names the delivery, and so does the tombstone
+// that replaces it once it expires.
+func TestExpiredCorrectionNamesItsDelivery(t *testing.T) {
+	s := mustOpen(t, pgstore.Options{})
+	clock := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	eng := engine.New(s, engine.WithClock(func() time.Time { return clock }))
+	ctx := t.Context()
+	root := engine.Principal{Actor: "root", Admin: true}
+	if _, _, err := eng.PutWorkshop(ctx, "kiln", engine.WorkshopSpec{Capacity: 5, MaxQuantity: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.AddWebhook(ctx, root, "https://hooks.example.org/all", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Reserve(ctx, "ada", newKey(t), engine.Request{Workshop: "kiln", Quantity: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, err := eng.RouteEvents(ctx, 10, engine.RouteOptions{}); err != nil || n != 1 {
+		t.Fatalf("RouteEvents = %d, %v", n, err)
+	}
+	page, err := eng.Deliveries(ctx, root, engine.DeliveryFilter{})
+	if err != nil || len(page.Deliveries) != 1 {
+		t.Fatalf("deliveries = %+v, %v", page, err)
+	}
+	id, key := page.Deliveries[0].ID, newKey(t)
+	if out, err := eng.SkipDelivery(ctx, root, key, id); err != nil || out.Answer.DeliveryID != id {
+		t.Fatalf("SkipDelivery = %+v, %v", out, err)
+	}
+	if out, err := engine.New(s).SkipDelivery(ctx, root, key, id); err != nil || !out.Replayed || out.Answer.DeliveryID != id {
+		t.Fatalf("replayed SkipDelivery = %+v, %v", out, err)
+	}
+	clock = clock.Add(48 * time.Hour)
+	if n, err := eng.ExpireReceipts(ctx, 24*time.Hour, 100); err != nil || n != 2 {
+		t.Fatalf("ExpireReceipts = %d, %v", n, err)
+	}
+	_, err = eng.SkipDelivery(ctx, root, key, id)
+	var expired *engine.ExpiredError
+	if !errors.As(err, &expired) || expired.Tombstone.Answer.DeliveryID != id {
+		t.Fatalf("retry of the expired correction = %v, want expired naming delivery %s", err, id)
+	}
 }
