@@ -22,7 +22,7 @@ type deliveryFlags struct {
 }
 
 func (f *deliveryFlags) register(fs *pflag.FlagSet) {
-	fs.DurationVar(&f.minBackoff, "delivery-min-backoff", delivery.DefaultMinBackoff, "wait before the first retry of a webhook or mail delivery that failed temporarily (a 408, 429 or 5xx answer, no answer within 10s, a connection that failed); each further retry waits twice as long, up to an hour, plus up to a quarter more at random, and at least what a Retry-After header asks")
+	fs.DurationVar(&f.minBackoff, "delivery-min-backoff", delivery.DefaultMinBackoff, "wait before the first retry of a delivery that failed temporarily (a webhook endpoint's 408, 429 or 5xx answer or none within 10s, a mail server's 4xx reply, a connection that failed); each further retry waits twice as long, up to an hour, plus up to a quarter more at random, and at least what a Retry-After header asks")
 	fs.DurationVar(&f.maxAge, "delivery-max-age", delivery.DefaultMaxAge, "how long a delivery that keeps failing temporarily is retried, from when its event happened (or an operator sent it again); then it fails for good and stays in the delivery view, where an operator may send it again, e.g. --delivery-max-age 24h")
 }
 
