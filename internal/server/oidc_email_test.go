@@ -1,14 +1,11 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,41 +13,18 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/engine/memstore"
 	"github.com/reserve/reserve/internal/server"
-	"github.com/reserve/reserve/internal/server/servertest"
+	"github.com/reserve/reserve/internal/tools/testop/testoptest"
 )
 
-// startTestOP builds the test OpenID Provider (internal/tools/testop) and
-// runs it as a process of its own until the test ends; it returns its
-// issuer URL.
+// startTestOP builds the test OpenID Provider and runs it until the test
+// ends; it returns its issuer URL.
 func startTestOP(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "testop")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/reserve/reserve/internal/tools/testop").CombinedOutput(); err != nil {
-		t.Fatalf("build testop: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-listen", "127.0.0.1:0")
-	logs := &servertest.LogBuffer{}
-	cmd.Stderr = logs
-	out, err := cmd.StdoutPipe()
+	bin, err := testoptest.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the test provider: %v", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("the test provider's log:\n%s", logs)
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	issuer, ok := strings.CutPrefix(strings.TrimSpace(line), "issuer ")
-	if err != nil || !ok {
-		t.Fatalf("the test provider said %q (%v), want its issuer:\n%s", line, err, logs)
-	}
-	return issuer
+	return testoptest.Start(t, bin, "127.0.0.1:0")
 }
 
 // oidcServer serves an engine on a memory store with sign-in through the
