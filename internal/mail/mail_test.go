@@ -10,6 +10,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
+	"net"
 	"net/mail"
 	"net/textproto"
 	"os"
@@ -463,5 +464,39 @@ func TestComposeRefusesBadFixedFields(t *testing.T) {
 		if err != nil || msg.Header.Get("Bcc") != "" || name != "subject injection" {
 			t.Errorf("%s: composed\n%s", name, raw)
 		}
+	}
+}
+
+// Send gives up when its context ends, whatever the server is doing: a
+// server that accepts the connection and never greets holds it only
+// until then, not for the whole session's time.
+func TestSendEndsWithItsContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c // Held open, silent.
+		}
+	}()
+	host, port, _ := net.SplitHostPort(ln.Addr().String())
+	srv := rmail.Server{Host: host, Port: port, Loopback: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	sent := make(chan error, 1)
+	go func() { sent <- srv.Send(ctx, "a@example.org", "b@example.org", []byte("x")) }()
+	conn := <-accepted
+	defer conn.Close()
+	cancel()
+	select {
+	case err := <-sent:
+		if err == nil {
+			t.Fatal("Send to a silent server succeeded")
+		}
+	case <-time.After(30 * time.Second): // Only ends a hang: the session's own limit is a minute.
+		t.Fatal("Send did not return after its context was cancelled")
 	}
 }
