@@ -614,3 +614,30 @@ func TestChannelRefusesOtherDeliveries(t *testing.T) {
 		t.Error("a sender without a domain was accepted")
 	}
 }
+
+// TestWaitlistOffer: the offer from the waiting list has its mail ready,
+// in German too, without a calendar entry.
+func TestWaitlistOffer(t *testing.T) {
+	sent := &capture{}
+	c := newChannel(t, delivery.MailConfig{Sender: sent, From: from})
+	job := engine.DeliveryJob{
+		Delivery: engine.Delivery{ID: "o-mail", Channel: engine.ChannelMail, Recipient: "joerg@example.org"},
+		Event: engine.Event{ID: "0190aabbccddeeff0011223344556677", Type: engine.WebhookWaitlistOffered, Owner: "joerg", Workshop: "pottery",
+			Quantity: 1, CreatedAt: time.Date(2026, 2, 1, 8, 30, 0, 0, time.UTC)},
+		Workshop:      engine.Workshop{ID: "pottery", Title: potteryTitle, Schedule: engine.Schedule{StartsAt: potteryStart.UTC(), TimeZone: "Europe/Berlin"}},
+		WorkshopFound: true,
+		Profile:       engine.Profile{Language: "de"},
+	}
+	if r := c.Send(context.Background(), job); !r.Delivered {
+		t.Fatalf("send: %+v", r)
+	}
+	m := mailtest.Parse(t, sent.msgs[0])
+	if m.Subject != "Angebot von der Warteliste: "+potteryTitle || m.Calendar != nil {
+		t.Errorf("subject %q, calendar %q", m.Subject, m.Calendar)
+	}
+	for _, want := range []string{"Guten Tag,", "die Warteliste für „" + potteryTitle + "“ bietet Ihnen 1 Platz an.", "Wann: Montag, 2. März 2026, 09:00 Uhr (Europe/Berlin)"} {
+		if !strings.Contains(m.Text, want) {
+			t.Errorf("the offer does not say %q:\n%s", want, m.Text)
+		}
+	}
+}
