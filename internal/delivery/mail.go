@@ -205,8 +205,9 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 	if job.WorkshopFound && ws.Location != "" {
 		about = append(about, line{Text: w.whereLabel + ws.Location})
 	}
-	about = append(about, facts...)
-	paragraphs = append(paragraphs, about)
+	if about = append(about, facts...); len(about) > 0 {
+		paragraphs = append(paragraphs, about)
+	}
 	// The description helps who is to come: it goes with a confirmation
 	// and a new hold, not with their ends.
 	if job.WorkshopFound && ws.Description != "" && (ev.Type == engine.EventReserved || ev.Type == engine.EventHoldCreated) {

@@ -632,6 +632,16 @@ func TestWaitlistOffer(t *testing.T) {
 		t.Fatalf("send: %+v", r)
 	}
 	m := mailtest.Parse(t, sent.msgs[0])
+	if strings.Contains(m.Text, "\r\n\r\n\r\n") || strings.Contains(m.HTML, "<p></p>") {
+		t.Errorf("the mail has an empty paragraph:\n%s\n%s", m.Text, m.HTML)
+	}
+	job.Workshop.StartsAt = time.Time{}
+	if r := c.Send(context.Background(), job); !r.Delivered {
+		t.Fatalf("send: %+v", r)
+	}
+	if bare := mailtest.Parse(t, sent.msgs[1]); strings.Contains(bare.Text, "\r\n\r\n\r\n") || strings.Contains(bare.HTML, "<p></p>") {
+		t.Errorf("the mail of an undated workshop has an empty paragraph:\n%s\n%s", bare.Text, bare.HTML)
+	}
 	if m.Subject != "Angebot von der Warteliste: "+potteryTitle || m.Calendar != nil {
 		t.Errorf("subject %q, calendar %q", m.Subject, m.Calendar)
 	}
