@@ -388,3 +388,33 @@ func (h *harness) wantNoReceiptFor(t *testing.T, actor string, op func(engine.Op
 		t.Fatalf("a refused operation stored a receipt")
 	}
 }
+
+func testCheckFindsBrokenDeliveries(t *testing.T, h *harness) {
+	h.workshop("kiln", 5, 5)
+	h.mustAddWebhook("https://hooks.example.org/all")
+	h.mustReserve("alice", newKey(), "kiln", 1)
+	h.mustRoute()
+	h.wantFindings("routed", nil)
+	good := h.deliveries(engine.DeliveryPending)[0]
+	put := func(d engine.Delivery) {
+		t.Helper()
+		if err := h.store.Update(h.ctx, func(tx engine.Tx) error { return tx.PutDelivery(d) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphan := good
+	orphan.EventID = "ffffffffffffffffffffffffffffffff"
+	orphan.ID = engine.DeliveryIDOf(orphan.EventID, orphan.Endpoint)
+	put(orphan)
+	h.wantFindings("a delivery of no event", []string{engine.FindingDelivery})
+	orphan.EventID = good.EventID
+	put(orphan)
+	h.wantFindings("a delivery under another id", []string{engine.FindingDelivery})
+	orphan.EventID, orphan.State, orphan.DoneAt = "ffffffffffffffffffffffffffffffff", engine.DeliveryDelivered, h.now()
+	put(orphan)
+	h.wantFindings("a delivered delivery of no event", []string{engine.FindingDelivery})
+	undated := good
+	undated.State, undated.NextAttemptAt = engine.DeliveryFailed, time.Time{}
+	put(undated)
+	h.wantFindings("a failed delivery without its time", []string{engine.FindingDelivery, engine.FindingDelivery})
+}
