@@ -365,6 +365,16 @@ func testRetryAndSkipDeliveries(t *testing.T, h *harness) {
 	if p, _ := h.eng.Deliveries(h.ctx, admin, engine.DeliveryFilter{State: engine.DeliveryPending, Channel: engine.ChannelMail}); len(p.Deliveries) != 0 {
 		t.Fatalf("mail deliveries: %+v", p)
 	}
+	for _, bad := range []engine.DeliveryFilter{{State: "lost"}, {After: "x\x00"}, {Endpoint: "nope"}} {
+		if _, err := h.eng.Deliveries(h.ctx, admin, bad); engine.ErrorCode(err) != engine.CodeRequestContract {
+			t.Fatalf("Deliveries(%+v) = %v, want %s", bad, err, engine.CodeRequestContract)
+		}
+	}
+	for _, id := range []string{"", "x\x00", ds[0].EventID, ds[0].ID + "x"} {
+		if _, err := h.eng.SkipDelivery(h.ctx, admin, newKey(), id); engine.ErrorCode(err) != engine.CodeUnknownDelivery {
+			t.Fatalf("SkipDelivery(%q) = %v, want %s", id, err, engine.CodeUnknownDelivery)
+		}
+	}
 	if _, err := h.eng.Deliveries(h.ctx, alice, engine.DeliveryFilter{}); engine.ErrorCode(err) != engine.CodeForbidden {
 		t.Fatalf("a person's delivery view: %v", err)
 	}
