@@ -113,6 +113,17 @@ func counts(t *testing.T, s engine.Store) migrate.Counts {
 			func() error { return tx.ForEachEvent(func(engine.Event) error { c.Events++; return nil }) },
 			func() error { return tx.ForEachBinding(func(engine.Binding) error { c.Bindings++; return nil }) },
 			func() error { return tx.ForEachProfile(func(engine.Profile) error { c.Profiles++; return nil }) },
+			func() error {
+				return tx.ForEachWebhookEndpoint(func(engine.WebhookEndpoint) error { c.Webhooks++; return nil })
+			},
+			func() error {
+				for _, state := range engine.DeliveryStates {
+					if err := tx.ForEachDeliveryIn(state, "", func(engine.Delivery) error { c.Deliveries++; return nil }); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
 		} {
 			if err := scan(); err != nil {
 				return err
