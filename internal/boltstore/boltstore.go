@@ -41,7 +41,7 @@ var (
 	bucketTokens       = []byte("tokens")
 	bucketTombstones   = []byte("tombstones")     // Expired receipts, by actor 0x00 key.
 	bucketEvents       = []byte("events")         // The outbox, by event id.
-	bucketPending      = []byte("events_pending") // Ids of undelivered events.
+	bucketPending      = []byte("events_pending") // Ids of undelivered events of the simple channels.
 	bucketHolds        = []byte("holds")          // Holds, by id.
 	bucketOpenHolds    = []byte("holds_open")     // Open holds, by workshop 0x00 deadline id.
 

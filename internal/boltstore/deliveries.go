@@ -15,11 +15,14 @@ import (
 var (
 	// bucketUnrouted holds the ids of the events whose deliveries are not
 	// made yet, with empty values. Every new event enters it in the
-	// transaction that decides its effect: one small key, and since event
-	// ids start with their creation time the key lands at the end of the
-	// bucket, so a reservation pays one short append on the page it writes
-	// anyway (and the page split that fills it, rarely). Routing takes the
-	// ids out from the front.
+	// transaction that decides its effect, so a reservation's commit
+	// writes one more key: a small one that lands at the end of the
+	// bucket, since event ids start with their creation time, on pages
+	// split at 90 %. While routing keeps up the bucket holds a few keys,
+	// which bbolt keeps inline in its parent's page, written by every
+	// commit anyway; a backlog costs a commit the bucket's last leaf and
+	// the branch pages above it. Routing takes the ids out from the
+	// front.
 	bucketUnrouted = []byte("events_unrouted")
 	// bucketWebhookEndpoints holds the endpoints as JSON by id, with
 	// their signing secrets.
