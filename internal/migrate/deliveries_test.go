@@ -3,7 +3,6 @@ package migrate_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -68,11 +67,7 @@ func routedOf(t *testing.T, s engine.Store) routed {
 // skip's key, delivery and answer, and the source's clock.
 func routingSource(t *testing.T) (s *boltstore.Store, skipKey engine.OperationKey, skipped string, skipAnswer engine.Answer, now time.Time) {
 	t.Helper()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "from.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s = newBolt(t, "from.db")
 	ctx := context.Background()
 	now = time.Date(2026, 12, 2, 12, 0, 0, 123456789, time.UTC)
 	eng := engine.New(s, engine.WithClock(func() time.Time { return now }))
@@ -159,14 +154,7 @@ func routingSource(t *testing.T) (s *boltstore.Store, skipKey engine.OperationKe
 // addresses, and the skip of a delivery replays byte for byte.
 func TestCopyKeepsRouting(t *testing.T) {
 	for name, to := range map[string]func(t *testing.T) engine.Store{
-		"bolt": func(t *testing.T) engine.Store {
-			s, err := boltstore.Open(filepath.Join(t.TempDir(), "to.db"), boltstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"bolt":   func(t *testing.T) engine.Store { return newBolt(t, "to.db") },
 		"memory": func(*testing.T) engine.Store { return memstore.New(memstore.Options{}) },
 	} {
 		t.Run(name, func(t *testing.T) {
