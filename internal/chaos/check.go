@@ -275,6 +275,9 @@ func checkOutbox(final Final) []Violation {
 	committed := map[string]bool{}
 	perEffect := map[string][]string{}
 	for _, ev := range final.Events {
+		if !ev.ForSimpleChannels() {
+			continue // The webhooks' and mail's, not the outbox sink's.
+		}
 		committed[ev.ID] = true
 		perEffect[ev.Type+" "+ev.ReservationID] = append(perEffect[ev.Type+" "+ev.ReservationID], ev.ID)
 		if final.Received[ev.ID] == 0 {

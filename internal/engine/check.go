@@ -35,6 +35,7 @@ const (
 	FindingWorkshopIndex    = "workshop_index_mismatch"
 	FindingSchedule         = "schedule_invalid"
 	FindingProfile          = "profile_invalid"
+	FindingDelivery         = "delivery_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -176,10 +177,15 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 		}); err != nil {
 			return err
 		}
+		events := map[string]bool{}
 		if err := tx.ForEachEvent(func(ev Event) error {
+			events[ev.ID] = true
 			checkEvent(ev, reservations, holds, add)
 			return nil
 		}); err != nil {
+			return err
+		}
+		if err := checkDeliveries(tx, events, add); err != nil {
 			return err
 		}
 		for _, id := range order {
@@ -315,6 +321,64 @@ func checkHoldEvent(ev Event, holds map[string]*holdInfo, add func(kind, format 
 		add(FindingOrphanEvent, "event %s says hold %s was %s, but it is stored as %s", ev.ID, h.ID, state, h.State)
 	}
 }
+
+// checkDeliveries reports a delivery of an event that does not exist, one
+// whose id is not its event's and destination's, one listed under a state
+// it is not in (or twice), a pending one without a due time or a settled
+// one without the time it was settled, and a mismatch between the pending
+// deliveries and the index of due ones.
+func checkDeliveries(tx Tx, events map[string]bool, add func(kind, format string, args ...any)) error {
+	seen := map[string]DeliveryState{}
+	pending := 0
+	for _, state := range DeliveryStates {
+		err := tx.ForEachDeliveryIn(state, "", func(d Delivery) error {
+			dest := d.Endpoint
+			if d.Channel == ChannelMail {
+				dest = ChannelMail
+			}
+			switch prev, twice := seen[d.ID]; {
+			case twice:
+				add(FindingDelivery, "delivery %s is listed as %s and as %s", d.ID, prev, state)
+			case d.State != state:
+				add(FindingDelivery, "delivery %s is %s but listed as %s", d.ID, d.State, state)
+			case !events[d.EventID]:
+				add(FindingDelivery, "delivery %s is of event %s, which does not exist", d.ID, d.EventID)
+			case d.ID != DeliveryIDOf(d.EventID, dest) || (d.Channel != ChannelWebhook && d.Channel != ChannelMail):
+				add(FindingDelivery, "delivery %s is not the delivery of event %s through %s to %q", d.ID, d.EventID, d.Channel, dest)
+			case state == DeliveryPending && d.NextAttemptAt.IsZero():
+				add(FindingDelivery, "pending delivery %s has no time for its next attempt", d.ID)
+			case state != DeliveryPending && d.DoneAt.IsZero():
+				add(FindingDelivery, "%s delivery %s has no time it became so", state, d.ID)
+			}
+			seen[d.ID] = state
+			if state == DeliveryPending {
+				pending++
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read %s deliveries: %w", state, err)
+		}
+	}
+	due := 0
+	err := tx.ForEachDueDelivery(maxCheckTime, func(d Delivery) error {
+		if seen[d.ID] != DeliveryPending {
+			add(FindingDelivery, "delivery %s is in the index of due deliveries but not pending", d.ID)
+		}
+		due++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read due deliveries: %w", err)
+	}
+	if due != pending {
+		add(FindingDelivery, "%d deliveries are pending, but the index of due deliveries holds %d", pending, due)
+	}
+	return nil
+}
+
+// maxCheckTime is later than any time a delivery is due.
+var maxCheckTime = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // checkReceiptAnswer reports a receipt whose stored answer is not the
 // answer the engine gives for its own request and status.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -76,6 +78,13 @@ const MaxDeliveryErrorLen = 500
 // DeliveryIDOf returns the id of the delivery of event eventID to
 // destination: a webhook endpoint's id, or "mail".
 func DeliveryIDOf(eventID, destination string) string { return eventID + "-" + destination }
+
+// IsDeliveryID reports whether s has the form of a delivery id: an event
+// id, "-", and a webhook endpoint's id or "mail".
+func IsDeliveryID(s string) bool {
+	event, dest, ok := strings.Cut(s, "-")
+	return ok && IsReservationID(event) && (dest == ChannelMail || IsReservationID(dest))
+}
 
 // mailEventTypes are the event types a person gets a mail for: a hold's
 // confirmation gets none beside its reservation's, and a release none
@@ -233,9 +242,9 @@ type DeliveryJob struct {
 // again once the lease runs out. The sender reports the attempt with
 // FinishDelivery.
 func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.Duration) ([]DeliveryJob, error) {
-	var jobs []DeliveryJob
+	var claimed []Delivery
 	err := e.store.Update(ctx, func(tx Tx) error {
-		jobs = jobs[:0]
+		claimed = claimed[:0]
 		// Microseconds, the precision every store keeps, so that
 		// FinishDelivery recognizes its claim by its time.
 		now := e.utcNow().Truncate(time.Microsecond)
@@ -256,6 +265,25 @@ func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.D
 			if err := tx.PutDelivery(d); err != nil {
 				return fmt.Errorf("claim delivery %s: %w", d.ID, err)
 			}
+			claimed = append(claimed, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	// What the jobs need is read after the claim, in a read transaction:
+	// inside the claim's, a store with row locks would lock the events'
+	// workshops in the order of the deliveries, and two daemons claiming
+	// at once could lock them in opposite orders. A claim whose read
+	// fails is sent again once its lease runs out.
+	jobs := make([]DeliveryJob, 0, len(claimed))
+	err = e.store.View(ctx, func(tx Tx) error {
+		jobs = jobs[:0]
+		for _, d := range claimed {
 			job, err := readJob(tx, d)
 			if err != nil {
 				return err
@@ -265,7 +293,7 @@ func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.D
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim deliveries: %w", err)
+		return nil, fmt.Errorf("read the claimed deliveries: %w", err)
 	}
 	return jobs, nil
 }
@@ -382,6 +410,15 @@ func (e *Engine) Deliveries(ctx context.Context, who Principal, f DeliveryFilter
 	if f.State == "" {
 		f.State = DeliveryPending
 	}
+	if !slices.Contains(DeliveryStates, f.State) {
+		return DeliveryPage{}, Errorf(CodeRequestContract, "the state of deliveries is one of pending, failed, delivered, skipped, not %q", Truncate(string(f.State), 20))
+	}
+	if f.After != "" && !IsDeliveryID(f.After) {
+		return DeliveryPage{}, Errorf(CodeRequestContract, "the cursor %q is not a delivery id", Truncate(f.After, 80))
+	}
+	if f.Endpoint != "" && !IsReservationID(f.Endpoint) {
+		return DeliveryPage{}, Errorf(CodeRequestContract, "the endpoint %q is not a webhook endpoint id", Truncate(f.Endpoint, 80))
+	}
 	if f.Limit <= 0 || f.Limit > MaxDeliveryPage {
 		f.Limit = 100
 	}
@@ -469,7 +506,7 @@ func (e *Engine) correctDelivery(ctx context.Context, who Principal, key Operati
 	if !who.Admin {
 		return Outcome{}, Errorf(CodeForbidden, "only an admin may send a delivery again or skip it")
 	}
-	if id == "" || len(id) > 200 {
+	if !IsDeliveryID(id) {
 		return Outcome{}, Errorf(CodeUnknownDelivery, "no delivery has id %q", Truncate(id, 80))
 	}
 	return operate(e, ctx, who, key, payload{kind: kind, deliveryID: id}, correction{}, string(kind))

@@ -217,6 +217,9 @@ func (e *Engine) RemoveWebhook(ctx context.Context, who Principal, id string) er
 	if !who.Admin {
 		return Errorf(CodeForbidden, "only an admin may remove webhook endpoints")
 	}
+	if !IsReservationID(id) {
+		return Errorf(CodeUnknownWebhook, "no webhook endpoint has id %q", Truncate(id, 80))
+	}
 	var refusal error
 	err := e.store.Update(ctx, func(tx Tx) error {
 		_, ok, err := tx.WebhookEndpoint(id)

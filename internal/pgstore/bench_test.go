@@ -42,12 +42,21 @@ func BenchmarkReserveExecModes(b *testing.B) {
 // benchReserve runs the load of BenchmarkReserveExecModes on dsn.
 func benchReserve(b *testing.B, dsn string) {
 	const clients = 8
-	eng := engine.New(mustOpenDSN(b, dsn, pgstore.Options{MaxConns: clients}))
+	reserveLoad(b, engine.New(mustOpenDSN(b, dsn, pgstore.Options{MaxConns: clients})), clients, nil)
+}
+
+// reserveLoad lets clients reserve b.N places, each client on a workshop
+// of its own, and reports the reservations per second. It calls started,
+// if not nil, once the workshops exist, before the timer starts.
+func reserveLoad(b *testing.B, eng *engine.Engine, clients int, started func()) {
 	ctx := context.Background()
 	for c := range clients {
 		if _, _, err := eng.PutWorkshop(ctx, fmt.Sprint("bench-", c), engine.WorkshopSpec{Capacity: 1_000_000_000, MaxQuantity: 1}, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if started != nil {
+		started()
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -77,4 +86,24 @@ func benchReserve(b *testing.B, dsn string) {
 func BenchmarkLists(b *testing.B) {
 	dsn, _ := pgtest.FreshSchema(b)
 	enginetest.BenchmarkLists(b, mustOpenDSN(b, dsn, pgstore.Options{}))
+}
+
+// BenchmarkReserveStatements counts what each new reservation asks the
+// server, through a counting proxy: the statements it runs and the round
+// trips it waits for, decided alone (one client) and in groups (8 clients
+// on 8 workshops).
+func BenchmarkReserveStatements(b *testing.B) {
+	for _, clients := range []int{1, 8} {
+		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
+			dsn, _ := pgtest.FreshSchema(b)
+			proxy, through := pgtest.NewProxy(b, dsn)
+			counts := proxy.Count()
+			var statements, roundTrips int64
+			reserveLoad(b, engine.New(mustOpenDSN(b, through, pgstore.Options{MaxConns: int32(clients)})), clients, func() {
+				statements, roundTrips = counts.Statements(), counts.RoundTrips()
+			})
+			b.ReportMetric(float64(counts.Statements()-statements)/float64(b.N), "statements/reservation")
+			b.ReportMetric(float64(counts.RoundTrips()-roundTrips)/float64(b.N), "roundtrips/reservation")
+		})
+	}
 }

@@ -672,3 +672,214 @@ func TestSchema12GetsProfiles(t *testing.T) {
 		t.Errorf("check after the migration: %v, %v", findings, err)
 	}
 }
+
+// TestSchema13GetsDeliveries: a database as schema versions 1–13 made it,
+// with the rows of testdata/schema13.sql as a daemon of version 13 wrote
+// them, gets hold events, routing, webhook endpoints and deliveries on
+// open: its receipts replay byte for byte; its undelivered events stay
+// pending for the simple channels, their payloads byte for byte, and are
+// not routed anew, not even to an endpoint older than they are; the events
+// written after the migration are routed once each, a hold event is not
+// pending for the simple channels, also for the pending scan of a daemon
+// of version 13 still running, and an event that daemon writes is routed
+// too; the old profile gets a verified address.
+func TestSchema13GetsDeliveries(t *testing.T) {
+	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status", "0005_holds", "0006_time_index",
+		"0007_actor_index", "0008_workshop_hidden", "0009_identity_bindings", "0010_token_lifecycle", "0011_workshop_schedule",
+		"0012_workshop_index", "0013_profiles")
+	fixture, err := os.ReadFile(filepath.Join("testdata", "schema13.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(fixture)) {
+		if strings.HasPrefix(line, "INSERT ") {
+			pgtest.Exec(t, dsn, line)
+		}
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	// The scan of pending events of a daemon of version 13.
+	oldPending := func() []string {
+		t.Helper()
+		rows, err := conn.Query(t.Context(), `SELECT id, type, reservation_id, actor, operation_key, payload, created_at, delivered_at FROM events WHERE delivered_at IS NULL ORDER BY id LIMIT 500`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (string, error) {
+			var id, typ, res, actor, key string
+			var payload []byte
+			var created time.Time
+			var delivered *time.Time
+			err := row.Scan(&id, &typ, &res, &actor, &key, &payload, &created, &delivered)
+			return id, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	const bobReserved, adaConfirmed, adaCancelled = "01a235fb7cf73356dec9336c743692d9", "01a235fb869c52aac95514c78ae451ba", "01a235fb8b6f4232994680aad76b0cc3"
+	oldEvents := oldPending()
+	if want := []string{bobReserved, adaConfirmed, adaCancelled}; !slices.Equal(oldEvents, want) {
+		t.Fatalf("the fixture's pending events = %q, want %q", oldEvents, want)
+	}
+	payloads := map[string][]byte{}
+	for _, id := range oldEvents {
+		var p []byte
+		if err := conn.QueryRow(t.Context(), `SELECT payload FROM events WHERE id = $1`, id).Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		payloads[id] = p
+	}
+
+	s := mustOpenDSN(t, dsn, pgstore.Options{})
+	wantAllVersions(t, s)
+	clock := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	eng := engine.New(s, engine.WithClock(func() time.Time { return clock }))
+	root := engine.Principal{Actor: "root", Admin: true}
+	hook, err := eng.AddWebhook(t.Context(), root, "https://hooks.example.org/all", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = time.Date(2026, 12, 2, 9, 30, 0, 0, time.UTC)
+	ada, kiln := engine.Principal{Actor: "ada"}, engine.Request{Workshop: "kiln", Quantity: 1}
+	const hold, cancelled = "01a235fb81ca74a26ee2af6717da161a", "01a235fb7825230f6208ecf810aadb73"
+	for _, r := range []struct {
+		op   func() (engine.Outcome, error)
+		body string
+	}{
+		{func() (engine.Outcome, error) {
+			return eng.Reserve(t.Context(), "ada", "0e3c5f2a-8b1d-4c6e-9f7a-1b2c3d4e5f60", engine.Request{Workshop: "kiln", Quantity: 2})
+		}, `{"status":"reserved","reservation_id":"` + cancelled + `","workshop":"kiln","quantity":2}`},
+		{func() (engine.Outcome, error) {
+			return eng.Reserve(t.Context(), "bob", "0e3c5f2a-8b1d-4c6e-9f7a-1b2c3d4e5f61", kiln)
+		}, `{"status":"reserved","reservation_id":"01a235fb7cf73356dec9336bdf85c879","workshop":"kiln","quantity":1}`},
+		{func() (engine.Outcome, error) {
+			return eng.Hold(t.Context(), "ada", "0e3c5f2a-8b1d-4c6e-9f7a-1b2c3d4e5f62", engine.HoldRequest{Workshop: "kiln", Quantity: 1, TTLSeconds: 600})
+		}, `{"status":"held","hold_id":"` + hold + `","workshop":"kiln","quantity":1,"expires_at":"2026-12-02T09:10:04Z"}`},
+		{func() (engine.Outcome, error) {
+			return eng.Confirm(t.Context(), ada, "0e3c5f2a-8b1d-4c6e-9f7a-1b2c3d4e5f63", hold)
+		}, `{"status":"reserved","reservation_id":"01a235fb869c52aac95514c73ec887bd","hold_id":"` + hold + `","workshop":"kiln","quantity":1}`},
+		{func() (engine.Outcome, error) {
+			return eng.Cancel(t.Context(), ada, "0e3c5f2a-8b1d-4c6e-9f7a-1b2c3d4e5f64", cancelled)
+		}, `{"status":"cancelled","reservation_id":"` + cancelled + `","workshop":"kiln","quantity":2}`},
+	} {
+		if out, err := r.op(); err != nil || !out.Replayed || string(out.Answer.JSON()) != r.body {
+			t.Errorf("replay = %s (replayed %t), %v; want %s", out.Answer.JSON(), out.Replayed, err, r.body)
+		}
+	}
+	pending := func() []string {
+		t.Helper()
+		evs, err := eng.PendingEvents(t.Context(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, ev := range evs {
+			ids = append(ids, ev.ID)
+			if want, old := payloads[ev.ID]; old {
+				if got, err := ev.Payload(); err != nil || string(got) != string(want) {
+					t.Errorf("payload of %s = %s, %v; want %s", ev.ID, got, err, want)
+				}
+			}
+		}
+		return ids
+	}
+	if got := pending(); !slices.Equal(got, oldEvents) {
+		t.Fatalf("pending events after the migration = %q, want %q", got, oldEvents)
+	}
+	route := func() int {
+		t.Helper()
+		n, more, err := eng.RouteEvents(t.Context(), 100, engine.RouteOptions{Mail: true})
+		if err != nil || more {
+			t.Fatalf("RouteEvents = %d, more %t, %v", n, more, err)
+		}
+		return n
+	}
+	if n := route(); n != 0 {
+		t.Fatalf("routed %d events stored before the migration", n)
+	}
+	deliveries := func() []string {
+		t.Helper()
+		page, err := eng.Deliveries(t.Context(), root, engine.DeliveryFilter{State: engine.DeliveryPending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, d := range page.Deliveries {
+			ids = append(ids, d.ID)
+		}
+		return ids
+	}
+	if got := deliveries(); len(got) != 0 {
+		t.Fatalf("deliveries of the events stored before the migration: %q", got)
+	}
+	if p, err := eng.ProfileOf(t.Context(), "ada"); err != nil || p != (engine.Profile{Actor: "ada", Language: "de"}) {
+		t.Fatalf("ada's profile after the migration = %+v, %v", p, err)
+	}
+	if err := eng.KeepVerifiedEmail(t.Context(), "ada", "ada@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := engine.New(s).ProfileOf(t.Context(), "ada"); err != nil || p.Email != "ada@example.org" || p.Language != "de" {
+		t.Fatalf("ada's profile read by a fresh engine = %+v, %v", p, err)
+	}
+
+	// Written after the migration: a reservation and a hold.
+	reserved, err := eng.Reserve(t.Context(), "ada", newKey(t), kiln)
+	if err != nil || reserved.Answer.Status != engine.StatusReserved {
+		t.Fatalf("reserve = %+v, %v", reserved, err)
+	}
+	held, err := eng.Hold(t.Context(), "bob", newKey(t), engine.HoldRequest{Workshop: "kiln", Quantity: 1, TTLSeconds: 60})
+	if err != nil || held.Answer.Status != engine.StatusHeld {
+		t.Fatalf("hold = %+v, %v", held, err)
+	}
+	var reservedEvent, holdEvent string
+	err = s.View(t.Context(), func(tx engine.Tx) error {
+		return tx.ForEachEvent(func(ev engine.Event) error {
+			switch {
+			case ev.ReservationID == reserved.Answer.ReservationID:
+				reservedEvent = ev.ID
+			case ev.HoldID == held.Answer.HoldID && ev.Type == engine.EventHoldCreated && ev.Owner == "bob" && ev.Workshop == "kiln" && ev.Quantity == 1:
+				holdEvent = ev.ID
+			}
+			return nil
+		})
+	})
+	if err != nil || reservedEvent == "" || holdEvent == "" {
+		t.Fatalf("events of the new reservation and hold: %q, %q, %v", reservedEvent, holdEvent, err)
+	}
+	if findings, err := engine.CheckAt(t.Context(), s, clock); err != nil || len(findings) != 0 {
+		t.Errorf("check after the migration: %v, %v", findings, err)
+	}
+	// The daemon of version 13 writes an event as it knows them.
+	const oldDaemonEvent = "01a235fc0000000000000000000000ff"
+	if _, err := conn.Exec(t.Context(), `INSERT INTO events (id, type, reservation_id, actor, operation_key, payload, created_at, delivered_at) VALUES ($1, 'reservation.confirmed', $2, 'bob', $3, '{}', $4, NULL)`,
+		oldDaemonEvent, reserved.Answer.ReservationID, string(newKey(t)), clock); err != nil {
+		t.Fatal(err)
+	}
+	wantPending := append(slices.Clone(oldEvents), reservedEvent, oldDaemonEvent)
+	slices.Sort(wantPending)
+	if got := pending(); !slices.Equal(got, wantPending) {
+		t.Errorf("pending events = %q, want %q (not the hold event %s)", got, wantPending, holdEvent)
+	}
+	if got := oldPending(); !slices.Equal(got, wantPending) {
+		t.Errorf("pending events for a daemon of version 13 = %q, want %q (not the hold event %s)", got, wantPending, holdEvent)
+	}
+	if n := route(); n != 3 {
+		t.Fatalf("routed %d events written after the migration, want 3", n)
+	}
+	if n := route(); n != 0 {
+		t.Fatalf("routed %d events again", n)
+	}
+	// ada has an address; bob has none, and the event of the daemon of
+	// version 13 lacks the owner a mail goes to.
+	want := []string{engine.DeliveryIDOf(reservedEvent, hook.ID), engine.DeliveryIDOf(reservedEvent, engine.ChannelMail),
+		engine.DeliveryIDOf(holdEvent, hook.ID), engine.DeliveryIDOf(oldDaemonEvent, hook.ID)}
+	slices.Sort(want)
+	if got := deliveries(); !slices.Equal(got, want) {
+		t.Fatalf("deliveries = %q, want %q", got, want)
+	}
+}

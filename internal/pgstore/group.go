@@ -18,10 +18,10 @@ package pgstore
 //   - First every function runs once against a probe (engine.Tx that finds
 //     nothing), which names the rows each decision looks up first. Those
 //     rows are read in one round trip, the rows that a write transaction
-//     locks (workshops, reservations, holds, tokens, events) with
-//     SELECT … ORDER BY key FOR UPDATE, so that two daemons' groups take
-//     the locks they share in the same order and cannot deadlock on them.
-//     A hot workshop is then locked once for the whole group.
+//     locks (deliveries, events, workshops, reservations, holds, tokens)
+//     with SELECT … ORDER BY key FOR UPDATE, so that two daemons' groups
+//     take the locks they share in the same order and cannot deadlock on
+//     them. A hot workshop is then locked once for the whole group.
 //   - Then the functions run one after another, for real. A read of a row
 //     that the group has read or written is answered from memory; any other
 //     read goes to the server in a savepoint of its own. Writes are kept in
@@ -726,7 +726,9 @@ func memberGet[T any](t *tx, tb table[T], suffix string, key []any) (r T, ok boo
 // the group has not read them ahead, mostly to see that a new id is free:
 // such a row is taken as absent without a round trip, and a statement sent
 // with the decision's writes, which fails if the row exists, checks it.
-var guessable = map[string]bool{reservations.name: true, holds.name: true, events.name: true}
+// Events are not: a decision looks up only events that exist (the event
+// of a delivery), which a guess would make it decide twice.
+var guessable = map[string]bool{reservations.name: true, holds.name: true, deliveries.name: true}
 
 // absentSQL fails with division_by_zero if the row with the key given as
 // parameters exists.
@@ -764,12 +766,7 @@ func memberWrite[T any](t *tx, tb table[T], r T, insert bool) error {
 // memberDelete is a delete for a decision of a group, kept in memory.
 func memberDelete[T any](t *tx, tb table[T], key ...any) error {
 	id := rowOf(tb, key)
-	conds := make([]string, tb.keys)
-	for i, c := range tb.columns[:tb.keys] {
-		conds[i] = fmt.Sprintf("%s = $%d", c, i+1)
-	}
-	t.m.write(id, entry{}, stmt{sql: fmt.Sprintf("DELETE FROM %s WHERE %s", tb.name, strings.Join(conds, " AND ")), args: key,
-		what: fmt.Sprintf("delete %s %q", tb.name, id.key)})
+	t.m.write(id, entry{}, stmt{sql: tb.deleteSQL(), args: key, what: fmt.Sprintf("delete %s %q", tb.name, id.key)})
 	return nil
 }
 
@@ -798,7 +795,11 @@ func (w *wanted) add(table string, key ...any) {
 // begin starts the transaction with the statement begin and reads the rows
 // of w, in the same round trip and in a savepoint: first the ones a write
 // transaction locks, each table in key order, then the receipts and
-// tombstones.
+// tombstones. The tables are locked in the order in which a transaction
+// alone locks them: a delivery before its event (an operator's
+// correction), and both before the event's workshop (a claim of
+// deliveries reads what sending them needs), so that a group and such a
+// transaction do not deadlock either.
 func (g *group) begin(begin string, w *wanted) error {
 	b := &pgx.Batch{}
 	b.Queue(begin)
@@ -807,11 +808,12 @@ func (g *group) begin(begin string, w *wanted) error {
 	if g.write {
 		lock = " FOR UPDATE"
 	}
+	queuePrefetch(g, b, deliveries, w, lock, nil)
+	queuePrefetch(g, b, events, w, lock, nil)
 	queuePrefetch(g, b, workshops, w, lock, holdsWorkshops(g, w))
 	queuePrefetch(g, b, reservations, w, lock, nil)
 	queuePrefetch(g, b, holds, w, lock, nil)
 	queuePrefetch(g, b, tokens, w, lock, nil)
-	queuePrefetch(g, b, events, w, lock, nil)
 	queuePrefetch(g, b, receipts, w, "", nil)
 	queuePrefetch(g, b, tombstones, w, "", nil)
 	if b.Len() == 2 {

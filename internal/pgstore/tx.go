@@ -71,7 +71,7 @@ var reservations = table[engine.Reservation]{
 var tombstones = table[engine.Tombstone]{
 	name: "tombstones",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "status",
-		"reservation_id", "workshop", "quantity", "created_at", "purged_at", "hold_id", "hold_expires_at", "max_per_person", "already"},
+		"reservation_id", "workshop", "quantity", "created_at", "purged_at", "hold_id", "hold_expires_at", "max_per_person", "already", "delivery_id"},
 	keys: 2,
 	values: func(t engine.Tombstone) []any {
 		var limit, already *int
@@ -80,12 +80,13 @@ var tombstones = table[engine.Tombstone]{
 		}
 		return []any{t.Actor, string(t.OperationKey), t.FingerprintVersion, t.Fingerprint, t.Answer.Status,
 			nullString(t.Answer.ReservationID), t.Answer.Workshop, t.Answer.Quantity, t.CreatedAt, t.PurgedAt,
-			nullString(t.Answer.HoldID), nullTime(t.Answer.ExpiresAt), limit, already}
+			nullString(t.Answer.HoldID), nullTime(t.Answer.ExpiresAt), limit, already, nullString(t.Answer.DeliveryID)}
 	},
 	dests: func(t *engine.Tombstone) []any {
 		return []any{&t.Actor, &t.OperationKey, &t.FingerprintVersion, &t.Fingerprint, kindOf{&t.Answer.Kind, &t.FingerprintVersion, &t.Answer.Status},
 			emptyIfNull{&t.Answer.ReservationID}, &t.Answer.Workshop, &t.Answer.Quantity, &t.CreatedAt, &t.PurgedAt,
-			emptyIfNull{&t.Answer.HoldID}, zeroIfNull{&t.Answer.ExpiresAt}, zeroIntIfNull{&t.Answer.Limit.MaxPerPerson}, zeroIntIfNull{&t.Answer.Limit.Already}}
+			emptyIfNull{&t.Answer.HoldID}, zeroIfNull{&t.Answer.ExpiresAt}, zeroIntIfNull{&t.Answer.Limit.MaxPerPerson}, zeroIntIfNull{&t.Answer.Limit.Already},
+			emptyIfNull{&t.Answer.DeliveryID}}
 	},
 }
 
@@ -98,17 +99,50 @@ func (z zeroIntIfNull) ScanInt64(v pgtype.Int8) error {
 	return nil
 }
 
+// events keeps the outbox. An event keeps its payload as it was built
+// when it was added, and the members the engine routes it by (owner,
+// workshop and quantity, NULL in the events stored before migration
+// 0014). Its routed column is left out: AddEvent inserts it unrouted (the
+// column's default) and only MarkEventRouted changes it.
 var events = table[engine.Event]{
-	name:    "events",
-	columns: []string{"id", "type", "reservation_id", "actor", "operation_key", "payload", "created_at", "delivered_at"},
-	keys:    1,
+	name: "events",
+	columns: []string{"id", "type", "reservation_id", "hold_id", "actor", "operation_key", "owner", "workshop", "quantity",
+		"payload", "created_at", "delivered_at"},
+	keys: 1,
 	values: func(e engine.Event) []any {
 		payload, _ := e.Payload() // The engine adds no event whose payload it cannot encode.
-		return []any{e.ID, e.Type, e.ReservationID, e.Actor, string(e.OperationKey), payload, e.CreatedAt, nullTime(e.DeliveredAt)}
+		return []any{e.ID, e.Type, e.ReservationID, nullString(e.HoldID), e.Actor, string(e.OperationKey),
+			nullString(e.Owner), nullString(e.Workshop), nullInt(e.Quantity), payload, e.CreatedAt, deliveredAt(e)}
 	},
 	dests: func(e *engine.Event) []any {
-		return []any{&e.ID, &e.Type, &e.ReservationID, &e.Actor, &e.OperationKey, storedPayload{e}, &e.CreatedAt, zeroIfNull{&e.DeliveredAt}}
+		return []any{&e.ID, &e.Type, &e.ReservationID, emptyIfNull{&e.HoldID}, &e.Actor, &e.OperationKey,
+			emptyIfNull{&e.Owner}, emptyIfNull{&e.Workshop}, zeroIntIfNull{&e.Quantity}, storedPayload{e}, &e.CreatedAt, zeroIfNull{&e.DeliveredAt}}
 	},
+}
+
+// neverDelivered is the delivered_at of an event that the simple channels
+// never deliver (one for which Event.ForSimpleChannels is false, a hold
+// event): not NULL, so that it stays out of the partial index
+// events_pending that ForEachPendingEvent reads, and before every time a
+// delivery can have. It reads as the zero time, as a pending event's NULL
+// does.
+var neverDelivered = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+
+// deliveredAt is the delivered_at of e: when it was delivered, NULL while
+// the simple channels have it pending, or neverDelivered.
+func deliveredAt(e engine.Event) any {
+	if e.DeliveredAt.IsZero() && !e.ForSimpleChannels() {
+		return neverDelivered
+	}
+	return nullTime(e.DeliveredAt)
+}
+
+// nullInt is 0 as NULL, for nullable integer columns.
+func nullInt(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
 }
 
 // nullTime is a zero time as NULL, for nullable timestamptz columns.
@@ -140,15 +174,15 @@ func (e emptyKeyIfNull) ScanText(v pgtype.Text) error {
 var receipts = table[engine.Receipt]{
 	name: "receipts",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "workshop", "quantity",
-		"status", "hold_id", "hold_expires_at", "hold_ttl_seconds", "body", "reservation_id", "created_at"},
+		"status", "hold_id", "hold_expires_at", "hold_ttl_seconds", "delivery_id", "body", "reservation_id", "created_at"},
 	keys: 2,
 	values: func(r engine.Receipt) []any {
 		return []any{r.Actor, string(r.OperationKey), r.FingerprintVersion, r.Fingerprint, r.Request.Workshop, r.Request.Quantity,
-			r.Answer.Status, nullString(r.HoldID), nullTime(r.HoldExpiresAt), r.HoldTTLSeconds, r.Answer.JSON(), nullString(r.ReservationID), r.CreatedAt}
+			r.Answer.Status, nullString(r.HoldID), nullTime(r.HoldExpiresAt), r.HoldTTLSeconds, nullString(r.DeliveryID), r.Answer.JSON(), nullString(r.ReservationID), r.CreatedAt}
 	},
 	dests: func(r *engine.Receipt) []any {
 		return []any{&r.Actor, &r.OperationKey, &r.FingerprintVersion, &r.Fingerprint, &r.Request.Workshop, &r.Request.Quantity,
-			&r.Answer.Status, emptyIfNull{&r.HoldID}, zeroIfNull{&r.HoldExpiresAt}, &r.HoldTTLSeconds, storedAnswer{r}, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
+			&r.Answer.Status, emptyIfNull{&r.HoldID}, zeroIfNull{&r.HoldExpiresAt}, &r.HoldTTLSeconds, emptyIfNull{&r.DeliveryID}, storedAnswer{r}, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
 	},
 }
 
@@ -210,16 +244,16 @@ var bindingsByActor = table[engine.Binding]{
 }
 
 // profiles keeps each actor's profile, keyed by its actor (migration
-// 0013).
+// 0013; the verified address since 0014).
 var profiles = table[engine.Profile]{
 	name:    "profiles",
-	columns: []string{"actor", "display_name", "language"},
+	columns: []string{"actor", "display_name", "language", "email"},
 	keys:    1,
 	values: func(p engine.Profile) []any {
-		return []any{p.Actor, p.DisplayName, p.Language}
+		return []any{p.Actor, p.DisplayName, p.Language, p.Email}
 	},
 	dests: func(p *engine.Profile) []any {
-		return []any{&p.Actor, &p.DisplayName, &p.Language}
+		return []any{&p.Actor, &p.DisplayName, &p.Language, &p.Email}
 	},
 }
 
@@ -238,14 +272,14 @@ var apiTokens = table[engine.TokenRecord]{
 	filter: "kind = 'api'",
 }
 
-// zeroIfNull scans a nullable timestamptz column into a time, NULL as the
-// zero time.
+// zeroIfNull scans a nullable timestamptz column into a time, NULL (and
+// an infinity, see neverDelivered) as the zero time.
 type zeroIfNull struct{ t *time.Time }
 
 // ScanTimestamptz implements pgtype.TimestamptzScanner.
 func (z zeroIfNull) ScanTimestamptz(v pgtype.Timestamptz) error {
 	*z.t = time.Time{}
-	if v.Valid {
+	if v.Valid && v.InfinityModifier == pgtype.Finite {
 		*z.t = v.Time.UTC()
 	}
 	return nil
@@ -333,6 +367,11 @@ func (tb table[T]) pageSQL(first bool) string {
 // exists.
 func (tb table[T]) insertSQL() string {
 	return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, strings.Join(tb.columns, ", "), params(1, len(tb.columns)))
+}
+
+// deleteSQL deletes the record with the key given as parameters.
+func (tb table[T]) deleteSQL() string {
+	return fmt.Sprintf("DELETE FROM %s WHERE (%s) = (%s)", tb.name, tb.keyList(), params(1, tb.keys))
 }
 
 // upsertSQL inserts a record or overwrites the one with its key.
@@ -458,6 +497,26 @@ func put[T any](t *tx, tb table[T], r T) error {
 		return t.fail(fmt.Errorf("write %s %q: %w", tb.name, id.key, err))
 	}
 	t.remember(id, true)
+	return nil
+}
+
+// deleteRow removes the row of tb with key, if it exists; in a group the
+// DELETE is sent with the decision's other writes.
+func deleteRow[T any](t *tx, tb table[T], key ...any) error {
+	if !t.write {
+		return ErrReadOnly
+	}
+	if err := t.usable(); err != nil {
+		return err
+	}
+	if t.m != nil {
+		return memberDelete(t, tb, key...)
+	}
+	id := rowOf(tb, key)
+	if err := t.exec(fmt.Sprintf("delete %s %q", tb.name, id.key), tb.deleteSQL(), key...); err != nil {
+		return err
+	}
+	t.remember(id, false)
 	return nil
 }
 
@@ -670,22 +729,7 @@ func (t *tx) ForEachToken(fn func(engine.TokenRecord) error) error {
 	return forEach(t, tokens, fn)
 }
 
-func (t *tx) DeleteToken(hash string) error {
-	if !t.write {
-		return ErrReadOnly
-	}
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if t.m != nil {
-		return memberDelete(t, tokens, hash)
-	}
-	if _, err := t.tx.Exec(t.ctx, "DELETE FROM tokens WHERE hash = $1", hash); err != nil {
-		return t.fail(fmt.Errorf("delete tokens %q: %w", hash, err))
-	}
-	t.remember(rowOf(tokens, []any{hash}), false)
-	return nil
-}
+func (t *tx) DeleteToken(hash string) error { return deleteRow(t, tokens, hash) }
 
 func (t *tx) PutToken(r engine.TokenRecord) error { return put(t, tokens, r) }
 
@@ -732,17 +776,7 @@ func (t *tx) exec(what string, query string, args ...any) error {
 }
 
 func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
-	if t.m != nil && t.write {
-		if err := t.usable(); err != nil {
-			return err
-		}
-		return memberDelete(t, receipts, actor, string(key))
-	}
-	err := t.exec("delete receipt", "DELETE FROM receipts WHERE actor = $1 AND operation_key = $2", actor, string(key))
-	if err == nil {
-		t.remember(rowOf(receipts, []any{actor, string(key)}), false)
-	}
-	return err
+	return deleteRow(t, receipts, actor, string(key))
 }
 
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
@@ -883,22 +917,7 @@ func inWorkshop[T any](t *tx, tb table[T], workshop string, after engine.PersonP
 }
 
 // DeleteWorkshop removes the workshop's row.
-func (t *tx) DeleteWorkshop(id string) error {
-	if !t.write {
-		return ErrReadOnly
-	}
-	if err := t.usable(); err != nil {
-		return err
-	}
-	if t.m != nil {
-		return memberDelete(t, workshops, id)
-	}
-	if err := t.exec("delete workshop", "DELETE FROM workshops WHERE id = $1", id); err != nil {
-		return err
-	}
-	t.remember(rowOf(workshops, []any{id}), false)
-	return nil
-}
+func (t *tx) DeleteWorkshop(id string) error { return deleteRow(t, workshops, id) }
 
 // ForEachReservationOf pages through the index reservations_by_actor.
 func (t *tx) ForEachReservationOf(actor, before string, fn func(engine.Reservation) error) error {

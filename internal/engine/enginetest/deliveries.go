@@ -365,6 +365,16 @@ func testRetryAndSkipDeliveries(t *testing.T, h *harness) {
 	if p, _ := h.eng.Deliveries(h.ctx, admin, engine.DeliveryFilter{State: engine.DeliveryPending, Channel: engine.ChannelMail}); len(p.Deliveries) != 0 {
 		t.Fatalf("mail deliveries: %+v", p)
 	}
+	for _, bad := range []engine.DeliveryFilter{{State: "lost"}, {After: "x\x00"}, {Endpoint: "nope"}} {
+		if _, err := h.eng.Deliveries(h.ctx, admin, bad); engine.ErrorCode(err) != engine.CodeRequestContract {
+			t.Fatalf("Deliveries(%+v) = %v, want %s", bad, err, engine.CodeRequestContract)
+		}
+	}
+	for _, id := range []string{"", "x\x00", ds[0].EventID, ds[0].ID + "x"} {
+		if _, err := h.eng.SkipDelivery(h.ctx, admin, newKey(), id); engine.ErrorCode(err) != engine.CodeUnknownDelivery {
+			t.Fatalf("SkipDelivery(%q) = %v, want %s", id, err, engine.CodeUnknownDelivery)
+		}
+	}
 	if _, err := h.eng.Deliveries(h.ctx, alice, engine.DeliveryFilter{}); engine.ErrorCode(err) != engine.CodeForbidden {
 		t.Fatalf("a person's delivery view: %v", err)
 	}
@@ -387,4 +397,34 @@ func (h *harness) wantNoReceiptFor(t *testing.T, actor string, op func(engine.Op
 	if stored {
 		t.Fatalf("a refused operation stored a receipt")
 	}
+}
+
+func testCheckFindsBrokenDeliveries(t *testing.T, h *harness) {
+	h.workshop("kiln", 5, 5)
+	h.mustAddWebhook("https://hooks.example.org/all")
+	h.mustReserve("alice", newKey(), "kiln", 1)
+	h.mustRoute()
+	h.wantFindings("routed", nil)
+	good := h.deliveries(engine.DeliveryPending)[0]
+	put := func(d engine.Delivery) {
+		t.Helper()
+		if err := h.store.Update(h.ctx, func(tx engine.Tx) error { return tx.PutDelivery(d) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orphan := good
+	orphan.EventID = "ffffffffffffffffffffffffffffffff"
+	orphan.ID = engine.DeliveryIDOf(orphan.EventID, orphan.Endpoint)
+	put(orphan)
+	h.wantFindings("a delivery of no event", []string{engine.FindingDelivery})
+	orphan.EventID = good.EventID
+	put(orphan)
+	h.wantFindings("a delivery under another id", []string{engine.FindingDelivery})
+	orphan.EventID, orphan.State, orphan.DoneAt = "ffffffffffffffffffffffffffffffff", engine.DeliveryDelivered, h.now()
+	put(orphan)
+	h.wantFindings("a delivered delivery of no event", []string{engine.FindingDelivery})
+	undated := good
+	undated.State, undated.NextAttemptAt = engine.DeliveryFailed, time.Time{}
+	put(undated)
+	h.wantFindings("a failed delivery without its time", []string{engine.FindingDelivery, engine.FindingDelivery})
 }

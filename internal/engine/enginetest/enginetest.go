@@ -125,6 +125,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RoutingMakesEachDeliveryOnce", testRouting},
 		{"ClaimAndFinishDeliveries", testClaimAndFinish},
 		{"RetryAndSkipDeliveries", testRetryAndSkipDeliveries},
+		{"CheckFindsBrokenDeliveries", testCheckFindsBrokenDeliveries},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

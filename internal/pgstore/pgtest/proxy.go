@@ -25,6 +25,7 @@ type Proxy struct {
 	conns   map[net.Conn]bool
 	frozen  map[net.Conn]bool // Connections that Freeze stopped.
 	thaw    chan struct{}     // Closed when the proxy closes, to end them.
+	counts  *Counts           // Set by Count.
 	wg      sync.WaitGroup
 }
 
@@ -178,10 +179,14 @@ func (p *Proxy) forward(c net.Conn) {
 		return
 	}
 	p.conns[s] = true
+	var seen func([]byte)
+	if p.counts != nil {
+		seen = (&messages{counts: p.counts}).feed
+	}
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { p.copy(s, c, c); done <- struct{}{} }()
-	go func() { p.copy(c, s, c); done <- struct{}{} }()
+	go func() { p.copy(s, c, c, seen); done <- struct{}{} }()
+	go func() { p.copy(c, s, c, nil); done <- struct{}{} }()
 	<-done
 	c.Close()
 	s.Close()
@@ -191,9 +196,9 @@ func (p *Proxy) forward(c net.Conn) {
 }
 
 // copy copies from src to dst, the two sides of the client connection c,
-// until either fails; once Freeze stopped c, it holds what it read until
-// the proxy closes.
-func (p *Proxy) copy(dst, src, c net.Conn) {
+// until either fails, and shows seen (if not nil) what it copies; once
+// Freeze stopped c, it holds what it read until the proxy closes.
+func (p *Proxy) copy(dst, src, c net.Conn, seen func([]byte)) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
@@ -203,6 +208,9 @@ func (p *Proxy) copy(dst, src, c net.Conn) {
 		if frozen {
 			<-p.thaw
 			return
+		}
+		if n > 0 && seen != nil {
+			seen(buf[:n])
 		}
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
