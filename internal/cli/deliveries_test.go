@@ -58,20 +58,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 		if got := operation(in); got != tc.op {
 			t.Errorf("the %s intent sends %+v, want %+v", tc.op.Kind, got, tc.op)
 		}
-		j, err := intent.Open(t.TempDir() + "/intent.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := j.RecordAttempt(in); err != nil {
-			t.Fatal(err)
-		}
-		o.key = in.Key
-		if _, err := j.Settle(in, o.settlement()); err != nil {
-			t.Errorf("%s %s: Settle: %v", tc.op.Kind, o.status, err)
-		} else if back := settledOutcome(in); back.line() != o.line() || exitCode(back.err()) != tc.exit {
-			t.Errorf("%s %s: settled outcome reads back as %q (exit %d)", tc.op.Kind, o.status, back.line(), exitCode(back.err()))
-		}
-		j.Close()
+		checkJournaled(t, in, o, tc.exit)
 	}
 }
 

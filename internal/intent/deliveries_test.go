@@ -48,17 +48,7 @@ func TestDeliveryIntents(t *testing.T) {
 			t.Errorf("%s: HoldRef() succeeded", tc.kind)
 		}
 		j = mustOpen(t, j.Path())
-		_, err = j.Settle(back, tc.o)
-		switch {
-		case tc.why == "" && err != nil:
-			t.Errorf("%s settled on %s %d: %v", tc.kind, tc.o.Status, tc.o.HTTPStatus, err)
-		case tc.why != "" && (err == nil || !strings.Contains(err.Error(), tc.why)):
-			t.Errorf("%s settled on %s %d = %v, want an error about %s", tc.kind, tc.o.Status, tc.o.HTTPStatus, err, tc.why)
-		case tc.why == "":
-			if got := reloaded(t, j); got.Outcome == nil || got.Outcome.Status != tc.o.Status {
-				t.Errorf("%s settled on %s reads back as %+v", tc.kind, tc.o.Status, got.Outcome)
-			}
-		}
+		checkSettle(t, j, back, tc.o, tc.why)
 	}
 	for _, bad := range []struct {
 		kind engine.OperationKind
