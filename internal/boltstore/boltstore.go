@@ -30,7 +30,7 @@ import (
 // and their versions"); a version that changes a stored format adds its row
 // there, an upgrade step and a test on records as the earlier version wrote
 // them (testdata/schema*.dump).
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // The buckets, declared once and created by Open.
 var (
@@ -41,7 +41,7 @@ var (
 	bucketTokens       = []byte("tokens")
 	bucketTombstones   = []byte("tombstones")     // Expired receipts, by actor 0x00 key.
 	bucketEvents       = []byte("events")         // The outbox, by event id.
-	bucketPending      = []byte("events_pending") // Ids of undelivered events.
+	bucketPending      = []byte("events_pending") // Ids of undelivered events of the simple channels.
 	bucketHolds        = []byte("holds")          // Holds, by id.
 	bucketOpenHolds    = []byte("holds_open")     // Open holds, by workshop 0x00 deadline id.
 
@@ -65,6 +65,7 @@ var (
 		bucketTokensByID,
 		bucketReservationsByWorkshop, bucketHoldsByWorkshop,
 		bucketProfiles,
+		bucketUnrouted, bucketWebhookEndpoints, bucketDeliveries, bucketDeliveriesByState, bucketDeliveriesDue,
 	}
 
 	keySchema = []byte("schema")
@@ -236,7 +237,10 @@ func createSchema(tx *bolt.Tx, path string) error {
 // runs the upgrade step of each later version in order: upgradeTo6, then
 // upgradeTokenIndex for a file written before version 7 (or that lacks
 // the token index), then the workshop indexes of a file written before
-// version 8 (or that lacks them).
+// version 8 (or that lacks them). A file written before version 10 gets
+// the index of unrouted events empty: every event it holds counts as
+// routed, so no event decided before the upgrade is sent to a webhook
+// endpoint or by mail.
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -396,7 +400,9 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 // Check reports broken invariants: the engine's (counters, receipts,
 // reservations, capacity, bindings) and the file's own (every entry of the
 // time indexes names its record at its time, and every record has its
-// entry; every entry of the index of bound actors names its binding). A
+// entry; every entry of the index of bound actors names its binding; the
+// indexes of deliveries list each delivery by its state and, while it is
+// pending, by when it is due; every unrouted event exists). A
 // damaged page is a *DamageError, not a finding:
 // the file's structure is walked by Open, and again here on a writable store.
 // (bbolt's own Tx.Check is not used: it panics in a goroutine of its own,
@@ -423,11 +429,11 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 }
 
 // checkTimeIndexes reports the differences between the records and their
-// time and actor indexes.
+// indexes: by time, actor, workshop, token id, bound actor and delivery.
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex, verifyDeliveryIndexes} {
 			more, err := verify(t)
 			if err != nil {
 				return err

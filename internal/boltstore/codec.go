@@ -51,6 +51,11 @@ const recordReceiptStatus = 2
 // A limit_reached answer's receipt is format=4: format 3 followed by
 //
 //	uvarint max per person | uvarint already
+//
+// and the receipt of an operator's correction of a delivery (retry or
+// skip) is format=5: format 2 followed by
+//
+//	bytes delivery id
 func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	fp, err := hex.DecodeString(r.Fingerprint)
 	if err != nil || len(fp) != 32 {
@@ -60,9 +65,14 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	format, tail := byte(recordReceiptStatus), []byte(a.Status)
 	hold := r.HoldID != "" || !r.HoldExpiresAt.IsZero() || r.HoldTTLSeconds != 0
 	limit := r.Limit != engine.Limit{}
+	delivery := r.DeliveryID != ""
 	switch {
-	case (hold || limit) && (a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 || r.HoldTTLSeconds < 0 || r.Limit.MaxPerPerson < 0 || r.Limit.Already < 0):
-		return nil, fmt.Errorf("receipt of a hold operation or a limit with an answer %q that is not the one built from its members", a.JSON())
+	case (hold || limit || delivery) && (a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 || r.HoldTTLSeconds < 0 || r.Limit.MaxPerPerson < 0 || r.Limit.Already < 0):
+		return nil, fmt.Errorf("receipt of a hold operation, a limit or a delivery's correction with an answer %q that is not the one built from its members", a.JSON())
+	case delivery && (hold || limit):
+		return nil, fmt.Errorf("receipt names delivery %s and a hold or a limit too", r.DeliveryID)
+	case delivery:
+		format = recordReceiptDelivery
 	case limit:
 		format = recordReceiptLimit
 	case hold:
@@ -80,7 +90,7 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(r.Request.Quantity))
 	b = appendBytes(b, []byte(r.ReservationID))
 	b = appendBytes(b, tail)
-	if format >= recordReceiptHold {
+	if format == recordReceiptHold || format == recordReceiptLimit {
 		b = appendBytes(b, []byte(r.HoldID))
 		b = binary.AppendVarint(b, unixNanoOrZero(r.HoldExpiresAt))
 		b = binary.AppendUvarint(b, uint64(r.HoldTTLSeconds))
@@ -88,6 +98,9 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	if format == recordReceiptLimit {
 		b = binary.AppendUvarint(b, uint64(r.Limit.MaxPerPerson))
 		b = binary.AppendUvarint(b, uint64(r.Limit.Already))
+	}
+	if format == recordReceiptDelivery {
+		b = appendBytes(b, []byte(r.DeliveryID))
 	}
 	return b, nil
 }
@@ -99,6 +112,10 @@ const recordReceiptHold = 3
 // recordReceiptLimit is the format byte of a receipt of a limit_reached
 // answer, new in schema version 8.
 const recordReceiptLimit = 4
+
+// recordReceiptDelivery is the format byte of a receipt of an operator's
+// correction of a delivery, new in schema version 10.
+const recordReceiptDelivery = 5
 
 // unixNanoOrZero returns t in Unix nanoseconds, 0 for the zero time;
 // timeOrZero is its inverse.
@@ -157,7 +174,7 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 		return engine.Receipt{}, fmt.Errorf("receipt key %q has no actor separator", key)
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordReceiptStatus, recordReceiptHold, recordReceiptLimit)
+	format := d.formatOf(recordFormat1, recordReceiptStatus, recordReceiptHold, recordReceiptLimit, recordReceiptDelivery)
 	r := engine.Receipt{Actor: actor, OperationKey: opKey}
 	r.FingerprintVersion = engine.FingerprintVersion(d.uvarint())
 	r.Fingerprint = hex.EncodeToString(d.fixed(32))
@@ -167,7 +184,7 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	r.Request.Quantity = int(d.uvarint())
 	r.ReservationID = string(d.bytes())
 	tail := d.bytes()
-	if format >= recordReceiptHold {
+	if format == recordReceiptHold || format == recordReceiptLimit {
 		r.HoldID = string(d.bytes())
 		r.HoldExpiresAt = timeOrZero(d.varint())
 		r.HoldTTLSeconds = int(d.uvarint())
@@ -175,6 +192,11 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	if format == recordReceiptLimit {
 		r.Limit.MaxPerPerson = int(d.uvarint())
 		r.Limit.Already = int(d.uvarint())
+	}
+	if format == recordReceiptDelivery {
+		if r.DeliveryID = string(d.bytes()); r.DeliveryID == "" {
+			d.fail(errors.New("receipt of a delivery's correction without a delivery id"))
+		}
 	}
 	if err := d.end(); err != nil {
 		return r, err
@@ -198,6 +220,7 @@ type tombstoneJSON struct {
 	Status             string                    `json:"status"`
 	ReservationID      string                    `json:"reservation_id,omitempty"`
 	HoldID             string                    `json:"hold_id,omitempty"`
+	DeliveryID         string                    `json:"delivery_id,omitempty"`
 	Workshop           string                    `json:"workshop"`
 	Quantity           int                       `json:"quantity"`
 	ExpiresAt          time.Time                 `json:"expires_at,omitzero"`
@@ -215,8 +238,8 @@ type limitJSON struct {
 func encodeTombstone(t engine.Tombstone) tombstoneJSON {
 	a := t.Answer
 	j := tombstoneJSON{Actor: t.Actor, OperationKey: t.OperationKey, FingerprintVersion: t.FingerprintVersion, Fingerprint: t.Fingerprint,
-		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, HoldID: a.HoldID, Workshop: a.Workshop, Quantity: a.Quantity,
-		ExpiresAt: a.ExpiresAt, CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
+		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, HoldID: a.HoldID, DeliveryID: a.DeliveryID, Workshop: a.Workshop,
+		Quantity: a.Quantity, ExpiresAt: a.ExpiresAt, CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
 	if a.Limit != (engine.Limit{}) {
 		j.Limit = &limitJSON{MaxPerPerson: a.Limit.MaxPerPerson, Already: a.Limit.Already}
 	}
@@ -227,7 +250,7 @@ func (j tombstoneJSON) tombstone() engine.Tombstone {
 	t := engine.Tombstone{Actor: j.Actor, OperationKey: j.OperationKey, FingerprintVersion: j.FingerprintVersion, Fingerprint: j.Fingerprint,
 		CreatedAt: j.CreatedAt, PurgedAt: j.PurgedAt}
 	t.Answer = engine.Answer{Kind: t.Kind(), Status: j.Status, ReservationID: j.ReservationID, HoldID: j.HoldID,
-		Workshop: j.Workshop, Quantity: j.Quantity, ExpiresAt: j.ExpiresAt}
+		DeliveryID: j.DeliveryID, Workshop: j.Workshop, Quantity: j.Quantity, ExpiresAt: j.ExpiresAt}
 	if j.Limit != nil {
 		t.Answer.Limit = engine.Limit{MaxPerPerson: j.Limit.MaxPerPerson, Already: j.Limit.Already}
 	}
@@ -416,6 +439,14 @@ type workshopJSON struct {
 // 2 are new in schema version 3.
 const recordEventMembers = 2
 
+// The format bytes of a hold's event (one with a hold id), new in schema
+// version 10: format 3 is format 2 and format 4 is format 1, each followed
+// by the hold id. A reservation's event has none and keeps format 2 or 1.
+const (
+	recordEventHoldMembers = 3
+	recordEventHoldPayload = 4
+)
+
 // encodeEvent lays out an event whose payload is built from its members,
 // and built the same from the members it reads back, as:
 //
@@ -429,10 +460,15 @@ const recordEventMembers = 2
 //	format=1 | bytes type | bytes reservation id | bytes actor |
 //	bytes operation key | varint created (Unix ns) | uvarint delivered? |
 //	[varint delivered (Unix ns)] | bytes payload
+//
+// A hold's event is laid out the same with format 3 (for 2) or 4 (for 1),
+// followed by
+//
+//	bytes hold id
 func encodeEvent(e engine.Event) ([]byte, error) {
 	readBack := time.Unix(0, e.CreatedAt.UnixNano()).UTC()
 	members := !e.StoredPayload() && e.Owner != "" && e.Quantity >= 0 && readBack.Equal(e.CreatedAt) && e.CreatedAt.Location() == time.UTC
-	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.Owner)+len(e.Actor)+len(e.OperationKey)+len(e.Workshop))
+	b := make([]byte, 0, 48+len(e.Type)+len(e.ReservationID)+len(e.HoldID)+len(e.Owner)+len(e.Actor)+len(e.OperationKey)+len(e.Workshop))
 	if members {
 		b = append(b, recordEventMembers)
 		b = appendBytes(b, []byte(e.Type))
@@ -443,7 +479,7 @@ func encodeEvent(e engine.Event) ([]byte, error) {
 		b = appendBytes(b, []byte(e.Workshop))
 		b = binary.AppendUvarint(b, uint64(e.Quantity))
 		b = binary.AppendVarint(b, e.CreatedAt.UnixNano())
-		return appendDelivered(b, e), nil
+		return appendHold(appendDelivered(b, e), e, recordEventHoldMembers), nil
 	}
 	payload, err := e.Payload()
 	if err != nil {
@@ -456,7 +492,17 @@ func encodeEvent(e engine.Event) ([]byte, error) {
 	b = appendBytes(b, []byte(e.OperationKey))
 	b = binary.AppendVarint(b, e.CreatedAt.UnixNano())
 	b = appendDelivered(b, e)
-	return appendBytes(b, payload), nil
+	return appendHold(appendBytes(b, payload), e, recordEventHoldPayload), nil
+}
+
+// appendHold turns b, the layout of e without a hold, into the layout of
+// a hold's event of format, when e names a hold.
+func appendHold(b []byte, e engine.Event, format byte) []byte {
+	if e.HoldID == "" {
+		return b
+	}
+	b[0] = format
+	return appendBytes(b, []byte(e.HoldID))
 }
 
 // appendDelivered appends whether e was delivered and when.
@@ -490,7 +536,8 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 		return e.WithStoredPayload(j.Payload), err
 	}
 	d := decoder{b: raw}
-	members := d.formatOf(recordFormat1, recordEventMembers) == recordEventMembers
+	format := d.formatOf(recordFormat1, recordEventMembers, recordEventHoldMembers, recordEventHoldPayload)
+	members := format == recordEventMembers || format == recordEventHoldMembers
 	e.ID = string(key)
 	e.Type = string(d.bytes())
 	e.ReservationID = string(d.bytes())
@@ -520,6 +567,11 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 	}
 	if !members {
 		e = e.WithStoredPayload(d.bytes())
+	}
+	if format == recordEventHoldMembers || format == recordEventHoldPayload {
+		if e.HoldID = string(d.bytes()); e.HoldID == "" {
+			d.fail(errors.New("hold event without a hold id"))
+		}
 	}
 	return e, d.end()
 }

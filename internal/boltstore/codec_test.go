@@ -483,6 +483,9 @@ func FuzzDecodeEvent(f *testing.F) {
 		Workshop: "w", Quantity: 1, CreatedAt: time.Date(2026, 11, 29, 12, 0, 0, 1, time.UTC)}
 	f.Add(mustEncodeEvent(e))                                         // Format 2: the members.
 	f.Add(mustEncodeEvent(e.WithStoredPayload([]byte(`{"id":"e"}`)))) // Format 1: the payload as it is.
+	h := holdEvent(engine.EventHoldConfirmed)
+	f.Add(mustEncodeEvent(h))                                         // Format 3: a hold's members.
+	f.Add(mustEncodeEvent(h.WithStoredPayload([]byte(`{"id":"h"}`)))) // Format 4: a hold's payload as it is.
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ev, err := decodeEvent([]byte("e"), raw)
 		if err != nil || !inNanos(ev.CreatedAt) || !inNanos(ev.DeliveredAt) && ev.Delivered() {
@@ -493,7 +496,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		again, err := decodeEvent([]byte("e"), mustEncodeEvent(ev))
-		if err != nil || !bytes.Equal(payloadOf(t, again), want) || again.Type != ev.Type || again.ReservationID != ev.ReservationID ||
+		if err != nil || !bytes.Equal(payloadOf(t, again), want) || again.Type != ev.Type || again.ReservationID != ev.ReservationID || again.HoldID != ev.HoldID ||
 			again.Actor != ev.Actor || again.OperationKey != ev.OperationKey || !again.CreatedAt.Equal(ev.CreatedAt) || !again.DeliveredAt.Equal(ev.DeliveredAt) {
 			t.Fatalf("re-encoding changed the event: %+v vs %+v (%v)", ev, again, err)
 		}

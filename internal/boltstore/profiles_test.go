@@ -14,9 +14,10 @@ import (
 // TestSchema8GetsProfiles: a file as schema version 8 left it (made with
 // this code, then without the bucket of profiles and marked version 8)
 // reads every actor as having no profile through a read-only open, which
-// leaves it as it is; a writing open marks it version 9 with the bucket,
-// keeps every record (the receipt replays byte for byte, the binding
-// holds), and a profile changed then is read back after a reopen.
+// leaves it as it is; a writing open marks it with the current version and
+// gives it the bucket, keeps every record (the receipt replays byte for
+// byte, the binding holds), and a profile changed then is read back after
+// a reopen.
 func TestSchema8GetsProfiles(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reserved.db")
 	ctx := context.Background()

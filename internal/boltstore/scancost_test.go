@@ -14,11 +14,12 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// TestScansStopEarly: a scan of an actor's reservations or holds, or of a
-// workshop's open holds past their deadline, that its function stops
-// after one record allocates about as much for a record kind with 5,000
-// records in its range as with 5: it reads the index in chunks, not the
-// whole range before the first record. Counted are allocations, not time.
+// TestScansStopEarly: a scan of an actor's reservations or holds, of a
+// workshop's open holds past their deadline, of the deliveries in a state
+// or of those due, that its function stops after one record allocates
+// about as much for a record kind with 5,000 records in its range as with
+// 5: it reads the index in chunks, not the whole range before the first
+// record. Counted are allocations, not time.
 func TestScansStopEarly(t *testing.T) {
 	s, err := boltstore.Open(filepath.Join(t.TempDir(), "reserved.db"), boltstore.Options{})
 	if err != nil {
@@ -56,6 +57,23 @@ func TestScansStopEarly(t *testing.T) {
 				}
 			}
 		}
+		// Deliveries: many delivered and few failed, and as many pending,
+		// due one a second.
+		for i := range many + few {
+			state := engine.DeliveryDelivered
+			if i >= many {
+				state = engine.DeliveryFailed
+			}
+			for _, d := range []engine.Delivery{
+				{ID: fmt.Sprintf("%032x-done", i), EventID: fmt.Sprintf("%032x", i), State: state, CreatedAt: now},
+				{ID: fmt.Sprintf("%032x-due", i), EventID: fmt.Sprintf("%032x", i), State: engine.DeliveryPending, CreatedAt: now,
+					NextAttemptAt: now.Add(time.Duration(i) * time.Second)},
+			} {
+				if err := tx.PutDelivery(d); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -72,6 +90,14 @@ func TestScansStopEarly(t *testing.T) {
 		},
 		"open holds past their deadline of": func(tx engine.Tx, actor string) error {
 			return tx.ForEachOpenHold(actor, now.Add(24*time.Hour), func(engine.Hold) error { return first(nil) })
+		},
+		"deliveries in the state of": func(tx engine.Tx, actor string) error {
+			state := map[string]engine.DeliveryState{"many": engine.DeliveryDelivered, "few": engine.DeliveryFailed}[actor]
+			return tx.ForEachDeliveryIn(state, "", func(engine.Delivery) error { return first(nil) })
+		},
+		"deliveries due by the time of": func(tx engine.Tx, actor string) error {
+			through := map[string]time.Time{"many": now.Add(24 * time.Hour), "few": now.Add(few * time.Second)}[actor]
+			return tx.ForEachDueDelivery(through, func(engine.Delivery) error { return first(nil) })
 		},
 	}
 	for name, scan := range scans {

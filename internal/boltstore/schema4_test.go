@@ -1,13 +1,9 @@
 package boltstore_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,33 +66,8 @@ var schema4Answers = []fixtureAnswer{
 // bucket.
 func loadDump(t *testing.T, dump string) (string, map[string]map[string]string) {
 	t.Helper()
-	f, err := os.Open(dump)
+	records, err := boltstore.ReadDump(dump)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	records := map[string]map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		fields := strings.Split(line, " ")
-		if len(fields) != 3 {
-			t.Fatalf("dump line %q", line)
-		}
-		k, err1 := hex.DecodeString(fields[1])
-		v, err2 := hex.DecodeString(fields[2])
-		if err1 != nil || err2 != nil {
-			t.Fatalf("dump line %q: %v %v", line, err1, err2)
-		}
-		if records[fields[0]] == nil {
-			records[fields[0]] = map[string]string{}
-		}
-		records[fields[0]][string(k)] = string(v)
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "reserved.db")

@@ -52,12 +52,10 @@ var schema7Answers = []fixtureAnswer{
 
 // schema7Settlements are the answers the same reserved gave to the
 // confirmation of hold H2 and the cancellation of reservation R5.
-var schema7Settlements = []struct {
-	op, actor, key, id, body string
-}{
-	{"confirm", "unix-postgres", "721d7240-5c21-4315-9863-d786a1878ddf", schema7H2,
+var schema7Settlements = []fixtureSettlement{
+	{engine.OperationConfirm, "unix-postgres", "721d7240-5c21-4315-9863-d786a1878ddf", schema7H2,
 		`{"status":"reserved","reservation_id":"01a2354403cd63b91603d053263034ad","hold_id":"01a2354403ac5c427ace6df9028c6e49","workshop":"rust-intro","quantity":2}`},
-	{"cancel", "unix-nobody", "ceabdd4d-b607-4cd7-8e1d-df75c673c856", schema7R5,
+	{engine.OperationCancel, "unix-nobody", "ceabdd4d-b607-4cd7-8e1d-df75c673c856", schema7R5,
 		`{"status":"cancelled","reservation_id":"01a2354403e353adf82bca521cd63d26","workshop":"backstage","quantity":1}`},
 }
 
@@ -87,20 +85,7 @@ func TestSchema7File(t *testing.T) {
 	replay := func(s *boltstore.Store, when string) {
 		t.Helper()
 		replayFixture(t, s, now, schema7Answers, nil, when)
-		eng := engine.New(s, engine.WithClock(func() time.Time { return now }))
-		for _, a := range schema7Settlements {
-			who := engine.Principal{Actor: a.actor}
-			var out engine.Outcome
-			var err error
-			if a.op == "confirm" {
-				out, err = eng.Confirm(ctx, who, engine.OperationKey(a.key), a.id)
-			} else {
-				out, err = eng.Cancel(ctx, who, engine.OperationKey(a.key), a.id)
-			}
-			if err != nil || !out.Replayed || string(out.Answer.JSON()) != a.body {
-				t.Errorf("%s: replay of %s's %s %s = %s (replayed %t), %v; want %s", when, a.actor, a.op, a.key, out.Answer.JSON(), out.Replayed, err, a.body)
-			}
-		}
+		replaySettlements(t, s, now, schema7Settlements, when)
 	}
 	listed := func(s *boltstore.Store, when string) {
 		t.Helper()

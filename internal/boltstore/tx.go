@@ -12,8 +12,9 @@ import (
 )
 
 // tx adapts a bbolt transaction to engine.Tx. Receipts, reservations,
-// workshops and events use the binary layouts of codec.go; tokens and
-// tombstones are stored as JSON.
+// workshops and events use the binary layouts of codec.go, deliveries that
+// of deliveries.go; tokens, tombstones, holds, profiles and webhook
+// endpoints are stored as JSON.
 type tx struct {
 	b *bolt.Tx
 }
@@ -33,7 +34,7 @@ const appendOnlyFill = 0.9
 func (t *tx) bucket(name []byte) *bolt.Bucket {
 	b := t.b.Bucket(name)
 	switch string(name) {
-	case string(bucketReservations), string(bucketEvents), string(bucketPending),
+	case string(bucketReservations), string(bucketEvents), string(bucketPending), string(bucketUnrouted),
 		string(bucketReceiptsByTime), string(bucketTombstonesByTime):
 		b.FillPercent = appendOnlyFill
 	}
@@ -306,8 +307,10 @@ func (t *tx) ForEachTombstoneNewestFirst(from engine.TimePosition, fn func(engin
 	return tombstoneTimes.scanNewest(t, from, fn)
 }
 
-// AddEvent stores the event and, while it is undelivered, its id in the
-// pending bucket, which the dispatcher scans.
+// AddEvent stores the event, its id in the index of unrouted events
+// (bucketUnrouted, one small key appended at the end) and, while it is
+// undelivered and one that the simple channels deliver, its id in the
+// pending bucket, which their dispatcher scans.
 func (t *tx) AddEvent(e engine.Event) error {
 	if t.b.Bucket(bucketEvents).Get([]byte(e.ID)) != nil {
 		return fmt.Errorf("event %s exists", e.ID)
@@ -319,7 +322,10 @@ func (t *tx) AddEvent(e engine.Event) error {
 	if err := t.putRaw(bucketEvents, []byte(e.ID), raw); err != nil {
 		return err
 	}
-	if e.Delivered() {
+	if err := t.putRaw(bucketUnrouted, []byte(e.ID), []byte{}); err != nil {
+		return err
+	}
+	if e.Delivered() || !e.ForSimpleChannels() {
 		return nil
 	}
 	return t.putRaw(bucketPending, []byte(e.ID), []byte{})

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/reserve/reserve/internal/tools/testop/testoptest"
 )
 
 // reservedBin is the reserved binary built once for this test binary.
@@ -39,9 +41,8 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build reserved: %v\n%s", err, out)
 		return 1
 	}
-	testopBin = filepath.Join(dir, "testop")
-	if out, err := exec.Command("go", "build", "-o", testopBin, "github.com/reserve/reserve/internal/tools/testop").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build testop: %v\n%s", err, out)
+	if testopBin, err = testoptest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	stop := startBrowser(filepath.Join(dir, "profile"))

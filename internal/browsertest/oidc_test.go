@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/reserve/reserve/internal/api"
-	"github.com/reserve/reserve/internal/server/servertest"
+	"github.com/reserve/reserve/internal/tools/testop/testoptest"
 )
 
 // testopBin is the test OpenID Provider (internal/tools/testop), built by
@@ -36,29 +35,7 @@ type provider struct {
 // port 0 for any) until the test ends.
 func startProvider(t *testing.T, addr string) *provider {
 	t.Helper()
-	cmd := exec.Command(testopBin, "-listen", addr)
-	logs := &servertest.LogBuffer{}
-	cmd.Stderr = logs
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start the test provider: %v", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("the test provider's log:\n%s", logs)
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	issuer, ok := strings.CutPrefix(strings.TrimSpace(line), "issuer ")
-	if err != nil || !ok {
-		t.Fatalf("the test provider said %q (%v), want its issuer:\n%s", line, err, logs)
-	}
-	return &provider{issuer: issuer}
+	return &provider{issuer: testoptest.Start(t, testopBin, addr)}
 }
 
 // hook calls a test hook of the provider.

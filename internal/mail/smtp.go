@@ -94,66 +94,85 @@ const (
 // ErrNoStartTLS for a server that is not on loopback and offers no
 // STARTTLS, a connection error when it cannot be reached.
 func (s Server) Check(ctx context.Context) error {
-	c, err := s.open(ctx)
+	c, done, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	return c.Quit()
 }
 
 // open connects, greets, starts TLS unless the server is on loopback
 // (refusing a server that is not and offers no STARTTLS) and
-// authenticates.
-func (s Server) open(ctx context.Context) (*smtp.Client, error) {
+// authenticates. The session ends at sessionTimeout, at ctx's deadline
+// if that is sooner, or when ctx is cancelled, whatever it is waiting
+// for; done closes it.
+func (s Server) open(ctx context.Context) (c *smtp.Client, done func(), err error) {
 	d := net.Dialer{Timeout: dialTimeout}
 	conn, err := d.DialContext(ctx, "tcp", s.Addr())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	conn.SetDeadline(time.Now().Add(sessionTimeout))
-	c, err := smtp.NewClient(conn, s.Host)
+	deadline := time.Now().Add(sessionTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	c, err = smtp.NewClient(conn, s.Host)
 	if err != nil {
+		stop()
 		conn.Close()
-		return nil, err
+		return nil, nil, err
 	}
+	done = func() {
+		stop()
+		c.Close()
+	}
+	if err := s.greet(c); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return c, done, nil
+}
+
+// greet says hello, starts TLS unless the server is on loopback and
+// authenticates; it leaves closing c to its caller.
+func (s Server) greet(c *smtp.Client) error {
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "localhost"
 	}
 	if err := c.Hello(host); err != nil {
-		c.Close()
-		return nil, err
+		return err
 	}
 	// Mail to a loopback server never leaves the machine: it goes in
 	// plain text, also where the server offers STARTTLS with a
 	// certificate made for nobody (as a local Postfix does).
 	if !s.Loopback {
 		if ok, _ := c.Extension("STARTTLS"); !ok {
-			c.Close()
-			return nil, ErrNoStartTLS
+			return ErrNoStartTLS
 		}
 		if err := c.StartTLS(&tls.Config{ServerName: s.Host, MinVersion: tls.VersionTLS12}); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("STARTTLS: %w", err)
+			return fmt.Errorf("STARTTLS: %w", err)
 		}
 	}
 	if s.User != "" {
 		if err := c.Auth(smtp.PlainAuth("", s.User, s.Password, s.Host)); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("authenticate as %s: %w", s.User, err)
+			return fmt.Errorf("authenticate as %s: %w", s.User, err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
-// Send delivers one composed message from from to to.
+// Send delivers one composed message from from to to. It gives up when
+// ctx ends.
 func (s Server) Send(ctx context.Context, from, to string, msg []byte) error {
-	c, err := s.open(ctx)
+	c, done, err := s.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	if err := c.Mail(from); err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
 // Package migrate copies every record of one engine.Store into another,
 // empty one: workshops with their counters, reservations (cancelled ones
 // too), holds, receipts, tombstones, credentials (hashes only), outbox events
-// with their delivery marks and the bindings of subjects to actors. Because
+// with their delivery marks and whether they were routed, the bindings of
+// subjects to actors, profiles, webhook endpoints (with their signing
+// secrets) and deliveries in every state. Because
 // the receipts move with the reservations, and every subject keeps its
 // actor, every operation key recorded before the move replays its original
 // answer after it, also for a socket peer whose user name changed. It works on any two stores and must not import
@@ -28,6 +30,8 @@ type Counts struct {
 	Holds        int `json:"holds"`
 	Bindings     int `json:"bindings"`
 	Profiles     int `json:"profiles"`
+	Webhooks     int `json:"webhook_endpoints"`
+	Deliveries   int `json:"deliveries"`
 }
 
 func (c Counts) String() string {
@@ -83,12 +87,21 @@ func copyAll(src, dst engine.Tx, c *Counts) error {
 			return src.ForEachToken(func(t engine.TokenRecord) error { c.Tokens++; return dst.PutToken(t) })
 		}},
 		{"events", func() error {
+			unrouted, err := unroutedEvents(src)
+			if err != nil {
+				return err
+			}
 			return src.ForEachEvent(func(e engine.Event) error {
 				c.Events++
 				delivered := e.DeliveredAt
 				e.DeliveredAt = time.Time{}
 				if err := dst.AddEvent(e); err != nil {
 					return err
+				}
+				if !unrouted[e.ID] {
+					if err := dst.MarkEventRouted(e.ID); err != nil {
+						return err
+					}
 				}
 				if delivered.IsZero() {
 					return nil
@@ -102,6 +115,18 @@ func copyAll(src, dst engine.Tx, c *Counts) error {
 		{"profiles", func() error {
 			return src.ForEachProfile(func(p engine.Profile) error { c.Profiles++; return dst.PutProfile(p) })
 		}},
+		{"webhook endpoints", func() error {
+			return src.ForEachWebhookEndpoint(func(w engine.WebhookEndpoint) error { c.Webhooks++; return dst.PutWebhookEndpoint(w) })
+		}},
+		{"deliveries", func() error {
+			for _, state := range engine.DeliveryStates {
+				err := src.ForEachDeliveryIn(state, "", func(d engine.Delivery) error { c.Deliveries++; return dst.PutDelivery(d) })
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 	}
 	for _, s := range steps {
 		if err := s.run(); err != nil {
@@ -109,6 +134,18 @@ func copyAll(src, dst engine.Tx, c *Counts) error {
 		}
 	}
 	return nil
+}
+
+// unroutedEvents returns the ids of the events of src that are not routed
+// yet: every other event is marked routed in the target, so that it is
+// not sent to webhook endpoints or by mail a second time.
+func unroutedEvents(src engine.Tx) (map[string]bool, error) {
+	ids := map[string]bool{}
+	err := src.ForEachUnroutedEvent(func(e engine.Event) error { ids[e.ID] = true; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("read unrouted events: %w", err)
+	}
+	return ids, nil
 }
 
 // errFound stops a scan at the first record.
@@ -130,6 +167,17 @@ func mustBeEmpty(tx engine.Tx) error {
 		{"events", func() error { return tx.ForEachEvent(func(engine.Event) error { return errFound }) }},
 		{"bindings", func() error { return tx.ForEachBinding(func(engine.Binding) error { return errFound }) }},
 		{"profiles", func() error { return tx.ForEachProfile(func(engine.Profile) error { return errFound }) }},
+		{"webhook endpoints", func() error {
+			return tx.ForEachWebhookEndpoint(func(engine.WebhookEndpoint) error { return errFound })
+		}},
+		{"deliveries", func() error {
+			for _, state := range engine.DeliveryStates {
+				if err := tx.ForEachDeliveryIn(state, "", func(engine.Delivery) error { return errFound }); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 	}
 	for _, s := range scans {
 		switch err := s.scan(); {

@@ -38,11 +38,7 @@ type intent struct {
 // uid 1000 to unix-alice.
 func source(t *testing.T) (s *boltstore.Store, intents []intent, token string, expired intent) {
 	t.Helper()
-	s, err := boltstore.Open(filepath.Join(t.TempDir(), "from.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s = newBolt(t, "from.db")
 	ctx := context.Background()
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	eng := engine.New(s, engine.WithClock(func() time.Time { return now }))
@@ -98,6 +94,17 @@ func source(t *testing.T) (s *boltstore.Store, intents []intent, token string, e
 	return s, intents, token, expired
 }
 
+// newBolt opens a new bbolt store named name, closed when t ends.
+func newBolt(t *testing.T, name string) *boltstore.Store {
+	t.Helper()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), name), boltstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func counts(t *testing.T, s engine.Store) migrate.Counts {
 	t.Helper()
 	var c migrate.Counts
@@ -113,6 +120,17 @@ func counts(t *testing.T, s engine.Store) migrate.Counts {
 			func() error { return tx.ForEachEvent(func(engine.Event) error { c.Events++; return nil }) },
 			func() error { return tx.ForEachBinding(func(engine.Binding) error { c.Bindings++; return nil }) },
 			func() error { return tx.ForEachProfile(func(engine.Profile) error { c.Profiles++; return nil }) },
+			func() error {
+				return tx.ForEachWebhookEndpoint(func(engine.WebhookEndpoint) error { c.Webhooks++; return nil })
+			},
+			func() error {
+				for _, state := range engine.DeliveryStates {
+					if err := tx.ForEachDeliveryIn(state, "", func(engine.Delivery) error { c.Deliveries++; return nil }); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
 		} {
 			if err := scan(); err != nil {
 				return err

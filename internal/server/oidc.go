@@ -341,6 +341,13 @@ func (s *Server) oidcSignInCode(w http.ResponseWriter, r *http.Request) (string,
 	if err := s.eng.FillDisplayName(r.Context(), actor, claims.Name); err != nil {
 		return "", err
 	}
+	// An address the provider says it verified is where the person's
+	// mails go; one it did not verify is never stored.
+	if isTrue(claims.EmailVerified) {
+		if err := s.eng.KeepVerifiedEmail(r.Context(), actor, claims.Email); err != nil {
+			return "", err
+		}
+	}
 	admin := o.cfg.AdminGroup != "" && slices.Contains(stringsOf(claims.Groups), o.cfg.AdminGroup)
 	code, _, err := s.eng.CreateLoginCodeAs(r.Context(), engine.Principal{Actor: actor, Admin: admin})
 	if err != nil {

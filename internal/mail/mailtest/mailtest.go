@@ -8,9 +8,11 @@ package mailtest
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"io"
 	"mime"
 	"mime/multipart"
+	"mime/quotedprintable"
 	"net/mail"
 	"os"
 	"os/exec"
@@ -108,13 +110,21 @@ type Mail struct {
 	Subject    string // Decoded.
 	Text, HTML string // The parts of its multipart/alternative body.
 	Link       string // The first login link of its text part.
+	// Calendar is the text/calendar alternative of an invitation, and
+	// CalendarMethod the method its Content-Type names; Attachment is the
+	// calendar object attached beside the body, decoded. All are empty
+	// in a mail without a calendar.
+	Calendar       []byte
+	CalendarMethod string
+	Attachment     []byte
 }
 
 var linkRE = regexp.MustCompile(`https?://\S+/login\?code=rlc_[A-Za-z0-9_-]+`)
 
 // Parse reads a mail as the sink stored it; it fails the test unless the
 // mail is multipart/alternative with a UTF-8 text/plain and text/html
-// part.
+// part, or multipart/mixed with such a body that has a text/calendar
+// alternative too, and the calendar object attached (application/ics).
 func Parse(t testing.TB, raw []byte) Mail {
 	t.Helper()
 	msg, err := mail.ReadMessage(bytes.NewReader(raw))
@@ -126,36 +136,89 @@ func Parse(t testing.TB, raw []byte) Mail {
 		t.Fatal(err)
 	}
 	media, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil || media != "multipart/alternative" {
-		t.Fatalf("mail Content-Type %q (%v), want multipart/alternative", msg.Header.Get("Content-Type"), err)
-	}
-	r := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		part, err := r.NextPart() // Decodes quoted-printable.
-		if err == io.EOF {
-			break
-		}
+	switch {
+	case err == nil && media == "multipart/alternative":
+		m.readAlternatives(t, multipart.NewReader(msg.Body, params["boundary"]), false)
+	case err == nil && media == "multipart/mixed":
+		r := multipart.NewReader(msg.Body, params["boundary"])
+		body, err := r.NextRawPart()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the mixed mail has no first part: %v", err)
 		}
-		b, err := io.ReadAll(part)
+		media, params, err := mime.ParseMediaType(body.Header.Get("Content-Type"))
+		if err != nil || media != "multipart/alternative" {
+			t.Fatalf("the mixed mail's first part is %q, want multipart/alternative", body.Header.Get("Content-Type"))
+		}
+		m.readAlternatives(t, multipart.NewReader(body, params["boundary"]), true)
+		att, err := r.NextRawPart()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the mixed mail has no attachment: %v", err)
 		}
-		switch ct := part.Header.Get("Content-Type"); ct {
-		case "text/plain; charset=utf-8":
-			m.Text = string(b)
-		case "text/html; charset=utf-8":
-			m.HTML = string(b)
-		default:
-			t.Errorf("unexpected part %q", ct)
+		if ct := att.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/ics;") || !strings.HasPrefix(att.Header.Get("Content-Disposition"), "attachment;") {
+			t.Errorf("the attachment is %q (%q), want an application/ics attachment", ct, att.Header.Get("Content-Disposition"))
 		}
+		m.Attachment = decoded(t, att)
+		if _, err := r.NextPart(); err != io.EOF {
+			t.Errorf("the mixed mail has more than its body and attachment: %v", err)
+		}
+	default:
+		t.Fatalf("mail Content-Type %q (%v), want multipart/alternative or multipart/mixed", msg.Header.Get("Content-Type"), err)
 	}
 	if m.Text == "" || m.HTML == "" {
 		t.Errorf("the mail lacks its text or its HTML part:\n%s", raw)
 	}
 	m.Link = linkRE.FindString(m.Text)
 	return m
+}
+
+// readAlternatives reads the text and HTML parts, and with calendar the
+// text/calendar part after them.
+func (m *Mail) readAlternatives(t testing.TB, r *multipart.Reader, calendar bool) {
+	t.Helper()
+	for {
+		part, err := r.NextRawPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := decoded(t, part)
+		ct := part.Header.Get("Content-Type")
+		switch media, params, _ := mime.ParseMediaType(ct); {
+		case ct == "text/plain; charset=utf-8":
+			m.Text = string(b)
+		case ct == "text/html; charset=utf-8":
+			m.HTML = string(b)
+		case calendar && media == "text/calendar" && params["charset"] == "utf-8":
+			m.Calendar, m.CalendarMethod = b, params["method"]
+		default:
+			t.Errorf("unexpected part %q", ct)
+		}
+	}
+	if calendar && m.Calendar == nil {
+		t.Errorf("the invitation's body has no text/calendar alternative")
+	}
+}
+
+// decoded returns a part's body, decoded by its Content-Transfer-Encoding.
+func decoded(t testing.TB, p *multipart.Part) []byte {
+	t.Helper()
+	var r io.Reader = p
+	switch enc := p.Header.Get("Content-Transfer-Encoding"); enc {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(p)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, p)
+	case "", "7bit", "8bit":
+	default:
+		t.Fatalf("part %q has the transfer encoding %q", p.Header.Get("Content-Type"), enc)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("decode part %q: %v", p.Header.Get("Content-Type"), err)
+	}
+	return b
 }
 
 // Metric returns the value of sample (e.g. `reserved_mail_sent_total` or
