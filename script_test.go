@@ -50,20 +50,21 @@ func TestScripts(t *testing.T) {
 		Condition:           scriptCondition,
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitready":    cmdWaitReady,
-			"expectexit":   cmdExpectExit,
-			"places":       cmdPlaces,
-			"waitplaces":   cmdWaitPlaces,
-			"fault":        cmdFault,
-			"capture":      cmdCapture,
-			"freeport":     cmdFreePort,
-			"waitattempts": cmdWaitAttempts,
-			"race":         cmdRace,
-			"waitexpired":  cmdWaitExpired,
-			"waitplan":     cmdWaitPlan,
-			"chown":        cmdChown,
-			"mkfifo":       cmdMkfifo,
-			"mkpublicdir":  cmdMkpublicdir,
+			"waitready":      cmdWaitReady,
+			"expectexit":     cmdExpectExit,
+			"places":         cmdPlaces,
+			"waitplaces":     cmdWaitPlaces,
+			"fault":          cmdFault,
+			"capture":        cmdCapture,
+			"freeport":       cmdFreePort,
+			"waitattempts":   cmdWaitAttempts,
+			"race":           cmdRace,
+			"waitexpired":    cmdWaitExpired,
+			"waitdeliveries": cmdWaitDeliveries,
+			"waitplan":       cmdWaitPlan,
+			"chown":          cmdChown,
+			"mkfifo":         cmdMkfifo,
+			"mkpublicdir":    cmdMkpublicdir,
 		},
 	})
 }
@@ -346,6 +347,24 @@ func cmdWaitExpired(ts *testscript.TestScript, neg bool, args []string) {
 	poll(ts, "the receipt of "+args[0]+" to expire", func(ctx context.Context) (bool, error) {
 		_, err := c.Operation(ctx, engine.OperationKey(args[0]))
 		return engine.ErrorCode(err) == engine.CodeOperationExpired, err
+	})
+}
+
+// cmdWaitDeliveries waits until the daemon's delivery view lists at least
+// N deliveries in STATE (pending, failed, delivered or skipped): its
+// dispatcher has routed the events and judged the attempts.
+//
+//	waitdeliveries STATE N
+func cmdWaitDeliveries(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitdeliveries STATE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	c := socketClient(ts)
+	poll(ts, fmt.Sprintf("%d deliveries %s", n, args[0]), func(ctx context.Context) (bool, error) {
+		page, err := c.Deliveries(ctx, engine.DeliveryFilter{State: engine.DeliveryState(args[0]), Limit: engine.MaxDeliveryPage})
+		return err == nil && len(page.Deliveries) >= n, err
 	})
 }
 

@@ -35,4 +35,12 @@ const ANSWERS = Object.freeze({
     already_confirmed: [409, "hold_id,quantity,status,workshop"],
     already_released: [409, "hold_id,quantity,status,workshop"],
   }),
+  retry_delivery: Object.freeze({
+    requeued: [200, "delivery_id,quantity,status,workshop"],
+  }),
+  skip_delivery: Object.freeze({
+    skipped: [200, "delivery_id,quantity,status,workshop"],
+    already_delivered: [409, "delivery_id,quantity,status,workshop"],
+    already_skipped: [409, "delivery_id,quantity,status,workshop"],
+  }),
 });

@@ -59,6 +59,8 @@ const (
 	PathFaults       = "/api/v1/debug/faults"
 	PathBackup       = "/api/v1/admin/backup"
 	PathAdminOps     = "/api/v1/admin/operations"
+	PathWebhooks     = "/api/v1/admin/webhooks"
+	PathDeliveries   = "/api/v1/admin/deliveries"
 	PathOpenAPI      = "/api/v1/openapi.yaml"
 )
 
@@ -211,6 +213,7 @@ type OperationRecord struct {
 	Quantity      int                  `json:"quantity"`
 	ReservationID string               `json:"reservation_id,omitempty"`
 	HoldID        string               `json:"hold_id,omitempty"`
+	DeliveryID    string               `json:"delivery_id,omitempty"`
 	CreatedAt     time.Time            `json:"created_at"`
 	Expired       bool                 `json:"expired,omitempty"`
 }

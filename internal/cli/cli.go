@@ -115,13 +115,15 @@ reservation and "release" gives its places back; each is an intent of its
 own, journaled and retried the same way.
 
 Exit status:
-   0  reserved (first time or replayed), cancelled, held or released
+   0  reserved (first time or replayed), cancelled, held or released; a
+      delivery requeued or skipped
    2  usage error, or refused locally (nothing was sent)
    3  unavailable: not enough free places, or expired: the hold's deadline
       passed (authoritative answers)
    4  rejected by the server (conflict, request contract, unknown workshop
       or hold, authentication), or the hold was settled before (released,
-      already confirmed, already released)
+      already confirmed, already released), or the delivery to skip was
+      delivered or skipped before
    5  decided earlier, but reserved no longer keeps its answer (the
       receipt expired): the intent is settled; "reservectl list" shows
       your reservations
@@ -168,7 +170,8 @@ Exit status:
 	env.flags = f
 
 	admin := newAdminCmd()
-	admin.AddCommand(newAdminWorkshopCmd(env), newAdminAttendeesCmd(env), newAdminTokenCmd(env), newAdminBackupCmd(env), newAdminOperationsCmd(env))
+	admin.AddCommand(newAdminWorkshopCmd(env), newAdminAttendeesCmd(env), newAdminTokenCmd(env), newAdminBackupCmd(env), newAdminOperationsCmd(env),
+		newAdminWebhookCmd(env), newAdminDeliveriesCmd(env), newAdminDeliveryCmd(env))
 	root.AddCommand(
 		newReserveCmd(env),
 		newCancelCmd(env),

@@ -15,8 +15,8 @@ import (
 // maps errors to them.
 const (
 	// ExitReserved means reserved (also from a hold), cancelled, held or
-	// released, the first time or replayed, or that another command
-	// succeeded.
+	// released, a delivery requeued or skipped, the first time or
+	// replayed, or that another command succeeded.
 	ExitReserved = 0
 	// ExitFailure means a failure that no other code covers.
 	ExitFailure = 1
@@ -29,7 +29,8 @@ const (
 	// contract, unknown workshop or hold, authentication or permission), a
 	// refusal by the workshop's registration window or limit per person
 	// (registration_not_open, registration_closed, limit_reached), or that
-	// the hold to confirm or release was settled before.
+	// the hold to confirm or release, or the delivery to skip, was settled
+	// before.
 	ExitRejected = 4
 	// ExitAnswerExpired means that reserved decided the intent earlier but
 	// no longer keeps its answer (its receipt was purged after the

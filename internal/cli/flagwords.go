@@ -34,6 +34,8 @@ var memberFlags = map[string]string{
 	"registration_opens_at":  "--registration-opens",
 	"registration_closes_at": "--registration-closes",
 	"max_per_person":         "--max-per-person",
+	"url":                    "URL",
+	"event_types":            "--event-type",
 }
 
 // workshopIDRule and actorRule say engine.ValidateWorkshopID's and

@@ -71,20 +71,7 @@ func TestHoldOutcomes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, err := intent.Open(t.TempDir() + "/intent.json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := j.RecordAttempt(in); err != nil {
-			t.Fatal(err)
-		}
-		o.key = in.Key
-		if _, err := j.Settle(in, o.settlement()); err != nil {
-			t.Errorf("%s %s: Settle: %v", tc.op.Kind, o.status, err)
-		} else if back := settledOutcome(in); back.line() != o.line() || exitCode(back.err()) != tc.exit {
-			t.Errorf("%s %s: settled outcome reads back as %q (exit %d)", tc.op.Kind, o.status, back.line(), exitCode(back.err()))
-		}
-		j.Close()
+		checkJournaled(t, in, o, tc.exit)
 	}
 	if got := exitCode((outcome{status: engine.StatusExpired, op: intent.KindConfirm}).err()); got != ExitUnavailable {
 		t.Errorf("expired exits %d", got)
@@ -94,6 +81,27 @@ func TestHoldOutcomes(t *testing.T) {
 	}
 	if (outcome{status: engine.StatusReleased, op: intent.KindRelease}).err() != nil {
 		t.Error("a release answered released fails")
+	}
+}
+
+// checkJournaled records an attempt of in, settles it on the
+// authoritative outcome o (whose key becomes in's) and checks that the
+// settled intent reads back as the same line and exit code, exit.
+func checkJournaled(t *testing.T, in *intent.Intent, o outcome, exit int) {
+	t.Helper()
+	j, err := intent.Open(t.TempDir() + "/intent.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.RecordAttempt(in); err != nil {
+		t.Fatal(err)
+	}
+	o.key = in.Key
+	if _, err := j.Settle(in, o.settlement()); err != nil {
+		t.Errorf("%s %s: Settle: %v", in.Kind, o.status, err)
+	} else if back := settledOutcome(in); back.line() != o.line() || exitCode(back.err()) != exit {
+		t.Errorf("%s %s: settled outcome reads back as %q (exit %d)", in.Kind, o.status, back.line(), exitCode(back.err()))
 	}
 }
 

@@ -43,7 +43,7 @@ names its key; if the server did receive it, that reservation stands.`,
 			what := describeIntent(in)
 			if in.IsOpen() {
 				if !discardOpen {
-					return usageErrorf("intent %s (%s) is open, its outcome unknown: run 'reservectl %s --retry' or 'reservectl status' to settle it, or 'reservectl new-intent --discard-open' to give it up", in.Key, what, in.Kind)
+					return usageErrorf("intent %s (%s) is open, its outcome unknown: run 'reservectl %s --retry' or 'reservectl status' to settle it, or 'reservectl new-intent --discard-open' to give it up", in.Key, what, kindCommand[in.Kind])
 				}
 				fmt.Fprintf(env.stderr, "warning: discarding open intent %s (%s, %s): if reserved received it, its effect stands and reservectl will not retry it\n", in.Key, what, count(in.Attempts, "attempt"))
 			}
@@ -78,6 +78,10 @@ func describeRequest(in *intent.Intent) string {
 		return fmt.Sprintf("hold %s in %s for %s", places(op.Request.Quantity), op.Request.Workshop, time.Duration(op.TTLSeconds)*time.Second)
 	case intent.KindConfirm, intent.KindRelease:
 		return fmt.Sprintf("%s hold %s", op.Kind, op.HoldID)
+	case intent.KindRetryDelivery:
+		return "send delivery " + op.DeliveryID + " again"
+	case intent.KindSkipDelivery:
+		return "skip delivery " + op.DeliveryID
 	}
 	return fmt.Sprintf("%s in %s", places(op.Request.Quantity), op.Request.Workshop)
 }

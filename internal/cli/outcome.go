@@ -75,6 +75,12 @@ func operation(in *intent.Intent) client.Operation {
 	case intent.KindRelease:
 		r, _ := in.HoldRef()
 		return client.Releasing(r.HoldID)
+	case intent.KindRetryDelivery:
+		r, _ := in.DeliveryRef()
+		return client.RetryingDelivery(r.DeliveryID)
+	case intent.KindSkipDelivery:
+		r, _ := in.DeliveryRef()
+		return client.SkippingDelivery(r.DeliveryID)
 	}
 	req, _ := in.Request()
 	return client.Reserving(req)
@@ -159,12 +165,13 @@ func (o outcome) settlement() intent.Outcome {
 
 // exitCode is the exit code of a command that ends on o: 0 for a
 // reservation (also one a confirmation made), a cancellation or a
-// reservation cancelled before, a hold made and a hold released; 3 for the
-// authoritative lack of places and for a hold whose deadline passed; 4 for
-// a rejection, for a refusal by the workshop's registration window or
-// limit per person, and for a hold that was settled before (a
-// confirmation of a released hold, a hold confirmed or released before);
-// 5 for an intent
+// reservation cancelled before, a hold made and a hold released, and a
+// delivery requeued or skipped; 3 for the authoritative lack of places and
+// for a hold whose deadline passed; 4 for a rejection, for a refusal by
+// the workshop's registration window or limit per person, for a hold that
+// was settled before (a confirmation of a released hold, a hold confirmed
+// or released before) and for a delivery delivered or skipped before a
+// skip; 5 for an intent
 // decided earlier whose answer reserved no longer keeps; 75 while the
 // outcome is unknown.
 func (o outcome) exitCode() int {
@@ -172,7 +179,7 @@ func (o outcome) exitCode() int {
 		return ExitRejected
 	}
 	switch o.status {
-	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld:
+	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld, engine.StatusRequeued, engine.StatusSkipped:
 		return ExitReserved
 	case engine.StatusReleased:
 		if o.op == intent.KindRelease {
@@ -181,7 +188,7 @@ func (o outcome) exitCode() int {
 		return ExitRejected
 	case engine.StatusUnavailable, engine.StatusExpired:
 		return ExitUnavailable
-	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, intent.StatusRejected:
+	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, engine.StatusAlreadyDelivered, engine.StatusAlreadySkipped, intent.StatusRejected:
 		return ExitRejected
 	case intent.StatusAnswerExpired:
 		return ExitAnswerExpired
@@ -237,6 +244,8 @@ func (o outcome) line() string {
 			prefix, a.ReservationID, places(a.Quantity), a.Workshop)
 	case engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased:
 		return prefix + o.holdLine()
+	case engine.StatusRequeued, engine.StatusSkipped, engine.StatusAlreadyDelivered, engine.StatusAlreadySkipped:
+		return prefix + o.deliveryLine()
 	case intent.StatusAnswerExpired:
 		return fmt.Sprintf("%sdecided earlier: reserved decided intent %s before and no longer keeps its answer, so it cannot say what it did, and it does not do it again: %s (HTTP %d); run '%s' to see what you have; %s",
 			prefix, o.key, p.Message, o.res.Status, listCommand[o.op], o.next())
@@ -244,7 +253,7 @@ func (o outcome) line() string {
 		return fmt.Sprintf("%srejected: %s (HTTP %d); %s",
 			prefix, p, o.res.Status, o.next())
 	}
-	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl %s --retry", o.why, o.op)
+	return fmt.Sprintf("outcome unknown: %s; your intent is kept — run: reservectl %s --retry", o.why, kindCommand[o.op])
 }
 
 // next says that o settled its intent and how to start another: after an
@@ -284,6 +293,23 @@ func (o outcome) holdLine() string {
 	return fmt.Sprintf("already released: %s was released before; this intent changed nothing; %s", what, settled)
 }
 
+// deliveryLine says what an answer about a delivery means, without the
+// prefix of line. The workshop and places it names are those of the
+// delivery's event.
+func (o outcome) deliveryLine() string {
+	a := o.res.Answer
+	what := fmt.Sprintf("delivery %s (an event of %s in %s)", a.DeliveryID, places(a.Quantity), a.Workshop)
+	switch o.status {
+	case engine.StatusRequeued:
+		return "requeued " + what + ": it is sent again now, under the same id as before"
+	case engine.StatusSkipped:
+		return fmt.Sprintf("skipped %s: it is not sent again unless 'reservectl admin delivery retry %s' asks", what, a.DeliveryID)
+	case engine.StatusAlreadyDelivered:
+		return fmt.Sprintf("already delivered: %s was delivered before, so it stays delivered; this intent changed nothing; %s", what, o.next())
+	}
+	return fmt.Sprintf("already skipped: %s was skipped before; this intent changed nothing; %s", what, o.next())
+}
+
 // admissionRefusal says why the workshop's registration window or limit
 // per person refused o's places, without the prefix of line.
 func (o outcome) admissionRefusal() string {
@@ -314,7 +340,9 @@ func count(n int, noun string) string {
 type outcomeJSON struct {
 	// Outcome is the status of the answer (reserved, unavailable,
 	// cancelled, already_cancelled, held, expired, released,
-	// already_confirmed, already_released), rejected, operation_expired
+	// already_confirmed, already_released, registration_not_open,
+	// registration_closed, limit_reached, requeued, skipped,
+	// already_delivered, already_skipped), rejected, operation_expired
 	// (decided earlier, its answer no longer kept) or unknown.
 	Outcome   string              `json:"outcome"`
 	Operation engine.OperationKey `json:"operation"`
@@ -324,6 +352,8 @@ type outcomeJSON struct {
 	ReservationID string `json:"reservation_id,omitempty"`
 	// HoldID is the hold the answer is about, if any.
 	HoldID string `json:"hold_id,omitempty"`
+	// DeliveryID is the delivery the answer is about, if any.
+	DeliveryID string `json:"delivery_id,omitempty"`
 	// Response is the server's body when it is JSON, byte for byte.
 	Response json.RawMessage `json:"response,omitempty"`
 	// ResponseText is the server's body when it is not JSON.
@@ -356,6 +386,7 @@ func (o outcome) json() outcomeJSON {
 		HTTPStatus:    o.res.Status,
 		ReservationID: o.res.Answer.ReservationID,
 		HoldID:        o.res.Answer.HoldID,
+		DeliveryID:    o.res.Answer.DeliveryID,
 		Error:         o.why + o.unconfirmed,
 		Recorded:      o.unconfirmed != "" || o.notResent,
 	}

@@ -215,13 +215,27 @@ func (env *commandEnv) begin(ctx context.Context, server string, j *intent.Journ
 	return env.sendReport(ctx, c, j, in)
 }
 
+// kindCommand says, for each kind of intent, the command (after
+// "reservectl") that starts it and, with --retry, resends it.
+var kindCommand = map[engine.OperationKind]string{
+	intent.KindReserve:       "reserve",
+	intent.KindCancel:        "cancel",
+	intent.KindHold:          "hold",
+	intent.KindConfirm:       "confirm",
+	intent.KindRelease:       "release",
+	intent.KindRetryDelivery: "admin delivery retry",
+	intent.KindSkipDelivery:  "admin delivery skip",
+}
+
 // startCommand says, for each kind of intent, how to start one.
 var startCommand = map[engine.OperationKind]string{
-	intent.KindReserve: "reserve --workshop ID",
-	intent.KindCancel:  "cancel RESERVATION-ID",
-	intent.KindHold:    "hold --workshop ID",
-	intent.KindConfirm: "confirm HOLD-ID",
-	intent.KindRelease: "release HOLD-ID",
+	intent.KindReserve:       "reserve --workshop ID",
+	intent.KindCancel:        "cancel RESERVATION-ID",
+	intent.KindHold:          "hold --workshop ID",
+	intent.KindConfirm:       "confirm HOLD-ID",
+	intent.KindRelease:       "release HOLD-ID",
+	intent.KindRetryDelivery: "admin delivery retry DELIVERY-ID",
+	intent.KindSkipDelivery:  "admin delivery skip DELIVERY-ID",
 }
 
 // retryIntent is every later step of the recorded intent, which must be of
@@ -238,7 +252,7 @@ func (env *commandEnv) retryIntent(ctx context.Context, kind engine.OperationKin
 	case in == nil:
 		return usageErrorf("no intent in %s to retry: start one with 'reservectl %s'", j.Path(), startCommand[kind])
 	case in.Kind != kind:
-		return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, in.Kind)
+		return usageErrorf("the intent %s in %s is a %s intent, not a %s one; nothing sent: retry it with 'reservectl %s --retry'", in.Key, j.Path(), in.Kind, kind, kindCommand[in.Kind])
 	case !in.IsOpen() && in.Outcome.Status.Refusal():
 		// The server stored nothing for a rejected intent. Sent again, it
 		// could take effect now (say, after an admin raised the workshop's
@@ -301,7 +315,7 @@ func bindUnsent(in *intent.Intent, server, actor string) {
 func refuseNew(in *intent.Intent, kind engine.OperationKind) error {
 	if in.IsOpen() {
 		return usageErrorf("intent %s is still open (outcome unknown, %s); nothing sent: run 'reservectl %s --retry' to resend it, or 'reservectl new-intent --discard-open' to give it up",
-			in.Key, count(in.Attempts, "attempt"), in.Kind)
+			in.Key, count(in.Attempts, "attempt"), kindCommand[in.Kind])
 	}
 	next := ""
 	if _, ok := in.HeldHold(); ok {
@@ -315,24 +329,28 @@ func refuseNew(in *intent.Intent, kind engine.OperationKind) error {
 		again = fmt.Sprintf("'reservectl %s' (or 'reservectl new-intent' first) to start another", fresh)
 	}
 	return usageErrorf("the last intent %s is settled (%s); nothing sent: run %s%s, or 'reservectl %s --retry' to see its answer again",
-		in.Key, in.Outcome.Status, next, again, in.Kind)
+		in.Key, in.Outcome.Status, next, again, kindCommand[in.Kind])
 }
 
 // freshCommand says, for each kind of intent that --new can start, how.
 var freshCommand = map[engine.OperationKind]string{
-	intent.KindReserve: "reserve --new --workshop ID",
-	intent.KindCancel:  "cancel --new RESERVATION-ID",
-	intent.KindHold:    "hold --new --workshop ID",
+	intent.KindReserve:       "reserve --new --workshop ID",
+	intent.KindCancel:        "cancel --new RESERVATION-ID",
+	intent.KindHold:          "hold --new --workshop ID",
+	intent.KindRetryDelivery: "admin delivery retry --new DELIVERY-ID",
+	intent.KindSkipDelivery:  "admin delivery skip --new DELIVERY-ID",
 }
 
 // listCommand says, for each kind of intent, the command that shows what
 // such intents did.
 var listCommand = map[engine.OperationKind]string{
-	intent.KindReserve: "reservectl list",
-	intent.KindCancel:  "reservectl list --all",
-	intent.KindHold:    "reservectl list --holds --all",
-	intent.KindConfirm: "reservectl list --holds --all",
-	intent.KindRelease: "reservectl list --holds --all",
+	intent.KindReserve:       "reservectl list",
+	intent.KindCancel:        "reservectl list --all",
+	intent.KindHold:          "reservectl list --holds --all",
+	intent.KindConfirm:       "reservectl list --holds --all",
+	intent.KindRelease:       "reservectl list --holds --all",
+	intent.KindRetryDelivery: "reservectl admin deliveries",
+	intent.KindSkipDelivery:  "reservectl admin deliveries --state skipped",
 }
 
 // notSent is the outcome of an intent that could not be sent because the

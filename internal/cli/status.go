@@ -110,7 +110,7 @@ func (env *commandEnv) status(ctx context.Context) error {
 // check of an open intent is returned as an error.
 func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *intent.Intent, server string) (string, *api.OperationView, bool, error) {
 	if in.Attempts == 0 {
-		return fmt.Sprintf("nothing was sent yet: run 'reservectl %s --retry' to send it", in.Kind), nil, false, nil
+		return fmt.Sprintf("nothing was sent yet: run 'reservectl %s --retry' to send it", kindCommand[in.Kind]), nil, false, nil
 	}
 	if in.Settled() && in.Outcome.Status == intent.StatusRejected {
 		return "none: a rejection stores no receipt, so there is nothing to ask reserved", nil, false, nil
@@ -133,13 +133,13 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 	case engine.CodeUnknownOperation:
 		if in.Settled() {
 			return fmt.Sprintf("reserved has no receipt for intent %s although it answered it before: its database was restored from a backup taken before that answer, which was lost with the restore; 'reservectl %s --retry' sends the intent again and reserved decides it anew",
-				in.Key, in.Kind), nil, true, nil
+				in.Key, kindCommand[in.Kind]), nil, true, nil
 		}
 		return fmt.Sprintf("reserved has no receipt for intent %s: nothing was %s under its key (so far)", in.Key, doneWord[in.Kind]), nil, true, nil
 	case engine.CodeOperationExpired:
 		if in.IsOpen() {
 			return fmt.Sprintf("reserved decided intent %s earlier but its receipt expired: %s; 'reservectl %s --retry' settles the intent without doing anything again, and '%s' shows what you have",
-				in.Key, engine.ErrorMessage(err), in.Kind, listCommand[in.Kind]), nil, true, nil
+				in.Key, engine.ErrorMessage(err), kindCommand[in.Kind], listCommand[in.Kind]), nil, true, nil
 		}
 		return "reserved's receipt expired: " + engine.ErrorMessage(err) + "; the answer recorded here stands", nil, true, nil
 	}
@@ -166,11 +166,13 @@ func (env *commandEnv) askReceipt(ctx context.Context, j *intent.Journal, in *in
 
 // doneWord says, for each kind of intent, what its operation does.
 var doneWord = map[engine.OperationKind]string{
-	intent.KindReserve: "reserved",
-	intent.KindCancel:  "cancelled",
-	intent.KindHold:    "held",
-	intent.KindConfirm: "confirmed",
-	intent.KindRelease: "released",
+	intent.KindReserve:       "reserved",
+	intent.KindCancel:        "cancelled",
+	intent.KindHold:          "held",
+	intent.KindConfirm:       "confirmed",
+	intent.KindRelease:       "released",
+	intent.KindRetryDelivery: "sent again",
+	intent.KindSkipDelivery:  "skipped",
 }
 
 // holdOf returns the hold in is about: the one a settled hold intent made,
@@ -237,6 +239,8 @@ func receiptSummary(o outcome) string {
 		return "decided earlier, its answer no longer kept: " + o.res.Problem.Message
 	case a.HoldID != "":
 		return fmt.Sprintf("%s (hold %s, %s in %s)", o.status, a.HoldID, places(a.Quantity), a.Workshop)
+	case a.DeliveryID != "":
+		return fmt.Sprintf("%s (delivery %s)", o.status, a.DeliveryID)
 	}
 	return string(o.status)
 }

@@ -15,14 +15,16 @@ import (
 // Operation is what an answer is classified against: the kind of the
 // operation sent and what it asked for: the Request of a reserve, the
 // Request and TTLSeconds of a hold, the ReservationID of a cancel, the
-// HoldID of a confirm or a release. An answer about another workshop,
-// quantity, reservation or hold answers someone else's request.
+// HoldID of a confirm or a release, the DeliveryID of an operator's
+// retry or skip of a delivery. An answer about another workshop,
+// quantity, reservation, hold or delivery answers someone else's request.
 type Operation struct {
 	Kind          engine.OperationKind
 	Request       engine.Request
 	TTLSeconds    int
 	ReservationID string
 	HoldID        string
+	DeliveryID    string
 }
 
 // Reserving returns the operation that reserves req.
@@ -50,12 +52,23 @@ func Releasing(id string) Operation {
 	return Operation{Kind: engine.OperationRelease, HoldID: id}
 }
 
+// RetryingDelivery returns the operation that sends delivery id again.
+func RetryingDelivery(id string) Operation {
+	return Operation{Kind: engine.OperationRetryDelivery, DeliveryID: id}
+}
+
+// SkippingDelivery returns the operation that gives delivery id up.
+func SkippingDelivery(id string) Operation {
+	return Operation{Kind: engine.OperationSkipDelivery, DeliveryID: id}
+}
+
 // answers reports whether a, decoded from body and sent with HTTP status,
 // is the answer to op: of op's kind, with the status that answer is sent
 // with, with exactly the members of that answer (engine.Answers), ids
 // of the right form, and about op's request: the same workshop and
 // quantity for a reserve or a hold, the same reservation for a cancel, the
-// same hold for a confirm or a release.
+// same hold for a confirm or a release, the same delivery for a retry or
+// a skip of one.
 func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
 	spec, ok := engine.SpecOf(op.Kind, a.Status)
 	if !ok || api.StatusOfAnswer(op.Kind, a.Status) != status {
@@ -65,7 +78,7 @@ func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
 	if !hasMembers(body, m.Names()) {
 		return false
 	}
-	if (m.ReservationID && !engine.IsReservationID(a.ReservationID)) || (m.HoldID && !engine.IsHoldID(a.HoldID)) {
+	if (m.ReservationID && !engine.IsReservationID(a.ReservationID)) || (m.HoldID && !engine.IsHoldID(a.HoldID)) || (m.DeliveryID && a.DeliveryID == "") {
 		return false
 	}
 	switch op.Kind {
@@ -73,6 +86,8 @@ func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
 		return a.ReservationID == op.ReservationID && engine.ValidateWorkshopID(a.Workshop) == nil
 	case engine.OperationConfirm, engine.OperationRelease:
 		return a.HoldID == op.HoldID && engine.ValidateWorkshopID(a.Workshop) == nil
+	case engine.OperationRetryDelivery, engine.OperationSkipDelivery:
+		return a.DeliveryID == op.DeliveryID && engine.ValidateWorkshopID(a.Workshop) == nil
 	}
 	return a.Workshop == op.Request.Workshop && a.Quantity == op.Request.Quantity
 }

@@ -21,6 +21,8 @@ func TestClassifyEveryKind(t *testing.T) {
 	)
 	req := engine.Request{Workshop: "w-1", Quantity: 2}
 	holding := client.Holding(engine.HoldRequest{Workshop: "w-1", Quantity: 2, TTLSeconds: 600})
+	const dlv = res + "-" + hold
+	retrying, skipping := client.RetryingDelivery(dlv), client.SkippingDelivery(dlv)
 	for _, tc := range []struct {
 		name   string
 		op     client.Operation
@@ -64,6 +66,20 @@ func TestClassifyEveryKind(t *testing.T) {
 		{"release already confirmed", client.Releasing(hold), 409, `{"status":"already_confirmed","hold_id":"` + hold + `","workshop":"w-9","quantity":1}`, "already_confirmed"},
 		{"released with a reservation", client.Releasing(hold), 200, `{"status":"released","reservation_id":"` + res + `","hold_id":"` + hold + `","workshop":"w-9","quantity":1}`, ""},
 		{"a confirmation's answer to a release", client.Releasing(hold), 201, `{"status":"reserved","reservation_id":"` + res + `","hold_id":"` + hold + `","workshop":"w-9","quantity":1}`, ""},
+
+		{"requeued", retrying, 200, `{"status":"requeued","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, "requeued"},
+		{"requeued with 201", retrying, 201, `{"status":"requeued","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, ""},
+		{"requeued, other delivery", retrying, 200, `{"status":"requeued","delivery_id":"` + res + `-mail","workshop":"w-9","quantity":1}`, ""},
+		{"requeued without the delivery", retrying, 200, `{"status":"requeued","workshop":"w-9","quantity":1}`, ""},
+		{"requeued with a hold id", retrying, 200, `{"status":"requeued","delivery_id":"` + dlv + `","hold_id":"` + hold + `","workshop":"w-9","quantity":1}`, ""},
+		{"requeued in a bad workshop", retrying, 200, `{"status":"requeued","delivery_id":"` + dlv + `","workshop":"W_9","quantity":1}`, ""},
+		{"a skip's answer to a retry", retrying, 200, `{"status":"skipped","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, ""},
+		{"skipped", skipping, 200, `{"status":"skipped","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, "skipped"},
+		{"already delivered", skipping, 409, `{"status":"already_delivered","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, "already_delivered"},
+		{"already skipped", skipping, 409, `{"status":"already_skipped","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, "already_skipped"},
+		{"already skipped with 200", skipping, 200, `{"status":"already_skipped","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, ""},
+		{"skipped, empty delivery", client.SkippingDelivery(""), 200, `{"status":"skipped","delivery_id":"","workshop":"w-9","quantity":1}`, ""},
+		{"a retry's answer to a skip", skipping, 200, `{"status":"requeued","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, ""},
 	} {
 		r := client.Classify(tc.op, client.Reply{Status: tc.status, ContentType: api.MediaJSON, Body: []byte(tc.body)})
 		got := ""

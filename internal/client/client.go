@@ -466,7 +466,8 @@ func (c *Client) PutWorkshop(ctx context.Context, id string, spec engine.Worksho
 // (Classify): POST /reservations for a reserve, POST
 // /reservations/{id}/cancel for a cancel (with no body), POST /holds for a
 // hold, POST /holds/{id}/confirm and /release for a confirm and a release
-// (with the body {}). The error is for no answer at all: the daemon
+// and POST /admin/deliveries/{id}/retry and /skip for an operator's
+// correction of a delivery (each with the body {}). The error is for no answer at all: the daemon
 // unreachable (*ConnectError), the connection broken, a timeout.
 func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation) (Result, error) {
 	path, payload, err := op.route()
@@ -481,7 +482,8 @@ func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation
 	return Classify(op, replyOf(resp, data)), nil
 }
 
-// emptyObject is the body of a confirmation and a release.
+// emptyObject is the body of a confirmation, a release and a correction
+// of a delivery.
 var emptyObject = []byte("{}")
 
 // route returns the path and the body that send op.
@@ -495,6 +497,10 @@ func (op Operation) route() (string, []byte, error) {
 		return api.ConfirmPath(op.HoldID), emptyObject, nil
 	case engine.OperationRelease:
 		return api.ReleasePath(op.HoldID), emptyObject, nil
+	case engine.OperationRetryDelivery:
+		return api.DeliveryRetryPath(op.DeliveryID), emptyObject, nil
+	case engine.OperationSkipDelivery:
+		return api.DeliverySkipPath(op.DeliveryID), emptyObject, nil
 	case engine.OperationHold:
 		path, v = api.PathHolds, engine.HoldRequest{Workshop: op.Request.Workshop, Quantity: op.Request.Quantity, TTLSeconds: op.TTLSeconds}
 	default:

@@ -110,7 +110,7 @@ var Codes = []string{
 	CodeInvalidIdempotencyKey,
 	CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeUnknownToken, CodeVersionMismatch,
-	CodeCapacityBelowReserved, CodeWorkshopInUse, CodeUnauthenticated, CodeForbidden,
+	CodeCapacityBelowReserved, CodeWorkshopInUse, CodeUnknownWebhook, CodeWebhookExists, CodeUnknownDelivery, CodeUnauthenticated, CodeForbidden,
 	CodeInsufficientStorage, CodeStoreUnavailable, CodeIdentityUnavailable, CodeInternal,
 }
 

@@ -143,16 +143,24 @@ func TestOutcomesOfHoldKinds(t *testing.T) {
 		if err := j.RecordAttempt(in); err != nil {
 			t.Fatal(err)
 		}
-		_, err := j.Settle(in, tc.o)
-		switch {
-		case tc.why == "" && err != nil:
-			t.Errorf("%s settled on %s %d: %v", tc.kind, tc.o.Status, tc.o.HTTPStatus, err)
-		case tc.why != "" && (err == nil || !strings.Contains(err.Error(), tc.why)):
-			t.Errorf("%s settled on %s %d = %v, want an error about %s", tc.kind, tc.o.Status, tc.o.HTTPStatus, err, tc.why)
-		case tc.why == "":
-			if got := reloaded(t, j); got.Outcome == nil || got.Outcome.Status != tc.o.Status {
-				t.Errorf("%s settled on %s reads back as %+v", tc.kind, tc.o.Status, got.Outcome)
-			}
+		checkSettle(t, j, in, tc.o, tc.why)
+	}
+}
+
+// checkSettle settles in, which j holds, on o and checks that the journal
+// refuses it with an error about why, or for an empty why accepts it and
+// reads it back settled on o.
+func checkSettle(t *testing.T, j *intent.Journal, in *intent.Intent, o intent.Outcome, why string) {
+	t.Helper()
+	_, err := j.Settle(in, o)
+	switch {
+	case why == "" && err != nil:
+		t.Errorf("%s settled on %s %d: %v", in.Kind, o.Status, o.HTTPStatus, err)
+	case why != "" && (err == nil || !strings.Contains(err.Error(), why)):
+		t.Errorf("%s settled on %s %d = %v, want an error about %s", in.Kind, o.Status, o.HTTPStatus, err, why)
+	case why == "":
+		if got := reloaded(t, j); got.Outcome == nil || got.Outcome.Status != o.Status {
+			t.Errorf("%s settled on %s reads back as %+v", in.Kind, o.Status, got.Outcome)
 		}
 	}
 }

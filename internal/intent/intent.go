@@ -54,6 +54,14 @@ const (
 	KindRelease = engine.OperationRelease
 )
 
+// KindRetryDelivery and KindSkipDelivery are the kinds of an admin's
+// intents to send a delivery again and to give one up; their payload is a
+// DeliveryRef.
+const (
+	KindRetryDelivery = engine.OperationRetryDelivery
+	KindSkipDelivery  = engine.OperationSkipDelivery
+)
+
 // kinds maps every known intent kind to the decoder of its payload, which
 // keeps the decoded value in the intent. A new kind is added here together
 // with its constructor.
@@ -70,8 +78,10 @@ var kinds = map[engine.OperationKind]func(in *Intent) error{
 		in.hold, err = api.DecodeHoldRequest(in.Payload)
 		return err
 	},
-	KindConfirm: decodeHoldRef,
-	KindRelease: decodeHoldRef,
+	KindConfirm:       decodeHoldRef,
+	KindRelease:       decodeHoldRef,
+	KindRetryDelivery: decodeDeliveryRef,
+	KindSkipDelivery:  decodeDeliveryRef,
 }
 
 func decodeHoldRef(in *Intent) (err error) {
@@ -120,6 +130,47 @@ func DecodeHoldRef(payload []byte) (HoldRef, error) {
 func validHoldID(id string) error {
 	if !engine.IsHoldID(id) {
 		return errors.New("must be a hold id of 32 lowercase hex digits")
+	}
+	return nil
+}
+
+func decodeDeliveryRef(in *Intent) (err error) {
+	in.deliveryRef, err = DecodeDeliveryRef(in.Payload)
+	return err
+}
+
+// DeliveryRef is the payload of a KindRetryDelivery or KindSkipDelivery
+// intent: the delivery to send again or give up. (The request body of both
+// is the empty object; the delivery is in their path.)
+type DeliveryRef struct {
+	DeliveryID string `json:"delivery_id"`
+}
+
+// MaxDeliveryIDLen bounds the delivery id of a DeliveryRef; the server
+// knows no longer one.
+const MaxDeliveryIDLen = 200
+
+// DecodeDeliveryRef decodes a DeliveryRef strictly.
+func DecodeDeliveryRef(payload []byte) (DeliveryRef, error) {
+	var d DeliveryRef
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("delivery_id", true, ValidDeliveryID, &d.DeliveryID),
+	})
+	return d, err
+}
+
+// ValidDeliveryID refuses what cannot name a delivery in a request's
+// path: an empty id, one longer than MaxDeliveryIDLen, or one with a
+// character other than a letter, a digit, "-", "_" or ".". Whether a
+// delivery has the id only the server says.
+func ValidDeliveryID(id string) error {
+	if id == "" || len(id) > MaxDeliveryIDLen {
+		return fmt.Errorf("must be a delivery id of 1 to %d characters", MaxDeliveryIDLen)
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return errors.New("must be a delivery id of letters, digits, \"-\", \"_\" and \".\", as the delivery view lists it")
+		}
 	}
 	return nil
 }
@@ -210,13 +261,15 @@ type Intent struct {
 	// gives. The effect each names was lost with that receipt.
 	Superseded []Outcome `json:"superseded,omitempty"`
 
-	// request, cancel, hold and holdRef are the decoded payload of a
-	// KindReserve, KindCancel, KindHold and a KindConfirm or KindRelease
-	// intent, set when the intent is made or read.
-	request engine.Request
-	cancel  CancelRequest
-	hold    engine.HoldRequest
-	holdRef HoldRef
+	// request, cancel, hold, holdRef and deliveryRef are the decoded
+	// payload of a KindReserve, KindCancel, KindHold, a KindConfirm or
+	// KindRelease and a KindRetryDelivery or KindSkipDelivery intent, set
+	// when the intent is made or read.
+	request     engine.Request
+	cancel      CancelRequest
+	hold        engine.HoldRequest
+	holdRef     HoldRef
+	deliveryRef DeliveryRef
 }
 
 // intentJSON is the state file's record with its members in the file's
@@ -321,6 +374,25 @@ func NewSettleHold(kind engine.OperationKind, id, server, actor string) (*Intent
 	}
 	payload, _ := json.Marshal(HoldRef{HoldID: id}) // A string always encodes.
 	return New(kind, payload, server, actor)
+}
+
+// NewDeliveryCorrection returns a fresh open intent of kind
+// KindRetryDelivery or KindSkipDelivery for delivery id, as New does.
+func NewDeliveryCorrection(kind engine.OperationKind, id, server, actor string) (*Intent, error) {
+	if kind != KindRetryDelivery && kind != KindSkipDelivery {
+		return nil, fmt.Errorf("new intent for delivery %s: kind %q is neither %q nor %q", id, kind, KindRetryDelivery, KindSkipDelivery)
+	}
+	payload, _ := json.Marshal(DeliveryRef{DeliveryID: id}) // A string always encodes.
+	return New(kind, payload, server, actor)
+}
+
+// DeliveryRef returns the payload of a KindRetryDelivery or
+// KindSkipDelivery intent.
+func (in *Intent) DeliveryRef() (DeliveryRef, error) {
+	if in.Kind != KindRetryDelivery && in.Kind != KindSkipDelivery {
+		return DeliveryRef{}, fmt.Errorf("intent %s is a %q intent, not a %q or %q one", in.Key, in.Kind, KindRetryDelivery, KindSkipDelivery)
+	}
+	return in.deliveryRef, nil
 }
 
 // HoldRequest returns the payload of a KindHold intent.

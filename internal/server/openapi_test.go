@@ -128,11 +128,13 @@ func TestOpenAPIIsServed(t *testing.T) {
 // answerKinds are the routes of idempotent operations with the kind of
 // operation whose answers they send.
 var answerKinds = map[string]engine.OperationKind{
-	"POST /api/v1/reservations":             engine.OperationReserve,
-	"POST /api/v1/reservations/{id}/cancel": engine.OperationCancel,
-	"POST /api/v1/holds":                    engine.OperationHold,
-	"POST /api/v1/holds/{id}/confirm":       engine.OperationConfirm,
-	"POST /api/v1/holds/{id}/release":       engine.OperationRelease,
+	"POST /api/v1/reservations":                engine.OperationReserve,
+	"POST /api/v1/reservations/{id}/cancel":    engine.OperationCancel,
+	"POST /api/v1/holds":                       engine.OperationHold,
+	"POST /api/v1/holds/{id}/confirm":          engine.OperationConfirm,
+	"POST /api/v1/holds/{id}/release":          engine.OperationRelease,
+	"POST /api/v1/admin/deliveries/{id}/retry": engine.OperationRetryDelivery,
+	"POST /api/v1/admin/deliveries/{id}/skip":  engine.OperationSkipDelivery,
 }
 
 // TestOpenAPIDescribesEveryAnswer checks that, for every route of an

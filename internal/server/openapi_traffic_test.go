@@ -149,51 +149,57 @@ func withHeader(c call, kv ...string) call {
 func routeSamples(reservation, hold string) map[string]struct{ path, body string } {
 	type sample = struct{ path, body string }
 	return map[string]sample{
-		"GET /healthz":                          {api.PathHealth, ""},
-		"GET /livez":                            {api.PathLive, ""},
-		"GET /readyz":                           {api.PathReady, ""},
-		"GET /metrics":                          {api.PathMetrics, ""},
-		"GET /api/v1/whoami":                    {api.PathWhoAmI, ""},
-		"PUT /api/v1/me":                        {api.PathMe, `{"language":"de"}`},
-		"GET /api/v1/workshops":                 {api.PathWorkshops, ""},
-		"GET /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), ""},
-		"PUT /api/v1/workshops/{id}":            {api.WorkshopPath(servertest.Workshop), `{"capacity":3,"max_quantity":2,"title":"Demo"}`},
-		"PATCH /api/v1/workshops/{id}":          {api.WorkshopPath(servertest.Workshop), `{"title":"Demo","description":null}`},
-		"DELETE /api/v1/workshops/{id}":         {api.WorkshopPath("no-such"), ""},
-		"GET /api/v1/workshops/{id}/attendees":  {api.AttendeesPath(servertest.Workshop) + "?status=all", ""},
-		"POST /api/v1/reservations":             {api.PathReservations, `{"workshop":"workshop-demo","quantity":1}`},
-		"POST /api/v1/batches":                  {api.PathBatches, `{"items":[{"key":"` + uuid.NewString() + `","workshop":"workshop-demo","quantity":1}]}`},
-		"GET /api/v1/reservations":              {api.PathReservations + "?status=all&limit=2", ""},
-		"GET /api/v1/holds":                     {api.PathHolds + "?status=all", ""},
-		"GET /api/v1/operations/{key}":          {api.PathOperations + "/" + uuid.NewString(), ""},
-		"GET /api/v1/reservations/{id}":         {api.ReservationPath(reservation), ""},
-		"POST /api/v1/reservations/{id}/cancel": {api.CancelPath(reservation), ""},
-		"POST /api/v1/holds":                    {api.PathHolds, holdBody(1, 60)},
-		"GET /api/v1/holds/{id}":                {api.HoldPath(hold), ""},
-		"POST /api/v1/holds/{id}/confirm":       {api.ConfirmPath(hold), "{}"},
-		"POST /api/v1/holds/{id}/release":       {api.ReleasePath(hold), "{}"},
-		"POST /api/v1/tokens":                   {api.PathTokens, `{"actor":"carol"}`},
-		"GET /api/v1/tokens":                    {api.PathTokens, ""},
-		"DELETE /api/v1/tokens/{id}":            {api.TokenPath(strings.Repeat("0", 32)), ""},
-		"GET /api/v1/admin/backup":              {api.PathBackup, ""},
-		"GET /api/v1/admin/operations":          {api.PathAdminOps, ""},
-		"GET /api/v1/openapi.yaml":              {api.PathOpenAPI, ""},
-		"POST /api/v1/debug/faults":             {api.PathFaults, `{"fault":"garble_response","count":1}`},
-		"GET /{$}":                              {"/", ""},
-		"GET /app.js":                           {"/app.js", ""},
-		"GET /answers.js":                       {"/answers.js", ""},
-		"GET /common.js":                        {"/common.js", ""},
-		"GET /style.css":                        {"/style.css", ""},
-		"GET /favicon.svg":                      {"/favicon.svg", ""},
-		"GET /admin":                            {"/admin", ""},
-		"GET /admin.js":                         {"/admin.js", ""},
-		"GET /admin.css":                        {"/admin.css", ""},
-		"GET " + api.PathLogin:                  {api.PathLogin + "?code=rlc_x", ""},
-		"POST " + api.PathSessions:              {api.PathSessions, `{"code":"rlc_x"}`},
-		"DELETE " + api.PathCurrentSession:      {api.PathCurrentSession, ""},
-		"POST " + api.PathLoginLinks:            {api.PathLoginLinks, ""},
-		"GET " + api.PathSignIn:                 {api.PathSignIn, ""},
-		"POST " + api.PathSignInEmail:           {api.PathSignInEmail, `{"email":"sample@example.org"}`},
+		"GET /healthz":                             {api.PathHealth, ""},
+		"GET /livez":                               {api.PathLive, ""},
+		"GET /readyz":                              {api.PathReady, ""},
+		"GET /metrics":                             {api.PathMetrics, ""},
+		"GET /api/v1/whoami":                       {api.PathWhoAmI, ""},
+		"PUT /api/v1/me":                           {api.PathMe, `{"language":"de"}`},
+		"GET /api/v1/workshops":                    {api.PathWorkshops, ""},
+		"GET /api/v1/workshops/{id}":               {api.WorkshopPath(servertest.Workshop), ""},
+		"PUT /api/v1/workshops/{id}":               {api.WorkshopPath(servertest.Workshop), `{"capacity":3,"max_quantity":2,"title":"Demo"}`},
+		"PATCH /api/v1/workshops/{id}":             {api.WorkshopPath(servertest.Workshop), `{"title":"Demo","description":null}`},
+		"DELETE /api/v1/workshops/{id}":            {api.WorkshopPath("no-such"), ""},
+		"GET /api/v1/workshops/{id}/attendees":     {api.AttendeesPath(servertest.Workshop) + "?status=all", ""},
+		"POST /api/v1/reservations":                {api.PathReservations, `{"workshop":"workshop-demo","quantity":1}`},
+		"POST /api/v1/batches":                     {api.PathBatches, `{"items":[{"key":"` + uuid.NewString() + `","workshop":"workshop-demo","quantity":1}]}`},
+		"GET /api/v1/reservations":                 {api.PathReservations + "?status=all&limit=2", ""},
+		"GET /api/v1/holds":                        {api.PathHolds + "?status=all", ""},
+		"GET /api/v1/operations/{key}":             {api.PathOperations + "/" + uuid.NewString(), ""},
+		"GET /api/v1/reservations/{id}":            {api.ReservationPath(reservation), ""},
+		"POST /api/v1/reservations/{id}/cancel":    {api.CancelPath(reservation), ""},
+		"POST /api/v1/holds":                       {api.PathHolds, holdBody(1, 60)},
+		"GET /api/v1/holds/{id}":                   {api.HoldPath(hold), ""},
+		"POST /api/v1/holds/{id}/confirm":          {api.ConfirmPath(hold), "{}"},
+		"POST /api/v1/holds/{id}/release":          {api.ReleasePath(hold), "{}"},
+		"POST /api/v1/tokens":                      {api.PathTokens, `{"actor":"carol"}`},
+		"GET /api/v1/tokens":                       {api.PathTokens, ""},
+		"DELETE /api/v1/tokens/{id}":               {api.TokenPath(strings.Repeat("0", 32)), ""},
+		"GET /api/v1/admin/backup":                 {api.PathBackup, ""},
+		"GET /api/v1/admin/operations":             {api.PathAdminOps, ""},
+		"POST /api/v1/admin/webhooks":              {api.PathWebhooks, `{"url":"https://hooks.example/sample"}`},
+		"GET /api/v1/admin/webhooks":               {api.PathWebhooks, ""},
+		"DELETE /api/v1/admin/webhooks/{id}":       {api.WebhookPath(strings.Repeat("0", 32)), ""},
+		"GET /api/v1/admin/deliveries":             {api.PathDeliveries + "?state=failed", ""},
+		"POST /api/v1/admin/deliveries/{id}/retry": {api.DeliveryRetryPath(strings.Repeat("0", 32) + "-mail"), "{}"},
+		"POST /api/v1/admin/deliveries/{id}/skip":  {api.DeliverySkipPath(strings.Repeat("0", 32) + "-mail"), "{}"},
+		"GET /api/v1/openapi.yaml":                 {api.PathOpenAPI, ""},
+		"POST /api/v1/debug/faults":                {api.PathFaults, `{"fault":"garble_response","count":1}`},
+		"GET /{$}":                                 {"/", ""},
+		"GET /app.js":                              {"/app.js", ""},
+		"GET /answers.js":                          {"/answers.js", ""},
+		"GET /common.js":                           {"/common.js", ""},
+		"GET /style.css":                           {"/style.css", ""},
+		"GET /favicon.svg":                         {"/favicon.svg", ""},
+		"GET /admin":                               {"/admin", ""},
+		"GET /admin.js":                            {"/admin.js", ""},
+		"GET /admin.css":                           {"/admin.css", ""},
+		"GET " + api.PathLogin:                     {api.PathLogin + "?code=rlc_x", ""},
+		"POST " + api.PathSessions:                 {api.PathSessions, `{"code":"rlc_x"}`},
+		"DELETE " + api.PathCurrentSession:         {api.PathCurrentSession, ""},
+		"POST " + api.PathLoginLinks:               {api.PathLoginLinks, ""},
+		"GET " + api.PathSignIn:                    {api.PathSignIn, ""},
+		"POST " + api.PathSignInEmail:              {api.PathSignInEmail, `{"email":"sample@example.org"}`},
 	}
 }
 
@@ -222,13 +228,16 @@ var adminRoutes = map[string]bool{
 	"GET /api/v1/workshops/{id}/attendees": true, "POST /api/v1/tokens": true, "GET /api/v1/tokens": true,
 	"DELETE /api/v1/tokens/{id}": true, "GET /api/v1/admin/backup": true,
 	"GET /api/v1/admin/operations": true, "POST /api/v1/debug/faults": true,
+	"POST /api/v1/admin/webhooks": true, "GET /api/v1/admin/webhooks": true, "DELETE /api/v1/admin/webhooks/{id}": true,
+	"GET /api/v1/admin/deliveries": true, "POST /api/v1/admin/deliveries/{id}/retry": true, "POST /api/v1/admin/deliveries/{id}/skip": true,
 }
 
 // bodyRoutes are the routes that read a JSON request body.
 var bodyRoutes = map[string]bool{
 	"PUT /api/v1/workshops/{id}": true, "PATCH /api/v1/workshops/{id}": true, "POST /api/v1/reservations": true, "POST /api/v1/holds": true, "POST /api/v1/holds/{id}/confirm": true,
 	"POST /api/v1/holds/{id}/release": true, "POST /api/v1/tokens": true, "POST /api/v1/debug/faults": true, "POST " + api.PathSessions: true,
-	"POST " + api.PathSignInEmail: true,
+	"POST " + api.PathSignInEmail: true, "POST /api/v1/admin/webhooks": true, "POST /api/v1/admin/deliveries/{id}/retry": true,
+	"POST /api/v1/admin/deliveries/{id}/skip": true,
 }
 
 // bodyLimit is the most bytes route reads of a request body.
@@ -503,6 +512,74 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	settle(confirmPattern, h.Alice, kConfirm, api.ConfirmPath(held.HoldID), http.StatusGone)
 	settle(releasePattern, h.Alice, kRelease, api.ReleasePath(released.HoldID), http.StatusGone)
 
+	// Webhook endpoints, the delivery view and its corrections. The
+	// dispatcher's steps (routing events to deliveries, attempts) are the
+	// engine's, taken here by the test.
+	const webhooksPattern, webhookPattern, deliveriesPattern = "POST /api/v1/admin/webhooks", "DELETE /api/v1/admin/webhooks/{id}", "GET /api/v1/admin/deliveries"
+	const retryPattern, skipPattern = "POST /api/v1/admin/deliveries/{id}/retry", "POST /api/v1/admin/deliveries/{id}/skip"
+	addHook := func(via, body string, want int) engine.WebhookEndpoint {
+		var w engine.WebhookEndpoint
+		if b := tr.do(webhooksPattern, jsonCall(via, http.MethodPost, api.PathWebhooks, "", body), want); want == http.StatusCreated {
+			if err := json.Unmarshal(b, &w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return w
+	}
+	endpoint := addHook(h.Admin, `{"url":"https://hooks.example/in","event_types":["reservation.created","hold.created"]}`, http.StatusCreated)
+	removed := addHook(viaSocket, `{"url":"http://127.0.0.1:9/all"}`, http.StatusCreated)
+	addHook(h.Admin, `{"url":"https://hooks.example/in"}`, http.StatusConflict)
+	addHook(h.Admin, `{"url":"http://hooks.example/in"}`, http.StatusUnprocessableEntity)
+	addHook(h.Admin, `{"url":"https://hooks.example/x","event_types":["nope"]}`, http.StatusUnprocessableEntity)
+	addHook(h.Admin, `{"url":"https://hooks.example/x","event_types":"hold.created"}`, http.StatusUnprocessableEntity)
+	addHook(h.Alice, `{"url":"https://hooks.example/x"}`, http.StatusForbidden)
+	for _, via := range []string{h.Admin, viaSocket} {
+		tr.do("GET /api/v1/admin/webhooks", call{via: via, method: http.MethodGet, path: api.PathWebhooks}, http.StatusOK)
+	}
+	tr.do(webhookPattern, call{via: h.Admin, method: http.MethodDelete, path: api.WebhookPath(removed.ID)}, http.StatusNoContent)
+	tr.do(webhookPattern, call{via: viaSocket, method: http.MethodDelete, path: api.WebhookPath(removed.ID)}, http.StatusNotFound)
+	put(h.Admin, "hooked", `{"capacity":5}`, http.StatusCreated)
+	for range 2 {
+		reserve(h.Alice, uuid.NewString(), `{"workshop":"hooked","quantity":1}`, http.StatusCreated)
+	}
+	if _, _, err := h.Engine.RouteEvents(ctx, 1000, engine.RouteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := h.Engine.ClaimDueDeliveries(ctx, 2, time.Minute)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim the deliveries = %d, %v", len(jobs), err)
+	}
+	failedDelivery, deliveredDelivery := jobs[0].Delivery, jobs[1].Delivery
+	for d, st := range map[engine.Delivery]engine.DeliveryState{failedDelivery: engine.DeliveryFailed, deliveredDelivery: engine.DeliveryDelivered} {
+		if err := h.Engine.FinishDelivery(ctx, d, engine.Attempt{State: st, Status: 410, Error: "410 Gone"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{"", "?state=failed", "?state=failed&channel=webhook&endpoint=" + endpoint.ID + "&limit=1", "?state=delivered&limit=1", "?channel=mail&after=" + failedDelivery.ID} {
+		tr.do(deliveriesPattern, call{via: h.Admin, method: http.MethodGet, path: api.PathDeliveries + q}, http.StatusOK)
+	}
+	tr.do(deliveriesPattern, call{via: viaSocket, method: http.MethodGet, path: api.PathDeliveries + "?state=skipped"}, http.StatusOK)
+	for _, q := range []string{"?state=gone", "?channel=sms", "?limit=0", "?cursor=x", "?channel=mail&endpoint=" + endpoint.ID} {
+		tr.do(deliveriesPattern, call{via: h.Admin, method: http.MethodGet, path: api.PathDeliveries + q}, http.StatusUnprocessableEntity)
+	}
+	tr.do(deliveriesPattern, call{via: h.Alice, method: http.MethodGet, path: api.PathDeliveries}, http.StatusForbidden)
+	kRetry := uuid.NewString()
+	settle(retryPattern, h.Admin, "", api.DeliveryRetryPath(failedDelivery.ID), http.StatusBadRequest)
+	tr.do(retryPattern, jsonCall(h.Admin, http.MethodPost, api.DeliveryRetryPath(failedDelivery.ID), kRetry, `{"x":1}`), http.StatusUnprocessableEntity)
+	settle(retryPattern, h.Admin, kRetry, api.DeliveryRetryPath("no-such"), http.StatusNotFound)
+	settle(skipPattern, h.Admin, kRetry, api.DeliverySkipPath("no-such"), http.StatusNotFound)
+	settle(retryPattern, h.Alice, kRetry, api.DeliveryRetryPath(failedDelivery.ID), http.StatusForbidden)
+	settle(retryPattern, h.Admin, kRetry, api.DeliveryRetryPath(failedDelivery.ID), http.StatusOK)
+	settle(retryPattern, h.Admin, kRetry, api.DeliveryRetryPath(failedDelivery.ID), http.StatusOK)     // Replayed.
+	settle(skipPattern, h.Admin, kRetry, api.DeliverySkipPath(failedDelivery.ID), http.StatusConflict) // operation_conflict.
+	kSkip := uuid.NewString()
+	settle(skipPattern, viaSocket, kSkip, api.DeliverySkipPath(failedDelivery.ID), http.StatusOK)
+	settle(skipPattern, viaSocket, kSkip, api.DeliverySkipPath(failedDelivery.ID), http.StatusOK)                   // Replayed.
+	settle(skipPattern, h.Admin, uuid.NewString(), api.DeliverySkipPath(failedDelivery.ID), http.StatusConflict)    // already_skipped.
+	settle(skipPattern, h.Admin, uuid.NewString(), api.DeliverySkipPath(deliveredDelivery.ID), http.StatusConflict) // already_delivered.
+	tr.do("GET /api/v1/admin/operations", call{via: h.Admin, method: http.MethodGet, path: api.PathAdminOps + "?outcome=requeued"}, http.StatusOK)
+	tr.do("GET /api/v1/operations/{key}", call{via: h.Admin, method: http.MethodGet, path: api.PathOperations + "/" + kRetry}, http.StatusOK)
+
 	// Tokens, admin routes, fault injection.
 	tr.do("POST /api/v1/tokens", jsonCall(h.Admin, http.MethodPost, api.PathTokens, "", `{"actor":"carol"}`), http.StatusCreated)
 	tr.do("POST /api/v1/tokens", jsonCall(viaSocket, http.MethodPost, api.PathTokens, "", `{"actor":"dave","admin":true}`), http.StatusCreated)
@@ -692,34 +769,40 @@ func TestOpenAPIMatchesStoreUnavailable(t *testing.T) {
 // actor is not (it is bound in the store), so every route that needs the
 // actor answers 503 too.
 var socketUnavailable = map[string]int{
-	"GET /healthz":                          http.StatusOK,
-	"GET /livez":                            http.StatusOK,
-	"GET /readyz":                           http.StatusServiceUnavailable,
-	"GET /metrics":                          http.StatusOK,
-	"GET /api/v1/whoami":                    http.StatusServiceUnavailable,
-	"PUT /api/v1/me":                        http.StatusServiceUnavailable,
-	"GET /api/v1/workshops":                 http.StatusServiceUnavailable,
-	"GET /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
-	"PUT /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
-	"PATCH /api/v1/workshops/{id}":          http.StatusServiceUnavailable,
-	"DELETE /api/v1/workshops/{id}":         http.StatusServiceUnavailable,
-	"GET /api/v1/workshops/{id}/attendees":  http.StatusServiceUnavailable,
-	"POST /api/v1/reservations":             http.StatusServiceUnavailable,
-	"GET /api/v1/operations/{key}":          http.StatusServiceUnavailable,
-	"GET /api/v1/reservations/{id}":         http.StatusServiceUnavailable,
-	"POST /api/v1/reservations/{id}/cancel": http.StatusServiceUnavailable,
-	"POST /api/v1/holds":                    http.StatusServiceUnavailable,
-	"GET /api/v1/holds/{id}":                http.StatusServiceUnavailable,
-	"POST /api/v1/holds/{id}/confirm":       http.StatusServiceUnavailable,
-	"POST /api/v1/holds/{id}/release":       http.StatusServiceUnavailable,
-	"POST /api/v1/tokens":                   http.StatusServiceUnavailable,
-	"GET /api/v1/tokens":                    http.StatusServiceUnavailable,
-	"DELETE /api/v1/tokens/{id}":            http.StatusServiceUnavailable,
-	"GET /api/v1/admin/backup":              http.StatusServiceUnavailable,
-	"GET /api/v1/admin/operations":          http.StatusServiceUnavailable,
-	"GET /api/v1/openapi.yaml":              http.StatusOK,
-	"GET /api/v1/sign-in":                   http.StatusOK,
-	"POST " + api.PathLoginLinks:            http.StatusServiceUnavailable,
+	"GET /healthz":                             http.StatusOK,
+	"GET /livez":                               http.StatusOK,
+	"GET /readyz":                              http.StatusServiceUnavailable,
+	"GET /metrics":                             http.StatusOK,
+	"GET /api/v1/whoami":                       http.StatusServiceUnavailable,
+	"PUT /api/v1/me":                           http.StatusServiceUnavailable,
+	"GET /api/v1/workshops":                    http.StatusServiceUnavailable,
+	"GET /api/v1/workshops/{id}":               http.StatusServiceUnavailable,
+	"PUT /api/v1/workshops/{id}":               http.StatusServiceUnavailable,
+	"PATCH /api/v1/workshops/{id}":             http.StatusServiceUnavailable,
+	"DELETE /api/v1/workshops/{id}":            http.StatusServiceUnavailable,
+	"GET /api/v1/workshops/{id}/attendees":     http.StatusServiceUnavailable,
+	"POST /api/v1/reservations":                http.StatusServiceUnavailable,
+	"GET /api/v1/operations/{key}":             http.StatusServiceUnavailable,
+	"GET /api/v1/reservations/{id}":            http.StatusServiceUnavailable,
+	"POST /api/v1/reservations/{id}/cancel":    http.StatusServiceUnavailable,
+	"POST /api/v1/holds":                       http.StatusServiceUnavailable,
+	"GET /api/v1/holds/{id}":                   http.StatusServiceUnavailable,
+	"POST /api/v1/holds/{id}/confirm":          http.StatusServiceUnavailable,
+	"POST /api/v1/holds/{id}/release":          http.StatusServiceUnavailable,
+	"POST /api/v1/tokens":                      http.StatusServiceUnavailable,
+	"GET /api/v1/tokens":                       http.StatusServiceUnavailable,
+	"DELETE /api/v1/tokens/{id}":               http.StatusServiceUnavailable,
+	"GET /api/v1/admin/backup":                 http.StatusServiceUnavailable,
+	"GET /api/v1/admin/operations":             http.StatusServiceUnavailable,
+	"POST /api/v1/admin/webhooks":              http.StatusServiceUnavailable,
+	"GET /api/v1/admin/webhooks":               http.StatusServiceUnavailable,
+	"DELETE /api/v1/admin/webhooks/{id}":       http.StatusServiceUnavailable,
+	"GET /api/v1/admin/deliveries":             http.StatusServiceUnavailable,
+	"POST /api/v1/admin/deliveries/{id}/retry": http.StatusServiceUnavailable,
+	"POST /api/v1/admin/deliveries/{id}/skip":  http.StatusServiceUnavailable,
+	"GET /api/v1/openapi.yaml":                 http.StatusOK,
+	"GET /api/v1/sign-in":                      http.StatusOK,
+	"POST " + api.PathLoginLinks:               http.StatusServiceUnavailable,
 }
 
 // scheduledBody is the body of a PUT with every member of a workshop.

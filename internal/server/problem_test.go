@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +41,9 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeVersionMismatch:       412,
 		engine.CodeCapacityBelowReserved: 409,
 		engine.CodeWorkshopInUse:         409,
+		engine.CodeUnknownWebhook:        404,
+		engine.CodeWebhookExists:         409,
+		engine.CodeUnknownDelivery:       404,
 		engine.CodeUnauthenticated:       401,
 		engine.CodeForbidden:             403,
 		api.CodeNotFound:                 404,
@@ -54,6 +58,12 @@ func TestStatusTable(t *testing.T) {
 	}
 	if len(want) != len(api.Codes) {
 		t.Errorf("the test pins %d codes, api.Codes has %d", len(want), len(api.Codes))
+	}
+	// Every code the table answers is a documented code.
+	for code := range statusByCode {
+		if !slices.Contains(api.Codes, code) {
+			t.Errorf("%s has a status but is not in api.Codes", code)
+		}
 	}
 	for _, code := range api.Codes {
 		if got := StatusOf(code); got != want[code] {

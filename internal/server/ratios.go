@@ -12,11 +12,13 @@ import (
 // idempotentRoutes are the routes of idempotent operations, whose answers
 // the replay and conflict ratios count.
 var idempotentRoutes = map[string]bool{
-	"POST /api/v1/reservations":             true,
-	"POST /api/v1/reservations/{id}/cancel": true,
-	"POST /api/v1/holds":                    true,
-	"POST /api/v1/holds/{id}/confirm":       true,
-	"POST /api/v1/holds/{id}/release":       true,
+	"POST /api/v1/reservations":                true,
+	"POST /api/v1/reservations/{id}/cancel":    true,
+	"POST /api/v1/holds":                       true,
+	"POST /api/v1/holds/{id}/confirm":          true,
+	"POST /api/v1/holds/{id}/release":          true,
+	"POST /api/v1/admin/deliveries/{id}/retry": true,
+	"POST /api/v1/admin/deliveries/{id}/skip":  true,
 }
 
 // The sliding window of the ratios: ratioSlots slots of ratioSlot each.

@@ -61,6 +61,12 @@ func (s *Server) routes() []route {
 		{"DELETE /api/v1/tokens/{id}", admin, s.revokeToken},
 		{"GET /api/v1/admin/backup", admin, s.backup},
 		{"GET /api/v1/admin/operations", admin, s.listOperations},
+		{"POST /api/v1/admin/webhooks", admin, s.addWebhook},
+		{"GET /api/v1/admin/webhooks", admin, s.listWebhooks},
+		{"DELETE /api/v1/admin/webhooks/{id}", admin, s.removeWebhook},
+		{"GET /api/v1/admin/deliveries", admin, s.listDeliveries},
+		{"POST /api/v1/admin/deliveries/{id}/retry", admin, s.retryDelivery},
+		{"POST /api/v1/admin/deliveries/{id}/skip", admin, s.skipDelivery},
 		{"GET /api/v1/openapi.yaml", anyone, s.openAPI},
 	}
 	if s.faultInjection != nil {

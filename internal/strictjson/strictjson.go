@@ -1,7 +1,8 @@
 // Package strictjson is the one strict decoder of JSON objects in reserve:
 // a body is exactly one object whose members are among those a caller
 // lists, each at most once, required ones present, each value a scalar of
-// its member's kind, and nothing after the object but white space. It
+// its member's kind (or, for a member that takes a list, an array of
+// strings), and nothing after the object but white space. It
 // decodes the bodies clients send on a fast path that only scans bytes,
 // and anything else on encoding/json's token stream, which words every
 // refusal; both give the same result. A refusal is an *Error naming the
@@ -40,13 +41,16 @@ func errorf(member, format string, args ...any) *Error {
 }
 
 // Member describes one accepted member of an object decoded by Decode.
-// Build members with StringMember, IntMember, TimeMember, BoolMember and
-// OptionalBoolMember.
+// Build members with StringMember, IntMember, TimeMember, BoolMember,
+// OptionalBoolMember and StringsMember.
 type Member struct {
 	name     string
 	required bool
 	kind     string
 	set      func(tok json.Token) error
+	// setStrings, set only for StringsMember, takes the items of an
+	// array of strings; set refuses every scalar of such a member.
+	setStrings func(items []string) error
 }
 
 // StringMember accepts a JSON string; validate (optional) returns an error
@@ -126,6 +130,24 @@ func OptionalBoolMember(name string, dst **bool) Member {
 		return nil
 	}
 	return m
+}
+
+// StringsMember accepts a JSON array of strings (possibly empty, never
+// null); validate (optional) returns an error whose text completes the
+// sentence `member "name" …`. It is the one kind of member whose value
+// nests: its items are scalars, never arrays or objects.
+func StringsMember(name string, required bool, validate func([]string) error, dst *[]string) Member {
+	return Member{name: name, required: required, kind: "a JSON array of strings",
+		set: func(json.Token) error { return errWrongKind },
+		setStrings: func(items []string) error {
+			if validate != nil {
+				if err := validate(items); err != nil {
+					return err
+				}
+			}
+			*dst = items
+			return nil
+		}}
 }
 
 // Then accepts what m accepts and calls set after m has set its
@@ -210,10 +232,19 @@ func decodeTokens(body []byte, members []Member) error {
 			e.Member = name
 			return e
 		}
-		if _, nested := val.(json.Delim); nested {
+		d, nested := val.(json.Delim)
+		if nested && (d != '[' || m.setStrings == nil) {
 			return errorf(name, "member %q must be %s, not %s", name, m.kind, Describe(val))
 		}
-		if err := m.set(val); err != nil {
+		set := func() error { return m.set(val) }
+		if nested {
+			items, err := stringItems(dec, name, m.kind)
+			if err != nil {
+				return err
+			}
+			set = func() error { return m.setStrings(items) }
+		}
+		if err := set(); err != nil {
 			if errors.Is(err, errWrongKind) {
 				return errorf(name, "member %q must be %s, not %s", name, m.kind, Describe(val))
 			}
@@ -235,6 +266,28 @@ func decodeTokens(body []byte, members []Member) error {
 		return errorf("", "unexpected data after the JSON object: %s", Describe(tok))
 	}
 	return nil
+}
+
+// stringItems reads the items of an array of strings, the value of member
+// name of kind, up to and with its closing bracket.
+func stringItems(dec *json.Decoder, name, kind string) ([]string, error) {
+	items := []string{}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			e := SyntaxError(err, fmt.Sprintf("malformed value for member %q", name))
+			e.Member = name
+			return nil, e
+		}
+		if d, ok := tok.(json.Delim); ok && d == ']' {
+			return items, nil
+		}
+		s, ok := tok.(string)
+		if !ok {
+			return nil, errorf(name, "member %q must be %s, not an array holding %s", name, kind, Describe(tok))
+		}
+		items = append(items, s)
+	}
 }
 
 // DecodePlain is the fast path of Decode for the bodies clients send:

@@ -2,6 +2,8 @@ package strictjson_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,6 +51,7 @@ func FuzzDecodeStrictPaths(f *testing.F) {
 		`{"workshop":"go-basics","quantity":2 3}`,
 		`{"workshop":"gö","quantity":2}`,
 		`{}`, `{"notify":false}`, `{"quantity":1e3}`,
+		`{"workshop":"go-basics","quantity":2,"tags":["a","b"]}`, `{"workshop":"go-basics","quantity":2,"tags":[1]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -56,18 +59,22 @@ func FuzzDecodeStrictPaths(f *testing.F) {
 		workshop string
 		quantity int
 		notify   bool
+		tags     string
 		err      string
 	}
 	decode := func(body []byte, fn func([]byte, []strictjson.Member) error) result {
 		var r result
+		var tags []string
 		err := fn(body, []strictjson.Member{
 			strictjson.StringMember("workshop", true, engine.ValidateWorkshopID, &r.workshop),
 			strictjson.IntMember("quantity", true, 1, 100, &r.quantity),
 			strictjson.BoolMember("notify", false, &r.notify),
+			strictjson.StringsMember("tags", false, nil, &tags),
 		})
 		if err != nil {
-			r = result{err: err.Error()}
+			return result{err: err.Error()}
 		}
+		r.tags = fmt.Sprintf("%#v", tags)
 		return r
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -135,5 +142,55 @@ func TestOptionalBoolMember(t *testing.T) {
 	var on *bool
 	if err := strictjson.Decode([]byte(`{"on":1}`), []strictjson.Member{strictjson.OptionalBoolMember("on", &on)}); err == nil || on != nil {
 		t.Errorf("a number for a boolean = %v, %v; want a refusal and nil", err, on)
+	}
+}
+
+// TestStringsMember checks the member whose value is an array of strings:
+// its items in order, an empty array as an empty list, and a refusal,
+// naming the member, of every other value.
+func TestStringsMember(t *testing.T) {
+	decode := func(body string) ([]string, string, error) {
+		var items []string
+		var url string
+		err := strictjson.Decode([]byte(body), []strictjson.Member{
+			strictjson.StringMember("url", true, nil, &url),
+			strictjson.StringsMember("types", false, func(items []string) error {
+				if len(items) > 2 {
+					return errors.New("may hold at most 2 items")
+				}
+				return nil
+			}, &items),
+		})
+		return items, url, err
+	}
+	for body, want := range map[string][]string{
+		`{"url":"u","types":["a","b"]}`:         {"a", "b"},
+		` { "types" : [ ] , "url" : "u" } `:     {},
+		`{"url":"u","types":["\u0061"]}`:        {"a"},
+		`{"url":"u"}`:                           nil,
+		"{\"types\":[\"x\"]\n,\"url\":\"u\"}\n": {"x"},
+	} {
+		got, url, err := decode(body)
+		if err != nil || url != "u" || (got == nil) != (want == nil) || !slices.Equal(got, want) {
+			t.Errorf("Decode(%s) = %q %q %v, want %q", body, got, url, err, want)
+		}
+	}
+	for body, message := range map[string]string{
+		`{"url":"u","types":"a"}`:           `member "types" must be a JSON array of strings, not a string`,
+		`{"url":"u","types":null}`:          `member "types" must be a JSON array of strings, not null`,
+		`{"url":"u","types":[1]}`:           `member "types" must be a JSON array of strings, not an array holding the number 1`,
+		`{"url":"u","types":[["a"]]}`:       `member "types" must be a JSON array of strings, not an array holding an array`,
+		`{"url":"u","types":[{}]}`:          `member "types" must be a JSON array of strings, not an array holding an object`,
+		`{"url":"u","types":{}}`:            `member "types" must be a JSON array of strings, not an object`,
+		`{"url":"u","types":["a","b","c"]}`: `member "types" may hold at most 2 items`,
+		`{"url":"u","types":["a"`:           `malformed value for member "types": the body ends too early`,
+		`{"url":["u"]}`:                     `member "url" must be a JSON string, not an array`,
+		`{"url":"u","types":[],"types":[]}`: `member "types" appears more than once`,
+	} {
+		_, _, err := decode(body)
+		var e *strictjson.Error
+		if !errors.As(err, &e) || e.Message != message || e.Member == "" {
+			t.Errorf("Decode(%s) = %#v, want a refusal %q naming its member", body, err, message)
+		}
 	}
 }
