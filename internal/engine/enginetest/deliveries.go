@@ -428,3 +428,27 @@ func testCheckFindsBrokenDeliveries(t *testing.T, h *harness) {
 	put(undated)
 	h.wantFindings("a failed delivery without its time", []string{engine.FindingDelivery, engine.FindingDelivery})
 }
+
+// testClaimSkipsADeliveryWithoutItsEvent: a delivery whose event is gone
+// fails when it is claimed, and the deliveries claimed with it are sent.
+func testClaimSkipsADeliveryWithoutItsEvent(t *testing.T, h *harness) {
+	h.workshop("kiln", 5, 5)
+	h.mustAddWebhook("https://hooks.example.org/all")
+	h.mustReserve("alice", newKey(), "kiln", 1)
+	h.mustRoute()
+	good := h.deliveries(engine.DeliveryPending)[0]
+	orphan := good
+	orphan.EventID = "00000000000000000000000000000000" // Sorts, and is due, first.
+	orphan.ID = engine.DeliveryIDOf(orphan.EventID, orphan.Endpoint)
+	if err := h.store.Update(h.ctx, func(tx engine.Tx) error { return tx.PutDelivery(orphan) }); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := h.eng.ClaimDueDeliveries(h.ctx, 10, time.Minute)
+	if err != nil || len(jobs) != 1 || jobs[0].Delivery.ID != good.ID {
+		t.Fatalf("ClaimDueDeliveries = %+v, %v; want the one delivery with an event", jobs, err)
+	}
+	if failed := h.deliveries(engine.DeliveryFailed); len(failed) != 1 || failed[0].ID != orphan.ID || !strings.Contains(failed[0].LastError, "does not exist") {
+		t.Fatalf("failed deliveries: %+v", failed)
+	}
+	h.wantFindings("a delivery of no event", []string{engine.FindingDelivery})
+}
