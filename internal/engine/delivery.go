@@ -55,7 +55,8 @@ type Delivery struct {
 	Recipient string        `json:"recipient,omitempty"`
 	State     DeliveryState `json:"state"`
 	// Attempts counts the attempts made (or begun: a daemon killed while
-	// sending counts one).
+	// sending counts one) since the delivery was made or an operator sent
+	// it again; the backoff grows with it.
 	Attempts  int       `json:"attempts"`
 	CreatedAt time.Time `json:"created_at"`
 	// Since starts the time a pending delivery is retried for: when it
@@ -593,7 +594,7 @@ func (correction) effect(tx Tx, p payload, t correctedDelivery, dr *draft) (stri
 	var status string
 	switch {
 	case p.kind == OperationRetryDelivery:
-		d.State, d.Since, d.NextAttemptAt, d.DoneAt = DeliveryPending, now, now, time.Time{}
+		d.State, d.Since, d.NextAttemptAt, d.DoneAt, d.Attempts = DeliveryPending, now, now, time.Time{}, 0
 		status = StatusRequeued
 	case d.State == DeliveryDelivered:
 		return StatusAlreadyDelivered, nil
