@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/reserve/reserve/internal/engine"
@@ -36,8 +37,8 @@ var (
 	bucketDeliveriesByState = []byte("deliveries_by_state")
 	// bucketDeliveriesDue lists the pending deliveries by NextAttemptAt
 	// (8 bytes, as the time indexes lay out a time: Unix nanoseconds with
-	// the sign bit flipped, big-endian) then id, so that the deliveries
-	// due by a time are the range from the first key on.
+	// the sign bit flipped, big-endian; see duePrefix) then id, so that
+	// the deliveries due by a time are the range from the first key on.
 	bucketDeliveriesDue = []byte("deliveries_due")
 )
 
@@ -95,7 +96,29 @@ func stateEntry(state engine.DeliveryState, id string) []byte {
 }
 
 // dueEntry is the key of pending delivery d in deliveries_due.
-func dueEntry(d engine.Delivery) []byte { return timeEntry(d.NextAttemptAt, []byte(d.ID)) }
+func dueEntry(d engine.Delivery) []byte {
+	e := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(d.ID)), duePrefix(d.NextAttemptAt))
+	return append(e, d.ID...)
+}
+
+// duePrefix is the first 8 bytes of the keys of deliveries_due of the
+// deliveries due at at: its Unix nanoseconds as the time indexes lay them
+// out, with a time before or after the years that int64 nanoseconds hold
+// (1678 to 2262) taken as the first or the last of them, so that a bound
+// far in the future (a check's "every due delivery") still comes after
+// every delivery.
+func duePrefix(at time.Time) uint64 {
+	switch {
+	case at.Before(minNanoTime):
+		return timePrefix(math.MinInt64)
+	case at.After(maxNanoTime):
+		return timePrefix(math.MaxInt64)
+	}
+	return timePrefix(at.UnixNano())
+}
+
+// The first and the last time that Unix nanoseconds in an int64 hold.
+var minNanoTime, maxNanoTime = time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
 
 // entries returns the index keys of d: its state entry and, when it is
 // pending, its due entry (nil otherwise).
@@ -150,15 +173,17 @@ func (t *tx) PutDelivery(d engine.Delivery) error {
 }
 
 // ForEachDueDelivery reads the index of pending deliveries in chunks from
-// its first key, so that its cost is the deliveries it visits.
+// its first key, so that its cost is the deliveries it visits. A delivery
+// due beyond the years of duePrefix shares its key's time with every
+// other such one, and is visited only when it is due by through.
 func (t *tx) ForEachDueDelivery(through time.Time, fn func(engine.Delivery) error) error {
-	last := binary.BigEndian.AppendUint64(nil, timePrefix(through.UnixNano()))
+	last := binary.BigEndian.AppendUint64(nil, duePrefix(through))
 	due := forward([]byte{}, func(k []byte) bool { return bytes.Compare(k[:min(len(k), 8)], last) <= 0 })
 	return t.scanChunks(bucketDeliveriesDue, due, func(k []byte) error {
 		if len(k) <= 8 {
-			return fmt.Errorf("%s key %q is too short", bucketDeliveriesDue, k)
+			return nil // Check reports it.
 		}
-		return t.visitDelivery(bucketDeliveriesDue, k[8:], fn)
+		return t.visitDelivery(k, k[8:], func(d engine.Delivery) bool { return !d.NextAttemptAt.After(through) }, fn)
 	})
 }
 
@@ -172,52 +197,84 @@ func (t *tx) ForEachDeliveryIn(state engine.DeliveryState, after string, fn func
 	}
 	in := forward(first, func(k []byte) bool { return bytes.HasPrefix(k, prefix) })
 	return t.scanChunks(bucketDeliveriesByState, in, func(k []byte) error {
-		return t.visitDelivery(bucketDeliveriesByState, k[len(prefix):], fn)
+		return t.visitDelivery(k, k[len(prefix):], nil, fn)
 	})
 }
 
-// visitDelivery calls fn with delivery id, which index names.
-func (t *tx) visitDelivery(index, id []byte, fn func(engine.Delivery) error) error {
+// visitDelivery calls fn with delivery id, which the index entry e names,
+// if it exists and wanted (nil for every one) takes it: a delivery due
+// beyond the years of duePrefix may not be due by the bound its key
+// passed. An entry that names a missing delivery, or one not in the state
+// or due at the time it says (which Check reports), is passed over.
+func (t *tx) visitDelivery(e, id []byte, wanted func(engine.Delivery) bool, fn func(engine.Delivery) error) error {
 	d, ok, err := t.Delivery(string(id))
-	if err != nil {
+	if err != nil || !ok || wanted != nil && !wanted(d) {
 		return err
 	}
-	if !ok {
-		return fmt.Errorf("%s names delivery %s, which does not exist", index, id)
+	if state, due := entries(d); !bytes.Equal(e, state) && !bytes.Equal(e, due) {
+		return nil
 	}
 	return fn(d)
 }
 
-// recordDelivery1 is the format byte of a delivery.
-const recordDelivery1 = 1
+// The format bytes of a delivery: format 2 is written only for one with a
+// time beyond the years that Unix nanoseconds in an int64 hold (see
+// duePrefix), so that every time reads back as it was written.
+const (
+	recordDelivery1    = 1
+	recordDeliveryWide = 2
+)
 
 // encodeDelivery lays out a delivery (its id is the key) as:
 //
 //	format=1 | bytes event id | bytes event type | bytes channel |
 //	bytes endpoint | bytes recipient | bytes state | varint attempts |
-//	varint created | varint since | varint next attempt |
-//	varint last attempt | varint last status | bytes last error |
-//	varint done
+//	time created | time since | time next attempt | time last attempt |
+//	varint last status | bytes last error | time done
 //
-// with times in Unix nanoseconds (0 for none).
+// with each time as varint Unix nanoseconds (0 for none), or, in format 2,
+// as varint Unix seconds then uvarint nanoseconds.
 func encodeDelivery(d engine.Delivery) []byte {
+	times := []time.Time{d.CreatedAt, d.Since, d.NextAttemptAt, d.LastAttemptAt, d.DoneAt}
+	format := byte(recordDelivery1)
+	for _, at := range times {
+		if !at.IsZero() && (at.Before(minNanoTime) || at.After(maxNanoTime)) {
+			format = recordDeliveryWide
+		}
+	}
+	appendTime := func(b []byte, at time.Time) []byte {
+		if format == recordDeliveryWide {
+			return binary.AppendUvarint(binary.AppendVarint(b, at.Unix()), uint64(at.Nanosecond()))
+		}
+		return binary.AppendVarint(b, unixNanoOrZero(at))
+	}
 	b := make([]byte, 0, 64+len(d.EventID)+len(d.EventType)+len(d.Channel)+len(d.Endpoint)+len(d.Recipient)+len(d.State)+len(d.LastError))
-	b = append(b, recordDelivery1)
+	b = append(b, format)
 	for _, s := range []string{d.EventID, d.EventType, d.Channel, d.Endpoint, d.Recipient, string(d.State)} {
 		b = appendBytes(b, []byte(s))
 	}
 	b = binary.AppendVarint(b, int64(d.Attempts))
-	for _, at := range []time.Time{d.CreatedAt, d.Since, d.NextAttemptAt, d.LastAttemptAt} {
-		b = binary.AppendVarint(b, unixNanoOrZero(at))
+	for _, at := range times[:4] {
+		b = appendTime(b, at)
 	}
 	b = binary.AppendVarint(b, int64(d.LastStatus))
 	b = appendBytes(b, []byte(d.LastError))
-	return binary.AppendVarint(b, unixNanoOrZero(d.DoneAt))
+	return appendTime(b, d.DoneAt)
 }
 
 func decodeDelivery(key, raw []byte) (engine.Delivery, error) {
 	d := decoder{b: raw}
-	d.formatOf(recordDelivery1)
+	wide := d.formatOf(recordDelivery1, recordDeliveryWide) == recordDeliveryWide
+	readTime := func() time.Time {
+		if !wide {
+			return timeOrZero(d.varint())
+		}
+		sec, ns := d.varint(), d.uvarint()
+		if ns >= uint64(time.Second) {
+			d.fail(fmt.Errorf("%d nanoseconds in a second", ns))
+		}
+		return time.Unix(sec, int64(ns)).UTC()
+	}
 	r := engine.Delivery{ID: string(key)}
 	for _, s := range []*string{&r.EventID, &r.EventType, &r.Channel, &r.Endpoint, &r.Recipient} {
 		*s = string(d.bytes())
@@ -225,11 +282,11 @@ func decodeDelivery(key, raw []byte) (engine.Delivery, error) {
 	r.State = engine.DeliveryState(d.bytes())
 	r.Attempts = int(d.varint())
 	for _, at := range []*time.Time{&r.CreatedAt, &r.Since, &r.NextAttemptAt, &r.LastAttemptAt} {
-		*at = timeOrZero(d.varint())
+		*at = readTime()
 	}
 	r.LastStatus = int(d.varint())
 	r.LastError = string(d.bytes())
-	r.DoneAt = timeOrZero(d.varint())
+	r.DoneAt = readTime()
 	return r, d.end()
 }
 

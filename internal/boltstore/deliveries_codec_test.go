@@ -167,10 +167,21 @@ func TestDeliveryRoundTrip(t *testing.T) {
 		LastAttemptAt: at.Add(2 * time.Hour), LastStatus: 410, LastError: "HTTP 410 Gone — für immer", DoneAt: at.Add(3 * time.Hour)}
 	mail := engine.Delivery{ID: "e2-mail", EventID: "e2", EventType: engine.EventReserved, Channel: engine.ChannelMail,
 		Recipient: "ada@example.org", State: engine.DeliveryPending, CreatedAt: at, Since: at, NextAttemptAt: at}
-	for _, d := range []engine.Delivery{full, mail} {
-		checkRoundTrip(t, []byte(d.ID), d, encodeDelivery, decodeDelivery)
+	// Times beyond the years of int64 nanoseconds take format 2; the
+	// zero time stays what it is in either.
+	late, early := full, mail
+	late.NextAttemptAt = time.Date(9000, 1, 1, 0, 0, 0, 5, time.UTC)
+	early.CreatedAt = time.Date(1200, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		d      engine.Delivery
+		format byte
+	}{{full, recordDelivery1}, {mail, recordDelivery1}, {late, recordDeliveryWide}, {early, recordDeliveryWide}} {
+		if raw := encodeDelivery(tc.d); raw[0] != tc.format {
+			t.Errorf("delivery %+v stored as format %d, want %d", tc.d, raw[0], tc.format)
+		}
+		checkRoundTrip(t, []byte(tc.d.ID), tc.d, encodeDelivery, decodeDelivery)
 	}
-	if _, err := decodeDelivery([]byte("x"), append([]byte{2}, encodeDelivery(mail)[1:]...)); err == nil {
+	if _, err := decodeDelivery([]byte("x"), append([]byte{3}, encodeDelivery(mail)[1:]...)); err == nil {
 		t.Error("delivery of an unknown format decoded")
 	}
 }

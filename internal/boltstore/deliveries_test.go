@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,9 +20,11 @@ import (
 // due again later, delivered, failed, skipped) have one entry by state,
 // and the pending ones one by when they are due, which PutDelivery moves
 // with them; only a reservation's event waits for the simple channels,
-// every event for routing. Check is clean on them, read-only too, and
-// names an entry that is missing, one left behind and an unrouted event
-// that does not exist.
+// every event for routing. Times beyond the years of int64 nanoseconds
+// keep their order against a bound: every delivery is due by the year
+// 9999. Check is clean on them, read-only too, and names an entry that is
+// missing, one left behind (which the scans pass over) and an unrouted
+// event that does not exist.
 func TestDeliveryIndexes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reserved.db")
 	s := mustOpenPath(t, path)
@@ -100,6 +103,52 @@ func TestDeliveryIndexes(t *testing.T) {
 	if got := due(s, now.Add(time.Hour)); !slices.Equal(got, []string{holdDelivery, jobs[2].Delivery.ID}) {
 		t.Errorf("due in an hour = %q, want %s then %s", got, holdDelivery, jobs[2].Delivery.ID)
 	}
+	// Times beyond the years that int64 nanoseconds hold (1678 to 2262):
+	// a bound far in the future comes after every delivery, and a
+	// delivery due then comes after every other, and only when due.
+	far := func(year int) time.Time { return time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC) }
+	late := func(year int) string { return engine.DeliveryIDOf(holdEvent, fmt.Sprintf("wh_late%d", year)) }
+	err = s.Update(ctx, func(tx engine.Tx) error {
+		for _, year := range []int{9000, 3000} {
+			d := engine.Delivery{ID: late(year), EventID: holdEvent, EventType: engine.EventHoldCreated, Channel: engine.ChannelWebhook,
+				Endpoint: fmt.Sprintf("wh_late%d", year), State: engine.DeliveryPending, CreatedAt: now, Since: now, NextAttemptAt: far(year)}
+			if err := tx.PutDelivery(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for through, want := range map[time.Time][]string{
+		far(2262): {holdDelivery, jobs[2].Delivery.ID},
+		far(5000): {holdDelivery, jobs[2].Delivery.ID, late(3000)},
+		far(9999): {holdDelivery, jobs[2].Delivery.ID, late(3000), late(9000)},
+	} {
+		if got := due(s, through); !slices.Equal(got, want) {
+			t.Errorf("due by %s = %q, want %q", through, got, want)
+		}
+	}
+	err = s.Update(ctx, func(tx engine.Tx) error {
+		for _, year := range []int{9000, 3000} {
+			d, _, err := tx.Delivery(late(year))
+			if err != nil {
+				return err
+			}
+			d.State, d.NextAttemptAt, d.DoneAt = engine.DeliverySkipped, time.Time{}, now
+			if err := tx.PutDelivery(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := due(s, far(9999)); !slices.Equal(got, []string{holdDelivery, jobs[2].Delivery.ID}) {
+		t.Errorf("due by 9999 after the late ones were skipped = %q", got)
+	}
 	check := func(s *boltstore.Store, when string, want ...string) {
 		t.Helper()
 		findings, err := s.Check(ctx)
@@ -137,6 +186,9 @@ func TestDeliveryIndexes(t *testing.T) {
 		return tx.Bucket([]byte("events_unrouted")).Put([]byte("01a2363115f8445eedfda455b972b23b"), nil)
 	})
 	s = mustOpenPath(t, path)
+	if got := due(s, far(9999)); !slices.Equal(got, []string{holdDelivery, jobs[2].Delivery.ID}) {
+		t.Errorf("due by 9999 with an entry left behind = %q; the scan passes over it", got)
+	}
 	check(s, "with damaged indexes",
 		"delivery_index_mismatch: delivery "+jobs[1].Delivery.ID+" (failed) is missing from deliveries_by_state",
 		"delivery_index_mismatch: deliveries_due entry",

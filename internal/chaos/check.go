@@ -29,6 +29,10 @@ type Final struct {
 	// and ReceivedPayloads holds the first payload of each.
 	Received         map[string]int
 	ReceivedPayloads map[string][]byte
+	// Hooks are the campaign's webhook endpoints and what each received;
+	// HookBad the deliveries that did not verify.
+	Hooks   []HookEndpoint
+	HookBad []string
 	// StoredKeys holds actor/key of every receipt and tombstone in the
 	// store.
 	StoredKeys map[string]bool
@@ -63,6 +67,7 @@ const (
 	CheckAtomic        = "atomic_batch"
 	CheckCapacity      = "capacity"
 	CheckOutbox        = "outbox_exactly_once"
+	CheckWebhooks      = "webhooks_at_least_once"
 	CheckImport        = "import_equal"
 	CheckStore         = "reserved_check"
 )
@@ -244,6 +249,7 @@ func Check(ops []*Op, final Final) Report {
 	}
 
 	r.Violations = append(r.Violations, checkOutbox(final)...)
+	r.Violations = append(r.Violations, checkWebhooks(final)...)
 
 	if final.ImportWant != nil && !slices.Equal(final.ImportGot, final.ImportWant) {
 		add(CheckImport, "the interrupted import's outcomes differ from the uninterrupted one's: %s", firstDifference(final.ImportGot, final.ImportWant))

@@ -281,6 +281,20 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		{"event never delivered", chaos.CheckOutbox, func(h *history) {
 			delete(h.final.Received, h.final.Events[0].ID)
 		}},
+		{"webhook never delivered", chaos.CheckWebhooks, func(h *history) {
+			h.final.Hooks = []chaos.HookEndpoint{{Endpoint: engine.WebhookEndpoint{ID: id(77)}, Received: map[string][][]byte{}}}
+		}},
+		{"webhook with two bodies", chaos.CheckWebhooks, func(h *history) {
+			got := map[string][][]byte{}
+			for _, ev := range h.final.Events {
+				body := fmt.Appendf(nil, `{"type":%q,"data":{}}`, engine.WebhookType(ev.Type))
+				got[ev.ID] = [][]byte{body, append(body, ' ')}
+			}
+			h.final.Hooks = []chaos.HookEndpoint{{Endpoint: engine.WebhookEndpoint{ID: id(77)}, Received: got}}
+		}},
+		{"webhook that did not verify", chaos.CheckWebhooks, func(h *history) {
+			h.final.HookBad = []string{"a delivery to /all that does not verify"}
+		}},
 		{"two events for one effect", chaos.CheckOutbox, func(h *history) {
 			h.event(engine.EventReserved, h.final.Reservations[1].ID)
 		}},

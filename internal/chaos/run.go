@@ -143,6 +143,7 @@ type run struct {
 	maxQuantity int
 	slots       []*slot
 	sink        *sink
+	hooks       *hookSink
 	proxies     []*proxy
 	clockFile   string
 	dsn         string // The run's own schema's or cluster's, for postgres.
@@ -289,6 +290,9 @@ func (r *run) setup(ctx context.Context) error {
 	if r.sink, err = newSink(r.cfg.Seed); err != nil {
 		return err
 	}
+	if r.hooks, err = newHookSink(r.cfg.Seed); err != nil {
+		return err
+	}
 	r.clockFile = filepath.Join(r.dir, "clock")
 	if err := os.WriteFile(r.clockFile, []byte("0s\n"), 0o644); err != nil {
 		return err
@@ -332,6 +336,9 @@ func (r *run) setup(ctx context.Context) error {
 		r.proxies = append(r.proxies, p)
 	}
 	admin := &client.Client{Socket: r.slots[0].socket}
+	if err := r.hooks.subscribe(ctx, admin); err != nil {
+		return err
+	}
 	for i := range r.cfg.Size.Workshops {
 		id := fmt.Sprintf("w-%d", i)
 		capacity := 6 + r.rng.IntN(20)
@@ -540,6 +547,7 @@ func (r *run) finish(ctx context.Context) (Final, error) {
 	}
 	wg.Wait()
 	r.drainOutbox()
+	r.drainHooks(ctx, admin)
 	var ws []engine.Workshop
 	err := untilAnswered(func() (err error) { ws, err = admin.Workshops(ctx, true); return err })
 	if err != nil {
@@ -552,6 +560,7 @@ func (r *run) finish(ctx context.Context) (Final, error) {
 		}
 	}
 	final.Received, final.ReceivedPayloads = r.sink.snapshot()
+	final.Hooks, final.HookBad = r.hooks.snapshot()
 	if err := r.readStore(ctx, &final); err != nil {
 		return final, err
 	}
@@ -676,6 +685,9 @@ func (r *run) cleanup() {
 	}
 	for _, p := range r.proxies {
 		p.close()
+	}
+	if r.hooks != nil {
+		r.hooks.close()
 	}
 	if r.sink != nil {
 		r.sink.close()

@@ -44,7 +44,8 @@ type slot struct {
 func (s *slot) args() []string {
 	r := s.r
 	args := []string{"serve", "--listen", s.addr, "--socket", s.socket, "--log-format", "json", "--no-demo",
-		"--notify-url", r.sink.url, "--receipt-retention", receiptRetention.String(), "--shutdown-timeout", "5s"}
+		"--notify-url", r.sink.url, "--receipt-retention", receiptRetention.String(), "--shutdown-timeout", "5s",
+		"--delivery-min-backoff", "200ms"}
 	if r.cfg.Store == "postgres" {
 		return append(args, "--store", "postgres", "--dsn", r.dsn)
 	}

@@ -10,6 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/reserve/reserve/internal/delivery"
+	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/mail"
 	"github.com/reserve/reserve/internal/server"
 )
@@ -37,6 +40,24 @@ func (f *mailFlags) register(fs *pflag.FlagSet) {
 type mailer struct {
 	queue  *mail.Queue
 	signIn *server.EmailSignIn
+	server mail.Server
+	from   netmail.Address
+}
+
+// deliveries returns the channel of the mail deliveries (confirmations,
+// cancellations, hold and offer notices), sent by the delivery
+// dispatcher through the same mail server; nil when the daemon has no
+// mail, which routes no mail deliveries.
+func (m *mailer) deliveries(eng *engine.Engine, publicURL string) (delivery.Channel, error) {
+	if m == nil {
+		return nil, nil
+	}
+	ch, err := delivery.NewMailChannel(delivery.MailConfig{Sender: m.server, From: m.from,
+		PublicURL: publicURL, Holds: eng, Now: failpoint.Clock(time.Now)})
+	if err != nil {
+		return nil, fmt.Errorf("mail deliveries: %w", err)
+	}
+	return ch, nil
 }
 
 // open checks the mail flags, connects once to the SMTP server and
@@ -87,7 +108,7 @@ func (f *mailFlags) open(ctx context.Context, logger *slog.Logger, metrics *serv
 	if err := metrics.Register(q.Collectors()...); err != nil {
 		return nil, fmt.Errorf("mail metrics: %w", err)
 	}
-	m := &mailer{queue: q}
+	m := &mailer{queue: q, server: srv, from: *from}
 	if policy.Enabled() {
 		m.signIn = &server.EmailSignIn{Policy: policy, Mailer: q, From: *from}
 	}

@@ -261,7 +261,10 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if lns.pprof != nil {
 		defer servePprof(lns.pprof, srv.LoopbackHosts, logger)()
 	}
-	mailDeliveries := delivery.Channel(nil) // The channel of mail deliveries, when this daemon sends mail; nil routes none.
+	mailDeliveries, err := mailer.deliveries(eng, o.oidc.publicURL)
+	if err != nil {
+		return err
+	}
 	stopBackground, err := o.startBackground(ctx, eng, waker, mailDeliveries, metrics, logger)
 	if err != nil {
 		return err

@@ -46,9 +46,12 @@ type HoldLookup interface {
 // about, in the person's language (Profile.Language; English when none
 // is chosen).
 //
-// Every attempt of a delivery sends the same bytes: the Message-ID is
+// Every attempt of a delivery sends the same message: the Message-ID is
 // made from the event's id, the Date is the event's time, the MIME
-// boundaries are made from the event's id, and nothing else varies. A
+// boundaries are made from the event's id, so that a resend after a crash
+// is the same bytes. (Its text is built from the workshop and the
+// person's profile when it is sent: a workshop changed between two
+// attempts is told as it stands then, under the same Message-ID.) A
 // confirmation of a workshop with a start carries an invitation
 // (METHOD:REQUEST) whose UID is made from the reservation's id; the
 // cancellation of that reservation carries METHOD:CANCEL under the same

@@ -55,7 +55,8 @@ type Delivery struct {
 	Recipient string        `json:"recipient,omitempty"`
 	State     DeliveryState `json:"state"`
 	// Attempts counts the attempts made (or begun: a daemon killed while
-	// sending counts one).
+	// sending counts one) since the delivery was made or an operator sent
+	// it again; the backoff grows with it.
 	Attempts  int       `json:"attempts"`
 	CreatedAt time.Time `json:"created_at"`
 	// Since starts the time a pending delivery is retried for: when it
@@ -281,22 +282,38 @@ func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.D
 	// at once could lock them in opposite orders. A claim whose read
 	// fails is sent again once its lease runs out.
 	jobs := make([]DeliveryJob, 0, len(claimed))
+	var orphans []Delivery
 	err = e.store.View(ctx, func(tx Tx) error {
-		jobs = jobs[:0]
+		jobs, orphans = jobs[:0], orphans[:0]
 		for _, d := range claimed {
 			job, err := readJob(tx, d)
-			if err != nil {
+			switch {
+			case errors.Is(err, errNoEvent):
+				orphans = append(orphans, d)
+			case err != nil:
 				return err
+			default:
+				jobs = append(jobs, job)
 			}
-			jobs = append(jobs, job)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the claimed deliveries: %w", err)
 	}
+	// A delivery whose event is gone can never be sent: it fails, and
+	// stays in the view (reserved check names it), instead of failing
+	// every claim it is part of.
+	for _, d := range orphans {
+		if err := e.FinishDelivery(ctx, d, Attempt{State: DeliveryFailed, Error: "its event " + d.EventID + " does not exist"}); err != nil {
+			return nil, err
+		}
+	}
 	return jobs, nil
 }
+
+// errNoEvent is readJob's error for a delivery whose event does not exist.
+var errNoEvent = errors.New("the delivery's event does not exist")
 
 // DeliveryWork reports, from a read transaction, what a dispatcher has
 // to do: whether events wait to be routed, and when the first pending
@@ -338,7 +355,7 @@ func readJob(tx Tx, d Delivery) (DeliveryJob, error) {
 		return DeliveryJob{}, fmt.Errorf("look up event %s: %w", d.EventID, err)
 	}
 	if !ok {
-		return DeliveryJob{}, fmt.Errorf("delivery %s is of event %s, which does not exist", d.ID, d.EventID)
+		return DeliveryJob{}, fmt.Errorf("delivery %s is of event %s: %w", d.ID, d.EventID, errNoEvent)
 	}
 	job.Event = ev
 	if d.Channel == ChannelWebhook {
@@ -577,7 +594,7 @@ func (correction) effect(tx Tx, p payload, t correctedDelivery, dr *draft) (stri
 	var status string
 	switch {
 	case p.kind == OperationRetryDelivery:
-		d.State, d.Since, d.NextAttemptAt, d.DoneAt = DeliveryPending, now, now, time.Time{}
+		d.State, d.Since, d.NextAttemptAt, d.DoneAt, d.Attempts = DeliveryPending, now, now, time.Time{}, 0
 		status = StatusRequeued
 	case d.State == DeliveryDelivered:
 		return StatusAlreadyDelivered, nil

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -102,16 +103,39 @@ func ValidateWebhookURL(raw string) error {
 	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
 		return bad("plain http to a host that is not loopback")
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad(fmt.Sprintf("port %q is not from 1 to 65535", Truncate(p, 10)))
+		}
+	}
 	return nil
 }
 
 // loopbackHost reports whether host is localhost or a loopback address.
 func loopbackHost(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// sameReceiver returns the form of a valid endpoint URL that two URLs of
+// one receiver share: the scheme and host in lower case, without a
+// trailing dot or the scheme's default port.
+func sameReceiver(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if p := u.Port(); p != "" && !(u.Scheme == "https" && p == "443") && !(u.Scheme == "http" && p == "80") {
+		host = net.JoinHostPort(host, p)
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), host
+	return u.String()
 }
 
 // ValidateWebhookEventTypes refuses an unknown or repeated event type.
@@ -153,7 +177,7 @@ func (e *Engine) AddWebhook(ctx context.Context, who Principal, rawURL string, t
 	}
 	now := e.utcNow()
 	w := WebhookEndpoint{ID: e.newID(now), URL: rawURL, EventTypes: slices.Clone(types), Secret: newWebhookSecret(),
-		CreatedAt: now.Truncate(time.Second), CreatedBy: who.Actor}
+		CreatedAt: now.Truncate(time.Microsecond), CreatedBy: who.Actor}
 	if w.EventTypes == nil {
 		w.EventTypes = []string{}
 	}
@@ -163,7 +187,7 @@ func (e *Engine) AddWebhook(ctx context.Context, who Principal, rawURL string, t
 		n := 0
 		err := tx.ForEachWebhookEndpoint(func(old WebhookEndpoint) error {
 			n++
-			if old.URL == rawURL && refusal == nil {
+			if sameReceiver(old.URL) == sameReceiver(rawURL) && refusal == nil {
 				refusal = Errorf(CodeWebhookExists, "endpoint %s already delivers to %s; remove it first to add it anew (with a new secret)", old.ID, Truncate(rawURL, 200))
 			}
 			return nil

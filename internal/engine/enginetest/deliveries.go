@@ -108,8 +108,10 @@ func testWebhookEndpoints(t *testing.T, h *harness) {
 	if !strings.HasPrefix(all.Secret, engine.WebhookSecretPrefix) || len(all.Secret) < len(engine.WebhookSecretPrefix)+32 || all.Secret == some.Secret {
 		t.Fatalf("secrets %q, %q", all.Secret, some.Secret)
 	}
-	if _, err := h.eng.AddWebhook(h.ctx, admin, all.URL, nil); engine.ErrorCode(err) != engine.CodeWebhookExists || !strings.Contains(err.Error(), all.ID) {
-		t.Fatalf("adding a URL twice: %v, want %s naming %s", err, engine.CodeWebhookExists, all.ID)
+	for _, same := range []string{all.URL, "https://HOOKS.example.org/all", "https://hooks.example.org:443/all", "https://hooks.example.org./all"} {
+		if _, err := h.eng.AddWebhook(h.ctx, admin, same, nil); engine.ErrorCode(err) != engine.CodeWebhookExists || !strings.Contains(err.Error(), all.ID) {
+			t.Fatalf("adding %s beside %s: %v, want %s naming %s", same, all.URL, err, engine.CodeWebhookExists, all.ID)
+		}
 	}
 	for _, bad := range []struct {
 		url   string
@@ -118,6 +120,7 @@ func testWebhookEndpoints(t *testing.T, h *harness) {
 		{"", nil}, {"ftp://x.org/", nil}, {"http://hooks.example.org/", nil}, {"https://u:p@x.org/", nil},
 		{"https://x.org/#f", nil}, {"/relative", nil}, {"https://x.org/" + strings.Repeat("a", engine.MaxWebhookURLLen), nil},
 		{"https://x.org/a", []string{"reservation.confirmed"}}, {"https://x.org/b", []string{"hold.created", "hold.created"}},
+		{"https://x.org:99999/", nil}, {"https://x.org:0/", nil},
 	} {
 		if _, err := h.eng.AddWebhook(h.ctx, admin, bad.url, bad.types); engine.ErrorCode(err) != engine.CodeRequestContract {
 			t.Errorf("AddWebhook(%q, %v) = %v, want %s", bad.url, bad.types, err, engine.CodeRequestContract)
@@ -186,8 +189,9 @@ func testRouting(t *testing.T, h *harness) {
 	if !mapsEqual(got, want) {
 		t.Fatalf("deliveries %v, want %v", got, want)
 	}
-	// An endpoint added later gets only later events.
-	h.advance(time.Second)
+	// An endpoint added later gets only later events, also within the
+	// same second.
+	h.advance(time.Millisecond)
 	late := h.mustAddWebhook("https://hooks.example.org/late")
 	h.mustReserve("carol", newKey(), "kiln", 1)
 	h.mustRoute()
@@ -342,6 +346,9 @@ func testRetryAndSkipDeliveries(t *testing.T, h *harness) {
 		t.Fatalf("pending after the retries: %+v", pending)
 	}
 	for _, d := range pending {
+		if d.Attempts != 0 {
+			t.Fatalf("requeued delivery %+v counts its earlier attempts; its backoff would start long", d)
+		}
 		if !d.Since.Equal(h.now().Truncate(time.Microsecond)) || d.NextAttemptAt.After(h.now()) {
 			t.Fatalf("requeued delivery %+v: since and due should be now (%s)", d, h.now())
 		}
@@ -427,4 +434,28 @@ func testCheckFindsBrokenDeliveries(t *testing.T, h *harness) {
 	undated.State, undated.NextAttemptAt = engine.DeliveryFailed, time.Time{}
 	put(undated)
 	h.wantFindings("a failed delivery without its time", []string{engine.FindingDelivery, engine.FindingDelivery})
+}
+
+// testClaimSkipsADeliveryWithoutItsEvent: a delivery whose event is gone
+// fails when it is claimed, and the deliveries claimed with it are sent.
+func testClaimSkipsADeliveryWithoutItsEvent(t *testing.T, h *harness) {
+	h.workshop("kiln", 5, 5)
+	h.mustAddWebhook("https://hooks.example.org/all")
+	h.mustReserve("alice", newKey(), "kiln", 1)
+	h.mustRoute()
+	good := h.deliveries(engine.DeliveryPending)[0]
+	orphan := good
+	orphan.EventID = "00000000000000000000000000000000" // Sorts, and is due, first.
+	orphan.ID = engine.DeliveryIDOf(orphan.EventID, orphan.Endpoint)
+	if err := h.store.Update(h.ctx, func(tx engine.Tx) error { return tx.PutDelivery(orphan) }); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := h.eng.ClaimDueDeliveries(h.ctx, 10, time.Minute)
+	if err != nil || len(jobs) != 1 || jobs[0].Delivery.ID != good.ID {
+		t.Fatalf("ClaimDueDeliveries = %+v, %v; want the one delivery with an event", jobs, err)
+	}
+	if failed := h.deliveries(engine.DeliveryFailed); len(failed) != 1 || failed[0].ID != orphan.ID || !strings.Contains(failed[0].LastError, "does not exist") {
+		t.Fatalf("failed deliveries: %+v", failed)
+	}
+	h.wantFindings("a delivery of no event", []string{engine.FindingDelivery})
 }

@@ -126,6 +126,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ClaimAndFinishDeliveries", testClaimAndFinish},
 		{"RetryAndSkipDeliveries", testRetryAndSkipDeliveries},
 		{"CheckFindsBrokenDeliveries", testCheckFindsBrokenDeliveries},
+		{"CheckFindsADeliveryWithoutItsEventAndClaimsGoOn", testClaimSkipsADeliveryWithoutItsEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
