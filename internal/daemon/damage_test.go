@@ -39,6 +39,12 @@ func pristine(t *testing.T) (path string, last engine.OperationKey) {
 			t.Fatal(err)
 		}
 	}
+	// Routed here, so that the daemon's dispatcher has nothing to write
+	// when it starts: a test that damages the file while the daemon
+	// serves then knows that any write is one made after the damage.
+	if _, _, err := eng.RouteEvents(ctx, 100, engine.RouteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
