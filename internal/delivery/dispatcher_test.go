@@ -606,6 +606,11 @@ func TestIdleDispatcherWritesNothing(t *testing.T) {
 	f.reserve("alice", 1)
 	f.run()
 	f.only(engine.DeliveryDelivered)
+	// Recording the attempt wakes the dispatcher for one more pass, which
+	// may still be under way: the count starts once it has looked for
+	// work without finding any.
+	views := f.store.views.Load()
+	eventually(t, "the first looks for work", func() bool { return f.store.views.Load() >= views+10 })
 	updates, views := f.store.updates.Load(), f.store.views.Load()
 	eventually(t, "twenty looks for work", func() bool { return f.store.views.Load() >= views+20 })
 	if n := f.store.updates.Load() - updates; n != 0 {
