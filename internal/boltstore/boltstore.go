@@ -30,7 +30,7 @@ import (
 // and their versions"); a version that changes a stored format adds its row
 // there, an upgrade step and a test on records as the earlier version wrote
 // them (testdata/schema*.dump).
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // The buckets, declared once and created by Open.
 var (
@@ -66,6 +66,7 @@ var (
 		bucketReservationsByWorkshop, bucketHoldsByWorkshop,
 		bucketProfiles,
 		bucketUnrouted, bucketWebhookEndpoints, bucketDeliveries, bucketDeliveriesByState, bucketDeliveriesDue,
+		bucketWaitEntries, bucketWaitingEntries, bucketWaitEntriesByWorkshop, bucketWaitEntriesByActor,
 	}
 
 	keySchema = []byte("schema")
@@ -240,7 +241,8 @@ func createSchema(tx *bolt.Tx, path string) error {
 // version 8 (or that lacks them). A file written before version 10 gets
 // the index of unrouted events empty: every event it holds counts as
 // routed, so no event decided before the upgrade is sent to a webhook
-// endpoint or by mail.
+// endpoint or by mail. A file written before version 11 gets the buckets
+// of waiting list entries and their indexes empty: it has no entries.
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -402,7 +404,9 @@ func (s *Store) enter(ctx context.Context) (leave func(), err error) {
 // time indexes names its record at its time, and every record has its
 // entry; every entry of the index of bound actors names its binding; the
 // indexes of deliveries list each delivery by its state and, while it is
-// pending, by when it is due; every unrouted event exists). A
+// pending, by when it is due; every unrouted event exists; the indexes
+// of waiting list entries list each entry by workshop, by actor and,
+// while it waits, in its workshop's queue). A
 // damaged page is a *DamageError, not a finding:
 // the file's structure is walked by Open, and again here on a writable store.
 // (bbolt's own Tx.Check is not used: it panics in a goroutine of its own,
@@ -429,11 +433,12 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 }
 
 // checkTimeIndexes reports the differences between the records and their
-// indexes: by time, actor, workshop, token id, bound actor and delivery.
+// indexes: by time, actor, workshop, token id, bound actor, delivery and
+// waiting list entry.
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex, verifyDeliveryIndexes} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex, verifyDeliveryIndexes, waitEntryActors.verify, verifyWaitIndexes} {
 			more, err := verify(t)
 			if err != nil {
 				return err

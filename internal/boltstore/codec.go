@@ -56,6 +56,11 @@ const recordReceiptStatus = 2
 // skip) is format=5: format 2 followed by
 //
 //	bytes delivery id
+//
+// A receipt that names a waiting list entry (a request that joined the
+// list, "waiting", or a leaving of it) is format=6: format 2 followed by
+//
+//	bytes entry id | uvarint position (0 for none)
 func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	fp, err := hex.DecodeString(r.Fingerprint)
 	if err != nil || len(fp) != 32 {
@@ -66,11 +71,16 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	hold := r.HoldID != "" || !r.HoldExpiresAt.IsZero() || r.HoldTTLSeconds != 0
 	limit := r.Limit != engine.Limit{}
 	delivery := r.DeliveryID != ""
+	entry := r.EntryID != "" || r.Position != 0
 	switch {
-	case (hold || limit || delivery) && (a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 || r.HoldTTLSeconds < 0 || r.Limit.MaxPerPerson < 0 || r.Limit.Already < 0):
-		return nil, fmt.Errorf("receipt of a hold operation, a limit or a delivery's correction with an answer %q that is not the one built from its members", a.JSON())
+	case (hold || limit || delivery || entry) && (a.Verbatim() || a != r.AnswerOf(a.Status) || r.Request.Quantity < 0 || r.HoldTTLSeconds < 0 || r.Limit.MaxPerPerson < 0 || r.Limit.Already < 0 || r.Position < 0):
+		return nil, fmt.Errorf("receipt of a hold operation, a limit, a delivery's correction or a waiting list with an answer %q that is not the one built from its members", a.JSON())
 	case delivery && (hold || limit):
 		return nil, fmt.Errorf("receipt names delivery %s and a hold or a limit too", r.DeliveryID)
+	case entry && (hold || limit || delivery || r.EntryID == ""):
+		return nil, fmt.Errorf("receipt names waiting list entry %q (position %d) and a hold, a limit or a delivery too, or no entry", r.EntryID, r.Position)
+	case entry:
+		format = recordReceiptEntry
 	case delivery:
 		format = recordReceiptDelivery
 	case limit:
@@ -102,6 +112,10 @@ func encodeReceipt(r engine.Receipt) ([]byte, error) {
 	if format == recordReceiptDelivery {
 		b = appendBytes(b, []byte(r.DeliveryID))
 	}
+	if format == recordReceiptEntry {
+		b = appendBytes(b, []byte(r.EntryID))
+		b = binary.AppendUvarint(b, uint64(r.Position))
+	}
 	return b, nil
 }
 
@@ -117,6 +131,10 @@ const recordReceiptLimit = 4
 // correction of a delivery, new in schema version 10.
 const recordReceiptDelivery = 5
 
+// recordReceiptEntry is the format byte of a receipt that names a waiting
+// list entry, new in schema version 11.
+const recordReceiptEntry = 6
+
 // unixNanoOrZero returns t in Unix nanoseconds, 0 for the zero time;
 // timeOrZero is its inverse.
 func unixNanoOrZero(t time.Time) int64 {
@@ -131,6 +149,28 @@ func timeOrZero(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns).UTC()
+}
+
+// anyWide reports whether a time of times (other than the zero time) lies
+// beyond the years that Unix nanoseconds in an int64 hold (1678 to 2262),
+// so that a record keeping them needs its wide format, which appendTime
+// and decoder.time then write and read.
+func anyWide(times []time.Time) bool {
+	for _, at := range times {
+		if !at.IsZero() && (at.Before(minNanoTime) || at.After(maxNanoTime)) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendTime appends at as varint Unix nanoseconds (0 for the zero time),
+// or, in a wide record, as varint Unix seconds then uvarint nanoseconds.
+func appendTime(b []byte, at time.Time, wide bool) []byte {
+	if wide {
+		return binary.AppendUvarint(binary.AppendVarint(b, at.Unix()), uint64(at.Nanosecond()))
+	}
+	return binary.AppendVarint(b, unixNanoOrZero(at))
 }
 
 // answerCodes are the numbers that receipts and tombstones of every schema
@@ -174,7 +214,7 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 		return engine.Receipt{}, fmt.Errorf("receipt key %q has no actor separator", key)
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordReceiptStatus, recordReceiptHold, recordReceiptLimit, recordReceiptDelivery)
+	format := d.formatOf(recordFormat1, recordReceiptStatus, recordReceiptHold, recordReceiptLimit, recordReceiptDelivery, recordReceiptEntry)
 	r := engine.Receipt{Actor: actor, OperationKey: opKey}
 	r.FingerprintVersion = engine.FingerprintVersion(d.uvarint())
 	r.Fingerprint = hex.EncodeToString(d.fixed(32))
@@ -196,6 +236,16 @@ func decodeReceipt(key, raw []byte) (engine.Receipt, error) {
 	if format == recordReceiptDelivery {
 		if r.DeliveryID = string(d.bytes()); r.DeliveryID == "" {
 			d.fail(errors.New("receipt of a delivery's correction without a delivery id"))
+		}
+	}
+	if format == recordReceiptEntry {
+		if r.EntryID = string(d.bytes()); r.EntryID == "" {
+			d.fail(errors.New("receipt of a waiting list without an entry id"))
+		}
+		if p := d.uvarint(); p <= math.MaxInt32 {
+			r.Position = int(p)
+		} else {
+			d.fail(fmt.Errorf("position %d out of range", p))
 		}
 	}
 	if err := d.end(); err != nil {
@@ -221,8 +271,10 @@ type tombstoneJSON struct {
 	ReservationID      string                    `json:"reservation_id,omitempty"`
 	HoldID             string                    `json:"hold_id,omitempty"`
 	DeliveryID         string                    `json:"delivery_id,omitempty"`
+	EntryID            string                    `json:"entry_id,omitempty"`
 	Workshop           string                    `json:"workshop"`
 	Quantity           int                       `json:"quantity"`
+	Position           int                       `json:"position,omitempty"`
 	ExpiresAt          time.Time                 `json:"expires_at,omitzero"`
 	Limit              *limitJSON                `json:"limit,omitempty"`
 	CreatedAt          time.Time                 `json:"created_at"`
@@ -238,8 +290,8 @@ type limitJSON struct {
 func encodeTombstone(t engine.Tombstone) tombstoneJSON {
 	a := t.Answer
 	j := tombstoneJSON{Actor: t.Actor, OperationKey: t.OperationKey, FingerprintVersion: t.FingerprintVersion, Fingerprint: t.Fingerprint,
-		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, HoldID: a.HoldID, DeliveryID: a.DeliveryID, Workshop: a.Workshop,
-		Quantity: a.Quantity, ExpiresAt: a.ExpiresAt, CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
+		Code: codeOf(a.Kind, a.Status), Status: a.Status, ReservationID: a.ReservationID, HoldID: a.HoldID, DeliveryID: a.DeliveryID, EntryID: a.EntryID,
+		Workshop: a.Workshop, Quantity: a.Quantity, Position: a.Position, ExpiresAt: a.ExpiresAt, CreatedAt: t.CreatedAt, PurgedAt: t.PurgedAt}
 	if a.Limit != (engine.Limit{}) {
 		j.Limit = &limitJSON{MaxPerPerson: a.Limit.MaxPerPerson, Already: a.Limit.Already}
 	}
@@ -250,7 +302,7 @@ func (j tombstoneJSON) tombstone() engine.Tombstone {
 	t := engine.Tombstone{Actor: j.Actor, OperationKey: j.OperationKey, FingerprintVersion: j.FingerprintVersion, Fingerprint: j.Fingerprint,
 		CreatedAt: j.CreatedAt, PurgedAt: j.PurgedAt}
 	t.Answer = engine.Answer{Kind: t.Kind(), Status: j.Status, ReservationID: j.ReservationID, HoldID: j.HoldID,
-		DeliveryID: j.DeliveryID, Workshop: j.Workshop, Quantity: j.Quantity, ExpiresAt: j.ExpiresAt}
+		DeliveryID: j.DeliveryID, EntryID: j.EntryID, Workshop: j.Workshop, Quantity: j.Quantity, Position: j.Position, ExpiresAt: j.ExpiresAt}
 	if j.Limit != nil {
 		t.Answer.Limit = engine.Limit{MaxPerPerson: j.Limit.MaxPerPerson, Already: j.Limit.Already}
 	}
@@ -322,14 +374,21 @@ func decodeReservation(key, raw []byte) (engine.Reservation, error) {
 //	varint starts | varint ends | varint registration opens |
 //	varint registration closes | uvarint max per person
 //
-// with times in Unix nanoseconds (0 for none). A workshop is written in
-// the lowest format that holds it, so a record an earlier version wrote is
-// rewritten byte for byte.
+// with times in Unix nanoseconds (0 for none); one with people on its
+// waiting list or an offer time to live of its own as format=5, the
+// fields of format 4 (an empty schedule when it has none), then
+//
+//	varint waiting | varint offer time to live (seconds, 0 for the default)
+//
+// A workshop is written in the lowest format that holds it, so a record
+// an earlier version wrote is rewritten byte for byte.
 func encodeWorkshop(w engine.Workshop) []byte {
 	s := w.Schedule
 	b := make([]byte, 0, 40+len(w.Title)+len(s.Description)+len(s.Location)+len(s.TimeZone))
 	format := byte(recordFormat1)
 	switch {
+	case w.Waiting != 0 || w.OfferTTLSeconds != 0:
+		format = recordWorkshopWaitlist
 	case !s.IsZero():
 		format = recordWorkshopSchedule
 	case w.Hidden:
@@ -353,7 +412,7 @@ func encodeWorkshop(w engine.Workshop) []byte {
 		}
 		b = binary.AppendUvarint(b, flags)
 	}
-	if format == recordWorkshopSchedule {
+	if format >= recordWorkshopSchedule {
 		b = appendBytes(b, []byte(s.Description))
 		b = appendBytes(b, []byte(s.Location))
 		b = appendBytes(b, []byte(s.TimeZone))
@@ -361,6 +420,10 @@ func encodeWorkshop(w engine.Workshop) []byte {
 			b = binary.AppendVarint(b, unixNanoOrZero(t))
 		}
 		b = binary.AppendUvarint(b, uint64(s.MaxPerPerson))
+	}
+	if format == recordWorkshopWaitlist {
+		b = binary.AppendVarint(b, int64(w.Waiting))
+		b = binary.AppendVarint(b, int64(w.OfferTTLSeconds))
 	}
 	return b
 }
@@ -375,6 +438,10 @@ const (
 	// recordWorkshopSchedule is the format byte of a workshop with a
 	// schedule, new in schema version 8.
 	recordWorkshopSchedule = 4
+	// recordWorkshopWaitlist is the format byte of a workshop with people
+	// on its waiting list or an offer time to live of its own, new in
+	// schema version 11.
+	recordWorkshopWaitlist = 5
 	// workshopHidden is the flag of a hidden workshop; no other flag is
 	// defined, and a record with another one is refused as damaged.
 	workshopHidden = 1
@@ -389,7 +456,7 @@ func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 		return engine.Workshop{ID: r.ID, Title: r.Title, Capacity: r.Capacity, Reserved: r.Reserved, MaxQuantity: r.MaxQuantity, Version: r.Version}, nil
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordWorkshopHolding, recordWorkshopFlags, recordWorkshopSchedule)
+	format := d.formatOf(recordFormat1, recordWorkshopHolding, recordWorkshopFlags, recordWorkshopSchedule, recordWorkshopWaitlist)
 	w := engine.Workshop{ID: string(key)}
 	w.Title = string(d.bytes())
 	w.Capacity = int(d.varint())
@@ -409,7 +476,7 @@ func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 			d.fail(fmt.Errorf("unknown workshop flags %#x", flags))
 		}
 	}
-	if format == recordWorkshopSchedule {
+	if format >= recordWorkshopSchedule {
 		s := &w.Schedule
 		s.Description = string(d.bytes())
 		s.Location = string(d.bytes())
@@ -418,6 +485,10 @@ func decodeWorkshop(key, raw []byte) (engine.Workshop, error) {
 			*t = timeOrZero(d.varint())
 		}
 		s.MaxPerPerson = int(d.uvarint())
+	}
+	if format == recordWorkshopWaitlist {
+		w.Waiting = int(d.varint())
+		w.OfferTTLSeconds = int(d.varint())
 	}
 	return w, d.end()
 }
@@ -630,6 +701,18 @@ func (d *decoder) varint() int64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// time reads a time that appendTime wrote, in UTC.
+func (d *decoder) time(wide bool) time.Time {
+	if !wide {
+		return timeOrZero(d.varint())
+	}
+	sec, ns := d.varint(), d.uvarint()
+	if ns >= uint64(time.Second) {
+		d.fail(fmt.Errorf("%d nanoseconds in a second", ns))
+	}
+	return time.Unix(sec, int64(ns)).UTC()
 }
 
 func (d *decoder) fixed(n int) []byte {

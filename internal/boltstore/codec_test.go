@@ -253,6 +253,10 @@ func FuzzDecodeReceipt(f *testing.F) {
 		f.Fatalf("format %d, %v", raw[0], err)
 	}
 	f.Add(raw) // Format 4: a hold's, with the limit.
+	if raw, err = encodeReceipt(waitingReceipt("0192f0a1b2c3d4e5f60718293a4b5c72", 3)); err != nil || raw[0] != recordReceiptEntry {
+		f.Fatalf("format %d, %v", raw[0], err)
+	}
+	f.Add(raw) // Format 6: a waiting list's, with the entry and its position.
 	f.Add([]byte{recordFormat1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := decodeReceipt([]byte("a\x00k"), raw)

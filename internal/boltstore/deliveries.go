@@ -236,17 +236,10 @@ const (
 // as varint Unix seconds then uvarint nanoseconds.
 func encodeDelivery(d engine.Delivery) []byte {
 	times := []time.Time{d.CreatedAt, d.Since, d.NextAttemptAt, d.LastAttemptAt, d.DoneAt}
+	wide := anyWide(times)
 	format := byte(recordDelivery1)
-	for _, at := range times {
-		if !at.IsZero() && (at.Before(minNanoTime) || at.After(maxNanoTime)) {
-			format = recordDeliveryWide
-		}
-	}
-	appendTime := func(b []byte, at time.Time) []byte {
-		if format == recordDeliveryWide {
-			return binary.AppendUvarint(binary.AppendVarint(b, at.Unix()), uint64(at.Nanosecond()))
-		}
-		return binary.AppendVarint(b, unixNanoOrZero(at))
+	if wide {
+		format = recordDeliveryWide
 	}
 	b := make([]byte, 0, 64+len(d.EventID)+len(d.EventType)+len(d.Channel)+len(d.Endpoint)+len(d.Recipient)+len(d.State)+len(d.LastError))
 	b = append(b, format)
@@ -255,26 +248,16 @@ func encodeDelivery(d engine.Delivery) []byte {
 	}
 	b = binary.AppendVarint(b, int64(d.Attempts))
 	for _, at := range times[:4] {
-		b = appendTime(b, at)
+		b = appendTime(b, at, wide)
 	}
 	b = binary.AppendVarint(b, int64(d.LastStatus))
 	b = appendBytes(b, []byte(d.LastError))
-	return appendTime(b, d.DoneAt)
+	return appendTime(b, d.DoneAt, wide)
 }
 
 func decodeDelivery(key, raw []byte) (engine.Delivery, error) {
 	d := decoder{b: raw}
 	wide := d.formatOf(recordDelivery1, recordDeliveryWide) == recordDeliveryWide
-	readTime := func() time.Time {
-		if !wide {
-			return timeOrZero(d.varint())
-		}
-		sec, ns := d.varint(), d.uvarint()
-		if ns >= uint64(time.Second) {
-			d.fail(fmt.Errorf("%d nanoseconds in a second", ns))
-		}
-		return time.Unix(sec, int64(ns)).UTC()
-	}
 	r := engine.Delivery{ID: string(key)}
 	for _, s := range []*string{&r.EventID, &r.EventType, &r.Channel, &r.Endpoint, &r.Recipient} {
 		*s = string(d.bytes())
@@ -282,11 +265,11 @@ func decodeDelivery(key, raw []byte) (engine.Delivery, error) {
 	r.State = engine.DeliveryState(d.bytes())
 	r.Attempts = int(d.varint())
 	for _, at := range []*time.Time{&r.CreatedAt, &r.Since, &r.NextAttemptAt, &r.LastAttemptAt} {
-		*at = readTime()
+		*at = d.time(wide)
 	}
 	r.LastStatus = int(d.varint())
 	r.LastError = string(d.bytes())
-	r.DoneAt = readTime()
+	r.DoneAt = d.time(wide)
 	return r, d.end()
 }
 

@@ -14,9 +14,10 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// TestScansStopEarly: a scan of an actor's reservations or holds, of a
-// workshop's open holds past their deadline, of the deliveries in a state
-// or of those due, that its function stops after one record allocates
+// TestScansStopEarly: a scan of an actor's reservations, holds or waiting
+// list entries, of a workshop's open holds past their deadline, queue or
+// waiting list entries, of the deliveries in a state or of those due,
+// that its function stops after one record allocates
 // about as much for a record kind with 5,000 records in its range as with
 // 5: it reads the index in chunks, not the whole range before the first
 // record. Counted are allocations, not time.
@@ -74,6 +75,18 @@ func TestScansStopEarly(t *testing.T) {
 				}
 			}
 		}
+		// Waiting list entries of both actors, each actor's in a workshop
+		// of its name, all waiting.
+		for actor, n := range map[string]int{"many": many, "few": few} {
+			for range n {
+				i++
+				e := engine.WaitEntry{ID: fmt.Sprintf("%032x", i), Actor: actor, OperationKey: engine.OperationKey(uuid.NewString()),
+					Workshop: actor, Quantity: 1, State: engine.WaitWaiting, CreatedAt: now}
+				if err := tx.PutWaitEntry(e); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -90,6 +103,15 @@ func TestScansStopEarly(t *testing.T) {
 		},
 		"open holds past their deadline of": func(tx engine.Tx, actor string) error {
 			return tx.ForEachOpenHold(actor, now.Add(24*time.Hour), func(engine.Hold) error { return first(nil) })
+		},
+		"waiting list entries of": func(tx engine.Tx, actor string) error {
+			return tx.ForEachWaitEntryOf(actor, "", func(engine.WaitEntry) error { return first(nil) })
+		},
+		"queue of the workshop of": func(tx engine.Tx, actor string) error {
+			return tx.ForEachWaitingEntry(actor, func(engine.WaitEntry) error { return first(nil) })
+		},
+		"waiting list entries of the workshop of": func(tx engine.Tx, actor string) error {
+			return tx.ForEachWaitEntryIn(actor, "", func(engine.WaitEntry) error { return first(nil) })
 		},
 		"deliveries in the state of": func(tx engine.Tx, actor string) error {
 			state := map[string]engine.DeliveryState{"many": engine.DeliveryDelivered, "few": engine.DeliveryFailed}[actor]

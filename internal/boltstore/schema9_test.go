@@ -260,8 +260,10 @@ func TestSchema9File(t *testing.T) {
 	same(ro, "read-only with deliveries", pending)
 }
 
-// fixtureSettlement is an operation on a hold or a reservation of a
-// fixture (a confirmation, a release or a cancellation) and its answer.
+// fixtureSettlement is an operation on a hold, a reservation, a
+// delivery or a waiting list entry of a fixture (a confirmation, a
+// release, a cancellation, an operator's retry or skip, a leaving) and
+// its answer.
 type fixtureSettlement struct {
 	op             engine.OperationKind
 	actor, key, id string
@@ -284,6 +286,12 @@ func replaySettlements(t *testing.T, s *boltstore.Store, now time.Time, settleme
 			out, err = eng.Confirm(ctx, who, engine.OperationKey(a.key), a.id)
 		case engine.OperationRelease:
 			out, err = eng.Release(ctx, who, engine.OperationKey(a.key), a.id)
+		case engine.OperationLeaveWaitlist:
+			out, err = eng.LeaveWaitlist(ctx, who, engine.OperationKey(a.key), a.id)
+		case engine.OperationRetryDelivery: // An admin's, as is a skip.
+			out, err = eng.RetryDelivery(ctx, engine.Principal{Actor: a.actor, Admin: true}, engine.OperationKey(a.key), a.id)
+		case engine.OperationSkipDelivery:
+			out, err = eng.SkipDelivery(ctx, engine.Principal{Actor: a.actor, Admin: true}, engine.OperationKey(a.key), a.id)
 		default:
 			out, err = eng.Cancel(ctx, who, engine.OperationKey(a.key), a.id)
 		}

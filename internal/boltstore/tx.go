@@ -13,8 +13,8 @@ import (
 
 // tx adapts a bbolt transaction to engine.Tx. Receipts, reservations,
 // workshops and events use the binary layouts of codec.go, deliveries that
-// of deliveries.go; tokens, tombstones, holds, profiles and webhook
-// endpoints are stored as JSON.
+// of deliveries.go and waiting list entries that of waitlist.go; tokens,
+// tombstones, holds, profiles and webhook endpoints are stored as JSON.
 type tx struct {
 	b *bolt.Tx
 }
@@ -35,7 +35,7 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 	b := t.b.Bucket(name)
 	switch string(name) {
 	case string(bucketReservations), string(bucketEvents), string(bucketPending), string(bucketUnrouted),
-		string(bucketReceiptsByTime), string(bucketTombstonesByTime):
+		string(bucketReceiptsByTime), string(bucketTombstonesByTime), string(bucketWaitEntries):
 		b.FillPercent = appendOnlyFill
 	}
 	return b

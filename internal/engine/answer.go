@@ -29,6 +29,12 @@ const (
 	StatusSkipped          = "skipped"
 	StatusAlreadyDelivered = "already_delivered"
 	StatusAlreadySkipped   = "already_skipped"
+	// The answers of a reservation request that joined a waiting list,
+	// and of leaving one.
+	StatusWaiting         = "waiting"
+	StatusLeft            = "left"
+	StatusAlreadyLeft     = "already_left"
+	StatusAlreadyReserved = "already_reserved"
 )
 
 // Effect is what an authoritative answer says its operation did: made
@@ -43,6 +49,9 @@ const (
 	EffectMade Effect = iota + 1
 	EffectChanged
 	EffectRefused
+	// EffectQueued: the request joined a waiting list, to be offered
+	// places when they are freed.
+	EffectQueued
 )
 
 // AnswerMembers says which members an answer's body carries beside
@@ -56,6 +65,10 @@ type AnswerMembers struct {
 	Limit bool
 	// DeliveryID: "delivery_id", the delivery sent again or given up.
 	DeliveryID bool
+	// EntryID: "entry_id", the waiting list entry made or left.
+	EntryID bool
+	// Position: "position", the entry's place in the queue when it joined.
+	Position bool
 }
 
 // Names returns the names of every member of such a body, in the order of
@@ -71,7 +84,13 @@ func (m AnswerMembers) Names() []string {
 	if m.DeliveryID {
 		names = append(names, "delivery_id")
 	}
+	if m.EntryID {
+		names = append(names, "entry_id")
+	}
 	names = append(names, "workshop", "quantity")
+	if m.Position {
+		names = append(names, "position")
+	}
 	if m.ExpiresAt {
 		names = append(names, "expires_at")
 	}
@@ -101,6 +120,7 @@ var Answers = []AnswerSpec{
 	{OperationReserve, StatusRegistrationNotOpen, EffectRefused, AnswerMembers{}},
 	{OperationReserve, StatusRegistrationClosed, EffectRefused, AnswerMembers{}},
 	{OperationReserve, StatusLimitReached, EffectRefused, AnswerMembers{Limit: true}},
+	{OperationReserve, StatusWaiting, EffectQueued, AnswerMembers{EntryID: true, Position: true}},
 	{OperationCancel, StatusCancelled, EffectChanged, AnswerMembers{ReservationID: true}},
 	{OperationCancel, StatusAlreadyCancelled, EffectRefused, AnswerMembers{ReservationID: true}},
 	{OperationHold, StatusHeld, EffectMade, AnswerMembers{HoldID: true, ExpiresAt: true}},
@@ -120,6 +140,10 @@ var Answers = []AnswerSpec{
 	{OperationSkipDelivery, StatusSkipped, EffectChanged, AnswerMembers{DeliveryID: true}},
 	{OperationSkipDelivery, StatusAlreadyDelivered, EffectRefused, AnswerMembers{DeliveryID: true}},
 	{OperationSkipDelivery, StatusAlreadySkipped, EffectRefused, AnswerMembers{DeliveryID: true}},
+	{OperationLeaveWaitlist, StatusLeft, EffectChanged, AnswerMembers{EntryID: true}},
+	{OperationLeaveWaitlist, StatusExpired, EffectRefused, AnswerMembers{EntryID: true}},
+	{OperationLeaveWaitlist, StatusAlreadyLeft, EffectRefused, AnswerMembers{EntryID: true}},
+	{OperationLeaveWaitlist, StatusAlreadyReserved, EffectRefused, AnswerMembers{EntryID: true}},
 }
 
 // SpecOf returns the row of Answers for an answer of kind with status, and
@@ -153,6 +177,7 @@ func AnswerStatuses() []string {
 //	reserve {"status":"unavailable","workshop":"…","quantity":N}
 //	reserve {"status":S,"workshop":"…","quantity":N}, S registration_not_open or registration_closed
 //	reserve {"status":"limit_reached","workshop":"…","quantity":N,"max_per_person":M,"already":A}
+//	reserve {"status":"waiting","entry_id":"…","workshop":"…","quantity":N,"position":P}
 //	cancel  {"status":"cancelled","reservation_id":"…","workshop":"…","quantity":N}
 //	cancel  {"status":"already_cancelled","reservation_id":"…","workshop":"…","quantity":N}
 //	hold    {"status":"held","hold_id":"…","workshop":"…","quantity":N,"expires_at":"<RFC 3339 UTC>"}
@@ -163,6 +188,7 @@ func AnswerStatuses() []string {
 //	release {"status":S,"hold_id":"…","workshop":"…","quantity":N}, S released, expired, already_confirmed or already_released
 //	retry_delivery {"status":"requeued","delivery_id":"…","workshop":"…","quantity":N}
 //	skip_delivery  {"status":S,"delivery_id":"…","workshop":"…","quantity":N}, S skipped, already_delivered or already_skipped
+//	leave_waitlist {"status":S,"entry_id":"…","workshop":"…","quantity":N}, S left, expired, already_left or already_reserved
 //
 // (the workshop and quantity of a delivery's answer are its event's)
 //
@@ -175,8 +201,10 @@ type Answer struct {
 	ReservationID string        `json:"reservation_id,omitempty"`
 	HoldID        string        `json:"hold_id,omitempty"`
 	DeliveryID    string        `json:"delivery_id,omitempty"`
+	EntryID       string        `json:"entry_id,omitempty"`
 	Workshop      string        `json:"workshop"`
 	Quantity      int           `json:"quantity"`
+	Position      int           `json:"position,omitempty"`
 	ExpiresAt     time.Time     `json:"expires_at,omitzero"`
 	// Limit is encoded, as "max_per_person" and "already", in a
 	// limit_reached answer only.
@@ -215,8 +243,10 @@ func DecodeAnswer(kind OperationKind, body []byte) (Answer, error) {
 		strictjson.StringMember("reservation_id", false, nil, &a.ReservationID),
 		strictjson.StringMember("hold_id", false, nil, &a.HoldID),
 		strictjson.StringMember("delivery_id", false, nil, &a.DeliveryID),
+		strictjson.StringMember("entry_id", false, nil, &a.EntryID),
 		strictjson.StringMember("workshop", true, nil, &a.Workshop),
 		strictjson.IntMember("quantity", true, 1, MaxQuantity, &a.Quantity),
+		strictjson.IntMember("position", false, 1, MaxQuantity, &a.Position),
 		strictjson.TimeMember("expires_at", false, &a.ExpiresAt),
 		strictjson.IntMember("max_per_person", false, 1, MaxQuantity, &a.Limit.MaxPerPerson),
 		strictjson.IntMember("already", false, 0, MaxQuantity, &a.Limit.Already),

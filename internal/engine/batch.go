@@ -116,6 +116,9 @@ func (e *Engine) Batch(ctx context.Context, actor string, entries []BatchEntry, 
 		if invalid[i] = en.Invalid; invalid[i] == nil {
 			invalid[i] = checkOperation(actor, en.Key, en.Request)
 		}
+		if invalid[i] == nil && atomic && en.Request.Waitlist {
+			invalid[i] = Errorf(CodeRequestContract, "member \"waitlist\" cannot be true in an atomic batch, whose items are all reserved or none")
+		}
 	}
 	res, err := e.batch(ctx, items, invalid, atomic)
 	if err != nil {

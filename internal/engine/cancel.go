@@ -60,6 +60,9 @@ func (cancellation) effect(tx Tx, _ payload, res Reservation, d *draft) (string,
 		return "", fmt.Errorf("reservation %s is for workshop %q, which does not exist", res.ID, res.Workshop)
 	}
 	w.Reserved -= res.Quantity
+	if _, err := d.serve(tx, &w); err != nil { // The places go to the people waiting first.
+		return "", err
+	}
 	if err := tx.PutWorkshop(w); err != nil {
 		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
 	}

@@ -146,7 +146,14 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 		}); err != nil {
 			return err
 		}
-		checkRef := func(a answerRef) { checkAnswerRef(a, reservations, holds, add) }
+		entries, waiting, err := readEntries(tx, workshops, holds, add)
+		if err != nil {
+			return err
+		}
+		checkRef := func(a answerRef) {
+			checkAnswerRef(a, reservations, holds, add)
+			checkEntryRef(a, entries, add)
+		}
 		if err := tx.ForEachReceipt(func(rec Receipt) error {
 			checkReceiptAnswer(rec, add)
 			checkRef(answerRef{what: "receipt", actor: rec.Actor, key: rec.OperationKey, kind: rec.Kind(), answer: rec.AnswerOf(rec.Answer.Status)})
@@ -209,6 +216,9 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 		}
 		for _, id := range holdOrder {
 			checkHold(holds[id], reservations, add)
+		}
+		if err := checkWaitlists(tx, workshops, entries, waiting, add); err != nil {
+			return err
 		}
 		for id, w := range workshops {
 			if w.Reserved != sums[id] {
@@ -304,6 +314,8 @@ var holdEventStates = map[string]HoldState{
 	EventHoldConfirmed: HoldConfirmed,
 	EventHoldReleased:  HoldReleased,
 	EventHoldExpired:   HoldExpired,
+	// An offer is made held, and may be settled since.
+	EventWaitlistOffered: "any",
 }
 
 // checkHoldEvent matches a hold event with the hold it tells of.
@@ -418,8 +430,12 @@ func checkHoldRef(a answerRef, holds map[string]*holdInfo, add func(kind, format
 // checkHold reports a hold whose answers or reservation do not match its
 // state.
 func checkHold(h *holdInfo, reservations map[string]*resInfo, add func(kind, format string, args ...any)) {
-	if h.made != 1 {
-		add(FindingHold, "hold %s (%s, key %s) is named by %d held answers, not exactly one", h.ID, h.Actor, h.OperationKey, h.made)
+	// An offer from a waiting list is made by the decision that served
+	// its entry, which answers nobody "held"; it may be released by its
+	// owner leaving the list, which answers "left".
+	offer := h.WaitEntry != ""
+	if wantMade := 1 - min(len(h.WaitEntry), 1); h.made != wantMade {
+		add(FindingHold, "hold %s (%s, key %s) is named by %d held answers, not %d", h.ID, h.Actor, h.OperationKey, h.made, wantMade)
 	}
 	wantConfirmed, wantReleased := 0, 0
 	switch h.State {
@@ -445,6 +461,9 @@ func checkHold(h *holdInfo, reservations map[string]*resInfo, add func(kind, for
 	}
 	if h.State != HoldConfirmed && h.ReservationID != "" {
 		add(FindingHold, "hold %s is %s but names reservation %s", h.ID, h.State, h.ReservationID)
+	}
+	if offer && h.State == HoldReleased && h.released == 0 {
+		wantReleased = 0
 	}
 	if h.confirmed != wantConfirmed || h.released != wantReleased {
 		add(FindingHold, "hold %s is %s, with %d reserved confirmations and %d released answers", h.ID, h.State, h.confirmed, h.released)

@@ -7,6 +7,11 @@ import "fmt"
 type Request struct {
 	Workshop string `json:"workshop"`
 	Quantity int    `json:"quantity"`
+	// Waitlist asks to join the workshop's waiting list when too few
+	// places are free, or when people wait already, instead of being
+	// answered "unavailable". Stores do not keep it: a receipt's
+	// fingerprint version says it.
+	Waitlist bool `json:"waitlist,omitempty"`
 }
 
 // Validate checks a Request built in code (not decoded) against the same

@@ -207,6 +207,8 @@ func conflict(key OperationKey, kind OperationKind, req Request, a Answer) *Erro
 		use = "to send delivery " + a.DeliveryID + " again"
 	case OperationSkipDelivery:
 		use = "to skip delivery " + a.DeliveryID
+	case OperationLeaveWaitlist:
+		use = "to leave waiting list entry " + a.EntryID
 	default:
 		use = fmt.Sprintf("for a different reservation (workshop %q, quantity %d)", req.Workshop, req.Quantity)
 	}

@@ -33,6 +33,15 @@ type Workshop struct {
 	Version     uint64 `json:"version"`
 	Hidden      bool   `json:"hidden,omitempty"`
 	Holding     int    `json:"-"`
+	// Waiting counts the entries of the workshop's waiting list that wait
+	// for their turn (not those offered places, whose places are held),
+	// kept in the transaction of every change to them. While it is not 0,
+	// freed places go to them and requests that do not join the list are
+	// answered "unavailable".
+	Waiting int `json:"waiting,omitempty"`
+	// OfferTTLSeconds is how long an entry offered places has to confirm
+	// them (0: DefaultOfferTTLSeconds).
+	OfferTTLSeconds int `json:"offer_ttl_seconds,omitempty"`
 	Schedule
 	// Registration is what a view shows: the registration state at the
 	// time of the read (RegistrationOpen, RegistrationNotOpen or
@@ -51,6 +60,9 @@ type WorkshopSpec struct {
 	MaxQuantity int    `json:"max_quantity,omitempty"`
 	Title       string `json:"title,omitempty"`
 	Hidden      *bool  `json:"hidden,omitempty"`
+	// OfferTTLSeconds, when not 0, replaces the time an offer from the
+	// waiting list lasts.
+	OfferTTLSeconds int `json:"offer_ttl_seconds,omitempty"`
 	Schedule
 }
 
@@ -108,7 +120,11 @@ type Receipt struct {
 	ReservationID      string
 	HoldID             string
 	// DeliveryID is the delivery an operator's correction was for.
-	DeliveryID     string
+	DeliveryID string
+	// EntryID is the waiting list entry a request joined or a leaving
+	// left, and Position the entry's place in the queue when it joined.
+	EntryID        string
+	Position       int
 	HoldExpiresAt  time.Time
 	HoldTTLSeconds int
 	// Limit is what a limit_reached answer reports beside its request.
@@ -122,14 +138,17 @@ type Receipt struct {
 // that keeps only the status builds again.
 func (r Receipt) AnswerOf(status string) Answer {
 	return Answer{Kind: r.Kind(), Status: status, ReservationID: r.ReservationID, HoldID: r.HoldID, DeliveryID: r.DeliveryID,
-		Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, ExpiresAt: r.HoldExpiresAt, Limit: r.Limit}
+		EntryID: r.EntryID, Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, Position: r.Position,
+		ExpiresAt: r.HoldExpiresAt, Limit: r.Limit}
 }
 
 // payload returns what the receipt's key was used for, as the operation
 // sent it.
 func (r Receipt) payload() payload {
-	return payload{kind: r.Kind(), req: r.Request, reservationID: r.ReservationID, holdID: r.HoldID, deliveryID: r.DeliveryID,
-		hold: HoldRequest{Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, TTLSeconds: r.HoldTTLSeconds}}
+	req := r.Request
+	req.Waitlist = r.FingerprintVersion == WaitlistFingerprintV1
+	return payload{kind: r.Kind(), req: req, reservationID: r.ReservationID, holdID: r.HoldID, deliveryID: r.DeliveryID,
+		entryID: r.EntryID, hold: HoldRequest{Workshop: r.Request.Workshop, Quantity: r.Request.Quantity, TTLSeconds: r.HoldTTLSeconds}}
 }
 
 // Outcome is the result of an idempotent operation: its authoritative

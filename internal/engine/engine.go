@@ -106,17 +106,24 @@ func (reservation) target(tx Tx, _ Principal, p payload) (Workshop, *Error, erro
 }
 
 func (reservation) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
-	req := p.req
+	req := Request{Workshop: p.req.Workshop, Quantity: p.req.Quantity}
 	d.Request = req
 	id, eventID := d.mint(), d.mint()
-	if refusal, err := d.admit(tx, w, req.Quantity); err != nil || refusal != "" {
-		return refusal, err
-	}
-	w, err := d.makeRoom(tx, w, req.Quantity)
+	w, err := d.serveFirst(tx, w)
 	if err != nil {
 		return "", err
 	}
-	if w.free() < req.Quantity {
+	if refusal, err := d.admit(tx, w, req.Quantity); err != nil || refusal != "" {
+		return refusal, err
+	}
+	w, queued, err := d.queue(tx, w, req.Quantity)
+	if err != nil {
+		return "", err
+	}
+	if queued {
+		if p.req.Waitlist {
+			return d.join(tx, w, req)
+		}
 		return StatusUnavailable, nil
 	}
 	w.Reserved += req.Quantity

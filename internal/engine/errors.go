@@ -55,6 +55,9 @@ const (
 	CodeWebhookExists = "webhook_exists"
 	// CodeUnknownDelivery means no delivery has that id.
 	CodeUnknownDelivery = "unknown_delivery"
+	// CodeUnknownEntry means no waiting list entry visible to the caller
+	// has that id.
+	CodeUnknownEntry = "unknown_entry"
 	// CodeUnauthenticated means the caller has no valid credentials.
 	CodeUnauthenticated = "unauthenticated"
 	// CodeForbidden means the caller is known but not allowed.
@@ -110,7 +113,7 @@ var Codes = []string{
 	CodeInvalidIdempotencyKey,
 	CodeRequestContract, CodeOperationConflict, CodeOperationExpired, CodeBatchRefused, CodeUnknownWorkshop,
 	CodeUnknownOperation, CodeUnknownReservation, CodeUnknownHold, CodeUnknownToken, CodeVersionMismatch,
-	CodeCapacityBelowReserved, CodeWorkshopInUse, CodeUnknownWebhook, CodeWebhookExists, CodeUnknownDelivery, CodeUnauthenticated, CodeForbidden,
+	CodeCapacityBelowReserved, CodeWorkshopInUse, CodeUnknownWebhook, CodeWebhookExists, CodeUnknownDelivery, CodeUnknownEntry, CodeUnauthenticated, CodeForbidden,
 	CodeInsufficientStorage, CodeStoreUnavailable, CodeIdentityUnavailable, CodeInternal,
 }
 

@@ -29,6 +29,15 @@ const (
 	// encodings that DeliveryFingerprint hashes for each of the two kinds.
 	RetryDeliveryFingerprintV1 FingerprintVersion = 6
 	SkipDeliveryFingerprintV1  FingerprintVersion = 7
+	// WaitlistFingerprintV1 is the encoding that WaitlistFingerprint
+	// hashes: a reservation request that joins the waiting list when it
+	// cannot be reserved. A request without "waitlist" keeps
+	// ReserveFingerprintV1, so a key used with one never matches the
+	// other.
+	WaitlistFingerprintV1 FingerprintVersion = 8
+	// LeaveWaitlistFingerprintV1 is the encoding that SettleFingerprint
+	// hashes for leaving a waiting list.
+	LeaveWaitlistFingerprintV1 FingerprintVersion = 9
 )
 
 // fingerprintVersions is the one table of fingerprint versions: the kind of
@@ -51,6 +60,10 @@ var fingerprintVersions = map[FingerprintVersion]struct {
 	SkipDeliveryFingerprintV1: {OperationSkipDelivery, func(p payload) string {
 		return DeliveryFingerprint(OperationSkipDelivery, p.deliveryID)
 	}},
+	WaitlistFingerprintV1: {OperationReserve, func(p payload) string { return WaitlistFingerprint(p.req) }},
+	LeaveWaitlistFingerprintV1: {OperationLeaveWaitlist, func(p payload) string {
+		return SettleFingerprint(OperationLeaveWaitlist, p.entryID)
+	}},
 }
 
 // fingerprintVersionOf is the fingerprint version each kind of operation
@@ -63,6 +76,7 @@ var fingerprintVersionOf = map[OperationKind]FingerprintVersion{
 	OperationRelease:       ReleaseFingerprintV1,
 	OperationRetryDelivery: RetryDeliveryFingerprintV1,
 	OperationSkipDelivery:  SkipDeliveryFingerprintV1,
+	OperationLeaveWaitlist: LeaveWaitlistFingerprintV1,
 }
 
 // Kind returns the kind of operation whose payloads v encodes ("" for a
@@ -84,6 +98,15 @@ func Fingerprint(r Request) string {
 	buf = strconv.AppendInt(buf, int64(r.Quantity), 10)
 	buf = append(buf, '\n')
 	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
+}
+
+// WaitlistFingerprint returns the hex SHA-256 of the canonical encoding
+// of a reservation request that joins the waiting list if it must:
+//
+//	"reserve-waitlist-v1\n" workshop "\n" decimal(quantity) "\n"
+func WaitlistFingerprint(r Request) string {
+	sum := sha256.Sum256([]byte("reserve-waitlist-v1\n" + r.Workshop + "\n" + strconv.Itoa(r.Quantity) + "\n"))
 	return hex.EncodeToString(sum[:])
 }
 
@@ -145,23 +168,34 @@ type payload struct {
 	hold          HoldRequest
 	holdID        string
 	deliveryID    string
+	entryID       string
+}
+
+// version returns the fingerprint version p is stored with: its kind's,
+// or WaitlistFingerprintV1 for a request that joins a waiting list.
+func (p payload) version() FingerprintVersion {
+	if p.kind == OperationReserve && p.req.Waitlist {
+		return WaitlistFingerprintV1
+	}
+	return fingerprintVersionOf[p.kind]
 }
 
 // fingerprint returns the version and fingerprint p is stored with.
 func (p payload) fingerprint() (FingerprintVersion, string) {
-	v := fingerprintVersionOf[p.kind]
+	v := p.version()
 	return v, fingerprintVersions[v].fingerprint(p)
 }
 
 // matches reports whether a stored (version, fingerprint) is the fingerprint
-// of p: false for a version of another kind of operation, an error for a
-// version this engine does not know.
+// of p: false for a version p is not stored with (another kind of
+// operation, or a request with "waitlist" against one without), an error
+// for a version this engine does not know.
 func (p payload) matches(version FingerprintVersion, fp string) (bool, error) {
 	v, ok := fingerprintVersions[version]
 	if !ok {
 		return false, fmt.Errorf("unknown fingerprint version %d", version)
 	}
-	return v.kind == p.kind && fp == v.fingerprint(p), nil
+	return version == p.version() && fp == v.fingerprint(p), nil
 }
 
 // Kind returns the kind of operation the receipt answers: the kind of its

@@ -46,6 +46,9 @@ type Hold struct {
 	ReservationID   string       `json:"reservation_id,omitempty"`
 	SettledAt       time.Time    `json:"settled_at,omitzero"`
 	SettleOperation OperationKey `json:"settle_operation,omitempty"`
+	// WaitEntry names the waiting list entry a hold is the offer of; its
+	// OperationKey is then the key the entry joined with.
+	WaitEntry string `json:"entry_id,omitempty"`
 }
 
 // Open reports whether the hold's places are still counted in its
@@ -119,14 +122,18 @@ func (holding) effect(tx Tx, p payload, w Workshop, d *draft) (string, error) {
 	req := p.hold.request()
 	d.Request, d.HoldTTLSeconds = req, p.hold.TTLSeconds
 	id := d.mint()
-	if refusal, err := d.admit(tx, w, req.Quantity); err != nil || refusal != "" {
-		return refusal, err
-	}
-	w, err := d.makeRoom(tx, w, req.Quantity)
+	w, err := d.serveFirst(tx, w)
 	if err != nil {
 		return "", err
 	}
-	if w.free() < req.Quantity {
+	if refusal, err := d.admit(tx, w, req.Quantity); err != nil || refusal != "" {
+		return refusal, err
+	}
+	w, queued, err := d.queue(tx, w, req.Quantity)
+	if err != nil {
+		return "", err
+	}
+	if queued {
 		return StatusUnavailable, nil
 	}
 	if _, taken, err := tx.Hold(id); err != nil || taken {
@@ -305,7 +312,8 @@ type heldHold struct {
 
 // settlement is the decision's part of a confirmation or release (the
 // payload's kind). Its target is the hold, which must be who's (else
-// CodeUnknownHold, which stores nothing), and its workshop. The decision
+// CodeUnknownHold, which stores nothing), and, while the hold is open,
+// its workshop. The decision
 // reads the clock only once both are read, which in a store with row
 // locks (PostgreSQL) waits until no other transaction can change either:
 // a decision that took the places of the hold once its deadline passed
@@ -322,6 +330,12 @@ func (settlement) target(tx Tx, who Principal, p payload) (heldHold, *Error, err
 	if !ok || h.Actor != who.Actor {
 		return heldHold{}, unknownHold(who, p.holdID), nil
 	}
+	if !h.Open() {
+		// A settled hold is answered from its state alone: its workshop
+		// may have been deleted since (a workshop is deleted only once
+		// none of its holds is open).
+		return heldHold{h: h}, nil, nil
+	}
 	w, ok, err := tx.Workshop(h.Workshop)
 	if err != nil {
 		return heldHold{}, nil, fmt.Errorf("look up workshop %s: %w", h.Workshop, err)
@@ -337,10 +351,17 @@ func (settlement) effect(tx Tx, p payload, t heldHold, d *draft) (string, error)
 	d.Request, d.HoldID = Request{Workshop: h.Workshop, Quantity: h.Quantity}, h.ID
 	state := h.StateAt(now)
 	if state == HoldExpired && h.Open() {
-		if err := expireHold(tx, w, h, now, d.mint()); err != nil {
+		w.Holding -= h.Quantity
+		if err := putExpired(tx, h, now, d.mint()); err != nil {
 			return "", err
 		}
 		d.expiredHolds = 1
+		if _, err := d.serve(tx, &w); err != nil {
+			return "", err
+		}
+		if err := tx.PutWorkshop(w); err != nil {
+			return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
+		}
 	}
 	if state != HoldHeld {
 		return settleStatus[p.kind][state], nil
@@ -358,11 +379,20 @@ func (settlement) effect(tx Tx, p payload, t heldHold, d *draft) (string, error)
 		}
 		status, h.State, h.ReservationID, d.ReservationID = StatusReserved, HoldConfirmed, resID, resID
 	}
-	if err := tx.PutWorkshop(w); err != nil {
-		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
-	}
 	if err := tx.PutHold(h); err != nil {
 		return "", fmt.Errorf("update hold %s: %w", h.ID, err)
+	}
+	if err := settleOffer(tx, h, offerEnd[h.State], now); err != nil {
+		return "", err
+	}
+	// A release passes its places on to the people waiting; either
+	// settlement is a decision on w, which also passes on the places of
+	// w's holds and offers whose deadline has passed.
+	if _, err := d.serve(tx, &w); err != nil {
+		return "", err
+	}
+	if err := tx.PutWorkshop(w); err != nil {
+		return "", fmt.Errorf("update workshop %s: %w", w.ID, err)
 	}
 	typ := EventHoldReleased
 	if h.State == HoldConfirmed {
@@ -374,14 +404,21 @@ func (settlement) effect(tx Tx, p payload, t heldHold, d *draft) (string, error)
 	return status, nil
 }
 
-// expireHold cleans up open hold h past its deadline: it is stored as
-// expired and its places leave the holding counter of its workshop w.
-func expireHold(tx Tx, w Workshop, h Hold, now time.Time, eventID string) error {
+// expireHold cleans up open hold h past its deadline at d's time: it is
+// stored as expired, its places leave the holding counter of its
+// workshop w, and they go to the people waiting, if any.
+func (d *draft) expireHold(tx Tx, w Workshop, h Hold) error {
 	w.Holding -= h.Quantity
+	if err := putExpired(tx, h, d.now, d.mint()); err != nil {
+		return err
+	}
+	if _, err := d.serve(tx, &w); err != nil {
+		return err
+	}
 	if err := tx.PutWorkshop(w); err != nil {
 		return fmt.Errorf("update workshop %s: %w", w.ID, err)
 	}
-	return putExpired(tx, h, now, eventID)
+	return nil
 }
 
 // putExpired stores open hold h, past its deadline, as cleaned up at now,
@@ -392,6 +429,9 @@ func putExpired(tx Tx, h Hold, now time.Time, eventID string) error {
 	h.State, h.SettledAt = HoldExpired, now
 	if err := tx.PutHold(h); err != nil {
 		return fmt.Errorf("expire hold %s: %w", h.ID, err)
+	}
+	if err := settleOffer(tx, h, WaitExpired, now); err != nil {
+		return err
 	}
 	return addHoldEvent(tx, eventID, EventHoldExpired, h, "", "", now)
 }
@@ -430,9 +470,11 @@ const expireHoldsStep = 64
 // most a few dozen holds each, rechecking each hold there (one that a
 // decision settled meanwhile is left as it is). It returns how many it
 // cleaned, and more when it found limit holds, so that more may be left:
-// the daemon's janitor calls it again while more is true. Nothing depends
-// on it for correctness: every decision treats a hold past its deadline as
-// expired.
+// the daemon's janitor calls it again while more is true. No decision
+// depends on it for correctness: every decision treats a hold past its
+// deadline as expired. Waiting lists do: an offer past its deadline passes
+// on at the next decision on its workshop, or here, whichever comes first.
+// Each hold it cleans gives its places to its workshop's waiting list.
 func (e *Engine) ExpireHolds(ctx context.Context, limit int) (cleaned int, more bool, err error) {
 	now := e.utcNow()
 	var due []string
@@ -480,10 +522,11 @@ func (e *Engine) ExpireHolds(ctx context.Context, limit int) (cleaned int, more 
 				if !ok {
 					return fmt.Errorf("hold %s is for workshop %q, which does not exist", h.ID, h.Workshop)
 				}
-				if err := expireHold(tx, w, h, now, e.newID(now)); err != nil {
+				d := draft{now: now, newID: e.newID}
+				if err := d.expireHold(tx, w, h); err != nil {
 					return err
 				}
-				done++
+				done += 1 + d.expiredHolds // The holds serving the waiting list cleaned too.
 			}
 			return nil
 		})

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/bits"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -25,6 +26,19 @@ func NewReservationID(now time.Time) string {
 	random := lastID.next(ms)
 	copy(b[6:], random[:])
 	return hex.EncodeToString(b[:])
+}
+
+// idMillis returns the Unix milliseconds id was made at (the first 48 bits
+// of an id of NewReservationID), and 0 for an id not of that form.
+func idMillis(id string) int64 {
+	if len(id) < 12 {
+		return 0
+	}
+	ms, err := strconv.ParseUint(id[:12], 16, 48)
+	if err != nil {
+		return 0
+	}
+	return int64(ms)
 }
 
 // lastID is the source of NewReservationID's random parts.

@@ -30,10 +30,18 @@ func (a Answer) appendJSON(b []byte) []byte {
 		b = append(b, `,"delivery_id":`...)
 		b = appendJSONString(b, a.DeliveryID)
 	}
+	if a.EntryID != "" {
+		b = append(b, `,"entry_id":`...)
+		b = appendJSONString(b, a.EntryID)
+	}
 	b = append(b, `,"workshop":`...)
 	b = appendJSONString(b, a.Workshop)
 	b = append(b, `,"quantity":`...)
 	b = strconv.AppendInt(b, int64(a.Quantity), 10)
+	if a.Position != 0 {
+		b = append(b, `,"position":`...)
+		b = strconv.AppendInt(b, int64(a.Position), 10)
+	}
 	if !a.ExpiresAt.IsZero() {
 		b = append(b, `,"expires_at":"`...)
 		b = a.ExpiresAt.AppendFormat(b, time.RFC3339Nano)

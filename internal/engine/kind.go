@@ -21,4 +21,8 @@ const (
 	// controlled corrections of the deliveries.
 	OperationRetryDelivery OperationKind = "retry_delivery"
 	OperationSkipDelivery  OperationKind = "skip_delivery"
+	// OperationLeaveWaitlist takes an entry off a waiting list, declining
+	// the places it was offered if any. (Joining one is a reservation
+	// request with "waitlist": true.)
+	OperationLeaveWaitlist OperationKind = "leave_waitlist"
 )

@@ -18,7 +18,7 @@ func TestAnswersTable(t *testing.T) {
 			t.Errorf("(%s, %s) has two rows", row.Kind, row.Status)
 		}
 		seen[row.Kind] = append(seen[row.Kind], row.Status)
-		if row.Effect < EffectMade || row.Effect > EffectRefused {
+		if row.Effect < EffectMade || row.Effect > EffectQueued {
 			t.Errorf("(%s, %s) has no effect", row.Kind, row.Status)
 		}
 		a := Answer{Kind: row.Kind, Status: row.Status, Workshop: "w-1", Quantity: 2}
@@ -33,6 +33,12 @@ func TestAnswersTable(t *testing.T) {
 		}
 		if row.Members.ExpiresAt {
 			a.ExpiresAt = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		}
+		if row.Members.EntryID {
+			a.EntryID = id
+		}
+		if row.Members.Position {
+			a.Position = 3
 		}
 		if row.Members.Limit {
 			a.Limit = Limit{MaxPerPerson: 2, Already: 1}
@@ -56,7 +62,7 @@ func TestAnswersTable(t *testing.T) {
 		}
 	}
 	for _, kind := range []OperationKind{OperationReserve, OperationCancel, OperationHold, OperationConfirm, OperationRelease,
-		OperationRetryDelivery, OperationSkipDelivery} {
+		OperationRetryDelivery, OperationSkipDelivery, OperationLeaveWaitlist} {
 		if len(seen[kind]) == 0 {
 			t.Errorf("kind %s has no answers", kind)
 		}

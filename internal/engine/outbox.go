@@ -20,6 +20,9 @@ const (
 	EventHoldConfirmed = "hold.confirmed"
 	EventHoldReleased  = "hold.released"
 	EventHoldExpired   = "hold.expired"
+	// EventWaitlistOffered tells a person on a waiting list that places
+	// are held for them: a hold event whose hold is the offer.
+	EventWaitlistOffered = "waitlist.offered"
 )
 
 // ForSimpleChannels reports whether the simple channels (a directory of

@@ -213,10 +213,12 @@ func registrationRefusal(w Workshop, now time.Time) string {
 
 // limitRefusal reports whether who asking for need more places of w goes
 // over w's limit per person at now, and how many places who has already:
-// the places of who's active reservations of w and of who's open holds of
-// w whose deadline has not passed. It reads who's records of w only (the
-// store's index by workshop and actor), so its cost is who's history in w,
-// not w's nor who's elsewhere.
+// the places of who's active reservations of w, of who's open holds of w
+// whose deadline has not passed, and of who's entries waiting on w's
+// waiting list. It reads who's reservations and holds of w only (the
+// store's index by workshop and actor), so their cost is who's history in
+// w, not w's nor who's elsewhere, and who's waiting list entries (the
+// index by actor), which are few.
 func limitRefusal(tx Tx, w Workshop, who string, need int, now time.Time) (Limit, bool, error) {
 	if w.MaxPerPerson == 0 {
 		return Limit{}, false, nil
@@ -246,6 +248,18 @@ func limitRefusal(tx Tx, w Workshop, who string, need int, now time.Time) (Limit
 	})
 	if err != nil && !errors.Is(err, errEnough) {
 		return Limit{}, false, fmt.Errorf("read the holds of %s in workshop %s: %w", who, w.ID, err)
+	}
+	// The places who waits for in w count too: each entry waiting is
+	// offered them as a hold, without the limit being checked again. An
+	// entry offered places is counted by its hold above.
+	err = tx.ForEachWaitEntryOf(who, "", func(e WaitEntry) error {
+		if e.Workshop == w.ID && e.State == WaitWaiting {
+			already += e.Quantity
+		}
+		return nil
+	})
+	if err != nil {
+		return Limit{}, false, fmt.Errorf("read the waiting list entries of %s: %w", who, err)
 	}
 	if already+need <= w.MaxPerPerson {
 		return Limit{}, false, nil

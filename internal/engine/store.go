@@ -182,4 +182,24 @@ type Tx interface {
 	PutDelivery(d Delivery) error
 	ForEachDueDelivery(through time.Time, fn func(Delivery) error) error
 	ForEachDeliveryIn(state DeliveryState, after string, fn func(Delivery) error) error
+
+	// WaitEntry reads one waiting list entry and PutWaitEntry writes one
+	// (inserting or replacing it, by its id), keeping three indexes in
+	// step with it: of the waiting entries (State WaitWaiting) by
+	// workshop then id, of every entry by workshop then id, and by actor
+	// then id. Each scan below costs what it visits, and each stops at
+	// the first error fn returns, and returns it.
+	// ForEachWaitingEntry visits the waiting entries of workshop in
+	// order of id (the order they joined). ForEachWaitEntryIn visits
+	// every entry of workshop with an id above after (every one when
+	// after is ""), in order of id. ForEachWaitEntryOf visits the entries
+	// of actor newest first (descending id), those below before when
+	// before is not "". ForEachWaitEntry visits every entry in id order,
+	// for tools that check or copy a whole store.
+	WaitEntry(id string) (e WaitEntry, ok bool, err error)
+	PutWaitEntry(e WaitEntry) error
+	ForEachWaitingEntry(workshop string, fn func(WaitEntry) error) error
+	ForEachWaitEntryIn(workshop, after string, fn func(WaitEntry) error) error
+	ForEachWaitEntryOf(actor, before string, fn func(WaitEntry) error) error
+	ForEachWaitEntry(fn func(WaitEntry) error) error
 }

@@ -24,7 +24,7 @@ const (
 	WebhookHoldConfirmed        = EventHoldConfirmed
 	WebhookHoldReleased         = EventHoldReleased
 	WebhookHoldExpired          = EventHoldExpired
-	WebhookWaitlistOffered      = "waitlist.offered"
+	WebhookWaitlistOffered      = EventWaitlistOffered
 )
 
 // WebhookEventTypes are every type an endpoint may subscribe to.

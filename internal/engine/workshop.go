@@ -23,6 +23,9 @@ type WorkshopPatch struct {
 	OpensAt      *time.Time // registration_opens_at
 	ClosesAt     *time.Time // registration_closes_at
 	MaxPerPerson *int
+	// OfferTTLSeconds: how long an offer from the waiting list lasts
+	// (0: the default).
+	OfferTTLSeconds *int
 }
 
 // patch returns the change that spec asks of an existing workshop: its
@@ -44,6 +47,7 @@ func (spec WorkshopSpec) patch() WorkshopPatch {
 	setIf(&p.OpensAt, s.RegistrationOpensAt, !s.RegistrationOpensAt.IsZero())
 	setIf(&p.ClosesAt, s.RegistrationClosesAt, !s.RegistrationClosesAt.IsZero())
 	setIf(&p.MaxPerPerson, s.MaxPerPerson, s.MaxPerPerson != 0)
+	setIf(&p.OfferTTLSeconds, spec.OfferTTLSeconds, spec.OfferTTLSeconds != 0)
 	return p
 }
 
@@ -66,6 +70,11 @@ func (p WorkshopPatch) check() error {
 	if p.MaxPerPerson != nil && (*p.MaxPerPerson < 0 || *p.MaxPerPerson > MaxQuantity) {
 		return Errorf(CodeRequestContract, "member \"max_per_person\" must be an integer from 1 to %d", MaxQuantity)
 	}
+	if p.OfferTTLSeconds != nil {
+		if err := checkOfferTTL(*p.OfferTTLSeconds); err != nil {
+			return err
+		}
+	}
 	if p.Title != nil {
 		if err := ValidateTitle(*p.Title); err != nil {
 			return Errorf(CodeRequestContract, "member \"title\" %s", err)
@@ -80,6 +89,7 @@ func (p WorkshopPatch) apply(w Workshop) Workshop {
 	put(&w.Capacity, p.Capacity)
 	put(&w.MaxQuantity, p.MaxQuantity)
 	put(&w.Hidden, p.Hidden)
+	put(&w.OfferTTLSeconds, p.OfferTTLSeconds)
 	s := &w.Schedule
 	put(&s.Description, p.Description)
 	put(&s.Location, p.Location)
@@ -98,7 +108,8 @@ func (p WorkshopPatch) apply(w Workshop) Workshop {
 // patch of a workshop that turns out not to exist creates it with this.
 func (p WorkshopPatch) Spec() WorkshopSpec {
 	w := p.apply(Workshop{})
-	return WorkshopSpec{Capacity: w.Capacity, MaxQuantity: w.MaxQuantity, Title: w.Title, Hidden: p.Hidden, Schedule: w.Schedule}
+	return WorkshopSpec{Capacity: w.Capacity, MaxQuantity: w.MaxQuantity, Title: w.Title, Hidden: p.Hidden,
+		OfferTTLSeconds: w.OfferTTLSeconds, Schedule: w.Schedule}
 }
 
 // put sets *dst to *v when v is not nil.
@@ -193,6 +204,11 @@ func (e *Engine) changeWorkshop(ctx context.Context, id string, p WorkshopPatch,
 			return nil
 		}
 		w.Version++
+		// Places a raised capacity frees go to the people waiting first.
+		d := draft{now: now, newID: e.newID}
+		if _, err := d.serve(tx, &w); err != nil {
+			return err
+		}
 		if err := tx.PutWorkshop(w); err != nil {
 			return err
 		}
@@ -234,6 +250,10 @@ func (e *Engine) DeleteWorkshop(ctx context.Context, id string, ifMatch *uint64)
 		held, err := heldAt(tx, w, now)
 		if err != nil {
 			return err
+		}
+		if w.Waiting > 0 {
+			decision = Errorf(CodeWorkshopInUse, "workshop %q has people on its waiting list (%d waiting); it can be deleted once nobody waits", id, w.Waiting)
+			return nil
 		}
 		if w.Reserved > 0 || held > 0 {
 			decision = Errorf(CodeWorkshopInUse, "workshop %q has %d places reserved and %d held; cancel those reservations and let the holds end before deleting it", id, w.Reserved, held)

@@ -3,19 +3,15 @@ package migrate_test
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/engine/memstore"
 	"github.com/reserve/reserve/internal/migrate"
-	"github.com/reserve/reserve/internal/pgstore"
-	"github.com/reserve/reserve/internal/pgstore/pgtest"
 )
 
 // holdOp is one hold, confirmation or release of the source with its first
@@ -156,39 +152,13 @@ func testCopyHolds(t *testing.T, to engine.Store, via ...engine.Store) {
 	}
 }
 
-func TestCopyHoldsToBolt(t *testing.T) {
-	to, err := boltstore.Open(filepath.Join(t.TempDir(), "to.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer to.Close()
-	testCopyHolds(t, to)
-}
+func TestCopyHoldsToBolt(t *testing.T) { testCopyHolds(t, newBolt(t, "to.db")) }
 
-func TestCopyHoldsToPostgres(t *testing.T) {
-	dsn, _ := pgtest.FreshSchema(t)
-	to, err := pgstore.Open(context.Background(), dsn, pgstore.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer to.Close()
-	testCopyHolds(t, to)
-}
+func TestCopyHoldsToPostgres(t *testing.T) { testCopyHolds(t, newPostgres(t)) }
 
 // TestCopyHoldsFromPostgresToBolt moves holds into PostgreSQL and from
 // there into bbolt, whose receipt format of hold operations accepts only
 // answers built from their members.
 func TestCopyHoldsFromPostgresToBolt(t *testing.T) {
-	dsn, _ := pgtest.FreshSchema(t)
-	pg, err := pgstore.Open(context.Background(), dsn, pgstore.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Close()
-	to, err := boltstore.Open(filepath.Join(t.TempDir(), "to.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer to.Close()
-	testCopyHolds(t, to, pg)
+	testCopyHolds(t, newBolt(t, "to.db"), newPostgres(t))
 }

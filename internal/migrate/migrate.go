@@ -3,11 +3,14 @@
 // too), holds, receipts, tombstones, credentials (hashes only), outbox events
 // with their delivery marks and whether they were routed, the bindings of
 // subjects to actors, profiles, webhook endpoints (with their signing
-// secrets) and deliveries in every state. Because
-// the receipts move with the reservations, and every subject keeps its
-// actor, every operation key recorded before the move replays its original
-// answer after it, also for a socket peer whose user name changed. It works on any two stores and must not import
-// a particular store or front end.
+// secrets), deliveries in every state and the entries of waiting lists in
+// every state (a workshop's count of people waiting, an offer's entry and
+// the entry and position an answer names move with their records).
+// Because the receipts move with the reservations, and every subject keeps
+// its actor, every operation key recorded before the move replays its
+// original answer after it, also for a socket peer whose user name
+// changed. It works on any two stores and must not import a particular
+// store or front end.
 package migrate
 
 import (
@@ -32,6 +35,7 @@ type Counts struct {
 	Profiles     int `json:"profiles"`
 	Webhooks     int `json:"webhook_endpoints"`
 	Deliveries   int `json:"deliveries"`
+	WaitEntries  int `json:"wait_entries"`
 }
 
 func (c Counts) String() string {
@@ -76,6 +80,9 @@ func copyAll(src, dst engine.Tx, c *Counts) error {
 		}},
 		{"holds", func() error {
 			return src.ForEachHold(func(h engine.Hold) error { c.Holds++; return dst.PutHold(h) })
+		}},
+		{"waiting list entries", func() error {
+			return src.ForEachWaitEntry(func(e engine.WaitEntry) error { c.WaitEntries++; return dst.PutWaitEntry(e) })
 		}},
 		{"receipts", func() error {
 			return src.ForEachReceipt(func(r engine.Receipt) error { c.Receipts++; return dst.PutReceipt(r) })
@@ -161,6 +168,7 @@ func mustBeEmpty(tx engine.Tx) error {
 		{"workshops", func() error { return tx.ForEachWorkshop(func(engine.Workshop) error { return errFound }) }},
 		{"reservations", func() error { return tx.ForEachReservation(func(engine.Reservation) error { return errFound }) }},
 		{"holds", func() error { return tx.ForEachHold(func(engine.Hold) error { return errFound }) }},
+		{"waiting list entries", func() error { return tx.ForEachWaitEntry(func(engine.WaitEntry) error { return errFound }) }},
 		{"receipts", func() error { return tx.ForEachReceipt(func(engine.Receipt) error { return errFound }) }},
 		{"tombstones", func() error { return tx.ForEachTombstone(func(engine.Tombstone) error { return errFound }) }},
 		{"credentials", func() error { return tx.ForEachToken(func(engine.TokenRecord) error { return errFound }) }},

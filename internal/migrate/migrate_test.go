@@ -105,6 +105,19 @@ func newBolt(t *testing.T, name string) *boltstore.Store {
 	return s
 }
 
+// newPostgres opens a store on a new, empty PostgreSQL schema, closed
+// when t ends.
+func newPostgres(t *testing.T) *pgstore.Store {
+	t.Helper()
+	dsn, _ := pgtest.FreshSchema(t)
+	s, err := pgstore.Open(context.Background(), dsn, pgstore.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func counts(t *testing.T, s engine.Store) migrate.Counts {
 	t.Helper()
 	var c migrate.Counts
@@ -131,6 +144,7 @@ func counts(t *testing.T, s engine.Store) migrate.Counts {
 				}
 				return nil
 			},
+			func() error { return tx.ForEachWaitEntry(func(engine.WaitEntry) error { c.WaitEntries++; return nil }) },
 		} {
 			if err := scan(); err != nil {
 				return err
@@ -196,29 +210,14 @@ func testCopy(t *testing.T, to engine.Store) {
 	}
 }
 
-func TestCopyToBolt(t *testing.T) {
-	to, err := boltstore.Open(filepath.Join(t.TempDir(), "to.db"), boltstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer to.Close()
-	testCopy(t, to)
-}
+func TestCopyToBolt(t *testing.T) { testCopy(t, newBolt(t, "to.db")) }
 
-func TestCopyToPostgres(t *testing.T) {
-	dsn, _ := pgtest.FreshSchema(t)
-	to, err := pgstore.Open(context.Background(), dsn, pgstore.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer to.Close()
-	testCopy(t, to)
-}
+func TestCopyToPostgres(t *testing.T) { testCopy(t, newPostgres(t)) }
 
 func TestRefusesEveryKindOfRecord(t *testing.T) {
 	from, _, _, _ := source(t)
 	ctx := context.Background()
-	for _, kind := range []string{"workshops", "credentials", "bindings"} {
+	for _, kind := range []string{"workshops", "credentials", "bindings", "waiting list entries"} {
 		to, err := boltstore.Open(filepath.Join(t.TempDir(), kind+".db"), boltstore.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -231,6 +230,11 @@ func TestRefusesEveryKindOfRecord(t *testing.T) {
 			_, err = eng.CreateToken(ctx, "carol", false)
 		case "bindings":
 			_, err = eng.ActorOf(ctx, engine.UIDSubject(1001), func() (string, error) { return "unix-carol", nil })
+		case "waiting list entries":
+			err = to.Update(ctx, func(tx engine.Tx) error {
+				return tx.PutWaitEntry(engine.WaitEntry{ID: "01a236fbc1ea58a209fdd19e1bd08adb", Actor: "carol", OperationKey: engine.OperationKey(uuid.NewString()),
+					Workshop: "go-basics", Quantity: 1, State: engine.WaitLeft, CreatedAt: time.Now().UTC()})
+			})
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -107,3 +107,62 @@ func BenchmarkReserveStatements(b *testing.B) {
 		})
 	}
 }
+
+// plainReservationStatements is what a new reservation decided alone
+// asks the server, counted as BenchmarkReserveStatements counts: the
+// statements it runs and the round trips it waits for. Waiting lists
+// left both as they were for a workshop nobody waits for.
+const plainReservationStatements, plainReservationRoundTrips = 14, 14
+
+// TestPlainReservationStatements: a new reservation, decided alone, of a
+// workshop that never had a waiting list and of one whose waiting list
+// has been served (its entries reserved and left, nobody waiting) asks
+// the server plainReservationStatements statements in as many round
+// trips: waiting lists cost nothing while nobody waits.
+func TestPlainReservationStatements(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	proxy, through := pgtest.NewProxy(t, dsn)
+	counts := proxy.Count()
+	ctx := t.Context()
+	eng := engine.New(mustOpenDSN(t, through, pgstore.Options{MaxConns: 1}))
+	do := func(out engine.Outcome, err error) engine.Outcome {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	reserve := func(actor, workshop string, waitlist bool) engine.Outcome {
+		t.Helper()
+		return do(eng.Reserve(ctx, actor, newKey(t), engine.Request{Workshop: workshop, Quantity: 1, Waitlist: waitlist}))
+	}
+	for _, w := range []string{"plain", "served"} {
+		if _, _, err := eng.PutWorkshop(ctx, w, engine.WorkshopSpec{Capacity: 2, MaxQuantity: 1}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// served's list: ada's place goes to bob, who takes it; cleo leaves;
+	// dan cancels, and one place is free with nobody waiting.
+	ada, dan := reserve("ada", "served", false), reserve("dan", "served", false)
+	reserve("bob", "served", true)
+	cleo := reserve("cleo", "served", true)
+	do(eng.Cancel(ctx, engine.Principal{Actor: "ada"}, newKey(t), ada.Answer.ReservationID))
+	es, _, err := eng.Waitlist(ctx, engine.Principal{Actor: "bob"}, engine.ListFilter{})
+	if err != nil || len(es) != 1 || es[0].State != engine.WaitOffered {
+		t.Fatalf("bob's entries = %+v, %v", es, err)
+	}
+	do(eng.Confirm(ctx, engine.Principal{Actor: "bob"}, newKey(t), es[0].HoldID))
+	do(eng.LeaveWaitlist(ctx, engine.Principal{Actor: "cleo"}, newKey(t), cleo.Answer.EntryID))
+	do(eng.Cancel(ctx, engine.Principal{Actor: "dan"}, newKey(t), dan.Answer.ReservationID))
+	reserve("warm", "plain", false) // Prepares the statements of a reservation.
+
+	for _, w := range []string{"plain", "served"} {
+		statements, roundTrips := counts.Statements(), counts.RoundTrips()
+		if out := reserve("erin", w, false); out.Answer.Status != engine.StatusReserved {
+			t.Fatalf("erin's reservation of %s = %s", w, out.Answer.JSON())
+		}
+		if s, r := counts.Statements()-statements, counts.RoundTrips()-roundTrips; s != plainReservationStatements || r != plainReservationRoundTrips {
+			t.Errorf("a reservation of %s ran %d statements in %d round trips, want %d in %d", w, s, r, plainReservationStatements, plainReservationRoundTrips)
+		}
+	}
+}

@@ -684,18 +684,8 @@ func TestSchema12GetsProfiles(t *testing.T) {
 // of version 13 still running, and an event that daemon writes is routed
 // too; the old profile gets a verified address.
 func TestSchema13GetsDeliveries(t *testing.T) {
-	dsn := schemaAsOf(t, "0001_init", "0002_token_kinds", "0003_lifecycle", "0004_answer_status", "0005_holds", "0006_time_index",
-		"0007_actor_index", "0008_workshop_hidden", "0009_identity_bindings", "0010_token_lifecycle", "0011_workshop_schedule",
-		"0012_workshop_index", "0013_profiles")
-	fixture, err := os.ReadFile(filepath.Join("testdata", "schema13.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(fixture)) {
-		if strings.HasPrefix(line, "INSERT ") {
-			pgtest.Exec(t, dsn, line)
-		}
-	}
+	dsn := schemaAsOf(t, migrationsThrough(t, 13)...)
+	loadFixture(t, dsn, "schema13.sql")
 	conn, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)

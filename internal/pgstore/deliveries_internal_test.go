@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -66,29 +68,40 @@ func TestDeliveryScanPlans(t *testing.T) {
 		if c.index == "events_pending" {
 			sql = pendingEvents.pageSQL(true)
 		}
-		if _, err := conn.Exec(ctx, "PREPARE page("+c.params+") AS "+sql); err != nil {
-			t.Fatalf("prepare %s: %v", sql, err)
-		}
-		var plan []byte
-		err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE page("+c.args+")").Scan(&plan)
-		if _, derr := conn.Exec(ctx, "DEALLOCATE page"); err == nil {
-			err = derr
-		}
-		if err != nil {
-			t.Fatalf("explain %s: %v", sql, err)
-		}
-		var nodes []struct {
-			Plan planNode `json:"Plan"`
-		}
-		if err := json.Unmarshal(plan, &nodes); err != nil || len(nodes) != 1 {
-			t.Fatalf("plan %s: %v", plan, err)
-		}
-		scan := nodes[0].Plan.find(func(p planNode) bool {
-			return strings.Contains(p.NodeType, "Index") || strings.Contains(p.NodeType, "Scan")
-		})
-		sorted := nodes[0].Plan.find(func(p planNode) bool { return p.NodeType == "Sort" })
-		if scan == nil || scan.IndexName != c.index || sorted != nil {
-			t.Errorf("the generic plan of %q does not read %s in its order: %s", sql, c.index, plan)
-		}
+		wantIndexOrder(t, conn, c.index, c.params, sql, c.args)
+	}
+}
+
+// wantIndexOrder checks that the plan of sql, prepared with parameters
+// of the types params and executed with the SQL values args on conn,
+// scans index and sorts nothing: it reads the index in its order. Run on
+// a connection with plan_cache_mode force_generic_plan, it checks the
+// generic plan, which knows no parameter.
+func wantIndexOrder(t *testing.T, conn *pgxpool.Conn, index, params, sql, args string) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := conn.Exec(ctx, "PREPARE page("+params+") AS "+sql); err != nil {
+		t.Fatalf("prepare %s: %v", sql, err)
+	}
+	var plan []byte
+	err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE page("+args+")").Scan(&plan)
+	if _, derr := conn.Exec(ctx, "DEALLOCATE page"); err == nil {
+		err = derr
+	}
+	if err != nil {
+		t.Fatalf("explain %s: %v", sql, err)
+	}
+	var nodes []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(plan, &nodes); err != nil || len(nodes) != 1 {
+		t.Fatalf("plan %s: %v", plan, err)
+	}
+	scan := nodes[0].Plan.find(func(p planNode) bool {
+		return strings.Contains(p.NodeType, "Index") || strings.Contains(p.NodeType, "Scan")
+	})
+	sorted := nodes[0].Plan.find(func(p planNode) bool { return p.NodeType == "Sort" })
+	if scan == nil || scan.IndexName != index || sorted != nil {
+		t.Errorf("the generic plan of %q does not read %s in its order: %s", sql, index, plan)
 	}
 }

@@ -18,8 +18,8 @@ package pgstore
 //   - First every function runs once against a probe (engine.Tx that finds
 //     nothing), which names the rows each decision looks up first. Those
 //     rows are read in one round trip, the rows that a write transaction
-//     locks (deliveries, events, workshops, reservations, holds, tokens)
-//     with SELECT … ORDER BY key FOR UPDATE, so that two daemons' groups
+//     locks (deliveries, events, workshops, reservations, holds, waiting
+//     list entries, tokens) with SELECT … ORDER BY key FOR UPDATE, so that two daemons' groups
 //     take the locks they share in the same order and cannot deadlock on
 //     them. A hot workshop is then locked once for the whole group.
 //   - Then the functions run one after another, for real. A read of a row
@@ -808,14 +808,15 @@ func (g *group) begin(begin string, w *wanted) error {
 	if g.write {
 		lock = " FOR UPDATE"
 	}
-	queuePrefetch(g, b, deliveries, w, lock, nil)
-	queuePrefetch(g, b, events, w, lock, nil)
-	queuePrefetch(g, b, workshops, w, lock, holdsWorkshops(g, w))
-	queuePrefetch(g, b, reservations, w, lock, nil)
-	queuePrefetch(g, b, holds, w, lock, nil)
-	queuePrefetch(g, b, tokens, w, lock, nil)
-	queuePrefetch(g, b, receipts, w, "", nil)
-	queuePrefetch(g, b, tombstones, w, "", nil)
+	queuePrefetch(g, b, deliveries, w, lock)
+	queuePrefetch(g, b, events, w, lock)
+	queuePrefetch(g, b, workshops, w, lock, lockedWorkshops(g, w)...)
+	queuePrefetch(g, b, reservations, w, lock)
+	queuePrefetch(g, b, holds, w, lock, offersOfEntries(w)...)
+	queuePrefetch(g, b, waitEntries, w, lock)
+	queuePrefetch(g, b, tokens, w, lock)
+	queuePrefetch(g, b, receipts, w, "")
+	queuePrefetch(g, b, tombstones, w, "")
 	if b.Len() == 2 {
 		_, err := g.conn.Exec(g.ctx, begin)
 		return err
@@ -840,27 +841,51 @@ type moreRows struct {
 	arg  any
 }
 
-// holdsWorkshops adds to the workshops a write group reads ahead, and so
-// locks, the workshops of the holds it locks, before them, as Hold does
-// (see there); nil for a read-only group or one that wants no hold.
-func holdsWorkshops(g *group, w *wanted) *moreRows {
-	ids := w.keys[holds.name]
-	if !g.write || len(ids) == 0 {
+// lockedWorkshops adds to the workshops a write group reads ahead, and so
+// locks, the workshops of the holds and of the waiting list entries it
+// locks, before them, as Hold and WaitEntry do (see there); none for a
+// read-only group.
+func lockedWorkshops(g *group, w *wanted) []moreRows {
+	if !g.write {
 		return nil
 	}
-	list := make([]string, len(ids))
-	for i, k := range ids {
-		list[i] = k[0].(string)
+	var more []moreRows
+	for _, table := range []string{holds.name, waitEntries.name} {
+		if ids := w.ids(table); ids != nil {
+			more = append(more, moreRows{"id IN (SELECT workshop FROM " + table + " WHERE id = ANY($%d))", ids})
+		}
 	}
-	return &moreRows{"id IN (SELECT workshop FROM holds WHERE id = ANY($%d))", list}
+	return more
+}
+
+// offersOfEntries adds to the holds a group reads ahead the offers of the
+// waiting list entries it reads ahead: leaving a list reads its entry's
+// offer next, which would otherwise be guessed absent.
+func offersOfEntries(w *wanted) []moreRows {
+	if ids := w.ids(waitEntries.name); ids != nil {
+		return []moreRows{{"id IN (SELECT hold_id FROM wait_entries WHERE id = ANY($%d))", ids}}
+	}
+	return nil
+}
+
+// ids returns the keys w wants of table, whose key is one column, or nil.
+func (w *wanted) ids(table string) []string {
+	keys := w.keys[table]
+	if len(keys) == 0 {
+		return nil
+	}
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k[0].(string)
+	}
+	return ids
 }
 
 // queuePrefetch queues the read of the rows of tb that w wants, and of
-// those more selects if it is not nil, with suffix (FOR UPDATE), in key
-// order.
-func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix string, more *moreRows) {
+// those each of more selects, with suffix (FOR UPDATE), in key order.
+func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix string, more ...moreRows) {
 	keys := w.keys[tb.name]
-	if len(keys) == 0 && more == nil {
+	if len(keys) == 0 && len(more) == 0 {
 		return
 	}
 	cols := make([][]string, tb.keys)
@@ -878,9 +903,9 @@ func queuePrefetch[T any](g *group, b *pgx.Batch, tb table[T], w *wanted, suffix
 		where = fmt.Sprintf("(%s) IN (SELECT * FROM unnest($1::text[], $2::text[]))", tb.keyList())
 		args[0], args[1] = cols[0], cols[1]
 	}
-	if more != nil {
-		where = fmt.Sprintf("%s OR "+more.cond, where, len(args)+1)
-		args = append(args, more.arg)
+	for _, m := range more {
+		where = fmt.Sprintf("%s OR "+m.cond, where, len(args)+1)
+		args = append(args, m.arg)
 	}
 	query := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s%s", strings.Join(tb.columns, ", "), tb.name, where, tb.keyList(), suffix)
 	b.Queue(query, args...).Query(func(rows pgx.Rows) error {

@@ -33,25 +33,35 @@ type table[T any] struct {
 	// filter, if set, restricts the rows that scans visit (a WHERE
 	// condition).
 	filter string
+	// stamped is set for the tables whose every write states the schema
+	// version its writer knows, in the column writer_schema, which a
+	// trigger empties (migration 0016): a write that does not, by a
+	// daemon of an earlier version, is refused where it would corrupt
+	// what it does not know.
+	stamped bool
 }
 
 var workshops = table[engine.Workshop]{
 	name: "workshops",
 	columns: []string{"id", "title", "capacity", "reserved_places", "max_quantity", "version", "holding", "hidden",
-		"description", "location", "time_zone", "starts_at", "ends_at", "registration_opens_at", "registration_closes_at", "max_per_person"},
+		"description", "location", "time_zone", "starts_at", "ends_at", "registration_opens_at", "registration_closes_at", "max_per_person",
+		"waiting", "offer_ttl_seconds"},
 	keys: 1,
 	values: func(w engine.Workshop) []any {
 		s := w.Schedule
 		return []any{w.ID, w.Title, w.Capacity, w.Reserved, w.MaxQuantity, w.Version, w.Holding, w.Hidden,
 			s.Description, s.Location, s.TimeZone, nullTime(s.StartsAt), nullTime(s.EndsAt),
-			nullTime(s.RegistrationOpensAt), nullTime(s.RegistrationClosesAt), s.MaxPerPerson}
+			nullTime(s.RegistrationOpensAt), nullTime(s.RegistrationClosesAt), s.MaxPerPerson,
+			w.Waiting, w.OfferTTLSeconds}
 	},
 	dests: func(w *engine.Workshop) []any {
 		s := &w.Schedule
 		return []any{&w.ID, &w.Title, &w.Capacity, &w.Reserved, &w.MaxQuantity, &w.Version, &w.Holding, &w.Hidden,
 			&s.Description, &s.Location, &s.TimeZone, zeroIfNull{&s.StartsAt}, zeroIfNull{&s.EndsAt},
-			zeroIfNull{&s.RegistrationOpensAt}, zeroIfNull{&s.RegistrationClosesAt}, &s.MaxPerPerson}
+			zeroIfNull{&s.RegistrationOpensAt}, zeroIfNull{&s.RegistrationClosesAt}, &s.MaxPerPerson,
+			&w.Waiting, &w.OfferTTLSeconds}
 	},
+	stamped: true,
 }
 
 var reservations = table[engine.Reservation]{
@@ -71,7 +81,8 @@ var reservations = table[engine.Reservation]{
 var tombstones = table[engine.Tombstone]{
 	name: "tombstones",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "status",
-		"reservation_id", "workshop", "quantity", "created_at", "purged_at", "hold_id", "hold_expires_at", "max_per_person", "already", "delivery_id"},
+		"reservation_id", "workshop", "quantity", "created_at", "purged_at", "hold_id", "hold_expires_at", "max_per_person", "already", "delivery_id",
+		"entry_id", "position"},
 	keys: 2,
 	values: func(t engine.Tombstone) []any {
 		var limit, already *int
@@ -80,13 +91,14 @@ var tombstones = table[engine.Tombstone]{
 		}
 		return []any{t.Actor, string(t.OperationKey), t.FingerprintVersion, t.Fingerprint, t.Answer.Status,
 			nullString(t.Answer.ReservationID), t.Answer.Workshop, t.Answer.Quantity, t.CreatedAt, t.PurgedAt,
-			nullString(t.Answer.HoldID), nullTime(t.Answer.ExpiresAt), limit, already, nullString(t.Answer.DeliveryID)}
+			nullString(t.Answer.HoldID), nullTime(t.Answer.ExpiresAt), limit, already, nullString(t.Answer.DeliveryID),
+			nullString(t.Answer.EntryID), nullInt(t.Answer.Position)}
 	},
 	dests: func(t *engine.Tombstone) []any {
 		return []any{&t.Actor, &t.OperationKey, &t.FingerprintVersion, &t.Fingerprint, kindOf{&t.Answer.Kind, &t.FingerprintVersion, &t.Answer.Status},
 			emptyIfNull{&t.Answer.ReservationID}, &t.Answer.Workshop, &t.Answer.Quantity, &t.CreatedAt, &t.PurgedAt,
 			emptyIfNull{&t.Answer.HoldID}, zeroIfNull{&t.Answer.ExpiresAt}, zeroIntIfNull{&t.Answer.Limit.MaxPerPerson}, zeroIntIfNull{&t.Answer.Limit.Already},
-			emptyIfNull{&t.Answer.DeliveryID}}
+			emptyIfNull{&t.Answer.DeliveryID}, emptyIfNull{&t.Answer.EntryID}, zeroIntIfNull{&t.Answer.Position}}
 	},
 }
 
@@ -174,31 +186,34 @@ func (e emptyKeyIfNull) ScanText(v pgtype.Text) error {
 var receipts = table[engine.Receipt]{
 	name: "receipts",
 	columns: []string{"actor", "operation_key", "fingerprint_version", "fingerprint", "workshop", "quantity",
-		"status", "hold_id", "hold_expires_at", "hold_ttl_seconds", "delivery_id", "body", "reservation_id", "created_at"},
+		"status", "hold_id", "hold_expires_at", "hold_ttl_seconds", "delivery_id", "body", "reservation_id", "created_at", "entry_id", "position"},
 	keys: 2,
 	values: func(r engine.Receipt) []any {
 		return []any{r.Actor, string(r.OperationKey), r.FingerprintVersion, r.Fingerprint, r.Request.Workshop, r.Request.Quantity,
-			r.Answer.Status, nullString(r.HoldID), nullTime(r.HoldExpiresAt), r.HoldTTLSeconds, nullString(r.DeliveryID), r.Answer.JSON(), nullString(r.ReservationID), r.CreatedAt}
+			r.Answer.Status, nullString(r.HoldID), nullTime(r.HoldExpiresAt), r.HoldTTLSeconds, nullString(r.DeliveryID), r.Answer.JSON(), nullString(r.ReservationID), r.CreatedAt,
+			nullString(r.EntryID), nullInt(r.Position)}
 	},
 	dests: func(r *engine.Receipt) []any {
 		return []any{&r.Actor, &r.OperationKey, &r.FingerprintVersion, &r.Fingerprint, &r.Request.Workshop, &r.Request.Quantity,
-			&r.Answer.Status, emptyIfNull{&r.HoldID}, zeroIfNull{&r.HoldExpiresAt}, &r.HoldTTLSeconds, emptyIfNull{&r.DeliveryID}, storedAnswer{r}, emptyIfNull{&r.ReservationID}, &r.CreatedAt}
+			&r.Answer.Status, emptyIfNull{&r.HoldID}, zeroIfNull{&r.HoldExpiresAt}, &r.HoldTTLSeconds, emptyIfNull{&r.DeliveryID}, storedAnswer{r}, emptyIfNull{&r.ReservationID}, &r.CreatedAt,
+			emptyIfNull{&r.EntryID}, zeroIntIfNull{&r.Position}}
 	},
 }
 
 var holds = table[engine.Hold]{
 	name: "holds",
 	columns: []string{"id", "actor", "operation_key", "workshop", "quantity", "state", "created_at", "expires_at",
-		"reservation_id", "settled_at", "settle_operation"},
+		"reservation_id", "settled_at", "settle_operation", "entry_id"},
 	keys: 1,
 	values: func(h engine.Hold) []any {
 		return []any{h.ID, h.Actor, string(h.OperationKey), h.Workshop, h.Quantity, string(h.State), h.CreatedAt, h.ExpiresAt,
-			nullString(h.ReservationID), nullTime(h.SettledAt), nullString(string(h.SettleOperation))}
+			nullString(h.ReservationID), nullTime(h.SettledAt), nullString(string(h.SettleOperation)), nullString(h.WaitEntry)}
 	},
 	dests: func(h *engine.Hold) []any {
 		return []any{&h.ID, &h.Actor, &h.OperationKey, &h.Workshop, &h.Quantity, &h.State, &h.CreatedAt, &h.ExpiresAt,
-			emptyIfNull{&h.ReservationID}, zeroIfNull{&h.SettledAt}, emptyKeyIfNull{&h.SettleOperation}}
+			emptyIfNull{&h.ReservationID}, zeroIfNull{&h.SettledAt}, emptyKeyIfNull{&h.SettleOperation}, emptyIfNull{&h.WaitEntry}}
 	},
+	stamped: true,
 }
 
 var tokens = table[engine.TokenRecord]{
@@ -366,8 +381,21 @@ func (tb table[T]) pageSQL(first bool) string {
 // insertSQL inserts a record and fails with a unique violation if its key
 // exists.
 func (tb table[T]) insertSQL() string {
-	return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, strings.Join(tb.columns, ", "), params(1, len(tb.columns)))
+	columns, values := strings.Join(tb.columns, ", "), params(1, len(tb.columns))
+	if tb.stamped {
+		columns, values = columns+", "+writerColumn, values+", "+writerSchema
+	}
+	return fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, columns, values)
 }
+
+// writerColumn is the column in which a write to a stamped table states
+// writerSchema, the schema version its writer knows: the newest. (The
+// trigger that empties the column runs before the INSERT of an upsert
+// finds the row it conflicts with, and so empties EXCLUDED's too: the
+// upsert's update states the version again, see upsertSQL.)
+const writerColumn = "writer_schema"
+
+var writerSchema = fmt.Sprint(SchemaVersion)
 
 // deleteSQL deletes the record with the key given as parameters.
 func (tb table[T]) deleteSQL() string {
@@ -376,9 +404,12 @@ func (tb table[T]) deleteSQL() string {
 
 // upsertSQL inserts a record or overwrites the one with its key.
 func (tb table[T]) upsertSQL() string {
-	set := make([]string, 0, len(tb.columns)-tb.keys)
+	set := make([]string, 0, len(tb.columns)-tb.keys+1)
 	for _, c := range tb.columns[tb.keys:] {
 		set = append(set, c+" = EXCLUDED."+c)
+	}
+	if tb.stamped {
+		set = append(set, writerColumn+" = "+writerSchema)
 	}
 	return fmt.Sprintf("%s ON CONFLICT (%s) DO UPDATE SET %s", tb.insertSQL(), tb.keyList(), strings.Join(set, ", "))
 }
@@ -841,22 +872,28 @@ var pendingEvents = func() table[engine.Event] {
 // Hold locks the row in a write transaction, so that two transactions
 // settling one hold cannot both see it open: the second waits and then
 // reads it settled. It locks the row of the hold's workshop first, as a
-// group's first read does (see holdsWorkshops): a decision that needs
+// group's first read does (see lockedWorkshops): a decision that needs
 // places cleans up the holds past their deadline of the workshop it has
 // locked, so every write transaction locks a workshop before any hold of
 // it, and none can hold a hold's row while it waits for the workshop's
 // row that another holds while it waits for that hold.
-func (t *tx) Hold(id string) (engine.Hold, bool, error) {
+func (t *tx) Hold(id string) (engine.Hold, bool, error) { return getOfWorkshop(t, holds, id) }
+
+// getOfWorkshop reads record id of tb, a table of records that belong to
+// one workshop each (a column workshop); in a write transaction that is
+// not a group's (which locks them as it reads them ahead) it first locks
+// the row of the record's workshop, if the record exists, and then the
+// record's.
+func getOfWorkshop[T any](t *tx, tb table[T], id string) (T, bool, error) {
 	if t.write && t.m == nil {
-		if err := t.exec("lock the workshop of hold "+id, lockHoldWorkshopSQL, id); err != nil {
-			return engine.Hold{}, false, err
+		lock := fmt.Sprintf("SELECT 1 FROM workshops WHERE id = (SELECT workshop FROM %s WHERE id = $1) FOR UPDATE", tb.name)
+		if err := t.exec(fmt.Sprintf("lock the workshop of %s %q", tb.name, id), lock, id); err != nil {
+			var zero T
+			return zero, false, err
 		}
 	}
-	return get(t, holds, t.lockRead(), id)
+	return get(t, tb, t.lockRead(), id)
 }
-
-// lockHoldWorkshopSQL locks the row of the workshop of hold $1, if any.
-const lockHoldWorkshopSQL = "SELECT 1 FROM workshops WHERE id = (SELECT workshop FROM holds WHERE id = $1) FOR UPDATE"
 
 func (t *tx) PutHold(h engine.Hold) error { return put(t, holds, h) }
 

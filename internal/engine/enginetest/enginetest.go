@@ -127,6 +127,19 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RetryAndSkipDeliveries", testRetryAndSkipDeliveries},
 		{"CheckFindsBrokenDeliveries", testCheckFindsBrokenDeliveries},
 		{"CheckFindsADeliveryWithoutItsEventAndClaimsGoOn", testClaimSkipsADeliveryWithoutItsEvent},
+		{"WaitlistOffersInJoinOrder", testWaitlistOffersInJoinOrder},
+		{"WaitlistKeys", testWaitlistKeys},
+		{"WaitlistWalkInsWaitBehind", testWaitlistWalkInsWaitBehind},
+		{"WaitlistLeave", testWaitlistLeave},
+		{"WaitlistJanitorPassesOffers", testWaitlistJanitorPassesOffers},
+		{"ConcurrentWaitlist", testConcurrentWaitlist},
+		{"CheckFindsBrokenWaitlists", testCheckFindsBrokenWaitlists},
+		{"WaitlistSettlementsPassExpiredOffers", testWaitlistSettlementsPassExpiredOffers},
+		{"WaitlistLimitPerPerson", testWaitlistLimitPerPerson},
+		{"WaitlistSettledAfterDelete", testWaitlistSettledAfterDelete},
+		{"WaitlistOrderIsTheJoinOrder", testWaitlistOrderIsTheJoinOrder},
+		{"WaitlistRefusalsServeTheList", testWaitlistRefusalsServeTheList},
+		{"WaitlistNeverFits", testWaitlistNeverFits},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -73,6 +73,7 @@ type state struct {
 	unrouted     map[string]bool
 	endpoints    map[string]engine.WebhookEndpoint
 	deliveries   map[string]engine.Delivery
+	waitEntries  map[string]engine.WaitEntry
 }
 
 // receiptKey orders receipts and tombstones as the other stores do: by actor,
@@ -100,6 +101,7 @@ func newState() *state {
 		unrouted:     map[string]bool{},
 		endpoints:    map[string]engine.WebhookEndpoint{},
 		deliveries:   map[string]engine.Delivery{},
+		waitEntries:  map[string]engine.WaitEntry{},
 	}
 }
 
@@ -120,6 +122,7 @@ func (s *state) clone() *state {
 		unrouted:     maps.Clone(s.unrouted),
 		endpoints:    maps.Clone(s.endpoints),
 		deliveries:   maps.Clone(s.deliveries),
+		waitEntries:  maps.Clone(s.waitEntries),
 	}
 }
 
@@ -651,4 +654,39 @@ func (t *tx) DeleteWorkshop(id string) error {
 	}
 	delete(t.s.workshops, id)
 	return nil
+}
+
+func (t *tx) WaitEntry(id string) (engine.WaitEntry, bool, error) { return get(t.s.waitEntries, id) }
+
+func (t *tx) PutWaitEntry(e engine.WaitEntry) error {
+	e.Position = 0 // A view's, not stored.
+	return put(t, t.s.waitEntries, e.ID, e)
+}
+
+// ForEachWaitingEntry, ForEachWaitEntryIn and ForEachWaitEntryOf scan
+// every entry on each call; the other stores keep indexes instead.
+func (t *tx) ForEachWaitingEntry(workshop string, fn func(engine.WaitEntry) error) error {
+	return t.ForEachWaitEntryIn(workshop, "", func(e engine.WaitEntry) error {
+		if e.State != engine.WaitWaiting {
+			return nil
+		}
+		return fn(e)
+	})
+}
+
+func (t *tx) ForEachWaitEntryIn(workshop, after string, fn func(engine.WaitEntry) error) error {
+	return forEach(t.s.waitEntries, cmp.Compare[string], func(e engine.WaitEntry) error {
+		if e.Workshop != workshop || e.ID <= after {
+			return nil
+		}
+		return fn(e)
+	})
+}
+
+func (t *tx) ForEachWaitEntryOf(actor, before string, fn func(engine.WaitEntry) error) error {
+	return newestOf(t.s.waitEntries, actor, before, func(e engine.WaitEntry) string { return e.Actor }, fn)
+}
+
+func (t *tx) ForEachWaitEntry(fn func(engine.WaitEntry) error) error {
+	return forEach(t.s.waitEntries, cmp.Compare[string], fn)
 }
