@@ -29,8 +29,10 @@ type MailConfig struct {
 	// at; the mails link to it.
 	PublicURL string
 	// Holds, if set, looks up a hold, so that the mail about a new hold
-	// names its deadline (an *engine.Engine does). Nil: the mail says
-	// only that the hold lasts a limited time.
+	// names its deadline and the mail about an expired offer from a
+	// waiting list says so (an *engine.Engine does). Nil: the mail says
+	// only that the hold lasts a limited time, and an expired offer is
+	// told as an expired hold.
 	Holds HoldLookup
 	// Now is the clock; nil means time.Now. It decides nothing that goes
 	// into a mail, so every attempt sends the same bytes.
@@ -168,10 +170,11 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 		facts = append(facts, line{Text: w.reservationLabel + ev.ReservationID})
 	case engine.EventHoldCreated:
 		subject = fmt.Sprintf(w.heldSubject, title)
-		deadline, err := c.holdDeadline(ctx, ev)
+		h, err := c.hold(ctx, ev)
 		if err != nil {
 			return mail.Message{}, "", err
 		}
+		deadline := h.ExpiresAt
 		switch {
 		case deadline.IsZero():
 			intro = []string{fmt.Sprintf(w.heldForAWhile, places, named)}
@@ -183,12 +186,39 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 		}
 		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
 	case engine.EventHoldExpired:
-		subject = fmt.Sprintf(w.expiredSubject, title)
-		intro = []string{fmt.Sprintf(w.expired, places, named)}
+		// The event does not say whether the hold was an offer from the
+		// waiting list; the hold does. Such an offer went on to the next
+		// person waiting, who comes before anyone reserving, so its mail
+		// leads back to the list rather than to reserving again.
+		h, err := c.hold(ctx, ev)
+		if err != nil {
+			return mail.Message{}, "", err
+		}
+		if h.WaitEntry != "" {
+			subject = fmt.Sprintf(w.offerExpiredSubject, title)
+			intro = []string{fmt.Sprintf(w.offerExpired, places, named)}
+		} else {
+			subject = fmt.Sprintf(w.expiredSubject, title)
+			intro = []string{fmt.Sprintf(w.expired, places, named)}
+		}
 		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
-	case engine.WebhookWaitlistOffered:
+	case engine.EventWaitlistOffered:
 		subject = fmt.Sprintf(w.offerSubject, title)
-		intro = []string{fmt.Sprintf(w.offer, named, places)}
+		h, err := c.hold(ctx, ev)
+		if err != nil {
+			return mail.Message{}, "", err
+		}
+		deadline := h.ExpiresAt
+		switch {
+		case deadline.IsZero():
+			intro = []string{fmt.Sprintf(w.offer, named, places)}
+		case !c.cfg.Now().Before(deadline):
+			return mail.Message{}, fmt.Sprintf("the offer %s ran out at %s, before its mail went out; the mail about its expiry says the rest",
+				ev.HoldID, deadline.UTC().Format(time.RFC3339)), nil
+		default:
+			intro = []string{fmt.Sprintf(w.offerUntil, named, places, w.instant(deadline.In(loc), ws.TimeZone))}
+		}
+		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
 	default:
 		return mail.Message{}, fmt.Sprintf("events of type %q have no mail", ev.Type), nil
 	}
@@ -285,20 +315,22 @@ func (c *MailChannel) calendar(job engine.DeliveryJob, method, status string, se
 	return &ical.Calendar{ProdID: prodID, Method: method, Event: ev}
 }
 
-// holdDeadline returns the deadline of the hold of ev, the zero time when
-// there is no lookup or the hold is not found.
-func (c *MailChannel) holdDeadline(ctx context.Context, ev engine.Event) (time.Time, error) {
+// hold returns the hold of ev, or the zero Hold (no deadline, no waiting
+// list entry) when there is no lookup, ev names no hold or the hold is
+// not found. An error of the lookup may pass: the delivery is tried
+// again.
+func (c *MailChannel) hold(ctx context.Context, ev engine.Event) (engine.Hold, error) {
 	if c.cfg.Holds == nil || ev.HoldID == "" {
-		return time.Time{}, nil
+		return engine.Hold{}, nil
 	}
 	h, err := c.cfg.Holds.HoldOf(ctx, engine.Principal{Actor: ev.Owner}, ev.HoldID)
 	if engine.ErrorCode(err) == engine.CodeUnknownHold {
-		return time.Time{}, nil
+		return engine.Hold{}, nil
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("look up the deadline of hold %s: %w", ev.HoldID, err)
+		return engine.Hold{}, fmt.Errorf("look up hold %s: %w", ev.HoldID, err)
 	}
-	return h.ExpiresAt, nil
+	return h, nil
 }
 
 // messageID returns the Message-ID (without its brackets) of the mail of

@@ -651,3 +651,140 @@ func TestWaitlistOffer(t *testing.T) {
 		}
 	}
 }
+
+// filler is the actor who takes every place of pottery.
+const filler = "filler"
+
+// fillPottery reserves all 10 places of pottery for filler, 3 in the
+// first reservation, whose id it returns.
+func (h *harness) fillPottery() string {
+	h.t.Helper()
+	first := h.reserve(filler, "pottery", 3)
+	for _, n := range []int{3, 3, 1} {
+		h.reserve(filler, "pottery", n)
+	}
+	return first
+}
+
+// join puts actor on the waiting list of pottery for quantity places.
+func (h *harness) join(actor string, quantity int) {
+	h.t.Helper()
+	out, err := h.eng.Reserve(h.ctx, actor, key(), engine.Request{Workshop: "pottery", Quantity: quantity, Waitlist: true})
+	if err != nil || out.Answer.Status != engine.StatusWaiting {
+		h.t.Fatalf("join: %+v, %v", out, err)
+	}
+}
+
+// TestOfferMailNamesItsDeadline: the mail of an offer from the waiting
+// list says until when the offer lasts, in the workshop's time zone, and
+// names the offer; one that could only go out after that is not sent,
+// and says why.
+func TestOfferMailNamesItsDeadline(t *testing.T) {
+	h := newHarness(t)
+	sink := mailtest.Start(t)
+	c := h.channel(sink, "")
+	first := h.fillPottery()
+	alice := h.emailActor("alice@example.org")
+	h.join(alice, 2)
+	h.cancel(filler, first)
+	offer := h.job()
+	if offer.Event.Type != engine.EventWaitlistOffered {
+		t.Fatalf("the mail due is of a %s event", offer.Event.Type)
+	}
+	hd, err := h.eng.HoldOf(h.ctx, engine.Principal{Actor: alice}, offer.Event.HoldID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.send(c, offer)
+	m := mailtest.Parse(t, sink.Wait(t, 1)[0])
+	deadline := hd.ExpiresAt.In(berlin).Format("15:04")
+	for _, want := range []string{"the waiting list of “" + potteryTitle + "” offers you 2 places until Monday, 2 February 2026, " + deadline + " (Europe/Berlin)",
+		"Accept the offer on the page before then", "Hold: " + hd.ID} {
+		if !strings.Contains(m.Text, want) {
+			t.Errorf("the offer does not say %q:\n%s", want, m.Text)
+		}
+	}
+	h.advance(25 * time.Hour)
+	if r := c.Send(h.ctx, offer); r.Delivered || !r.Permanent || !strings.Contains(r.Err, "ran out") {
+		t.Errorf("an offer's mail after its deadline: %+v, want a permanent failure that says why", r)
+	}
+}
+
+// TestExpiredOfferMails: an offer from the waiting list that runs out has
+// a mail of its own, in English and German: the offer ran out and its
+// places went on to the next person waiting, and the person may join the
+// list again. It does not suggest reserving again, as the mail of an
+// expired hold does: places freed go to the people waiting first.
+func TestExpiredOfferMails(t *testing.T) {
+	h := newHarness(t)
+	sink := mailtest.Start(t)
+	c := h.channel(sink, "")
+	first := h.fillPottery()
+	alice := h.emailActor("alice@example.org")
+	jörg := h.providerActor("joerg", "joerg@example.org", "Jörg Müller", "de")
+	h.join(alice, 2)
+	h.join(jörg, 1)
+	h.cancel(filler, first) // 3 places: 2 offered to alice, 1 to Jörg.
+	offers := h.jobs()
+	if len(offers) != 2 {
+		t.Fatalf("%d mails due, want the 2 offers: %+v", len(offers), offers)
+	}
+	holds := map[string]string{} // Address → the offer's hold.
+	for _, j := range offers {
+		if j.Event.Type != engine.EventWaitlistOffered {
+			t.Fatalf("the mail due is of a %s event", j.Event.Type)
+		}
+		holds[j.Delivery.Recipient] = j.Event.HoldID
+		h.send(c, j)
+	}
+	h.advance(25 * time.Hour) // An offer lasts a day.
+	if n, _, err := h.eng.ExpireHolds(h.ctx, 10); err != nil || n != 2 {
+		t.Fatalf("ExpireHolds = %d, %v", n, err)
+	}
+	expired := h.jobs()
+	if len(expired) != 2 {
+		t.Fatalf("%d mails due, want the 2 expiries: %+v", len(expired), expired)
+	}
+	for _, j := range expired {
+		h.send(c, j)
+	}
+	mails := map[string]mailtest.Mail{}
+	for _, raw := range sink.Wait(t, 4)[2:] {
+		m := mailtest.Parse(t, raw)
+		to, err := m.Header.AddressList("To")
+		if err != nil || len(to) != 1 {
+			t.Fatalf("To %v (%v)", to, err)
+		}
+		mails[to[0].Address] = m
+	}
+	for _, tc := range []struct {
+		to, subj string
+		wants    []string
+		never    string
+	}{
+		{"alice@example.org", "Offer expired: " + potteryTitle, []string{
+			"the offer of 2 places in “" + potteryTitle + "” from the waiting list was not accepted in time and has run out",
+			"the places went on to the next person waiting", "you can join the waiting list again", "Hold: " + holds["alice@example.org"],
+		}, "reserve again"},
+		{"joerg@example.org", "Angebot abgelaufen: " + potteryTitle, []string{
+			"Guten Tag Jörg Müller,", "das Angebot der Warteliste über 1 Platz für „" + potteryTitle + "“ wurde nicht rechtzeitig angenommen und ist abgelaufen",
+			"die Plätze gingen an die nächste Person auf der Liste", "erneut auf die Warteliste setzen", "Vormerkung: " + holds["joerg@example.org"],
+		}, "erneut reservieren"},
+	} {
+		m, ok := mails[tc.to]
+		if !ok {
+			t.Fatalf("no expiry mail to %s", tc.to)
+		}
+		if m.Subject != tc.subj {
+			t.Errorf("subject %q, want %q", m.Subject, tc.subj)
+		}
+		for _, want := range tc.wants {
+			if !strings.Contains(m.Text, want) {
+				t.Errorf("%q does not say %q:\n%s", tc.subj, want, m.Text)
+			}
+		}
+		if strings.Contains(m.Text, tc.never) {
+			t.Errorf("%q says %q:\n%s", tc.subj, tc.never, m.Text)
+		}
+	}
+}

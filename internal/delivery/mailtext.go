@@ -7,7 +7,8 @@ import (
 
 // wording is what the mails say in one language. The sentences take, in
 // order: the places ("2 places"), the workshop's quoted title, and the
-// hold's deadline; the offer takes the title before the places.
+// hold's deadline; the offer takes the title before the places (and
+// then the offer's deadline), its expiry the places first again.
 type wording struct {
 	hello, helloName string
 
@@ -15,7 +16,8 @@ type wording struct {
 	cancelledSubject, cancelled                 string
 	heldSubject, held, heldForAWhile            string
 	expiredSubject, expired                     string
-	offerSubject, offer                         string
+	offerSubject, offer, offerUntil             string
+	offerExpiredSubject, offerExpired           string
 	calendarAttached, noDate, calendarCancelled string
 	gone                                        string
 
@@ -48,6 +50,10 @@ var wordings = map[string]*wording{
 		expired:          "your hold of %s in %s was not confirmed in time and has expired, so no reservation came of it. If places are still free, you can reserve again.",
 		offerSubject:     "Offer from the waiting list: %s",
 		offer:            "the waiting list of %s offers you %s. Reserve on the page while the offer lasts; after that it goes to the next person waiting.",
+		offerUntil:       "the waiting list of %s offers you %s until %s. Accept the offer on the page before then to turn it into a reservation; after that it goes to the next person waiting.",
+
+		offerExpiredSubject: "Offer expired: %s",
+		offerExpired:        "the offer of %s in %s from the waiting list was not accepted in time and has run out, so no reservation came of it; the places went on to the next person waiting. If you still want places, you can join the waiting list again.",
 
 		calendarAttached:  "The workshop is attached as a calendar entry. Should the reservation be cancelled, the mail about it updates that entry in your calendar.",
 		noDate:            "The workshop has no date yet, so no calendar entry is attached.",
@@ -89,6 +95,10 @@ var wordings = map[string]*wording{
 		expired:          "Ihre Vormerkung über %s für %s wurde nicht rechtzeitig bestätigt und ist abgelaufen; eine Reservierung ist daraus nicht entstanden. Wenn noch Plätze frei sind, können Sie erneut reservieren.",
 		offerSubject:     "Angebot von der Warteliste: %s",
 		offer:            "die Warteliste für %s bietet Ihnen %s an. Reservieren Sie auf der Seite, solange das Angebot gilt; danach geht es an die nächste Person auf der Liste.",
+		offerUntil:       "die Warteliste für %s bietet Ihnen %s bis %s an. Nehmen Sie das Angebot bis dahin auf der Seite an, damit daraus eine Reservierung wird; danach geht es an die nächste Person auf der Liste.",
+
+		offerExpiredSubject: "Angebot abgelaufen: %s",
+		offerExpired:        "das Angebot der Warteliste über %s für %s wurde nicht rechtzeitig angenommen und ist abgelaufen; eine Reservierung ist daraus nicht entstanden, die Plätze gingen an die nächste Person auf der Liste. Wenn Sie weiterhin Plätze möchten, können Sie sich erneut auf die Warteliste setzen.",
 
 		calendarAttached:  "Der Workshop ist als Kalendereintrag angehängt. Wird die Reservierung storniert, aktualisiert die Mail darüber diesen Eintrag in Ihrem Kalender.",
 		noDate:            "Für den Workshop steht noch kein Termin fest, daher ist kein Kalendereintrag angehängt.",
