@@ -53,6 +53,7 @@ const (
 	PathWorkshops    = "/api/v1/workshops"
 	PathReservations = "/api/v1/reservations"
 	PathHolds        = "/api/v1/holds"
+	PathWaitlist     = "/api/v1/waitlist" // The caller's own waiting list entries.
 	PathBatches      = "/api/v1/batches"
 	PathOperations   = "/api/v1/operations"
 	PathTokens       = "/api/v1/tokens"
@@ -85,17 +86,28 @@ func ConfirmPath(id string) string { return HoldPath(id) + "/confirm" }
 // ReleasePath returns the path that releases hold id.
 func ReleasePath(id string) string { return HoldPath(id) + "/release" }
 
+// WaitlistLeavePath returns the path that takes waiting list entry id
+// off its list.
+func WaitlistLeavePath(id string) string { return PathWaitlist + "/" + id + "/leave" }
+
+// WorkshopWaitlistPath returns the path of workshop id's waiting list,
+// the organizers' view.
+func WorkshopWaitlistPath(id string) string { return WorkshopPath(id) + "/waitlist" }
+
 // OperationPath returns the path of the receipt of operation key.
 func OperationPath(key engine.OperationKey) string { return PathOperations + "/" + string(key) }
 
 // statusByEffect is the HTTP status each effect of an authoritative answer
 // (engine.Answers) is sent with: 201 Created for an answer that made a
 // reservation or a hold, 200 OK for one that changed what was there (a
-// cancellation, a release), 409 Conflict for a decided refusal.
+// cancellation, a release, leaving a waiting list), 409 Conflict for a
+// decided refusal, 202 Accepted for a request that joined a waiting list:
+// decided and stored like every answer, its places to be offered later.
 var statusByEffect = map[engine.Effect]int{
 	engine.EffectMade:    201,
 	engine.EffectChanged: 200,
 	engine.EffectRefused: 409,
+	engine.EffectQueued:  202,
 }
 
 // StatusOfAnswer returns the HTTP status of an answer of kind with status,
@@ -191,6 +203,16 @@ type HoldPage struct {
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
+// WaitlistPage is the body of GET /api/v1/waitlist (a person's own
+// waiting list entries, newest first) and of GET
+// /api/v1/workshops/{id}/waitlist (a workshop's, in the order they
+// joined), each entry with its state now and, while it waits, its
+// position; NextCursor is the cursor of the next page ("" on the last).
+type WaitlistPage struct {
+	Entries    []engine.WaitEntry `json:"entries"`
+	NextCursor string             `json:"next_cursor,omitempty"`
+}
+
 // OperationPage is the body of GET /api/v1/admin/operations: one page of
 // stored operations, newest first, and the cursor of the next page ("" when
 // this is the last).
@@ -214,6 +236,7 @@ type OperationRecord struct {
 	ReservationID string               `json:"reservation_id,omitempty"`
 	HoldID        string               `json:"hold_id,omitempty"`
 	DeliveryID    string               `json:"delivery_id,omitempty"`
+	EntryID       string               `json:"entry_id,omitempty"`
 	CreatedAt     time.Time            `json:"created_at"`
 	Expired       bool                 `json:"expired,omitempty"`
 }

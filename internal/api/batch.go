@@ -12,7 +12,8 @@ import (
 
 // DecodeBatch decodes the body of POST /api/v1/batches,
 // {"atomic":bool,"items":[{"key":…,"workshop":…,"quantity":…},…]}
-// ("atomic" optional, false by default), with the strict rules of every
+// ("atomic" optional, false by default; an item may add "waitlist", as a
+// single reservation may), with the strict rules of every
 // body. The body is read as a stream of tokens and each item is decoded
 // from its own bytes, so the cost grows with the items, not with items
 // times body. A body that is not such an object, or has no items or more
@@ -184,11 +185,7 @@ func itemError(n int, raw []byte, err error) (engine.OperationKey, error) {
 
 // itemMembers are the members of one item of a batch.
 func itemMembers(key *string, req *engine.Request) []strictjson.Member {
-	return []strictjson.Member{
-		strictjson.StringMember("key", true, nil, key),
-		strictjson.StringMember("workshop", true, engine.ValidateWorkshopID, &req.Workshop),
-		strictjson.IntMember("quantity", true, 1, engine.MaxQuantity, &req.Quantity),
-	}
+	return append([]strictjson.Member{strictjson.StringMember("key", true, nil, key)}, requestMembers(req)...)
 }
 
 // decodeBatchTokens is DecodeBatch on encoding/json's token stream: it

@@ -18,16 +18,25 @@ func DecodeStrict(body []byte, members []strictjson.Member) error {
 }
 
 // DecodeRequest decodes a reservation body under the strict request contract:
-// exactly one JSON object with exactly the members "workshop" (a workshop id)
-// and "quantity" (a JSON integer literal of at least 1), in any order. Every
+// exactly one JSON object with the members "workshop" (a workshop id) and
+// "quantity" (a JSON integer literal of at least 1) and, optionally,
+// "waitlist" (true or false, false by default: true joins the workshop's
+// waiting list when the places cannot be reserved), in any order. Every
 // violation is a CodeRequestContract error whose message names the member.
 func DecodeRequest(body []byte) (engine.Request, error) {
 	var r engine.Request
-	err := DecodeStrict(body, []strictjson.Member{
+	err := DecodeStrict(body, requestMembers(&r))
+	return r, err
+}
+
+// requestMembers are the members of a reservation request, the body of a
+// single reservation and of each item of a batch (which adds its key).
+func requestMembers(r *engine.Request) []strictjson.Member {
+	return []strictjson.Member{
 		strictjson.StringMember("workshop", true, engine.ValidateWorkshopID, &r.Workshop),
 		strictjson.IntMember("quantity", true, 1, engine.MaxQuantity, &r.Quantity),
-	})
-	return r, err
+		strictjson.BoolMember("waitlist", false, &r.Waitlist),
+	}
 }
 
 // DecodeHoldRequest decodes the body of a hold request under the strict
@@ -50,7 +59,9 @@ func DecodeEmptyObject(body []byte) error { return DecodeStrict(body, nil) }
 
 // DecodeWorkshopSpec decodes the body of PUT /api/v1/workshops/{id} with the
 // same strict rules as reservation bodies: "capacity", and optionally
-// "max_quantity", "title", "hidden" and the members of a schedule.
+// "max_quantity", "title", "hidden", "offer_ttl_seconds" (how long an
+// offer from the waiting list lasts, MinOfferTTLSeconds to
+// MaxOfferTTLSeconds) and the members of a schedule.
 func DecodeWorkshopSpec(body []byte) (engine.WorkshopSpec, error) {
 	var s engine.WorkshopSpec
 	members := []strictjson.Member{
@@ -58,6 +69,7 @@ func DecodeWorkshopSpec(body []byte) (engine.WorkshopSpec, error) {
 		strictjson.IntMember("max_quantity", false, 1, engine.MaxQuantity, &s.MaxQuantity),
 		strictjson.StringMember("title", false, engine.ValidateTitle, &s.Title),
 		strictjson.OptionalBoolMember("hidden", &s.Hidden),
+		strictjson.IntMember("offer_ttl_seconds", false, engine.MinOfferTTLSeconds, engine.MaxOfferTTLSeconds, &s.OfferTTLSeconds),
 	}
 	sc := &s.Schedule
 	members = append(members,
@@ -77,12 +89,13 @@ func DecodeWorkshopSpec(body []byte) (engine.WorkshopSpec, error) {
 // DecodeWorkshopPatch decodes the body of PATCH /api/v1/workshops/{id}, a
 // JSON merge patch (RFC 7396) of a workshop: each member present changes
 // the workshop; null clears an optional member (the members of a
-// schedule) and is refused for the others. A workshop has no nested
+// schedule, and "offer_ttl_seconds", which null sets back to the default)
+// and is refused for the others. A workshop has no nested
 // object, so a merge patch of it is one flat object.
 func DecodeWorkshopPatch(body []byte) (engine.WorkshopPatch, error) {
 	var p engine.WorkshopPatch
 	var title string
-	var capacity, maxQuantity, maxPerPerson int
+	var capacity, maxQuantity, maxPerPerson, offerTTL int
 	var hidden bool
 	var description, location, timeZone string
 	var startsAt, endsAt, opensAt, closesAt time.Time
@@ -99,6 +112,7 @@ func DecodeWorkshopPatch(body []byte) (engine.WorkshopPatch, error) {
 		clearable(strictjson.TimeMember("registration_opens_at", false, &opensAt), &opensAt, &p.OpensAt),
 		clearable(strictjson.TimeMember("registration_closes_at", false, &closesAt), &closesAt, &p.ClosesAt),
 		clearable(strictjson.IntMember("max_per_person", false, 1, engine.MaxQuantity, &maxPerPerson), &maxPerPerson, &p.MaxPerPerson),
+		clearable(strictjson.IntMember("offer_ttl_seconds", false, engine.MinOfferTTLSeconds, engine.MaxOfferTTLSeconds, &offerTTL), &offerTTL, &p.OfferTTLSeconds),
 	}
 	err := DecodeStrict(body, members)
 	return p, err

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,6 +21,55 @@ func TestDecodeRequestAccepts(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("DecodeRequest(%s) = %+v, %v; want %+v", body, got, err, want)
 		}
+	}
+}
+
+// TestDecodeRequestWaitlist: "waitlist" is optional, false by default, and
+// a JSON true or false only; false asks what a request without it asks.
+func TestDecodeRequestWaitlist(t *testing.T) {
+	for body, want := range map[string]engine.Request{
+		`{"workshop":"go-basics","quantity":2,"waitlist":true}`:  {Workshop: "go-basics", Quantity: 2, Waitlist: true},
+		`{"waitlist":false,"workshop":"go-basics","quantity":2}`: {Workshop: "go-basics", Quantity: 2},
+	} {
+		got, err := api.DecodeRequest([]byte(body))
+		if err != nil || got != want {
+			t.Errorf("DecodeRequest(%s) = %+v, %v; want %+v", body, got, err, want)
+		}
+	}
+	for _, body := range []string{
+		`{"workshop":"go-basics","quantity":2,"waitlist":"true"}`,
+		`{"workshop":"go-basics","quantity":2,"waitlist":1}`,
+		`{"workshop":"go-basics","quantity":2,"waitlist":null}`,
+		`{"workshop":"go-basics","quantity":2,"waitlist":true,"waitlist":true}`,
+		`{"workshop":"go-basics","quantity":2,"wait_list":true}`,
+	} {
+		_, err := api.DecodeRequest([]byte(body))
+		if engine.ErrorCode(err) != engine.CodeRequestContract || !strings.Contains(err.Error(), `member "wait`) {
+			t.Errorf("DecodeRequest(%s) error = %v, want a request_contract error naming the member", body, err)
+		}
+	}
+}
+
+// TestDecodeBatchItemWaitlist: a batch's item takes "waitlist" as a
+// single reservation does, on the fast path and on the token path alike.
+func TestDecodeBatchItemWaitlist(t *testing.T) {
+	const key = "f47ac10b-58cc-4372-a567-0e02b2c3d479"
+	want := []engine.BatchEntry{
+		{Key: key, Request: engine.Request{Workshop: "go", Quantity: 1, Waitlist: true}},
+		{Key: key, Request: engine.Request{Workshop: "go", Quantity: 2}},
+	}
+	for _, body := range []string{
+		`{"items":[{"key":"` + key + `","workshop":"go","quantity":1,"waitlist":true},{"key":"` + key + `","workshop":"go","quantity":2,"waitlist":false}]}`,
+		`{"items":[{"key":"\u0066` + key[1:] + `","workshop":"go","quantity":1,"waitlist":true},{"waitlist":false,"key":"` + key + `","workshop":"go","quantity":2}]}`,
+	} {
+		_, entries, err := api.DecodeBatch([]byte(body))
+		if err != nil || !slices.EqualFunc(entries, want, func(a, b engine.BatchEntry) bool { return a.Key == b.Key && a.Request == b.Request && a.Invalid == nil }) {
+			t.Errorf("DecodeBatch(%s) = %+v, %v; want %+v", body, entries, err, want)
+		}
+	}
+	_, entries, err := api.DecodeBatch([]byte(`{"items":[{"key":"` + key + `","workshop":"go","quantity":1,"waitlist":"yes"}]}`))
+	if err != nil || len(entries) != 1 || engine.ErrorCode(entries[0].Invalid) != engine.CodeRequestContract || !strings.Contains(entries[0].Invalid.Error(), `member "waitlist"`) {
+		t.Errorf("DecodeBatch with \"waitlist\":\"yes\" = %+v, %v; want the item refused naming the member", entries, err)
 	}
 }
 
@@ -91,10 +141,16 @@ func TestDecodeWorkshopSpec(t *testing.T) {
 	if err != nil || s != (engine.WorkshopSpec{Capacity: 3, MaxQuantity: 2, Title: "Go"}) {
 		t.Fatalf("DecodeWorkshopSpec = %+v, %v", s, err)
 	}
+	s, err = api.DecodeWorkshopSpec([]byte(`{"capacity":3,"offer_ttl_seconds":7200}`))
+	if err != nil || s != (engine.WorkshopSpec{Capacity: 3, OfferTTLSeconds: 7200}) {
+		t.Fatalf("DecodeWorkshopSpec with offer_ttl_seconds = %+v, %v", s, err)
+	}
 	for _, body := range []string{
 		`{"max_quantity":2}`, `{"capacity":-1}`, `{"capacity":3,"max_quantity":0}`,
 		`{"capacity":3,"title":5}`, `{"capacity":3,"reserved":1}`, `{"capacity":"3"}`,
 		`{"capacity":3,"title":"a\u0000b"}`,
+		`{"capacity":3,"offer_ttl_seconds":59}`, `{"capacity":3,"offer_ttl_seconds":2592001}`, `{"capacity":3,"offer_ttl_seconds":0}`,
+		`{"capacity":3,"offer_ttl_seconds":"3600"}`, `{"capacity":3,"offer_ttl_seconds":null}`,
 	} {
 		if _, err := api.DecodeWorkshopSpec([]byte(body)); engine.ErrorCode(err) != engine.CodeRequestContract {
 			t.Errorf("DecodeWorkshopSpec(%s) error = %v, want %s", body, err, engine.CodeRequestContract)

@@ -27,6 +27,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{"workshop":"go-basics","quantity":-1}`,
 		`{"workshop":"Go","quantity":1}`,
 		`{"workshop":null,"quantity":[1]}`,
+		`{"workshop":"go-basics","quantity":1,"waitlist":true}`,
+		`{"waitlist":false,"workshop":"go-basics","quantity":1}`,
+		`{"workshop":"go-basics","quantity":1,"waitlist":"true"}`,
 		`[]`, `null`, ``, `{`, "\xff",
 	} {
 		f.Add([]byte(seed))
@@ -69,6 +72,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		`{"items":[{"key":"a","workshop":"go","quantity":1,"key":"b"}]}`,
 		` { "atomic" : false , "items" : [ {"key":"f47ac10b-58cc-4372-a567-0e02b2c3d479","workshop":"go","quantity":2} , {"quantity":1,"key":"x","workshop":"go"} ] } `,
 		`{"items":[{"key":"\u0041","workshop":"go","quantity":1}],"atomic":true}`,
+		`{"items":[{"key":"f47ac10b-58cc-4372-a567-0e02b2c3d479","workshop":"go","quantity":1,"waitlist":true}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -51,6 +51,7 @@ func EncodeWorkshopPatch(p engine.WorkshopPatch) ([]byte, error) {
 		{"registration_opens_at", p.OpensAt != nil, clock(p.OpensAt), deref(p.OpensAt).IsZero()},
 		{"registration_closes_at", p.ClosesAt != nil, clock(p.ClosesAt), deref(p.ClosesAt).IsZero()},
 		{"max_per_person", p.MaxPerPerson != nil, deref(p.MaxPerPerson), deref(p.MaxPerPerson) == 0},
+		{"offer_ttl_seconds", p.OfferTTLSeconds != nil, deref(p.OfferTTLSeconds), deref(p.OfferTTLSeconds) == 0},
 	} {
 		if !m.set {
 			continue

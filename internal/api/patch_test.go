@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,8 @@ func TestEncodeWorkshopPatchRoundTrips(t *testing.T) {
 				`"registration_opens_at":"2027-02-04T09:00:00Z","registration_closes_at":"2027-03-06T09:00:00+01:00","max_per_person":2}`},
 		{engine.WorkshopPatch{Description: ptr(""), Location: ptr(""), TimeZone: ptr(""), StartsAt: &time.Time{}, EndsAt: &time.Time{}, OpensAt: &time.Time{}, ClosesAt: &time.Time{}, MaxPerPerson: ptr(0)},
 			`{"description":null,"location":null,"time_zone":null,"starts_at":null,"ends_at":null,"registration_opens_at":null,"registration_closes_at":null,"max_per_person":null}`},
+		{engine.WorkshopPatch{OfferTTLSeconds: ptr(3600)}, `{"offer_ttl_seconds":3600}`},
+		{engine.WorkshopPatch{OfferTTLSeconds: ptr(0)}, `{"offer_ttl_seconds":null}`},
 	} {
 		data, err := api.EncodeWorkshopPatch(c.patch)
 		if err != nil || string(data) != c.json {
@@ -44,6 +47,17 @@ func TestEncodeWorkshopPatchRoundTrips(t *testing.T) {
 		}
 		if !samePatch(back, c.patch) {
 			t.Errorf("DecodeWorkshopPatch(%s) = %+v, want %+v", data, back, c.patch)
+		}
+	}
+}
+
+// TestDecodeWorkshopPatchOfferTTL: offer_ttl_seconds is an integer within
+// its bounds, or null for the default; anything else is refused naming it.
+func TestDecodeWorkshopPatchOfferTTL(t *testing.T) {
+	for _, body := range []string{`{"offer_ttl_seconds":59}`, `{"offer_ttl_seconds":2592001}`, `{"offer_ttl_seconds":0}`, `{"offer_ttl_seconds":1.5}`, `{"offer_ttl_seconds":"60"}`} {
+		_, err := api.DecodeWorkshopPatch([]byte(body))
+		if engine.ErrorCode(err) != engine.CodeRequestContract || !strings.Contains(err.Error(), `member "offer_ttl_seconds"`) {
+			t.Errorf("DecodeWorkshopPatch(%s) = %v, want a request_contract error naming the member", body, err)
 		}
 	}
 }

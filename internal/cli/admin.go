@@ -4,7 +4,7 @@ import "github.com/spf13/cobra"
 
 // newAdminCmd returns "admin", the group of the admins' commands.
 func newAdminCmd() *cobra.Command {
-	return groupCmd("admin", "Administer workshops, API tokens, webhooks and deliveries (admins only)",
+	return groupCmd("admin", "Administer workshops, waiting lists, API tokens, webhooks and deliveries (admins only)",
 		`admin holds the commands only admins may run: on the Unix socket root and the
 daemon's own user, over --server the holders of an admin token.`,
 		`  reservectl admin workshop set workshop-demo --capacity 20

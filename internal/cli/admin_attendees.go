@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -109,12 +108,7 @@ complete.`,
 				return err
 			}
 			if page.NextCursor != "" {
-				next := []string{"reservectl", "admin", "attendees", id}
-				if f.Status != "" {
-					next = append(next, "--status", f.Status)
-				}
-				_, err = fmt.Fprintf(env.stdout, "more: %s\n", strings.Join(append(next, "--limit", strconv.Itoa(f.Limit), "--cursor", page.NextCursor), " "))
-				return err
+				return env.morePage("attendees", id, f.Status, f.Limit, page.NextCursor)
 			}
 			_, err = fmt.Fprintf(env.stdout, "%d reservations, %d active places\n", len(page.Attendees), places)
 			return err

@@ -24,7 +24,7 @@ func newAdminWorkshopCmd(env *commandEnv) *cobra.Command {
 
 // clearable are the names --clear takes, each the flag that sets the
 // optional member it clears.
-var clearable = []string{"description", "location", "starts", "ends", "time-zone", "registration-opens", "registration-closes", "max-per-person"}
+var clearable = []string{"description", "location", "starts", "ends", "time-zone", "registration-opens", "registration-closes", "max-per-person", "offer-ttl"}
 
 // setFlags are what "admin workshop set" reads from its flags.
 type setFlags struct {
@@ -32,17 +32,18 @@ type setFlags struct {
 	title, description, location        string
 	starts, ends, opens, closes, zone   string
 	hidden                              bool
+	offerTTL                            time.Duration
 	clear                               []string
 	ifMatch                             uint64
 }
 
 // changeFlags are the flags of "admin workshop set" that change a member.
-var changeFlags = []string{"capacity", "max-quantity", "title", "hidden", "description", "location", "starts", "ends", "time-zone", "registration-opens", "registration-closes", "max-per-person", "clear"}
+var changeFlags = []string{"capacity", "max-quantity", "title", "hidden", "description", "location", "starts", "ends", "time-zone", "registration-opens", "registration-closes", "max-per-person", "offer-ttl", "clear"}
 
 func newAdminWorkshopSetCmd(env *commandEnv) *cobra.Command {
 	var sf setFlags
 	set := &cobra.Command{
-		Use:   "set ID [--capacity N] [--title T] [--max-quantity M] [--max-per-person P] [--description D] [--location L] [--starts T] [--ends T] [--time-zone Z] [--registration-opens T] [--registration-closes T] [--hidden[=false]] [--clear NAMES] [--if-match V]",
+		Use:   "set ID [--capacity N] [--title T] [--max-quantity M] [--max-per-person P] [--description D] [--location L] [--starts T] [--ends T] [--time-zone Z] [--registration-opens T] [--registration-closes T] [--hidden[=false]] [--offer-ttl D] [--clear NAMES] [--if-match V]",
 		Short: "Create a workshop, or change only the members you name",
 		Long: `set changes the members of workshop ID that its flags name, and only those:
 every member you leave out keeps its value. If the workshop does not exist
@@ -53,11 +54,13 @@ set without a flag that changes something is refused.
   --capacity N              total places; never below the places already
                             reserved and held. Raising it never turns an earlier
                             "unavailable" intent into a reservation: only a new
-                            intent can use the new places.
+                            intent can use the new places, and people on the
+                            waiting list are offered them first.
   --max-quantity M          most places one reservation may take (1 to the
                             capacity).
-  --max-per-person P        most places one person may have reserved and held
-                            in the workshop at once (1 to the capacity);
+  --max-per-person P        most places one person may have reserved, held and
+                            waited for (on its waiting list) in the workshop
+                            at once (1 to the capacity);
                             "--clear max-per-person" removes the limit.
   --title, --description, --location
                             what people see; the description may have several
@@ -75,6 +78,11 @@ set without a flag that changes something is refused.
                             be read, reserved and held by its ID, and every stored
                             answer replays as stored. --hidden=false lists it
                             again.
+  --offer-ttl D              how long a person offered places from the waiting
+                            list has to confirm them (whole seconds from 1m to
+                            720h, e.g. 2h or 48h); offers made before keep their
+                            deadline. "--clear offer-ttl" sets the default back:
+                            a day.
   --clear NAMES             clears optional members, named as their flags and
                             separated by commas: ` + strings.Join(clearable, ", ") + `.
 
@@ -93,6 +101,7 @@ refused: give it with its offset.
   reservectl admin workshop set go-intro --title "Intro to Go, part 1"    # nothing else changes
   reservectl admin workshop set go-intro --clear location,max-per-person
   reservectl admin workshop set go-intro --capacity 16 --if-match 3
+  reservectl admin workshop set go-intro --offer-ttl 12h   # offers from the waiting list last 12 hours
   reservectl admin workshop set old-course --hidden`,
 		Args: exactArgs(1, "the workshop ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -128,8 +137,14 @@ refused: give it with its offset.
 					verb = "created"
 				}
 				listing := ""
+				if w.Waiting > 0 {
+					listing += fmt.Sprintf(", %d waiting", w.Waiting)
+				}
+				if w.OfferTTLSeconds != 0 {
+					listing += ", offers last " + shortDuration(time.Duration(w.OfferTTLSeconds)*time.Second)
+				}
 				if w.Hidden {
-					listing = ", hidden from the list"
+					listing += ", hidden from the list"
 				}
 				_, err := fmt.Fprintf(out, "%s workshop %s: capacity %d, %d reserved, %d available, at most %d per reservation, version %d%s\n%s",
 					verb, w.ID, w.Capacity, w.Reserved, w.Available, w.MaxQuantity, w.Version, listing, workshopSchedule(w))
@@ -150,6 +165,7 @@ refused: give it with its offset.
 	f.StringVar(&sf.opens, "registration-opens", "", "when registration opens (default: open now; the forms of --starts)")
 	f.StringVar(&sf.closes, "registration-closes", "", "when registration closes (default: when it starts; the forms of --starts)")
 	f.BoolVar(&sf.hidden, "hidden", false, "leave the workshop out of the workshop list (--hidden=false lists it again)")
+	f.DurationVar(&sf.offerTTL, "offer-ttl", 0, "how long an offer from the waiting list lasts: whole seconds from 1m to 720h (default a day; --clear offer-ttl sets it back)")
 	f.StringSliceVar(&sf.clear, "clear", nil, "clear these optional members, comma-separated: "+strings.Join(clearable, ","))
 	f.Uint64Var(&sf.ifMatch, "if-match", 0, "change only if the workshop has this version")
 	return set
@@ -189,6 +205,14 @@ func (sf *setFlags) patch(flags *pflag.FlagSet) (engine.WorkshopPatch, error) {
 			return p, usageErrorf("nothing sent: --max-per-person %d is above --capacity %d: one person cannot have more places than there are", sf.maxPerPerson, sf.capacity)
 		}
 		p.MaxPerPerson = &sf.maxPerPerson
+	}
+	if given("offer-ttl") {
+		lo, hi := time.Duration(engine.MinOfferTTLSeconds)*time.Second, time.Duration(engine.MaxOfferTTLSeconds)*time.Second
+		if sf.offerTTL%time.Second != 0 || sf.offerTTL < lo || sf.offerTTL > hi {
+			return p, usageErrorf("nothing sent: --offer-ttl must be whole seconds from %s to %s, not %s", shortDuration(lo), shortDuration(hi), sf.offerTTL)
+		}
+		seconds := int(sf.offerTTL / time.Second)
+		p.OfferTTLSeconds = &seconds
 	}
 	if given("title") {
 		p.Title = &sf.title
@@ -264,6 +288,8 @@ func (sf *setFlags) clearMembers(given func(string) bool, p *engine.WorkshopPatc
 			p.ClosesAt = &zero
 		case "max-per-person":
 			p.MaxPerPerson = &none
+		case "offer-ttl":
+			p.OfferTTLSeconds = &none
 		}
 	}
 	return nil
@@ -277,7 +303,9 @@ func newAdminWorkshopDeleteCmd(env *commandEnv) *cobra.Command {
 		Long: `delete removes workshop ID. A workshop with active reservations or open holds
 is refused (workshop_in_use, with how many places are reserved and held):
 cancel those reservations and let the holds end first, or hide the workshop
-with "admin workshop set ID --hidden" instead. Its cancelled reservations and
+with "admin workshop set ID --hidden" instead. So is one with people on its
+waiting list ("reservectl admin waitlist ID" lists them): they leave it
+first. Its cancelled reservations and
 the stored answers of every operation on it stay: a retry of any of them
 replays its answer as before. --if-match V deletes it only if it still has
 version V.`,

@@ -112,18 +112,24 @@ unavailable) gives way to the next "reserve" by itself, which says so.
 
 "hold" keeps places until a deadline, "confirm" turns the hold into a
 reservation and "release" gives its places back; each is an intent of its
-own, journaled and retried the same way.
+own, journaled and retried the same way. "reserve --waitlist" joins a full
+workshop's waiting list; freed places are offered in turn as a hold, which
+"confirm" accepts, and "waitlist" shows your entries and offers, "waitlist
+leave" takes you off a list.
 
 Exit status:
-   0  reserved (first time or replayed), cancelled, held or released; a
-      delivery requeued or skipped
+   0  reserved (first time or replayed), cancelled, held or released; on a
+      waiting list ("reserve --waitlist" answered "waiting") or off it
+      ("waitlist leave": left, or left before); a delivery requeued or
+      skipped
    2  usage error, or refused locally (nothing was sent)
-   3  unavailable: not enough free places, or expired: the hold's deadline
-      passed (authoritative answers)
+   3  unavailable: not enough free places, or expired: the hold's or the
+      offer's deadline passed (authoritative answers)
    4  rejected by the server (conflict, request contract, unknown workshop
       or hold, authentication), or the hold was settled before (released,
-      already confirmed, already released), or the delivery to skip was
-      delivered or skipped before
+      already confirmed, already released), or the waiting list entry to
+      leave was reserved before, or the delivery to skip was delivered or
+      skipped before
    5  decided earlier, but reserved no longer keeps its answer (the
       receipt expired): the intent is settled; "reservectl list" shows
       your reservations
@@ -137,6 +143,8 @@ Exit status:
   reservectl new-intent               # the next reserve gets a new key
   reservectl cancel ID                # cancel a reservation (its own intent; cancel --retry)
   reservectl hold --workshop workshop-demo --ttl 15m && reservectl confirm
+  reservectl reserve --workshop workshop-demo --waitlist   # full? wait for a place
+  reservectl waitlist                 # your places on waiting lists and offers
   reservectl --server https://reserve.example.com --token "$TOKEN" workshops`,
 		Args:              noArgs,
 		SilenceUsage:      true,
@@ -170,7 +178,7 @@ Exit status:
 	env.flags = f
 
 	admin := newAdminCmd()
-	admin.AddCommand(newAdminWorkshopCmd(env), newAdminAttendeesCmd(env), newAdminTokenCmd(env), newAdminBackupCmd(env), newAdminOperationsCmd(env),
+	admin.AddCommand(newAdminWorkshopCmd(env), newAdminAttendeesCmd(env), newAdminWaitlistCmd(env), newAdminTokenCmd(env), newAdminBackupCmd(env), newAdminOperationsCmd(env),
 		newAdminWebhookCmd(env), newAdminDeliveriesCmd(env), newAdminDeliveryCmd(env))
 	root.AddCommand(
 		newReserveCmd(env),
@@ -181,6 +189,7 @@ Exit status:
 		newNewIntentCmd(env),
 		newStatusCmd(env),
 		newListCmd(env),
+		newWaitlistCmd(env),
 		newWorkshopsCmd(env),
 		newWhoamiCmd(env),
 		newVersionCmd(env),

@@ -36,12 +36,8 @@ func TestDeliveryOutcomes(t *testing.T) {
 		{retrying, 409, body("requeued"), ExitUnknown, "outcome unknown: unparseable answer: 409 Conflict with 143 bytes of \"application/json\"; your intent is kept — run: reservectl admin delivery retry --retry"},
 		{skipping, 404, `{"type":"about:blank","title":"Not Found","status":404,"code":"unknown_delivery","detail":"no delivery has id \"x\""}`, ExitRejected, "rejected: unknown_delivery: no delivery has id"},
 	} {
-		ct := "application/json"
-		if strings.Contains(tc.body, `"code"`) {
-			ct = "application/problem+json"
-		}
-		res := client.Classify(tc.op, client.Reply{Status: tc.status, ContentType: ct, Body: []byte(tc.body)})
-		o := outcomeOf(tc.op, testKey, res, nil, 0)
+		o := holdAnswer(tc.op, tc.status, tc.body)
+		res := o.res
 		if got := exitCode(o.err()); got != tc.exit || !strings.HasPrefix(o.line(), tc.line) {
 			t.Errorf("%s answered %d %s: exit %d, line %q; want exit %d, a line starting %q", tc.op.Kind, tc.status, tc.body, got, o.line(), tc.exit, tc.line)
 		}

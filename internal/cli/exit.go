@@ -15,22 +15,25 @@ import (
 // maps errors to them.
 const (
 	// ExitReserved means reserved (also from a hold), cancelled, held or
-	// released, a delivery requeued or skipped, the first time or
-	// replayed, or that another command succeeded.
+	// released, on a waiting list (a reservation request that asked to
+	// wait, a decided answer) or off one (left, or left before), a
+	// delivery requeued or skipped, the first time or replayed, or that
+	// another command succeeded.
 	ExitReserved = 0
 	// ExitFailure means a failure that no other code covers.
 	ExitFailure = 1
 	// ExitUsage means a usage error or a local refusal: nothing was sent.
 	ExitUsage = 2
 	// ExitUnavailable means the authoritative answer "not enough free
-	// places", or that the hold to confirm or release had expired.
+	// places", or that the hold to confirm or release, or the offer of
+	// the entry to leave a waiting list, had expired.
 	ExitUnavailable = 3
 	// ExitRejected means an authoritative 4xx rejection (conflict, request
 	// contract, unknown workshop or hold, authentication or permission), a
 	// refusal by the workshop's registration window or limit per person
 	// (registration_not_open, registration_closed, limit_reached), or that
 	// the hold to confirm or release, or the delivery to skip, was settled
-	// before.
+	// before, or the entry to leave a waiting list was reserved before.
 	ExitRejected = 4
 	// ExitAnswerExpired means that reserved decided the intent earlier but
 	// no longer keeps its answer (its receipt was purged after the

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,8 +99,12 @@ func holdTTLSeconds(ttl time.Duration) (int, error) {
 // shortDuration writes d without zero minutes and seconds: 24h, not
 // 24h0m0s.
 func shortDuration(d time.Duration) string {
-	if d%time.Hour == 0 {
-		return fmt.Sprintf("%dh", d/time.Hour)
+	s := d.String()
+	if d%time.Minute == 0 {
+		s = strings.TrimSuffix(s, "0s")
 	}
-	return d.String()
+	if d%time.Hour == 0 {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -15,9 +15,13 @@ const testHoldID = "0190a1b2c3d4e5f60718293a4b5c6d7f"
 var testHoldReq = engine.HoldRequest{Workshop: "workshop-demo", Quantity: 2, TTLSeconds: 600}
 
 // holdAnswer is what the CLI makes of the answer status with body to an
-// operation op.
+// operation op: a problem detail when the body has a code, else JSON.
 func holdAnswer(op client.Operation, status int, body string) outcome {
-	res := client.Classify(op, client.Reply{Status: status, ContentType: "application/json", Body: []byte(body)})
+	ct := "application/json"
+	if strings.Contains(body, `"code"`) {
+		ct = "application/problem+json"
+	}
+	res := client.Classify(op, client.Reply{Status: status, ContentType: ct, Body: []byte(body)})
 	return outcomeOf(op, testKey, res, nil, time.Second)
 }
 

@@ -82,6 +82,11 @@ func describeRequest(in *intent.Intent) string {
 		return "send delivery " + op.DeliveryID + " again"
 	case intent.KindSkipDelivery:
 		return "skip delivery " + op.DeliveryID
+	case intent.KindLeaveWaitlist:
+		return "leave waiting list entry " + op.EntryID
+	}
+	if op.Request.Waitlist {
+		return fmt.Sprintf("%s in %s, or a place on its waiting list", places(op.Request.Quantity), op.Request.Workshop)
 	}
 	return fmt.Sprintf("%s in %s", places(op.Request.Quantity), op.Request.Workshop)
 }

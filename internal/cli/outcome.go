@@ -81,6 +81,9 @@ func operation(in *intent.Intent) client.Operation {
 	case intent.KindSkipDelivery:
 		r, _ := in.DeliveryRef()
 		return client.SkippingDelivery(r.DeliveryID)
+	case intent.KindLeaveWaitlist:
+		r, _ := in.EntryRef()
+		return client.LeavingWaitlist(r.EntryID)
 	}
 	req, _ := in.Request()
 	return client.Reserving(req)
@@ -165,21 +168,25 @@ func (o outcome) settlement() intent.Outcome {
 
 // exitCode is the exit code of a command that ends on o: 0 for a
 // reservation (also one a confirmation made), a cancellation or a
-// reservation cancelled before, a hold made and a hold released, and a
-// delivery requeued or skipped; 3 for the authoritative lack of places and
-// for a hold whose deadline passed; 4 for a rejection, for a refusal by
-// the workshop's registration window or limit per person, for a hold that
-// was settled before (a confirmation of a released hold, a hold confirmed
-// or released before) and for a delivery delivered or skipped before a
-// skip; 5 for an intent
-// decided earlier whose answer reserved no longer keeps; 75 while the
-// outcome is unknown.
+// reservation cancelled before, a hold made and a hold released, a
+// delivery requeued or skipped, a request that joined a waiting list (it
+// asked to, and it is decided: its places are offered when they are
+// freed), and an entry that left its list or had left it before (the
+// person is off the list, as asked); 3 for the authoritative lack of
+// places and for a hold or an offer whose deadline passed; 4 for a
+// rejection, for a refusal by the workshop's registration window or limit
+// per person, for a hold that was settled before (a confirmation of a
+// released hold, a hold confirmed or released before), for an entry whose
+// offer was confirmed before it was to leave, and for a delivery
+// delivered or skipped before a skip; 5 for an intent decided earlier
+// whose answer reserved no longer keeps; 75 while the outcome is unknown.
 func (o outcome) exitCode() int {
 	if engine.IsAdmissionRefusal(string(o.status)) {
 		return ExitRejected
 	}
 	switch o.status {
-	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld, engine.StatusRequeued, engine.StatusSkipped:
+	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld, engine.StatusRequeued, engine.StatusSkipped,
+		engine.StatusWaiting, engine.StatusLeft, engine.StatusAlreadyLeft:
 		return ExitReserved
 	case engine.StatusReleased:
 		if o.op == intent.KindRelease {
@@ -188,7 +195,7 @@ func (o outcome) exitCode() int {
 		return ExitRejected
 	case engine.StatusUnavailable, engine.StatusExpired:
 		return ExitUnavailable
-	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, engine.StatusAlreadyDelivered, engine.StatusAlreadySkipped, intent.StatusRejected:
+	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, engine.StatusAlreadyDelivered, engine.StatusAlreadySkipped, engine.StatusAlreadyReserved, intent.StatusRejected:
 		return ExitRejected
 	case intent.StatusAnswerExpired:
 		return ExitAnswerExpired
@@ -237,12 +244,22 @@ func (o outcome) line() string {
 	case engine.StatusUnavailable:
 		return fmt.Sprintf("%sunavailable: not enough free places in %s for %s; %s",
 			prefix, a.Workshop, places(a.Quantity), o.next())
+	case engine.StatusWaiting:
+		return fmt.Sprintf("%swaiting: entry %s, position %d on the waiting list of %s (%s); when places are freed they are offered in turn, as a hold until the offer's deadline: 'reservectl waitlist' shows your place and any offer",
+			prefix, a.EntryID, a.Position, a.Workshop, places(a.Quantity))
 	case engine.StatusCancelled:
 		return fmt.Sprintf("%scancelled reservation %s (%s in %s)", prefix, a.ReservationID, places(a.Quantity), a.Workshop)
 	case engine.StatusAlreadyCancelled:
 		return fmt.Sprintf("%salready cancelled: reservation %s (%s in %s) was cancelled before; this intent changed nothing",
 			prefix, a.ReservationID, places(a.Quantity), a.Workshop)
-	case engine.StatusHeld, engine.StatusExpired, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased:
+	case engine.StatusLeft, engine.StatusAlreadyLeft, engine.StatusAlreadyReserved:
+		return prefix + o.leaveLine()
+	case engine.StatusExpired:
+		if o.op == intent.KindLeaveWaitlist {
+			return prefix + o.leaveLine()
+		}
+		return prefix + o.holdLine()
+	case engine.StatusHeld, engine.StatusReleased, engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased:
 		return prefix + o.holdLine()
 	case engine.StatusRequeued, engine.StatusSkipped, engine.StatusAlreadyDelivered, engine.StatusAlreadySkipped:
 		return prefix + o.deliveryLine()
@@ -293,6 +310,22 @@ func (o outcome) holdLine() string {
 	return fmt.Sprintf("already released: %s was released before; this intent changed nothing; %s", what, settled)
 }
 
+// leaveLine says what an answer to leaving a waiting list means, without
+// the prefix of line.
+func (o outcome) leaveLine() string {
+	a := o.res.Answer
+	what := fmt.Sprintf("entry %s (%s in %s)", a.EntryID, places(a.Quantity), a.Workshop)
+	switch o.status {
+	case engine.StatusLeft:
+		return "left the waiting list: " + what + " is off it, and any places it was offered go to the next person waiting"
+	case engine.StatusAlreadyLeft:
+		return fmt.Sprintf("already left: %s had left the waiting list before; this intent changed nothing; %s", what, o.next())
+	case engine.StatusAlreadyReserved:
+		return fmt.Sprintf("already reserved: the places offered to %s were reserved before, so it is not on the list; cancel the reservation to give them back; %s", what, o.next())
+	}
+	return fmt.Sprintf("expired: the offer to %s passed its deadline before this intent, so it left the list and its places went on; %s", what, o.next())
+}
+
 // deliveryLine says what an answer about a delivery means, without the
 // prefix of line. The workshop and places it names are those of the
 // delivery's event.
@@ -320,7 +353,7 @@ func (o outcome) admissionRefusal() string {
 	case engine.StatusRegistrationClosed:
 		return fmt.Sprintf("registration closed: registration for %s has closed, so no place was taken", a.Workshop)
 	}
-	return fmt.Sprintf("limit reached: %s more would be over the limit of %s per person in %s (you have %s reserved or held there already)",
+	return fmt.Sprintf("limit reached: %s more would be over the limit of %s per person in %s (you have %s reserved, held or waited for there already)",
 		places(a.Quantity), places(a.Limit.MaxPerPerson), a.Workshop, places(a.Limit.Already))
 }
 
@@ -339,11 +372,12 @@ func count(n int, noun string) string {
 // outcomeJSON is what --json prints for an outcome.
 type outcomeJSON struct {
 	// Outcome is the status of the answer (reserved, unavailable,
-	// cancelled, already_cancelled, held, expired, released,
+	// waiting, cancelled, already_cancelled, held, expired, released,
 	// already_confirmed, already_released, registration_not_open,
 	// registration_closed, limit_reached, requeued, skipped,
-	// already_delivered, already_skipped), rejected, operation_expired
-	// (decided earlier, its answer no longer kept) or unknown.
+	// already_delivered, already_skipped, left, already_left,
+	// already_reserved), rejected, operation_expired (decided earlier,
+	// its answer no longer kept) or unknown.
 	Outcome   string              `json:"outcome"`
 	Operation engine.OperationKey `json:"operation"`
 	Replayed  bool                `json:"replayed"`
@@ -354,6 +388,10 @@ type outcomeJSON struct {
 	HoldID string `json:"hold_id,omitempty"`
 	// DeliveryID is the delivery the answer is about, if any.
 	DeliveryID string `json:"delivery_id,omitempty"`
+	// EntryID is the waiting list entry the answer is about, if any, and
+	// Position its place in the queue when it joined.
+	EntryID  string `json:"entry_id,omitempty"`
+	Position int    `json:"position,omitempty"`
 	// Response is the server's body when it is JSON, byte for byte.
 	Response json.RawMessage `json:"response,omitempty"`
 	// ResponseText is the server's body when it is not JSON.
@@ -387,6 +425,8 @@ func (o outcome) json() outcomeJSON {
 		ReservationID: o.res.Answer.ReservationID,
 		HoldID:        o.res.Answer.HoldID,
 		DeliveryID:    o.res.Answer.DeliveryID,
+		EntryID:       o.res.Answer.EntryID,
+		Position:      o.res.Answer.Position,
 		Error:         o.why + o.unconfirmed,
 		Recorded:      o.unconfirmed != "" || o.notResent,
 	}

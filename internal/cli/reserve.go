@@ -26,9 +26,10 @@ func newReserveCmd(env *commandEnv) *cobra.Command {
 		quantity int
 		retry    bool
 		fresh    bool
+		waitlist bool
 	)
 	cmd := &cobra.Command{
-		Use:   "reserve (--workshop ID [--quantity N] [--new] | --retry)",
+		Use:   "reserve (--workshop ID [--quantity N] [--waitlist] [--new] | --retry)",
 		Short: "Reserve places in a workshop, exactly once however often you retry",
 		Long: `reserve starts a new intent: it gives it a new operation key, writes the key,
 the payload, the server and your identity to the state file (fsync'd), and
@@ -50,8 +51,20 @@ reservation at most once and replays its first answer ("replayed: …"). A
 retry as another actor or to another server is refused (exit 2, nothing
 sent).
 
-Only a 201 reservation, a 409 "unavailable" and a 4xx rejection settle the
-intent. A timeout, a lost or garbled answer, a server error (also 503
+With --waitlist, a request that finds too few free places (or people
+waiting for the workshop's places already, who go first) joins the
+workshop's waiting list instead of being answered "unavailable": "waiting:
+entry E, position P on the waiting list of W" (exit 0, the 202 answer).
+The intent is settled: you need not run anything while you wait. When
+places are freed they are offered in the order people joined, as a hold
+of the places you asked for until the offer's deadline: "reservectl
+waitlist" shows your entries, their positions and any offer with its hold
+and deadline; "reservectl confirm HOLD-ID" accepts the offer, "reservectl
+release HOLD-ID" or "reservectl waitlist leave" declines it. The state
+file records --waitlist with the intent, so --retry sends it again.
+
+Only a 201 reservation, a 202 "waiting", a 409 "unavailable" and a 4xx
+rejection settle the intent. A timeout, a lost or garbled answer, a server error (also 503
 store_unavailable: reserved's database is unreachable or restarting; and 503
 identity_unavailable: on the socket, your uid has no actor yet and the user
 database failed to name it) or an unreachable daemon exit 75 and keep the
@@ -70,27 +83,29 @@ If reserved cannot be reached for a new intent, the intent is recorded
 anyway (actor "` + actorNotYetKnown + `", no attempts) and the command exits 75;
 the first --retry that reaches reserved binds it to your actor and sends it.
 
-Exit status: 0 reserved (first time or replayed), 2 refused locally
-(nothing sent), 3 unavailable, 4 rejected, 5 decided earlier but its answer
-is no longer kept, 75 outcome unknown (the intent stays open), 1 anything
-else.`,
+Exit status: 0 reserved, or with --waitlist on the waiting list (first
+time or replayed; --json's "outcome" tells "reserved" from "waiting"), 2
+refused locally (nothing sent), 3 unavailable, 4 rejected, 5 decided
+earlier but its answer is no longer kept, 75 outcome unknown (the intent
+stays open), 1 anything else.`,
 		Example: `  reservectl reserve --workshop workshop-demo --quantity 2
   reservectl reserve --retry
+  reservectl reserve --workshop workshop-demo --waitlist   # full? then wait for a place
   reservectl reserve --new --workshop workshop-demo   # after a reservation: the next one
   reservectl --json reserve --workshop workshop-demo
   reservectl --timeout 30s reserve --retry`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if retry {
-				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") || fresh {
-					return usageErrorf("--retry resends the recorded payload: do not pass --workshop, --quantity or --new")
+				if cmd.Flags().Changed("workshop") || cmd.Flags().Changed("quantity") || cmd.Flags().Changed("waitlist") || fresh {
+					return usageErrorf("--retry resends the recorded payload: do not pass --workshop, --quantity, --waitlist or --new")
 				}
 				return env.retryIntent(cmd.Context(), intent.KindReserve)
 			}
 			if err := requireFlags(cmd, "workshop"); err != nil {
 				return err
 			}
-			req := engine.Request{Workshop: workshop, Quantity: quantity}
+			req := engine.Request{Workshop: workshop, Quantity: quantity, Waitlist: waitlist}
 			if err := checkRequest(req); err != nil {
 				return err
 			}
@@ -103,6 +118,7 @@ else.`,
 	f.StringVar(&workshop, "workshop", "", "id of the workshop")
 	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
 	f.IntVar(&quantity, "quantity", 1, "number of places")
+	f.BoolVar(&waitlist, "waitlist", false, "join the workshop's waiting list if too few places are free")
 	f.BoolVar(&retry, "retry", false, "resend the intent in the state file (same key, same payload)")
 	f.BoolVar(&fresh, "new", false, "start a new intent even after a settled one that reserved something (new-intent and reserve in one step)")
 	return cmd
@@ -225,6 +241,7 @@ var kindCommand = map[engine.OperationKind]string{
 	intent.KindRelease:       "release",
 	intent.KindRetryDelivery: "admin delivery retry",
 	intent.KindSkipDelivery:  "admin delivery skip",
+	intent.KindLeaveWaitlist: "waitlist leave",
 }
 
 // startCommand says, for each kind of intent, how to start one.
@@ -236,6 +253,7 @@ var startCommand = map[engine.OperationKind]string{
 	intent.KindRelease:       "release HOLD-ID",
 	intent.KindRetryDelivery: "admin delivery retry DELIVERY-ID",
 	intent.KindSkipDelivery:  "admin delivery skip DELIVERY-ID",
+	intent.KindLeaveWaitlist: "waitlist leave ENTRY-ID",
 }
 
 // retryIntent is every later step of the recorded intent, which must be of
@@ -321,6 +339,9 @@ func refuseNew(in *intent.Intent, kind engine.OperationKind) error {
 	if _, ok := in.HeldHold(); ok {
 		next = "'reservectl confirm' or 'reservectl release' to go on with the hold it made, "
 	}
+	if _, ok := in.WaitingEntry(); ok {
+		next = "'reservectl waitlist' to see your place and any offer, 'reservectl confirm HOLD-ID' to accept an offer, 'reservectl waitlist leave' to leave the list, "
+	}
 	if in.Outcome.Status == intent.StatusAnswerExpired {
 		next = "'" + listCommand[in.Kind] + "' to see what it did, "
 	}
@@ -339,6 +360,7 @@ var freshCommand = map[engine.OperationKind]string{
 	intent.KindHold:          "hold --new --workshop ID",
 	intent.KindRetryDelivery: "admin delivery retry --new DELIVERY-ID",
 	intent.KindSkipDelivery:  "admin delivery skip --new DELIVERY-ID",
+	intent.KindLeaveWaitlist: "waitlist leave --new ENTRY-ID",
 }
 
 // listCommand says, for each kind of intent, the command that shows what
@@ -351,6 +373,7 @@ var listCommand = map[engine.OperationKind]string{
 	intent.KindRelease:       "reservectl list --holds --all",
 	intent.KindRetryDelivery: "reservectl admin deliveries",
 	intent.KindSkipDelivery:  "reservectl admin deliveries --state skipped",
+	intent.KindLeaveWaitlist: "reservectl waitlist",
 }
 
 // notSent is the outcome of an intent that could not be sent because the

@@ -38,8 +38,9 @@ func (env *commandEnv) settleHoldCmd(kind engine.OperationKind, retry *bool) fun
 // startSettleHold starts the intent of kind (confirm or release) for hold
 // id, or, for an empty id, for the hold that the state file's settled hold
 // intent made. An open intent is never replaced. A settled hold intent
-// that made the hold is replaced by the new intent in one write; any other
-// settled intent must be cleared with new-intent first.
+// that made the hold is replaced by the new intent in one write, and so is
+// a settled intent that joined a waiting list, for a hold named (its
+// offer); any other settled intent must be cleared with new-intent first.
 func (env *commandEnv) startSettleHold(ctx context.Context, kind engine.OperationKind, id string) error {
 	server, j, prev, err := env.openSession()
 	if err != nil {
@@ -47,9 +48,19 @@ func (env *commandEnv) startSettleHold(ctx context.Context, kind engine.Operatio
 	}
 	defer j.Close()
 	held, isHold := prev.HeldHold()
+	entry, waiting := prev.WaitingEntry()
 	switch {
 	case prev.IsOpen():
 		return refuseNew(prev, kind)
+	case waiting && id == "":
+		return usageErrorf("no hold to %s: the last intent %s in %s joined a waiting list (entry %s), and an offer from it is a hold of its own; nothing sent: run 'reservectl waitlist' to see the offer's hold, then 'reservectl %s HOLD-ID'",
+			kind, prev.Key, j.Path(), entry, kind)
+	case waiting:
+		// The entry lives on at the server, and its offer is settled
+		// through its hold: the settled intent that joined the list
+		// gives way to the confirmation or release of a hold.
+		env.noteReplaced(prev)
+		return env.begin(ctx, server, j, prev, false, env.settleHoldIntent(kind, id))
 	case prev != nil && !isHold && id == "":
 		return usageErrorf("no hold to %s: the last intent %s in %s is a settled %s intent (%s) that made no hold; nothing sent: pass a HOLD_ID after 'reservectl new-intent'",
 			kind, prev.Key, j.Path(), prev.Kind, prev.Outcome.Status)

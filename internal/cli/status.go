@@ -32,9 +32,10 @@ release intent names) status also shows the hold as it stands now
 reservation, released, or expired.
 
 The exit status follows the intent as the command that made it would exit:
-0 reserved, cancelled, held or released (or no intent), 3 unavailable or
-expired, 4 rejected or settled before, 5 decided earlier but its answer is no
-longer kept (see "reservectl list"), 75 still open.`,
+0 reserved, cancelled, held or released, on a waiting list or off it (or no
+intent), 3 unavailable or expired, 4 rejected or settled before, 5 decided
+earlier but its answer is no longer kept (see "reservectl list"), 75 still
+open.`,
 		Example: `  reservectl status
   reservectl --json status`,
 		Args: noArgs,
@@ -173,6 +174,7 @@ var doneWord = map[engine.OperationKind]string{
 	intent.KindRelease:       "released",
 	intent.KindRetryDelivery: "sent again",
 	intent.KindSkipDelivery:  "skipped",
+	intent.KindLeaveWaitlist: "left",
 }
 
 // holdOf returns the hold in is about: the one a settled hold intent made,

@@ -22,8 +22,9 @@ func newWorkshopsCmd(env *commandEnv) *cobra.Command {
 		Use:   "workshops",
 		Short: "List the workshops with their capacity and free places",
 		Long: `workshops lists the workshops: each one's capacity, the places reserved, held (by
-holds whose deadline has not passed) and still available, the most places
-one reservation may take, and its version (for "reservectl admin workshop
+holds whose deadline has not passed, offers from the waiting list among
+them) and still available, the most places one reservation may take, and
+its version (for "reservectl admin workshop
 set --if-match"). Hidden workshops (see "reservectl admin workshop set
 --hidden") are left out unless --hidden is given; they are marked so.
 
@@ -31,8 +32,10 @@ When a workshop has a schedule, the list also shows when it takes place
 (in the workshop's time zone, with the zone's abbreviation), where (cut to
 30 characters), and whether registration is open: "open until" the time it
 closes, "opens" at a later time, or "closed". A workshop without one shows
-"-" there: it takes reservations at any time. --json shows every member,
-the description and the limit per person too.`,
+"-" there: it takes reservations at any time. When people wait on a
+workshop's waiting list, the list shows how many (WAITING). --json shows
+every member, the description, the limit per person and the time an offer
+from the waiting list lasts too.`,
 		Example: `  reservectl workshops
   reservectl workshops --hidden
   reservectl --json workshops`,
@@ -47,7 +50,12 @@ the description and the limit per person too.`,
 			return env.print(api.WorkshopList{Workshops: list}, func(out io.Writer) error {
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				scheduled := slices.ContainsFunc(list, func(w engine.Workshop) bool { return !w.Schedule.IsZero() })
-				head := "ID\tCAPACITY\tRESERVED\tHELD\tAVAILABLE\tMAX\tVERSION\t"
+				waiting := slices.ContainsFunc(list, func(w engine.Workshop) bool { return w.Waiting > 0 })
+				head := "ID\tCAPACITY\tRESERVED\tHELD\tAVAILABLE\t"
+				if waiting {
+					head += "WAITING\t"
+				}
+				head += "MAX\tVERSION\t"
 				if scheduled {
 					head += "WHEN\tWHERE\tREGISTRATION\t"
 				}
@@ -57,7 +65,11 @@ the description and the limit per person too.`,
 					if w.Hidden {
 						title += " (hidden)"
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t", w.ID, w.Capacity, w.Reserved, w.Held, w.Available, w.MaxQuantity, w.Version)
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t", w.ID, w.Capacity, w.Reserved, w.Held, w.Available)
+					if waiting {
+						fmt.Fprintf(tw, "%d\t", w.Waiting)
+					}
+					fmt.Fprintf(tw, "%d\t%d\t", w.MaxQuantity, w.Version)
 					if scheduled {
 						fmt.Fprintf(tw, "%s\t%s\t%s\t", orDash(workshopWhen(w)), orDash(engine.Truncate(w.Location, 30)), orDash(workshopRegistration(w)))
 					}

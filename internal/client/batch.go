@@ -66,13 +66,14 @@ func EncodeBatch(items []BatchItem, atomic bool) ([]byte, error) {
 		Key      engine.OperationKey `json:"key"`
 		Workshop string              `json:"workshop"`
 		Quantity int                 `json:"quantity"`
+		Waitlist bool                `json:"waitlist,omitempty"`
 	}
 	body := struct {
 		Atomic bool   `json:"atomic"`
 		Items  []item `json:"items"`
 	}{Atomic: atomic, Items: make([]item, len(items))}
 	for i, it := range items {
-		body.Items[i] = item{it.Key, it.Request.Workshop, it.Request.Quantity}
+		body.Items[i] = item{it.Key, it.Request.Workshop, it.Request.Quantity, it.Request.Waitlist}
 	}
 	payload, err := json.Marshal(body)
 	if err != nil {

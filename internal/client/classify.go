@@ -13,11 +13,13 @@ import (
 )
 
 // Operation is what an answer is classified against: the kind of the
-// operation sent and what it asked for: the Request of a reserve, the
-// Request and TTLSeconds of a hold, the ReservationID of a cancel, the
-// HoldID of a confirm or a release, the DeliveryID of an operator's
-// retry or skip of a delivery. An answer about another workshop,
-// quantity, reservation, hold or delivery answers someone else's request.
+// operation sent and what it asked for: the Request of a reserve (which
+// may ask to join the waiting list), the Request and TTLSeconds of a
+// hold, the ReservationID of a cancel, the HoldID of a confirm or a
+// release, the DeliveryID of an operator's retry or skip of a delivery,
+// the EntryID of leaving a waiting list. An answer about another
+// workshop, quantity, reservation, hold, delivery or entry answers
+// someone else's request.
 type Operation struct {
 	Kind          engine.OperationKind
 	Request       engine.Request
@@ -25,6 +27,7 @@ type Operation struct {
 	ReservationID string
 	HoldID        string
 	DeliveryID    string
+	EntryID       string
 }
 
 // Reserving returns the operation that reserves req.
@@ -62,13 +65,21 @@ func SkippingDelivery(id string) Operation {
 	return Operation{Kind: engine.OperationSkipDelivery, DeliveryID: id}
 }
 
+// LeavingWaitlist returns the operation that takes waiting list entry id
+// off its list.
+func LeavingWaitlist(id string) Operation {
+	return Operation{Kind: engine.OperationLeaveWaitlist, EntryID: id}
+}
+
 // answers reports whether a, decoded from body and sent with HTTP status,
 // is the answer to op: of op's kind, with the status that answer is sent
 // with, with exactly the members of that answer (engine.Answers), ids
 // of the right form, and about op's request: the same workshop and
 // quantity for a reserve or a hold, the same reservation for a cancel, the
 // same hold for a confirm or a release, the same delivery for a retry or
-// a skip of one.
+// a skip of one, the same entry for leaving a waiting list. A "waiting"
+// answer (202, decided: the request joined the waiting list) answers only
+// a reservation request that asked to join one.
 func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
 	spec, ok := engine.SpecOf(op.Kind, a.Status)
 	if !ok || api.StatusOfAnswer(op.Kind, a.Status) != status {
@@ -78,7 +89,11 @@ func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
 	if !hasMembers(body, m.Names()) {
 		return false
 	}
-	if (m.ReservationID && !engine.IsReservationID(a.ReservationID)) || (m.HoldID && !engine.IsHoldID(a.HoldID)) || (m.DeliveryID && a.DeliveryID == "") {
+	if (m.ReservationID && !engine.IsReservationID(a.ReservationID)) || (m.HoldID && !engine.IsHoldID(a.HoldID)) || (m.DeliveryID && a.DeliveryID == "") ||
+		(m.EntryID && !engine.IsWaitEntryID(a.EntryID)) {
+		return false
+	}
+	if a.Status == engine.StatusWaiting && !op.Request.Waitlist {
 		return false
 	}
 	switch op.Kind {
@@ -88,6 +103,8 @@ func (op Operation) answers(a engine.Answer, body []byte, status int) bool {
 		return a.HoldID == op.HoldID && engine.ValidateWorkshopID(a.Workshop) == nil
 	case engine.OperationRetryDelivery, engine.OperationSkipDelivery:
 		return a.DeliveryID == op.DeliveryID && engine.ValidateWorkshopID(a.Workshop) == nil
+	case engine.OperationLeaveWaitlist:
+		return a.EntryID == op.EntryID && engine.ValidateWorkshopID(a.Workshop) == nil
 	}
 	return a.Workshop == op.Request.Workshop && a.Quantity == op.Request.Quantity
 }

@@ -23,6 +23,8 @@ func TestClassifyEveryKind(t *testing.T) {
 	holding := client.Holding(engine.HoldRequest{Workshop: "w-1", Quantity: 2, TTLSeconds: 600})
 	const dlv = res + "-" + hold
 	retrying, skipping := client.RetryingDelivery(dlv), client.SkippingDelivery(dlv)
+	const entry = "0190a1b2c3d4e5f60718293a4b5c6d71"
+	joining, leaving := client.Reserving(engine.Request{Workshop: "w-1", Quantity: 2, Waitlist: true}), client.LeavingWaitlist(entry)
 	for _, tc := range []struct {
 		name   string
 		op     client.Operation
@@ -80,6 +82,26 @@ func TestClassifyEveryKind(t *testing.T) {
 		{"already skipped with 200", skipping, 200, `{"status":"already_skipped","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, ""},
 		{"skipped, empty delivery", client.SkippingDelivery(""), 200, `{"status":"skipped","delivery_id":"","workshop":"w-9","quantity":1}`, ""},
 		{"a retry's answer to a skip", skipping, 200, `{"status":"requeued","delivery_id":"` + dlv + `","workshop":"w-9","quantity":1}`, ""},
+
+		{"waiting", joining, 202, `{"status":"waiting","entry_id":"` + entry + `","workshop":"w-1","quantity":2,"position":3}`, "waiting"},
+		{"waiting with 201", joining, 201, `{"status":"waiting","entry_id":"` + entry + `","workshop":"w-1","quantity":2,"position":3}`, ""},
+		{"waiting without a position", joining, 202, `{"status":"waiting","entry_id":"` + entry + `","workshop":"w-1","quantity":2}`, ""},
+		{"waiting at position 0", joining, 202, `{"status":"waiting","entry_id":"` + entry + `","workshop":"w-1","quantity":2,"position":0}`, ""},
+		{"waiting without an entry", joining, 202, `{"status":"waiting","workshop":"w-1","quantity":2,"position":3}`, ""},
+		{"waiting with a short entry", joining, 202, `{"status":"waiting","entry_id":"abc","workshop":"w-1","quantity":2,"position":3}`, ""},
+		{"waiting elsewhere", joining, 202, `{"status":"waiting","entry_id":"` + entry + `","workshop":"w-2","quantity":2,"position":3}`, ""},
+		{"waiting for a request that did not ask to wait", client.Reserving(req), 202, `{"status":"waiting","entry_id":"` + entry + `","workshop":"w-1","quantity":2,"position":3}`, ""},
+		{"reserved, asked to wait", joining, 201, `{"status":"reserved","reservation_id":"` + res + `","workshop":"w-1","quantity":2}`, "reserved"},
+		{"unavailable, asked to wait", joining, 409, `{"status":"unavailable","workshop":"w-1","quantity":2}`, "unavailable"},
+		{"left", leaving, 200, `{"status":"left","entry_id":"` + entry + `","workshop":"w-1","quantity":2}`, "left"},
+		{"left with 409", leaving, 409, `{"status":"left","entry_id":"` + entry + `","workshop":"w-1","quantity":2}`, ""},
+		{"left, other entry", leaving, 200, `{"status":"left","entry_id":"` + res + `","workshop":"w-1","quantity":2}`, ""},
+		{"left with a position", leaving, 200, `{"status":"left","entry_id":"` + entry + `","workshop":"w-1","quantity":2,"position":1}`, ""},
+		{"leave expired", leaving, 409, `{"status":"expired","entry_id":"` + entry + `","workshop":"w-1","quantity":2}`, "expired"},
+		{"leave expired with a hold id", leaving, 409, `{"status":"expired","hold_id":"` + hold + `","workshop":"w-1","quantity":2}`, ""},
+		{"already left", leaving, 409, `{"status":"already_left","entry_id":"` + entry + `","workshop":"w-1","quantity":2}`, "already_left"},
+		{"already reserved", leaving, 409, `{"status":"already_reserved","entry_id":"` + entry + `","workshop":"w-1","quantity":2}`, "already_reserved"},
+		{"a release's answer to leaving", leaving, 200, `{"status":"released","hold_id":"` + hold + `","workshop":"w-1","quantity":2}`, ""},
 	} {
 		r := client.Classify(tc.op, client.Reply{Status: tc.status, ContentType: api.MediaJSON, Body: []byte(tc.body)})
 		got := ""

@@ -465,9 +465,10 @@ func (c *Client) PutWorkshop(ctx context.Context, id string, spec engine.Worksho
 // Send sends op idempotently under key and classifies the answer
 // (Classify): POST /reservations for a reserve, POST
 // /reservations/{id}/cancel for a cancel (with no body), POST /holds for a
-// hold, POST /holds/{id}/confirm and /release for a confirm and a release
-// and POST /admin/deliveries/{id}/retry and /skip for an operator's
-// correction of a delivery (each with the body {}). The error is for no answer at all: the daemon
+// hold, POST /holds/{id}/confirm and /release for a confirm and a release,
+// POST /waitlist/{id}/leave for leaving a waiting list and POST
+// /admin/deliveries/{id}/retry and /skip for an operator's correction of
+// a delivery (each with the body {}). The error is for no answer at all: the daemon
 // unreachable (*ConnectError), the connection broken, a timeout.
 func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation) (Result, error) {
 	path, payload, err := op.route()
@@ -482,8 +483,8 @@ func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation
 	return Classify(op, replyOf(resp, data)), nil
 }
 
-// emptyObject is the body of a confirmation, a release and a correction
-// of a delivery.
+// emptyObject is the body of a confirmation, a release, leaving a waiting
+// list and a correction of a delivery.
 var emptyObject = []byte("{}")
 
 // route returns the path and the body that send op.
@@ -501,6 +502,8 @@ func (op Operation) route() (string, []byte, error) {
 		return api.DeliveryRetryPath(op.DeliveryID), emptyObject, nil
 	case engine.OperationSkipDelivery:
 		return api.DeliverySkipPath(op.DeliveryID), emptyObject, nil
+	case engine.OperationLeaveWaitlist:
+		return api.WaitlistLeavePath(op.EntryID), emptyObject, nil
 	case engine.OperationHold:
 		path, v = api.PathHolds, engine.HoldRequest{Workshop: op.Request.Workshop, Quantity: op.Request.Quantity, TTLSeconds: op.TTLSeconds}
 	default:
@@ -522,8 +525,10 @@ func replyOf(resp *http.Response, body []byte) Reply {
 // Reserve sends the reservation req under key (Send) and returns the
 // answer's status and exact body, whether it was replayed from the receipt,
 // and Result.Err: nil for the authoritative answer (201 reserved, 409
-// unavailable), an *engine.Error for a problem, an *UnexpectedResponseError
-// for any other answer; or the error of no answer at all.
+// unavailable, and with req.Waitlist 202 waiting: the request joined the
+// workshop's waiting list), an *engine.Error for a problem, an
+// *UnexpectedResponseError for any other answer; or the error of no
+// answer at all.
 func (c *Client) Reserve(ctx context.Context, key engine.OperationKey, req engine.Request) (status int, body []byte, replayed bool, err error) {
 	return unpack(c.Send(ctx, key, Reserving(req)))
 }
@@ -533,6 +538,13 @@ func (c *Client) Reserve(ctx context.Context, key engine.OperationKey, req engin
 // already_cancelled.
 func (c *Client) Cancel(ctx context.Context, key engine.OperationKey, id string) (status int, body []byte, replayed bool, err error) {
 	return unpack(c.Send(ctx, key, Cancelling(id)))
+}
+
+// LeaveWaitlist sends the leaving of waiting list entry id under key and
+// returns as Reserve does; its authoritative answers are 200 left and 409
+// expired, already_left and already_reserved.
+func (c *Client) LeaveWaitlist(ctx context.Context, key engine.OperationKey, id string) (status int, body []byte, replayed bool, err error) {
+	return unpack(c.Send(ctx, key, LeavingWaitlist(id)))
 }
 
 func unpack(r Result, err error) (int, []byte, bool, error) {

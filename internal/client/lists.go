@@ -48,3 +48,27 @@ func (c *Client) Holds(ctx context.Context, f engine.ListFilter) (api.HoldPage, 
 	}
 	return page, err
 }
+
+// Waitlist returns one page of the caller's waiting list entries (or, for
+// an admin, of f.Actor's), newest first, each with its state now and,
+// while it waits, its position.
+func (c *Client) Waitlist(ctx context.Context, f engine.ListFilter) (api.WaitlistPage, error) {
+	return c.waitlistPage(ctx, listPath(api.PathWaitlist, f))
+}
+
+// WorkshopWaitlist returns one page of workshop's waiting list (admin
+// only), in the order its entries joined; f's Status, Limit and Cursor
+// select it.
+func (c *Client) WorkshopWaitlist(ctx context.Context, workshop string, f engine.ListFilter) (api.WaitlistPage, error) {
+	f.Actor, f.Workshop = "", ""
+	return c.waitlistPage(ctx, listPath(api.WorkshopWaitlistPath(workshop), f))
+}
+
+func (c *Client) waitlistPage(ctx context.Context, path string) (api.WaitlistPage, error) {
+	var page api.WaitlistPage
+	_, err := c.call(ctx, http.MethodGet, path, nil, nil, &page, http.StatusOK)
+	if page.Entries == nil {
+		page.Entries = []engine.WaitEntry{}
+	}
+	return page, err
+}

@@ -119,3 +119,52 @@ func TestAttendeesCSVCutShort(t *testing.T) {
 		t.Errorf("AttendeesCSV of an HTML answer: %v, want an UnexpectedResponseError", err)
 	}
 }
+
+// TestWaitlistCalls: a reservation with Waitlist on a full workshop is the
+// decided 202 waiting, replayed with the same key; the lists show the
+// entry, the organizer's only to an admin; LeaveWaitlist takes it off the
+// list, and a batch item joins as a single reservation does.
+func TestWaitlistCalls(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	ctx := context.Background()
+	alice, bob, admin := h.TCPClient(h.Alice), h.TCPClient(h.Bob), h.SocketClient()
+	demo := servertest.Workshop
+	if status, body, _, err := alice.Reserve(ctx, engine.OperationKey(uuid.NewString()), engine.Request{Workshop: demo, Quantity: servertest.WorkshopMaxQuantity}); err != nil || status != http.StatusCreated {
+		t.Fatalf("alice reserves = %d %s, %v", status, body, err)
+	}
+	join := engine.Request{Workshop: demo, Quantity: 2, Waitlist: true}
+	key := engine.OperationKey(uuid.NewString())
+	res, err := bob.Send(ctx, key, client.Reserving(join))
+	if err != nil || !res.Decided || res.Answer.Status != engine.StatusWaiting || res.Status != http.StatusAccepted || res.Answer.Position != 1 || res.Err() != nil {
+		t.Fatalf("bob joins = %+v, %v; want the decided 202 waiting at position 1", res, err)
+	}
+	again, err := bob.Send(ctx, key, client.Reserving(join))
+	if err != nil || !again.Replayed || !bytes.Equal(again.Body, res.Body) {
+		t.Fatalf("bob joins again = %+v, %v; want the replay", again, err)
+	}
+	page, err := bob.Waitlist(ctx, engine.ListFilter{Status: string(engine.WaitWaiting)})
+	if err != nil || len(page.Entries) != 1 || page.Entries[0].ID != res.Answer.EntryID || page.Entries[0].Position != 1 {
+		t.Fatalf("bob's list = %+v, %v", page, err)
+	}
+	if page, err := alice.Waitlist(ctx, engine.ListFilter{}); err != nil || page.Entries == nil || len(page.Entries) != 0 {
+		t.Fatalf("alice's list = %+v, %v; want an empty list", page, err)
+	}
+	if _, err := bob.WorkshopWaitlist(ctx, demo, engine.ListFilter{}); engine.ErrorCode(err) != engine.CodeForbidden {
+		t.Fatalf("bob reads the organizer's list: %v, want forbidden", err)
+	}
+	reply, err := bob.ReserveBatch(ctx, []client.BatchItem{{Key: engine.OperationKey(uuid.NewString()), Request: engine.Request{Workshop: demo, Quantity: 1, Waitlist: true}}}, false)
+	if err != nil || !reply.Decided || len(reply.Items) != 1 || reply.Items[0].Answer.Status != engine.StatusWaiting || reply.Items[0].Answer.Position != 2 {
+		t.Fatalf("a batch item joins = %+v, %v", reply, err)
+	}
+	all, err := admin.WorkshopWaitlist(ctx, demo, engine.ListFilter{Actor: "ignored", Workshop: "ignored"})
+	if err != nil || len(all.Entries) != 2 || all.Entries[0].ID != res.Answer.EntryID {
+		t.Fatalf("the organizer's list = %+v, %v; want bob's two entries, the first one first", all, err)
+	}
+	status, body, replayed, err := bob.LeaveWaitlist(ctx, engine.OperationKey(uuid.NewString()), res.Answer.EntryID)
+	if err != nil || status != http.StatusOK || replayed || !strings.Contains(string(body), `"status":"left"`) {
+		t.Fatalf("bob leaves = %d %s %v, %v", status, body, replayed, err)
+	}
+	if _, _, _, err := alice.LeaveWaitlist(ctx, engine.OperationKey(uuid.NewString()), res.Answer.EntryID); engine.ErrorCode(err) != engine.CodeUnknownEntry {
+		t.Fatalf("alice leaves bob's entry: %v, want unknown_entry", err)
+	}
+}

@@ -25,27 +25,7 @@ func TestStateFilesOfEarlierVersionsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			path := statePath(t)
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, want, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			var updated time.Time
-			j := mustOpen(t, path, intent.WithClock(func() time.Time { return updated }))
-			in, err := j.Load()
-			if err != nil {
-				t.Fatal(err)
-			}
-			updated = in.UpdatedAt
-			if err := j.Save(in); err != nil {
-				t.Fatal(err)
-			}
-			got, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, got := resaved(t, want)
 			want = bytes.Replace(want, []byte(`"schema": 1,`), []byte(fmt.Sprintf(`"schema": %d,`, intent.SchemaVersion)), 1)
 			if !bytes.Equal(got, want) {
 				t.Errorf("saved again:\n%s\nwant it as it was written, at schema version %d:\n%s", got, intent.SchemaVersion, want)
@@ -66,19 +46,7 @@ func TestExpiredAnswerOfVersion2ReadsAsAnswerExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := statePath(t)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, written, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var updated time.Time
-	j := mustOpen(t, path, intent.WithClock(func() time.Time { return updated }))
-	in, err := j.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, got := resaved(t, written)
 	if in.Outcome == nil || in.Outcome.Status != intent.StatusAnswerExpired || in.Outcome.HTTPStatus != 410 {
 		t.Fatalf("outcome %+v, want status %q with HTTP status 410", in.Outcome, intent.StatusAnswerExpired)
 	}
@@ -87,14 +55,6 @@ func TestExpiredAnswerOfVersion2ReadsAsAnswerExpired(t *testing.T) {
 	}
 	if in.Effect() != 0 {
 		t.Errorf("Effect() = %d, want 0: what an expired answer did is not known", in.Effect())
-	}
-	updated = in.UpdatedAt
-	if err := j.Save(in); err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
 	}
 	want := bytes.Replace(written, []byte(`"schema": 2,`), []byte(fmt.Sprintf(`"schema": %d,`, intent.SchemaVersion)), 1)
 	want = bytes.Replace(want, []byte(`"status": "rejected",`), []byte(`"status": "operation_expired",`), 1)
@@ -112,15 +72,32 @@ func TestAnswerExpiredInAVersion2RecordIsCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	written = bytes.Replace(written, []byte(`"status": "rejected",`), []byte(`"status": "operation_expired",`), 1)
-	path := statePath(t)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, written, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeState(t, written)
 	_, err = mustOpen(t, path).Load()
 	if !errors.Is(err, intent.ErrCorrupt) || !strings.Contains(err.Error(), `status "operation_expired" is not part of schema version 2`) {
 		t.Fatalf("Load() = %v, want it corrupt: the status is not part of schema version 2", err)
 	}
+}
+
+// resaved writes data as a new state file, loads its intent and saves it
+// again at the same update time, and returns the intent loaded and the
+// file as it was saved.
+func resaved(t *testing.T, data []byte) (*intent.Intent, []byte) {
+	t.Helper()
+	path := writeState(t, data)
+	var updated time.Time
+	j := mustOpen(t, path, intent.WithClock(func() time.Time { return updated }))
+	in, err := j.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	updated = in.UpdatedAt
+	if err := j.Save(in); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, saved
 }

@@ -26,7 +26,15 @@ import (
 // StatusAnswerExpired: an earlier version recorded such an answer as
 // StatusRejected, and reading its record upgrades that outcome (see
 // upgradeExpired), which is written as version 3 the next time it is saved.
-const SchemaVersion = 3
+// Version 4 adds waiting lists: the reserve payload's member "waitlist",
+// its outcome status engine.StatusWaiting, and the kind KindLeaveWaitlist;
+// a record of an earlier version has none of them, reads as it is and is
+// written as version 4 the next time it is saved.
+const SchemaVersion = 4
+
+// waitlistSchemaVersion is the first record version that knows waiting
+// lists.
+const waitlistSchemaVersion = 4
 
 // expiredSchemaVersion is the first record version that knows
 // StatusAnswerExpired.
@@ -36,7 +44,8 @@ const expiredSchemaVersion = 3
 const minSchemaVersion = 1
 
 // KindReserve is the kind of an intent to reserve places; its payload is an
-// engine.Request.
+// engine.Request, which may ask to join the workshop's waiting list when
+// the places cannot be reserved.
 const KindReserve = engine.OperationReserve
 
 // KindCancel is the kind of an intent to cancel a reservation; its payload
@@ -62,6 +71,10 @@ const (
 	KindSkipDelivery  = engine.OperationSkipDelivery
 )
 
+// KindLeaveWaitlist is the kind of an intent to leave a waiting list (and
+// decline the places it offered, if any); its payload is an EntryRef.
+const KindLeaveWaitlist = engine.OperationLeaveWaitlist
+
 // kinds maps every known intent kind to the decoder of its payload, which
 // keeps the decoded value in the intent. A new kind is added here together
 // with its constructor.
@@ -82,6 +95,10 @@ var kinds = map[engine.OperationKind]func(in *Intent) error{
 	KindRelease:       decodeHoldRef,
 	KindRetryDelivery: decodeDeliveryRef,
 	KindSkipDelivery:  decodeDeliveryRef,
+	KindLeaveWaitlist: func(in *Intent) (err error) {
+		in.entryRef, err = DecodeEntryRef(in.Payload)
+		return err
+	},
 }
 
 func decodeHoldRef(in *Intent) (err error) {
@@ -130,6 +147,29 @@ func DecodeHoldRef(payload []byte) (HoldRef, error) {
 func validHoldID(id string) error {
 	if !engine.IsHoldID(id) {
 		return errors.New("must be a hold id of 32 lowercase hex digits")
+	}
+	return nil
+}
+
+// EntryRef is the payload of a KindLeaveWaitlist intent: the waiting list
+// entry to take off its list. (The request body is the empty object; the
+// entry is in its path.)
+type EntryRef struct {
+	EntryID string `json:"entry_id"`
+}
+
+// DecodeEntryRef decodes an EntryRef strictly.
+func DecodeEntryRef(payload []byte) (EntryRef, error) {
+	var e EntryRef
+	err := api.DecodeStrict(payload, []strictjson.Member{
+		strictjson.StringMember("entry_id", true, validEntryID, &e.EntryID),
+	})
+	return e, err
+}
+
+func validEntryID(id string) error {
+	if !engine.IsWaitEntryID(id) {
+		return errors.New("must be a waiting list entry id of 32 lowercase hex digits")
 	}
 	return nil
 }
@@ -261,15 +301,16 @@ type Intent struct {
 	// gives. The effect each names was lost with that receipt.
 	Superseded []Outcome `json:"superseded,omitempty"`
 
-	// request, cancel, hold, holdRef and deliveryRef are the decoded
-	// payload of a KindReserve, KindCancel, KindHold, a KindConfirm or
-	// KindRelease and a KindRetryDelivery or KindSkipDelivery intent, set
-	// when the intent is made or read.
+	// request, cancel, hold, holdRef, deliveryRef and entryRef are the
+	// decoded payload of a KindReserve, KindCancel, KindHold, a KindConfirm
+	// or KindRelease, a KindRetryDelivery or KindSkipDelivery and a
+	// KindLeaveWaitlist intent, set when the intent is made or read.
 	request     engine.Request
 	cancel      CancelRequest
 	hold        engine.HoldRequest
 	holdRef     HoldRef
 	deliveryRef DeliveryRef
+	entryRef    EntryRef
 }
 
 // intentJSON is the state file's record with its members in the file's
@@ -346,10 +387,51 @@ func New(kind engine.OperationKind, payload json.RawMessage, server, actor strin
 	return in, nil
 }
 
-// NewReserve returns a fresh open intent to reserve req, as New does.
+// NewReserve returns a fresh open intent to reserve req, as New does. Its
+// payload has the member "waitlist" only when req.Waitlist is set, so the
+// payload of a request that does not ask to wait is what versions before
+// waiting lists wrote.
 func NewReserve(req engine.Request, server, actor string) (*Intent, error) {
-	payload, _ := json.Marshal(req) // A string and an int always encode.
+	payload, _ := json.Marshal(req) // Strings, an int and a bool always encode.
 	return New(KindReserve, payload, server, actor)
+}
+
+// NewLeaveWaitlist returns a fresh open intent to leave waiting list
+// entry id, as New does.
+func NewLeaveWaitlist(id, server, actor string) (*Intent, error) {
+	payload, _ := json.Marshal(EntryRef{EntryID: id}) // A string always encodes.
+	return New(KindLeaveWaitlist, payload, server, actor)
+}
+
+// EntryRef returns the payload of a KindLeaveWaitlist intent.
+func (in *Intent) EntryRef() (EntryRef, error) {
+	if in.Kind != KindLeaveWaitlist {
+		return EntryRef{}, fmt.Errorf("intent %s is a %q intent, not a %q one", in.Key, in.Kind, KindLeaveWaitlist)
+	}
+	return in.entryRef, nil
+}
+
+// WaitingEntry returns the id of the waiting list entry that in made: in
+// is a KindReserve intent settled on a "waiting" answer, whose recorded
+// body names the entry. It reports false for every other intent.
+func (in *Intent) WaitingEntry() (string, bool) {
+	if in == nil || in.Kind != KindReserve || in.Outcome == nil || in.Outcome.Status != engine.StatusWaiting {
+		return "", false
+	}
+	id, err := waitingEntryID(in.Outcome.Body)
+	return id, err == nil
+}
+
+// waitingEntryID returns the entry id of the body of a "waiting" answer.
+func waitingEntryID(body []byte) (string, error) {
+	a, err := engine.DecodeAnswer(KindReserve, body)
+	if err != nil {
+		return "", err
+	}
+	if a.Status != engine.StatusWaiting || !engine.IsWaitEntryID(a.EntryID) || a.Position < 1 {
+		return "", errors.New("is not a waiting answer with an entry id and a position")
+	}
+	return a.EntryID, nil
 }
 
 // NewCancel returns a fresh open intent to cancel reservation id, as New
@@ -451,8 +533,9 @@ func (in *Intent) Request() (engine.Request, error) {
 }
 
 // Effect says what the settled intent did, by its outcome's row of
-// engine.Answers: engine.EffectMade, EffectChanged or EffectRefused, which
-// a rejection is too (a decided refusal stores nothing). It returns 0
+// engine.Answers: engine.EffectMade, EffectChanged, EffectQueued (it
+// joined a waiting list) or EffectRefused, which a rejection is too (a
+// decided refusal stores nothing). It returns 0
 // (not known) for an open intent and for StatusAnswerExpired, whose answer
 // the server no longer keeps.
 func (in *Intent) Effect() engine.Effect {
@@ -583,6 +666,12 @@ func (in *Intent) validate(saved bool) error {
 	if err := decodePayload(in); err != nil {
 		return fmt.Errorf("payload: %w", err)
 	}
+	if in.Schema < waitlistSchemaVersion && (in.Kind == KindLeaveWaitlist || in.request.Waitlist || in.recorded(engine.StatusWaiting)) {
+		return fmt.Errorf("waiting lists are not part of schema version %d", in.Schema)
+	}
+	if in.Kind == KindReserve && !in.request.Waitlist && in.recorded(engine.StatusWaiting) {
+		return fmt.Errorf("status %q answers only a reservation that asked to join the waiting list", engine.StatusWaiting)
+	}
 	if err := validServer(in.Server); err != nil {
 		return err
 	}
@@ -638,6 +727,11 @@ func (o *Outcome) validate(kind engine.OperationKind) error {
 	if kind == KindHold && o.Status == engine.StatusHeld {
 		if _, err := heldHoldID(o.Body); err != nil {
 			return fmt.Errorf("status %q needs the body of the hold made: %w", o.Status, err)
+		}
+	}
+	if kind == KindReserve && o.Status == engine.StatusWaiting {
+		if _, err := waitingEntryID(o.Body); err != nil {
+			return fmt.Errorf("status %q needs the body of the entry made: %w", o.Status, err)
 		}
 	}
 	if o.SettledAt.IsZero() {

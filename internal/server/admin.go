@@ -103,7 +103,7 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, _ engine
 	for i, op := range ops {
 		page.Operations[i] = api.OperationRecord{
 			Actor: op.Actor, Operation: op.Operation, Kind: op.Answer.Kind, Outcome: op.Answer.Status, HTTPStatus: StatusOfAnswer(op.Answer),
-			Workshop: op.Answer.Workshop, Quantity: op.Answer.Quantity, ReservationID: op.Answer.ReservationID, HoldID: op.Answer.HoldID, DeliveryID: op.Answer.DeliveryID,
+			Workshop: op.Answer.Workshop, Quantity: op.Answer.Quantity, ReservationID: op.Answer.ReservationID, HoldID: op.Answer.HoldID, DeliveryID: op.Answer.DeliveryID, EntryID: op.Answer.EntryID,
 			CreatedAt: op.CreatedAt, Expired: op.Expired,
 		}
 	}

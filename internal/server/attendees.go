@@ -18,16 +18,12 @@ import (
 // streamed page by page, each page read in its own snapshot, so that a
 // slow reader holds no transaction open.
 func (s *Server) listAttendees(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
-	q, err := queryOf(r, "status", "limit", "cursor")
-	if err != nil {
-		return err
-	}
-	limit, err := queryLimit(q, engine.MaxListLimit)
+	status, limit, cursor, err := pageQuery(r)
 	if err != nil {
 		return err
 	}
 	id := r.PathValue("id")
-	f := engine.AttendeeFilter{Status: q.Get("status"), Limit: limit, Cursor: q.Get("cursor")}
+	f := engine.AttendeeFilter{Status: status, Limit: limit, Cursor: cursor}
 	if !wantsCSV(r) {
 		as, next, err := s.eng.Attendees(r.Context(), who, id, f)
 		if err != nil {

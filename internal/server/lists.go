@@ -42,6 +42,19 @@ func queryLimit(q url.Values, max int) (int, error) {
 	return n, nil
 }
 
+// pageQuery reads the query of a page of one workshop's list (its
+// attendees, its waiting list): status, limit and cursor, nothing else.
+func pageQuery(r *http.Request) (status string, limit int, cursor string, err error) {
+	q, err := queryOf(r, "status", "limit", "cursor")
+	if err != nil {
+		return "", 0, "", err
+	}
+	if limit, err = queryLimit(q, engine.MaxListLimit); err != nil {
+		return "", 0, "", err
+	}
+	return q.Get("status"), limit, q.Get("cursor"), nil
+}
+
 // listFilter reads the query of a list of reservations or holds.
 func listFilter(r *http.Request) (engine.ListFilter, error) {
 	q, err := queryOf(r, "status", "workshop", "limit", "cursor", "actor")

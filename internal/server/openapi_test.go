@@ -135,6 +135,7 @@ var answerKinds = map[string]engine.OperationKind{
 	"POST /api/v1/holds/{id}/release":          engine.OperationRelease,
 	"POST /api/v1/admin/deliveries/{id}/retry": engine.OperationRetryDelivery,
 	"POST /api/v1/admin/deliveries/{id}/skip":  engine.OperationSkipDelivery,
+	"POST /api/v1/waitlist/{id}/leave":         engine.OperationLeaveWaitlist,
 }
 
 // TestOpenAPIDescribesEveryAnswer checks that, for every route of an

@@ -172,6 +172,9 @@ func routeSamples(reservation, hold string) map[string]struct{ path, body string
 		"GET /api/v1/holds/{id}":                   {api.HoldPath(hold), ""},
 		"POST /api/v1/holds/{id}/confirm":          {api.ConfirmPath(hold), "{}"},
 		"POST /api/v1/holds/{id}/release":          {api.ReleasePath(hold), "{}"},
+		"GET /api/v1/waitlist":                     {api.PathWaitlist + "?status=all", ""},
+		"POST /api/v1/waitlist/{id}/leave":         {api.WaitlistLeavePath(strings.Repeat("0", 32)), "{}"},
+		"GET /api/v1/workshops/{id}/waitlist":      {api.WorkshopWaitlistPath(servertest.Workshop), ""},
 		"POST /api/v1/tokens":                      {api.PathTokens, `{"actor":"carol"}`},
 		"GET /api/v1/tokens":                       {api.PathTokens, ""},
 		"DELETE /api/v1/tokens/{id}":               {api.TokenPath(strings.Repeat("0", 32)), ""},
@@ -225,7 +228,7 @@ var anyoneRoutes = map[string]bool{
 // adminRoutes are the routes only admins may use on TCP.
 var adminRoutes = map[string]bool{
 	"GET /metrics": true, "PUT /api/v1/workshops/{id}": true, "PATCH /api/v1/workshops/{id}": true, "DELETE /api/v1/workshops/{id}": true,
-	"GET /api/v1/workshops/{id}/attendees": true, "POST /api/v1/tokens": true, "GET /api/v1/tokens": true,
+	"GET /api/v1/workshops/{id}/attendees": true, "GET /api/v1/workshops/{id}/waitlist": true, "POST /api/v1/tokens": true, "GET /api/v1/tokens": true,
 	"DELETE /api/v1/tokens/{id}": true, "GET /api/v1/admin/backup": true,
 	"GET /api/v1/admin/operations": true, "POST /api/v1/debug/faults": true,
 	"POST /api/v1/admin/webhooks": true, "GET /api/v1/admin/webhooks": true, "DELETE /api/v1/admin/webhooks/{id}": true,
@@ -237,7 +240,7 @@ var bodyRoutes = map[string]bool{
 	"PUT /api/v1/workshops/{id}": true, "PATCH /api/v1/workshops/{id}": true, "POST /api/v1/reservations": true, "POST /api/v1/holds": true, "POST /api/v1/holds/{id}/confirm": true,
 	"POST /api/v1/holds/{id}/release": true, "POST /api/v1/tokens": true, "POST /api/v1/debug/faults": true, "POST " + api.PathSessions: true,
 	"POST " + api.PathSignInEmail: true, "POST /api/v1/admin/webhooks": true, "POST /api/v1/admin/deliveries/{id}/retry": true,
-	"POST /api/v1/admin/deliveries/{id}/skip": true,
+	"POST /api/v1/admin/deliveries/{id}/skip": true, "POST /api/v1/waitlist/{id}/leave": true,
 }
 
 // bodyLimit is the most bytes route reads of a request body.
@@ -499,6 +502,10 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	tr.do("GET /api/v1/holds/{id}", call{via: h.Alice, method: http.MethodGet, path: api.HoldPath(expiring.HoldID)}, http.StatusOK)
 	settle(confirmPattern, h.Alice, uuid.NewString(), api.ConfirmPath(expiring.HoldID), http.StatusConflict)
 	settle(releasePattern, h.Alice, uuid.NewString(), api.ReleasePath(expiring.HoldID), http.StatusConflict)
+
+	// Waiting lists: joining (202), the lists, offers confirmed through
+	// their hold, leaving in every state, and the organizer's settings.
+	trafficWaitlist(tr, clock)
 
 	// Receipts past their retention: 410 operation_expired.
 	clock.Advance(48 * time.Hour)
@@ -789,6 +796,9 @@ var socketUnavailable = map[string]int{
 	"GET /api/v1/holds/{id}":                   http.StatusServiceUnavailable,
 	"POST /api/v1/holds/{id}/confirm":          http.StatusServiceUnavailable,
 	"POST /api/v1/holds/{id}/release":          http.StatusServiceUnavailable,
+	"GET /api/v1/waitlist":                     http.StatusServiceUnavailable,
+	"POST /api/v1/waitlist/{id}/leave":         http.StatusServiceUnavailable,
+	"GET /api/v1/workshops/{id}/waitlist":      http.StatusServiceUnavailable,
 	"POST /api/v1/tokens":                      http.StatusServiceUnavailable,
 	"GET /api/v1/tokens":                       http.StatusServiceUnavailable,
 	"DELETE /api/v1/tokens/{id}":               http.StatusServiceUnavailable,
@@ -837,4 +847,126 @@ func mustEmailPolicy(t *testing.T, s string) server.EmailPolicy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// trafficWaitlist sends the waiting list's exchanges of
+// TestOpenAPIMatchesTraffic: a workshop of one place that alice takes,
+// bob, the socket's actor and alice again join its list, alice's
+// cancellation offers the place to bob, who confirms the offer's hold;
+// the socket's actor leaves, and alice's offer expires.
+func trafficWaitlist(tr *traffic, clock *testClock) {
+	t, h := tr.t, tr.h
+	const wl = "wl"
+	put := func(body string, want int) {
+		tr.do("PUT /api/v1/workshops/{id}", jsonCall(h.Admin, http.MethodPut, api.WorkshopPath(wl), "", body), want)
+	}
+	patch := func(body string, want int) {
+		c := call{via: h.Admin, method: http.MethodPatch, path: api.WorkshopPath(wl), header: http.Header{"Content-Type": {api.MediaMergePatch}}, body: body}
+		tr.do("PATCH /api/v1/workshops/{id}", c, want)
+	}
+	put(`{"capacity":1,"offer_ttl_seconds":60}`, http.StatusCreated)
+	put(`{"capacity":1,"offer_ttl_seconds":30}`, http.StatusUnprocessableEntity)
+	patch(`{"offer_ttl_seconds":null}`, http.StatusOK)
+	patch(`{"offer_ttl_seconds":2592001}`, http.StatusUnprocessableEntity)
+	patch(`{"offer_ttl_seconds":120}`, http.StatusOK)
+	reserve := func(via, key, body string, want int) engine.Answer {
+		var a engine.Answer
+		b := tr.do("POST /api/v1/reservations", jsonCall(via, http.MethodPost, api.PathReservations, key, body), want)
+		if want < 300 {
+			if err := json.Unmarshal(b, &a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a
+	}
+	const join = `{"workshop":"wl","quantity":1,"waitlist":true}`
+	alices := reserve(h.Alice, uuid.NewString(), join, http.StatusCreated) // A free place: reserved, waitlist or not.
+	kBob := uuid.NewString()
+	bobs := reserve(h.Bob, kBob, join, http.StatusAccepted)
+	if bobs.Status != engine.StatusWaiting || bobs.Position != 1 {
+		t.Fatalf("bob's answer %+v, want waiting at position 1", bobs)
+	}
+	reserve(h.Bob, kBob, join, http.StatusAccepted)                                         // Replayed.
+	reserve(h.Bob, kBob, `{"workshop":"wl","quantity":1}`, http.StatusConflict)             // operation_conflict.
+	reserve(h.Bob, uuid.NewString(), `{"workshop":"wl","quantity":1}`, http.StatusConflict) // unavailable: people wait.
+	reserve(h.Bob, uuid.NewString(), `{"workshop":"wl","quantity":1,"waitlist":1}`, http.StatusUnprocessableEntity)
+	roots := reserve(viaSocket, uuid.NewString(), join, http.StatusAccepted)
+	batch := func(body string, want int) {
+		tr.do("POST /api/v1/batches", jsonCall(h.Alice, http.MethodPost, api.PathBatches, "", body), want)
+	}
+	batch(`{"items":[{"key":"`+uuid.NewString()+`","workshop":"wl","quantity":1,"waitlist":true}]}`, http.StatusOK)
+	batch(`{"atomic":true,"items":[{"key":"`+uuid.NewString()+`","workshop":"wl","quantity":1,"waitlist":true}]}`, http.StatusConflict)
+
+	// The lists: one's own, an admin's view of another's, the organizer's.
+	own := func(via, query string, want int) api.WaitlistPage {
+		var page api.WaitlistPage
+		if b := tr.do("GET /api/v1/waitlist", call{via: via, method: http.MethodGet, path: api.PathWaitlist + query}, want); want == http.StatusOK {
+			if err := json.Unmarshal(b, &page); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return page
+	}
+	own(h.Bob, "", http.StatusOK)
+	own(viaSocket, "?status=waiting&workshop=wl&limit=1", http.StatusOK)
+	own(h.Admin, "?actor=bob&status=all", http.StatusOK)
+	own(h.Alice, "?actor=bob", http.StatusForbidden)
+	own(h.Bob, "?status=gone", http.StatusUnprocessableEntity)
+	own(h.Bob, "?cursor=nope", http.StatusUnprocessableEntity)
+	organizer := func(via, id, query string, want int) {
+		tr.do("GET /api/v1/workshops/{id}/waitlist", call{via: via, method: http.MethodGet, path: api.WorkshopWaitlistPath(id) + query}, want)
+	}
+	organizer(h.Admin, wl, "", http.StatusOK)
+	organizer(viaSocket, wl, "?status=waiting&limit=1", http.StatusOK)
+	organizer(h.Alice, wl, "", http.StatusForbidden)
+	organizer(h.Admin, "no-such", "", http.StatusNotFound)
+	organizer(h.Admin, wl, "?status=gone", http.StatusUnprocessableEntity)
+	organizer(h.Admin, wl, "?actor=bob", http.StatusUnprocessableEntity)
+	tr.do("GET /api/v1/workshops/{id}", call{via: h.Alice, method: http.MethodGet, path: api.WorkshopPath(wl)}, http.StatusOK)
+	tr.do("DELETE /api/v1/workshops/{id}", call{via: h.Admin, method: http.MethodDelete, path: api.WorkshopPath(wl)}, http.StatusConflict)
+
+	// alice's cancellation offers her place to bob; he confirms the offer.
+	tr.do("POST /api/v1/reservations/{id}/cancel", call{via: h.Alice, method: http.MethodPost, path: api.CancelPath(alices.ReservationID),
+		header: http.Header{api.HeaderIdempotencyKey: {uuid.NewString()}}}, http.StatusOK)
+	page := own(h.Bob, "?status=offered", http.StatusOK)
+	if len(page.Entries) != 1 || page.Entries[0].HoldID == "" {
+		t.Fatalf("bob's offered entries: %+v, want his one, with its hold", page.Entries)
+	}
+	offer := page.Entries[0].HoldID
+	tr.do("GET /api/v1/holds/{id}", call{via: h.Bob, method: http.MethodGet, path: api.HoldPath(offer)}, http.StatusOK)
+	tr.do("POST /api/v1/holds/{id}/confirm", jsonCall(h.Bob, http.MethodPost, api.ConfirmPath(offer), uuid.NewString(), "{}"), http.StatusCreated)
+
+	// Leaving: left, replayed, already_left, already_reserved, refusals.
+	leave := func(via, key, id, body string, want int) {
+		tr.do("POST /api/v1/waitlist/{id}/leave", jsonCall(via, http.MethodPost, api.WaitlistLeavePath(id), key, body), want)
+	}
+	kLeave := uuid.NewString()
+	leave(viaSocket, "", roots.EntryID, "{}", http.StatusBadRequest)
+	leave(viaSocket, kLeave, roots.EntryID, `{"x":1}`, http.StatusUnprocessableEntity)
+	leave(h.Alice, kLeave, roots.EntryID, "{}", http.StatusNotFound) // Another's entry.
+	leave(viaSocket, kLeave, strings.Repeat("0", 32), "{}", http.StatusNotFound)
+	leave(viaSocket, kLeave, "nope", "{}", http.StatusNotFound)
+	leave(viaSocket, kLeave, roots.EntryID, "{}", http.StatusOK)
+	leave(viaSocket, kLeave, roots.EntryID, "{}", http.StatusOK) // Replayed.
+	leave(viaSocket, uuid.NewString(), roots.EntryID, "{}", http.StatusConflict)
+	leave(viaSocket, kBob, roots.EntryID, "{}", http.StatusConflict) // operation_conflict: another actor's key is another key.
+	leave(h.Bob, kBob, bobs.EntryID, "{}", http.StatusConflict)      // operation_conflict: the key joined.
+	leave(h.Bob, uuid.NewString(), bobs.EntryID, "{}", http.StatusConflict)
+
+	// bob's cancellation offers the place to alice's entry, whose offer
+	// expires before she leaves.
+	var bobsNow api.ReservationPage
+	if err := json.Unmarshal(tr.do("GET /api/v1/reservations", call{via: h.Bob, method: http.MethodGet, path: api.PathReservations + "?workshop=wl"}, http.StatusOK), &bobsNow); err != nil || len(bobsNow.Reservations) != 1 {
+		t.Fatalf("bob's reservations in wl: %+v, %v", bobsNow, err)
+	}
+	tr.do("POST /api/v1/reservations/{id}/cancel", call{via: h.Bob, method: http.MethodPost, path: api.CancelPath(bobsNow.Reservations[0].ID),
+		header: http.Header{api.HeaderIdempotencyKey: {uuid.NewString()}}}, http.StatusOK)
+	page = own(h.Alice, "?status=offered", http.StatusOK)
+	if len(page.Entries) != 1 {
+		t.Fatalf("alice's offered entries: %+v, want one", page.Entries)
+	}
+	clock.Advance(121 * time.Second)
+	own(h.Alice, "?status=expired", http.StatusOK)
+	leave(h.Alice, uuid.NewString(), page.Entries[0].ID, "{}", http.StatusConflict)
+	organizer(h.Admin, wl, "?status=all", http.StatusOK)
 }

@@ -34,6 +34,7 @@ var statusByCode = map[string]int{
 	engine.CodeUnknownWebhook:        http.StatusNotFound,
 	engine.CodeWebhookExists:         http.StatusConflict,
 	engine.CodeUnknownDelivery:       http.StatusNotFound,
+	engine.CodeUnknownEntry:          http.StatusNotFound,
 	engine.CodeUnauthenticated:       http.StatusUnauthorized,
 	engine.CodeForbidden:             http.StatusForbidden,
 	api.CodeNotFound:                 http.StatusNotFound,

@@ -44,6 +44,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeUnknownWebhook:        404,
 		engine.CodeWebhookExists:         409,
 		engine.CodeUnknownDelivery:       404,
+		engine.CodeUnknownEntry:          404,
 		engine.CodeUnauthenticated:       401,
 		engine.CodeForbidden:             403,
 		api.CodeNotFound:                 404,

@@ -19,6 +19,7 @@ var idempotentRoutes = map[string]bool{
 	"POST /api/v1/holds/{id}/release":          true,
 	"POST /api/v1/admin/deliveries/{id}/retry": true,
 	"POST /api/v1/admin/deliveries/{id}/skip":  true,
+	"POST /api/v1/waitlist/{id}/leave":         true,
 }
 
 // The sliding window of the ratios: ratioSlots slots of ratioSlot each.
