@@ -1,6 +1,8 @@
 // admin.js is the organizer's page, /admin: the workshops with their
 // places, creating, editing, hiding and deleting them, and per workshop
-// the attendee list, its CSV and cancelling a reservation. It works for an
+// the attendee list, its CSV and cancelling a reservation, and the waiting
+// list (its entries in the order they joined, with their state) with the
+// time an offer from it lasts, which the editor sets. It works for an
 // admin's browser session only, the one a `reservectl login-link --admin`
 // link opens: the page for reserving places keeps it in this tab's
 // sessionStorage ("reserve.session") and this page sends it the same way,
@@ -77,7 +79,7 @@
       hide: "Hide",
       show: "Show",
       del: "Delete",
-      deleteConfirm: (w) => `Delete “${w}” for good? It can be deleted only while nobody has a place reserved or held in it.`,
+      deleteConfirm: (w) => `Delete “${w}” for good? It can be deleted only while nobody has a place reserved or held in it or waits for one.`,
       deleteYes: "Delete for good",
       keep: "Keep it",
       retry: "Retry",
@@ -119,7 +121,7 @@
       hiddenDone: (w) => `Hidden: ${w} is no longer shown on the page for reserving.`,
       shownDone: (w) => `Shown: ${w} is on the page for reserving again.`,
       deleted: (w) => `Deleted: ${w}.`,
-      inUse: (w) => `Not deleted: ${w} still has places reserved or held. Cancel its reservations first (or let the holds end); nothing was changed.`,
+      inUse: (w) => `Not deleted: ${w} still has places reserved or held, or people on its waiting list. Cancel its reservations first (or let the holds end, and the people waiting leave the list); nothing was changed.`,
       gone: (w) => `${w} does not exist any more: someone deleted it. Nothing was saved.`,
       staleList: (w) => `Not saved: ${w} was changed by someone else since this page loaded it. The list shows it as it is now; decide again.`,
       staleDelete: (w) => `Not deleted: ${w} was changed by someone else since this page loaded it. Look at it again and delete it again if you still want to.`,
@@ -163,6 +165,29 @@
       downloading: "Downloading…",
       downloaded: (f) => `Downloaded ${f}.`,
       downloadFailed: "The CSV could not be downloaded. Try again.",
+      waitlistLabel: "Waiting list",
+      waitlistText: (n, ttl) => `${n} waiting; an offer lasts ${ttl}`,
+      waitlist: "Waiting list",
+      fOfferTTL: "Seconds to accept an offer",
+      offerTTLHint: "Optional: how long a person whose turn on the waiting list came has to accept the places, 60 to 2592000 (30 days); empty means 86400 (1 day).",
+      days: (n) => (n === 1 ? "1 day" : `${n} days`),
+      hours: (n) => (n === 1 ? "1 hour" : `${n} hours`),
+      minutes: (n) => (n === 1 ? "1 minute" : `${n} minutes`),
+      seconds: (n) => (n === 1 ? "1 second" : `${n} seconds`),
+      queueTitle: (w) => `Waiting list of “${w}”`,
+      queueSummary: (n, ttl) => `${n} waiting, in the order they joined; an offer lasts ${ttl}.`,
+      closeQueue: "Close",
+      queueLoading: "Loading the waiting list…",
+      queueFailed: "The waiting list could not be loaded. Close it and open it again to retry.",
+      queueEmpty: "Nobody has joined the waiting list.",
+      queueCount: (n, more) => `${n} ${n === 1 ? "entry" : "entries"} shown${more ? "; there are more" : ""}.`,
+      queueWhat: (q, at) => `${places(q)} · joined ${at}`,
+      queueWaiting: (n) => (n ? `waiting, number ${n}` : "waiting"),
+      queueOffered: (d) => `offered, until ${d}`,
+      queueReserved: "accepted, reserved",
+      queueLeft: "left",
+      queueExpired: "offer expired",
+      queueUnknown: "state not known",
     },
     de: {
       title: "Seite für Veranstalter",
@@ -201,7 +226,7 @@
       hide: "Verbergen",
       show: "Zeigen",
       del: "Löschen",
-      deleteConfirm: (w) => `„${w}“ endgültig löschen? Das geht nur, solange niemand darin einen Platz reserviert oder vorgemerkt hat.`,
+      deleteConfirm: (w) => `„${w}“ endgültig löschen? Das geht nur, solange niemand darin einen Platz reserviert oder vorgemerkt hat oder auf einen wartet.`,
       deleteYes: "Endgültig löschen",
       keep: "Behalten",
       retry: "Erneut versuchen",
@@ -243,7 +268,7 @@
       hiddenDone: (w) => `Verborgen: ${w} erscheint nicht mehr auf der Seite zum Reservieren.`,
       shownDone: (w) => `Sichtbar: ${w} erscheint wieder auf der Seite zum Reservieren.`,
       deleted: (w) => `Gelöscht: ${w}.`,
-      inUse: (w) => `Nicht gelöscht: In ${w} sind noch Plätze reserviert oder vorgemerkt. Stornieren Sie zuerst die Reservierungen (oder lassen Sie die Vormerkungen enden); es wurde nichts geändert.`,
+      inUse: (w) => `Nicht gelöscht: In ${w} sind noch Plätze reserviert oder vorgemerkt, oder Personen stehen auf der Warteliste. Stornieren Sie zuerst die Reservierungen (oder lassen Sie die Vormerkungen enden und die Wartenden die Liste verlassen); es wurde nichts geändert.`,
       gone: (w) => `${w} gibt es nicht mehr: Jemand hat ihn gelöscht. Es wurde nichts gespeichert.`,
       staleList: (w) => `Nicht gespeichert: ${w} wurde von jemand anderem geändert, seit die Seite ihn geladen hat. Die Liste zeigt ihn, wie er jetzt ist; entscheiden Sie neu.`,
       staleDelete: (w) => `Nicht gelöscht: ${w} wurde von jemand anderem geändert, seit die Seite ihn geladen hat. Sehen Sie ihn erneut an und löschen Sie ihn noch einmal, wenn Sie es weiter wollen.`,
@@ -287,6 +312,29 @@
       downloading: "Wird heruntergeladen…",
       downloaded: (f) => `${f} heruntergeladen.`,
       downloadFailed: "Die CSV-Datei konnte nicht heruntergeladen werden. Versuchen Sie es erneut.",
+      waitlistLabel: "Warteliste",
+      waitlistText: (n, ttl) => `${n} ${n === 1 ? "wartet" : "warten"}; ein Angebot gilt ${ttl}`,
+      waitlist: "Warteliste",
+      fOfferTTL: "Sekunden zum Annehmen eines Angebots",
+      offerTTLHint: "Freiwillig: Wie lange jemand, der auf der Warteliste an der Reihe ist, die Plätze annehmen kann, 60 bis 2592000 (30 Tage); leer heißt 86400 (1 Tag).",
+      days: (n) => (n === 1 ? "1 Tag" : `${n} Tage`),
+      hours: (n) => (n === 1 ? "1 Stunde" : `${n} Stunden`),
+      minutes: (n) => (n === 1 ? "1 Minute" : `${n} Minuten`),
+      seconds: (n) => (n === 1 ? "1 Sekunde" : `${n} Sekunden`),
+      queueTitle: (w) => `Warteliste von „${w}“`,
+      queueSummary: (n, ttl) => `${n} ${n === 1 ? "wartet" : "warten"}, in der Reihenfolge der Anmeldung; ein Angebot gilt ${ttl}.`,
+      closeQueue: "Schließen",
+      queueLoading: "Die Warteliste wird geladen…",
+      queueFailed: "Die Warteliste konnte nicht geladen werden. Schließen und öffnen Sie sie erneut.",
+      queueEmpty: "Niemand steht auf der Warteliste.",
+      queueCount: (n, more) => `${n} ${n === 1 ? "Eintrag" : "Einträge"} gezeigt${more ? "; es gibt weitere" : ""}.`,
+      queueWhat: (q, at) => `${plaetze(q)} · eingetragen ${at}`,
+      queueWaiting: (n) => (n ? `wartet, Nummer ${n}` : "wartet"),
+      queueOffered: (d) => `angeboten, bis ${d}`,
+      queueReserved: "angenommen, reserviert",
+      queueLeft: "verlassen",
+      queueExpired: "Angebot abgelaufen",
+      queueUnknown: "Stand nicht bekannt",
     },
   });
 
@@ -297,6 +345,7 @@
     { name: "capacity", input: "f-capacity", label: "fCapacity", kind: "int", clearable: false },
     { name: "max_quantity", input: "f-max-quantity", label: "fMaxQuantity", kind: "int", clearable: false },
     { name: "max_per_person", input: "f-max-per-person", label: "fMaxPerPerson", kind: "int", clearable: true },
+    { name: "offer_ttl_seconds", input: "f-offer-ttl", label: "fOfferTTL", kind: "int", clearable: true },
     { name: "location", input: "f-location", label: "fLocation", kind: "text", clearable: true },
     { name: "description", input: "f-description", label: "fDescription", kind: "text", clearable: true },
     { name: "time_zone", input: "f-time-zone", label: "fTimeZone", kind: "zone", clearable: true },
@@ -318,6 +367,8 @@
     attendees: $("attendees"), attendeesTitle: $("attendees-title"), attendeesSummary: $("attendees-summary"),
     download: $("download-csv"), closeAttendees: $("close-attendees"), attendeesStatus: $("attendees-status"),
     attendeeList: $("attendee-list"), more: $("attendees-more"),
+    queue: $("queue"), queueTitle: $("queue-title"), queueSummary: $("queue-summary"), closeQueue: $("close-queue"),
+    queueStatus: $("queue-status"), queueList: $("queue-list"), queueMore: $("queue-more"),
   };
 
   const state = {
@@ -334,6 +385,7 @@
     confirm: null, // "delete:<id>" or "cancel:<reservation id>" while its confirmation is asked.
     editor: null, // {mode, id, base, stale, message}
     att: null, // {workshop, items, next, loading, failed, message}
+    queue: null, // The waiting list shown: {workshop, view, items, next, loading, failed}
     pageError: null,
   };
 
@@ -604,9 +656,11 @@
       });
     }
     el.download.addEventListener("click", downloadCSV);
-    el.closeAttendees.addEventListener("click", closeAttendees);
-    el.more.addEventListener("click", () => loadAttendees(false));
+    el.closeAttendees.addEventListener("click", () => closeList("att"));
+    el.more.addEventListener("click", () => loadList("att", false));
     el.attendeeList.addEventListener("click", onAttendeeClick);
+    el.closeQueue.addEventListener("click", () => closeList("queue"));
+    el.queueMore.addEventListener("click", () => loadList("queue", false));
     fillZones();
     render();
 
@@ -661,9 +715,9 @@
     } else {
       state.listFailed = true;
     }
-    if (state.att) {
-      const w = state.workshops.find((x) => x.id === state.att.workshop);
-      if (w) state.att.view = w;
+    for (const shown of [state.att, state.queue]) {
+      const w = shown && state.workshops.find((x) => x.id === shown.workshop);
+      if (w) shown.view = w;
     }
   }
 
@@ -777,7 +831,9 @@
     if (act === "edit") {
       await openEditor(w);
     } else if (act === "attendees") {
-      openAttendees(w);
+      openList("att", w);
+    } else if (act === "waitlist") {
+      openList("queue", w);
     } else if (act === "delete") {
       state.confirm = "delete:" + w.id;
       render();
@@ -840,7 +896,11 @@
     }
     await loadWorkshops();
     if (state.att && (op.kind === "cancel" || op.workshop === state.att.workshop) && verdict && !verdict.unclear) {
-      await loadAttendees(true);
+      await loadList("att", true);
+    }
+    // A cancellation frees places, which go to the waiting list as offers.
+    if (state.queue && op.workshop === state.queue.workshop && verdict && !verdict.unclear) {
+      await loadList("queue", true);
     }
     render();
     // Keep keyboard users where the answer is: on the control they used,
@@ -984,41 +1044,62 @@
     $("f-title").focus();
   }
 
-  // Attendees.
-  function openAttendees(w) {
-    state.att = { workshop: w.id, view: w, items: [], next: null, loading: false, failed: false, message: null };
+  // LISTS are the lists a workshop opens below the workshops, each in a
+  // section of its own, a page of PAGE_SIZE at a time: its attendees (its
+  // active reservations) and its waiting list (every entry, in the order
+  // they joined). Each names the member of state that holds it while it
+  // is open ({workshop, view, items, next, loading, failed, message}), its
+  // section and title, the prefix of the workshop's button that opens it,
+  // its route under the workshop with its query, the member of the answer
+  // that lists its items and which of them are well-formed.
+  const LISTS = {
+    att: {
+      section: "attendees", title: "attendeesTitle", opener: "attendees-", route: "/attendees?status=active&", member: "attendees",
+      ok: (a) => typeof a.reservation_id === "string" && RESERVATION_ID.test(a.reservation_id) &&
+        typeof a.actor === "string" && Number.isInteger(a.quantity),
+    },
+    queue: {
+      section: "queue", title: "queueTitle", opener: "waitlist-", route: "/waitlist?", member: "entries",
+      ok: (e) => typeof e.entry_id === "string" && RESERVATION_ID.test(e.entry_id) &&
+        typeof e.actor === "string" && Number.isInteger(e.quantity) && typeof e.state === "string",
+    },
+  };
+
+  function openList(name, w) {
+    state[name] = { workshop: w.id, view: w, items: [], next: null, loading: false, failed: false, message: null };
     state.confirm = null;
     render();
-    el.attendees.scrollIntoView({ block: "start" });
-    el.attendeesTitle.focus();
-    loadAttendees(true);
+    el[LISTS[name].section].scrollIntoView({ block: "start" });
+    el[LISTS[name].title].focus();
+    loadList(name, true);
   }
 
-  function closeAttendees() {
-    const id = state.att && state.att.workshop;
-    state.att = null;
+  function closeList(name) {
+    const id = state[name] && state[name].workshop;
+    state[name] = null;
     render();
-    const b = id && $("attendees-" + id);
+    const b = id && $(LISTS[name].opener + id);
     (b || el.newWorkshop).focus();
   }
 
-  async function loadAttendees(fresh) {
-    const att = state.att;
-    if (!att || att.loading) return;
-    att.loading = true;
+  // loadList reads list name's first page again (fresh) or its next one.
+  async function loadList(name, fresh) {
+    const shown = state[name];
+    if (!shown || shown.loading) return;
+    const list = LISTS[name];
+    shown.loading = true;
     render();
-    const cursor = fresh ? "" : "&cursor=" + encodeURIComponent(att.next || "");
-    const r = await request("GET", workshopPath(att.workshop) + "/attendees?status=active&limit=" + PAGE_SIZE + cursor);
-    if (state.att !== att) return;
-    att.loading = false;
-    if (r.status === 200 && r.body && Array.isArray(r.body.attendees)) {
-      const items = r.body.attendees.filter((a) => a && typeof a.reservation_id === "string" && RESERVATION_ID.test(a.reservation_id) &&
-        typeof a.actor === "string" && Number.isInteger(a.quantity));
-      att.items = fresh ? items : att.items.concat(items);
-      att.next = typeof r.body.next_cursor === "string" && r.body.next_cursor !== "" ? r.body.next_cursor : null;
-      att.failed = false;
+    const cursor = fresh ? "" : "&cursor=" + encodeURIComponent(shown.next || "");
+    const r = await request("GET", workshopPath(shown.workshop) + list.route + "limit=" + PAGE_SIZE + cursor);
+    if (state[name] !== shown) return;
+    shown.loading = false;
+    if (r.status === 200 && r.body && Array.isArray(r.body[list.member])) {
+      const items = r.body[list.member].filter((x) => x && list.ok(x));
+      shown.items = fresh ? items : shown.items.concat(items);
+      shown.next = typeof r.body.next_cursor === "string" && r.body.next_cursor !== "" ? r.body.next_cursor : null;
+      shown.failed = false;
     } else {
-      att.failed = true;
+      shown.failed = true;
     }
     render();
   }
@@ -1042,6 +1123,58 @@
       await startOp({ kind: "cancel", id: crypto.randomUUID(), workshop: state.att.workshop, title: titleOf(state.att.workshop),
         target: a.reservation_id, quantity: a.quantity, who: a.actor, actor: state.actor }, "attendee-" + a.reservation_id);
     }
+  }
+
+  // The waiting list of a workshop: its entries in the order they joined,
+  // each with its position while it waits, who, how many places, its state
+  // and, while it is offered places, the offer's deadline.
+  const DEFAULT_OFFER_TTL = 86400; // The daemon's time to accept an offer when a workshop sets none.
+  const waitingOf = (w) => (Number.isInteger(w.waiting) ? w.waiting : 0);
+  const offerTTLOf = (w) => (Number.isInteger(w.offer_ttl_seconds) && w.offer_ttl_seconds > 0 ? w.offer_ttl_seconds : DEFAULT_OFFER_TTL);
+
+  // duration writes s seconds in the largest unit that divides them.
+  function duration(s) {
+    for (const [unit, n] of [["days", 86400], ["hours", 3600], ["minutes", 60]]) {
+      if (s % n === 0) return t(unit, s / n);
+    }
+    return t("seconds", s);
+  }
+
+  // queueState returns what an entry's state says, by its state now.
+  function queueState(e, zone) {
+    switch (e.state) {
+      case "waiting": return t("queueWaiting", Number.isInteger(e.position) ? e.position : 0);
+      case "offered": {
+        const until = Date.parse(e.expires_at || "");
+        return t("queueOffered", Number.isNaN(until) ? "" : dateFormat(zone).format(new Date(until)));
+      }
+      case "reserved": return t("queueReserved");
+      case "left": return t("queueLeft");
+      case "expired": return t("queueExpired");
+      default: return t("queueUnknown");
+    }
+  }
+
+  function renderQueue() {
+    const q = state.queue;
+    el.queue.hidden = !q;
+    if (!q) return;
+    const w = q.view;
+    el.queueTitle.textContent = t("queueTitle", w.title);
+    el.queueSummary.textContent = t("queueSummary", waitingOf(w), duration(offerTTLOf(w)));
+    const zone = zoneOf(w);
+    el.queueList.replaceChildren(...q.items.map((e) => {
+      const who = typeof e.display_name === "string" && e.display_name !== "" ? `${e.display_name} (${e.actor})` : e.actor;
+      const at = Date.parse(e.created_at || "");
+      return node("li", { id: "queue-" + e.entry_id, "data-id": e.entry_id, "data-actor": e.actor, "data-state": e.state },
+        node("p", { class: "item-who", text: who }),
+        node("p", { class: "item-what", text: t("queueWhat", e.quantity, Number.isNaN(at) ? "" : dateFormat(zone).format(new Date(at))) + " · " + queueState(e, zone) }));
+    }));
+    el.queueStatus.textContent = q.failed ? t("queueFailed") : q.loading && q.items.length === 0 ? t("queueLoading") :
+      q.items.length === 0 ? t("queueEmpty") : t("queueCount", q.items.length, Boolean(q.next));
+    el.queueStatus.dataset.kind = q.failed ? "queueFailed" : "";
+    el.queueMore.hidden = !q.next;
+    el.queueMore.disabled = q.loading;
   }
 
   // downloadCSV fetches the attendee list as CSV with this tab's session
@@ -1132,6 +1265,7 @@
           [t("placesLabel"), t("placesText", w)],
           [t("perRequest"), t("atMost", w.max_quantity)],
           [t("perPerson"), Number.isInteger(w.max_per_person) && w.max_per_person > 0 ? t("atMost", w.max_per_person) : ""],
+          [t("waitlistLabel"), t("waitlistText", waitingOf(w), duration(offerTTLOf(w)))],
           [t("registration"), reg ? t(reg) : ""],
           [t("shown"), w.hidden ? t("hiddenYes") : t("hiddenNo")],
         ]));
@@ -1148,11 +1282,12 @@
         const acts = node("div", { class: "actions" },
           button("edit-" + w.id, t("edit"), "edit", { "data-workshop": w.id, "aria-describedby": "title-" + w.id }),
           button("attendees-" + w.id, t("attendees"), "attendees", { "data-workshop": w.id }),
+          button("waitlist-" + w.id, t("waitlist"), "waitlist", { "data-workshop": w.id }),
           button("hide-" + w.id, t(w.hidden ? "show" : "hide"), "hide", { "data-workshop": w.id }),
           button("delete-" + w.id, t("del"), "delete", { "data-workshop": w.id }, "secondary danger"));
         for (const b of acts.querySelectorAll("button")) {
           b.setAttribute("aria-describedby", "title-" + w.id);
-          if (locked && b.dataset.act !== "attendees") b.disabled = true;
+          if (locked && b.dataset.act !== "attendees" && b.dataset.act !== "waitlist") b.disabled = true;
         }
         li.append(acts);
       }
@@ -1271,6 +1406,7 @@
       renderWorkshops();
       renderEditor();
       renderAttendees();
+      renderQueue();
     }
     if (focused && document.activeElement !== $(focused) && $(focused)) $(focused).focus();
   }

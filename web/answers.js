@@ -11,6 +11,7 @@ const ANSWERS = Object.freeze({
     registration_not_open: [409, "quantity,status,workshop"],
     registration_closed: [409, "quantity,status,workshop"],
     limit_reached: [409, "already,max_per_person,quantity,status,workshop"],
+    waiting: [202, "entry_id,position,quantity,status,workshop"],
   }),
   cancel: Object.freeze({
     cancelled: [200, "quantity,reservation_id,status,workshop"],
@@ -42,5 +43,11 @@ const ANSWERS = Object.freeze({
     skipped: [200, "delivery_id,quantity,status,workshop"],
     already_delivered: [409, "delivery_id,quantity,status,workshop"],
     already_skipped: [409, "delivery_id,quantity,status,workshop"],
+  }),
+  leave_waitlist: Object.freeze({
+    left: [200, "entry_id,quantity,status,workshop"],
+    expired: [409, "entry_id,quantity,status,workshop"],
+    already_left: [409, "entry_id,quantity,status,workshop"],
+    already_reserved: [409, "entry_id,quantity,status,workshop"],
   }),
 });

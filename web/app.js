@@ -1,10 +1,13 @@
 // app.js is the reservation form's whole behaviour. Its one rule: an intent
 // (operation key + payload + actor) is written to sessionStorage before the
 // first send, every retry sends exactly that intent again, and only an
-// explicit "new intent" action makes a new key. Only a 201 "reserved" or a
-// 409 "unavailable" answer is authoritative; anything else, also no answer
-// within 15 s, leaves the intent open with "outcome unclear — retry".
-// Nothing is ever sent by itself.
+// explicit new action ("Start another reservation", "Change selection",
+// or joining the waiting list after a refusal) makes a new key. Only an
+// authoritative answer about the request sent (a 201 "reserved", a 202
+// "waiting", a 409 refusal such as "unavailable") settles it; anything
+// else, also no answer within 15 s, leaves the intent open with "outcome
+// unclear — retry".
+// Nothing is ever sent by itself, except that the lists are read again.
 //
 // Intents belong to the actor who made them. The form's intent is kept
 // under "reserve.intent.<actor>" and the actor's other operations under
@@ -25,6 +28,25 @@
 // read again after every answer. Each reservation has this one cancel
 // control: the form's own reservation too is cancelled from its item, and
 // the form only leads there and shows the cancellation's outcome.
+//
+// The waiting list: when no place of the chosen workshop is free, or people
+// wait for its places already, the form offers "Join the waiting list"
+// instead of "Reserve". Joining is the form's intent like a reservation
+// (one key, kept before the first send, retried with that key), sent with
+// "waitlist": true; its answer "waiting" gives the entry and its position.
+// A reservation refused as "unavailable" (too few places free for the
+// quantity asked) offers "Join the waiting list for N places": a new
+// intent with a key of its own, for the same places; the refused intent
+// stays settled. It is not offered for more places than the workshop has
+// in all, which its waiting list refuses ("unavailable" to a request to
+// join, after which joining is not offered again).
+// "Your waiting list" shows the actor's entries: a waiting one with its
+// position and Leave; one whose turn came with the offer — a hold of the
+// places, with a live countdown to its deadline — and Accept (confirm the
+// hold) and Decline (leave the entry, which passes the places on). Each is
+// an operation of its own with the rules of the list's other operations.
+// While an entry waits or is offered places the page reads its lists again
+// every few seconds, so that an offer shows up and a passed one goes.
 //
 // The chosen workshop's schedule (date and time in its own time zone,
 // place, registration, limit per person, description) is shown when the
@@ -50,6 +72,7 @@
   const OPS_PREFIX = "reserve.ops."; // + actor: {"<kind>:<target>": operation}.
   const LOGIN_PATH = "/login";
   const LIST_LIMIT = 50;
+  const WAIT_POLL_MS = 5000; // How often the lists are read while an entry waits or is offered places.
 
   const TEXT = COMMON.texts({
     en: {
@@ -149,6 +172,55 @@
       signOutWarning: (n, a) => `${n === 1 ? "One request of yours has" : n + " requests of yours have"} no known outcome yet. Signing out does not undo ${n === 1 ? "it" : "them"}: the page keeps ${n === 1 ? "it" : "them"} in this tab for ${a}. Sign in again here as ${a} to retry.`,
       signOutAnyway: "Sign out anyway",
       staySignedIn: "Stay signed in",
+      join: "Join the waiting list",
+      fullHint: (n) => n === 0 ? "No place is free. Join the waiting list to be offered places when they are freed." :
+        `No place is free for you: ${n === 1 ? "1 person is" : n + " people are"} waiting. Join the waiting list to be offered places in turn when they are freed.`,
+      waitingCount: (n) => `${n} waiting`,
+      waiting: (q, w, pos) => `On the waiting list: you are number ${pos} for ${places(q)} in ${w}. When places are freed they are offered to you under “Your waiting list”, where you accept or decline them.`,
+      joinInstead: (q) => `Join the waiting list for ${places(q)}`,
+      joinRefused: (q, w) => `Not on the waiting list: ${w} has ${q === 1 ? "no places at all" : "fewer than " + q + " places in all"}, so ${places(q)} can never be offered to you.`,
+      joinUnclear: "Outcome unclear — retry. You may or may not be on the waiting list; retrying sends the same request again and cannot put you on it twice.",
+      joinResumed: (q, w) => `Your request to join the waiting list for ${places(q)} in ${w} was sent earlier and its outcome is not known. Press Retry to get its answer — nothing is sent until you do, and it cannot put you on the list twice.`,
+      entryReceipt: (id) => `Waiting list entry: ${id}`,
+      toEntry: "See it under “Your waiting list”",
+      waitTitle: "Your waiting list",
+      waitFailed: "Your waiting list could not be loaded; it is shown as this page last knew it.",
+      waitMore: (n) => `Showing your newest ${n} entries.`,
+      entryWaiting: (pos) => (pos ? `waiting, number ${pos}` : "waiting"),
+      entryOffered: (left) => `offered to you, ${left} left to accept`,
+      entryOfferUntil: (d) => `Places are free for you until ${d}: accept them to reserve, or decline to pass them on.`,
+      entryReserved: "accepted, reserved",
+      entryLeft: "left",
+      entryExpired: "offer expired",
+      accept: "Accept",
+      retryAccept: "Retry accepting",
+      accepting: "Accepting…",
+      accepted: (q, w) => `Accepted: ${places(q)} in ${w} ${q === 1 ? "is" : "are"} now your reservation.`,
+      acceptExpired: "Not accepted: the offer's deadline had passed and its places went on to the next person waiting.",
+      acceptReleased: "Not accepted: this offer was declined before.",
+      alreadyAccepted: "Already accepted: this offer was accepted before; accepting it again changed nothing.",
+      acceptUnclear: "Accepting unclear — retry. The offer may or may not have been accepted; retrying sends the same request again and cannot reserve twice.",
+      acceptUnclearSignIn: "Accepting unclear — retry. Your session has ended: sign in again, then retry.",
+      acceptResumed: "Accepting this offer was sent earlier and its outcome is not known. Press Retry accepting to get its answer — nothing is sent until you do.",
+      decline: "Decline",
+      retryDecline: "Retry declining",
+      declining: "Declining…",
+      declined: (q, w) => `Declined: ${places(q)} in ${w} ${q === 1 ? "goes" : "go"} on to the next person waiting.`,
+      declineExpired: "Nothing to decline: the offer had expired already, and its places went on to the next person waiting.",
+      declineReserved: "Not declined: this offer was accepted before; cancel its reservation instead.",
+      alreadyLeft: "Already left: this entry left the waiting list before; this changed nothing.",
+      declineUnclear: "Declining unclear — retry. The offer may or may not have been declined; retrying sends the same request again.",
+      declineUnclearSignIn: "Declining unclear — retry. Your session has ended: sign in again, then retry.",
+      declineResumed: "Declining this offer was sent earlier and its outcome is not known. Press Retry declining to get its answer — nothing is sent until you do.",
+      leave: "Leave the waiting list",
+      retryLeave: "Retry leaving",
+      leaving: "Leaving…",
+      left: (q, w) => `Left: you are no longer waiting for ${places(q)} in ${w}.`,
+      leaveExpired: "Not waiting any more: places had been offered to you, and the offer had expired.",
+      leaveReserved: "Not left: places offered to you were accepted and are your reservation; cancel it instead.",
+      leaveUnclear: "Leaving unclear — retry. You may or may not have left the waiting list; retrying sends the same request again.",
+      leaveUnclearSignIn: "Leaving unclear — retry. Your session has ended: sign in again, then retry.",
+      leaveResumed: "Leaving the waiting list was sent earlier and its outcome is not known. Press Retry leaving to get its answer — nothing is sent until you do.",
     },
     de: {
       title: "Platz reservieren",
@@ -247,6 +319,55 @@
       signOutWarning: (n, a) => `${n === 1 ? "Eine Ihrer Anfragen hat" : n + " Ihrer Anfragen haben"} noch kein bekanntes Ergebnis. Abmelden macht sie nicht rückgängig: Die Seite behält sie in diesem Tab für ${a}. Melden Sie sich hier wieder als ${a} an, um es erneut zu versuchen.`,
       signOutAnyway: "Trotzdem abmelden",
       staySignedIn: "Angemeldet bleiben",
+      join: "Auf die Warteliste",
+      fullHint: (n) => n === 0 ? "Kein Platz ist frei. Setzen Sie sich auf die Warteliste, dann werden Ihnen Plätze angeboten, sobald welche frei werden." :
+        `Für Sie ist kein Platz frei: ${n === 1 ? "1 Person wartet" : n + " Personen warten"}. Setzen Sie sich auf die Warteliste, dann werden Ihnen der Reihe nach Plätze angeboten, sobald welche frei werden.`,
+      waitingCount: (n) => `${n} ${n === 1 ? "wartet" : "warten"}`,
+      waiting: (q, w, pos) => `Auf der Warteliste: Sie sind Nummer ${pos} für ${plaetze(q)} in ${w}. Werden Plätze frei, werden sie Ihnen unter „Ihre Warteliste“ angeboten; dort nehmen Sie sie an oder lehnen sie ab.`,
+      joinInstead: (q) => `Für ${plaetze(q)} auf die Warteliste`,
+      joinRefused: (q, w) => `Nicht auf der Warteliste: ${w} hat ${q === 1 ? "überhaupt keine Plätze" : "insgesamt weniger als " + q + " Plätze"}, daher können Ihnen ${plaetze(q)} nie angeboten werden.`,
+      joinUnclear: "Ergebnis unklar — erneut versuchen. Sie stehen vielleicht schon auf der Warteliste; ein erneuter Versuch sendet dieselbe Anfrage und kann Sie nicht zweimal daraufsetzen.",
+      joinResumed: (q, w) => `Ihre Anfrage für die Warteliste für ${plaetze(q)} in ${w} wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet, und zweimal auf die Liste kommen Sie nicht.`,
+      entryReceipt: (id) => `Eintrag auf der Warteliste: ${id}`,
+      toEntry: "Unter „Ihre Warteliste“ ansehen",
+      waitTitle: "Ihre Warteliste",
+      waitFailed: "Ihre Warteliste konnte nicht geladen werden; sie erscheint so, wie die Seite sie zuletzt kannte.",
+      waitMore: (n) => `Es werden Ihre neuesten ${n} Einträge gezeigt.`,
+      entryWaiting: (pos) => (pos ? `wartet, Nummer ${pos}` : "wartet"),
+      entryOffered: (left) => `Ihnen angeboten, noch ${left} zum Annehmen`,
+      entryOfferUntil: (d) => `Für Sie sind Plätze frei bis ${d}: Nehmen Sie sie an, um zu reservieren, oder lehnen Sie ab, damit sie weitergehen.`,
+      entryReserved: "angenommen, reserviert",
+      entryLeft: "verlassen",
+      entryExpired: "Angebot abgelaufen",
+      accept: "Annehmen",
+      retryAccept: "Annehmen erneut versuchen",
+      accepting: "Wird angenommen…",
+      accepted: (q, w) => `Angenommen: ${plaetze(q)} in ${w} ${q === 1 ? "ist" : "sind"} jetzt Ihre Reservierung.`,
+      acceptExpired: "Nicht angenommen: Die Frist des Angebots war abgelaufen, seine Plätze gingen an die nächste wartende Person.",
+      acceptReleased: "Nicht angenommen: Dieses Angebot wurde schon früher abgelehnt.",
+      alreadyAccepted: "Bereits angenommen: Dieses Angebot wurde schon früher angenommen; erneutes Annehmen hat nichts geändert.",
+      acceptUnclear: "Annehmen unklar — erneut versuchen. Das Angebot ist vielleicht schon angenommen; ein erneuter Versuch sendet dieselbe Anfrage und kann nicht doppelt reservieren.",
+      acceptUnclearSignIn: "Annehmen unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
+      acceptResumed: "Das Annehmen dieses Angebots wurde früher gesendet; sein Ergebnis ist nicht bekannt. Mit „Annehmen erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
+      decline: "Ablehnen",
+      retryDecline: "Ablehnen erneut versuchen",
+      declining: "Wird abgelehnt…",
+      declined: (q, w) => `Abgelehnt: ${plaetze(q)} in ${w} ${q === 1 ? "geht" : "gehen"} an die nächste wartende Person.`,
+      declineExpired: "Nichts abzulehnen: Das Angebot war schon abgelaufen, seine Plätze gingen an die nächste wartende Person.",
+      declineReserved: "Nicht abgelehnt: Dieses Angebot wurde schon angenommen; stornieren Sie stattdessen die Reservierung.",
+      alreadyLeft: "Bereits verlassen: Dieser Eintrag hat die Warteliste schon früher verlassen; das hat nichts geändert.",
+      declineUnclear: "Ablehnen unklar — erneut versuchen. Das Angebot ist vielleicht schon abgelehnt; ein erneuter Versuch sendet dieselbe Anfrage noch einmal.",
+      declineUnclearSignIn: "Ablehnen unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
+      declineResumed: "Das Ablehnen dieses Angebots wurde früher gesendet; sein Ergebnis ist nicht bekannt. Mit „Ablehnen erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
+      leave: "Warteliste verlassen",
+      retryLeave: "Verlassen erneut versuchen",
+      leaving: "Wird verlassen…",
+      left: (q, w) => `Verlassen: Sie warten nicht mehr auf ${plaetze(q)} in ${w}.`,
+      leaveExpired: "Sie warten nicht mehr: Ihnen waren Plätze angeboten worden, und das Angebot war abgelaufen.",
+      leaveReserved: "Nicht verlassen: Ihnen angebotene Plätze wurden angenommen und sind Ihre Reservierung; stornieren Sie sie stattdessen.",
+      leaveUnclear: "Verlassen unklar — erneut versuchen. Sie haben die Warteliste vielleicht schon verlassen; ein erneuter Versuch sendet dieselbe Anfrage noch einmal.",
+      leaveUnclearSignIn: "Verlassen unklar — erneut versuchen. Ihre Sitzung ist abgelaufen: Melden Sie sich neu an und versuchen Sie es dann erneut.",
+      leaveResumed: "Das Verlassen der Warteliste wurde früher gesendet; sein Ergebnis ist nicht bekannt. Mit „Verlassen erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet.",
     },
   });
 
@@ -264,6 +385,9 @@
     limit: $("workshop-limit"),
     description: $("workshop-description"),
     submit: $("submit"),
+    join: $("join"),
+    joinInstead: $("join-instead"),
+    fullHint: $("full-hint"),
     status: $("status"),
     receipt: $("receipt"),
     newIntent: $("new-intent"),
@@ -283,6 +407,9 @@
     mineStatus: $("mine-status"),
     holdList: $("hold-list"),
     reservationList: $("reservation-list"),
+    waitlist: $("waitlist"),
+    waitStatus: $("waitlist-status"),
+    entryList: $("entry-list"),
   };
 
   const state = {
@@ -290,8 +417,8 @@
     actor: null,
     displayName: "",
     workshops: [],
-    intent: null, // The form's: {operation, payload: {workshop, quantity}, actor, outcome?}.
-    ops: {}, // The actor's cancellations, confirmations and releases, by opKey.
+    intent: null, // The form's: {operation, payload: {workshop, quantity, waitlist?}, actor, outcome?}.
+    ops: {}, // The actor's operations on listed items (cancel, confirm, release, accept, decline, leave), by opKey.
     tries: {}, // opKey → "unclear" or "signIn": sent on this page, answered without a verdict.
     sending: null, // "reserve", or the opKey of the operation on its way.
     message: null, // [textKey, ...args] of the status line
@@ -299,6 +426,10 @@
     pageError: null, // [textKey] when the page cannot work at all.
     mine: { reservations: [], holds: [], loaded: false, failed: false, more: false },
     mineRead: 0, // The number of the latest read of the list; older answers are dropped.
+    wait: { entries: [], loaded: false, failed: false, more: false }, // The actor's waiting list entries.
+    waitRead: 0, // As mineRead, for the waiting list.
+    polling: false, // A poll of the lists is on its way.
+    polledAt: 0, // When the lists were last read (Date.now()).
     skew: 0, // The daemon's clock less this browser's, in ms, from the list's Date header.
     signOutWarning: false,
     oidcName: "", // What the daemon calls its identity provider, if it has one.
@@ -337,6 +468,11 @@
     sessionStorage.removeItem(INTENT_PREFIX + actor);
   }
 
+  // holdPath returns the path of the operation op on a hold; leavePath
+  // that of leaving a waiting list entry.
+  const holdPath = (op) => (id) => "/api/v1/holds/" + encodeURIComponent(id) + "/" + op;
+  const leavePath = (id) => "/api/v1/waitlist/" + encodeURIComponent(id) + "/leave";
+
   // OPERATIONS names, for each kind of operation on a listed item, its
   // route and body and the text keys of its buttons and messages. target is
   // the reservation id of a cancellation and the hold id of the others.
@@ -348,18 +484,49 @@
       outcomes: { cancelled: "cancelled", already_cancelled: "alreadyCancelled" },
     },
     confirm: {
-      path: (id) => "/api/v1/holds/" + encodeURIComponent(id) + "/confirm",
+      path: holdPath("confirm"),
       body: "{}",
       start: "confirm", retry: "retryConfirm", pending: "confirming",
       outcomes: { reserved: "confirmed", expired: "confirmExpired", released: "confirmReleased", already_confirmed: "alreadyConfirmed" },
     },
     release: {
-      path: (id) => "/api/v1/holds/" + encodeURIComponent(id) + "/release",
+      path: holdPath("release"),
       body: "{}",
       start: "release", retry: "retryRelease", pending: "releasing",
       outcomes: { released: "released", expired: "releaseExpired", already_confirmed: "releaseConfirmed", already_released: "alreadyReleased" },
     },
+    // An offer from the waiting list is a hold of the places offered:
+    // accepting it confirms the hold, and declining it leaves the entry,
+    // which passes the places on. Leaving a waiting entry takes it off the
+    // list. Their target is the hold (accept) or the entry.
+    accept: {
+      path: holdPath("confirm"),
+      body: "{}", answers: "confirm",
+      start: "accept", retry: "retryAccept", pending: "accepting",
+      outcomes: { reserved: "accepted", expired: "acceptExpired", released: "acceptReleased", already_confirmed: "alreadyAccepted" },
+    },
+    decline: {
+      path: leavePath,
+      body: "{}", answers: "leave_waitlist",
+      start: "decline", retry: "retryDecline", pending: "declining",
+      outcomes: { left: "declined", expired: "declineExpired", already_left: "alreadyLeft", already_reserved: "declineReserved" },
+    },
+    leave: {
+      path: leavePath,
+      body: "{}", answers: "leave_waitlist",
+      start: "leave", retry: "retryLeave", pending: "leaving",
+      outcomes: { left: "left", expired: "leaveExpired", already_left: "alreadyLeft", already_reserved: "leaveReserved" },
+    },
   };
+
+  // ITEMS names, for each kind of operation, the list whose items it acts
+  // on: the id prefix of their list items.
+  const ITEMS = { cancel: "reservation", confirm: "hold", release: "hold", accept: "entry", decline: "entry", leave: "entry" };
+
+  // opItem returns the id of the listed item an operation acts on: its
+  // target, or for accepting an offer (whose target is the hold) the
+  // entry.
+  const opItem = (op) => (typeof op.item === "string" ? op.item : op.target);
 
   const opKey = (kind, target) => kind + ":" + target;
 
@@ -368,6 +535,7 @@
   function loadOps(actor) {
     return COMMON.loadKept(OPS_PREFIX + actor, (key, op) => typeof op.operation === "string" && Object.hasOwn(OPERATIONS, op.kind) &&
       typeof op.target === "string" && RESERVATION_ID.test(op.target) && key === opKey(op.kind, op.target) &&
+      (op.item === undefined || (typeof op.item === "string" && RESERVATION_ID.test(op.item))) &&
       typeof op.workshop === "string" && Number.isInteger(op.quantity) && op.actor === actor);
   }
 
@@ -424,12 +592,17 @@
     el.lang.addEventListener("click", switchLanguage);
     el.form.addEventListener("submit", onSubmit);
     el.newIntent.addEventListener("click", onNewIntent);
+    el.joinInstead.addEventListener("click", onJoinInstead);
     el.toReservation.addEventListener("click", onToReservation);
-    el.workshop.addEventListener("change", showChoice);
+    el.workshop.addEventListener("change", () => {
+      showChoice();
+      renderActions(); // The workshop chosen decides between Reserve and Join the waiting list.
+    });
     el.logout.addEventListener("submit", onSignOut);
     el.signOutConfirm.addEventListener("click", signOut);
     el.signOutStay.addEventListener("click", onStay);
     el.mine.addEventListener("click", onListClick);
+    el.waitlist.addEventListener("click", onListClick);
     render();
 
     migrateStorage();
@@ -467,15 +640,32 @@
       if (saved) {
         state.intent = saved;
         const p = saved.payload;
-        state.message = saved.outcome ? outcomeMessage(saved) : ["resumed", p.quantity, workshop(p.workshop)];
+        state.message = saved.outcome ? outcomeMessage(saved) : [p.waitlist === true ? "joinResumed" : "resumed", p.quantity, workshop(p.workshop)];
       }
       state.ops = loadOps(state.actor);
     } catch (e) {
       state.notice = ["noStorage"];
     }
-    await Promise.all([loadWorkshops(), loadMine()]);
+    await Promise.all([loadWorkshops(), loadMine(), loadWait()]);
     render();
-    setInterval(renderMine, 1000); // The holds' countdowns.
+    setInterval(tick, 1000); // The countdowns of holds and offers.
+  }
+
+  // tick renders the lists' countdowns every second and, while an entry of
+  // the actor's waits or is offered places, reads the lists again every
+  // WAIT_POLL_MS: an offer is made when someone else frees places, and it
+  // lasts only until its deadline. The form itself is left alone.
+  function tick() {
+    renderLists();
+    const live = state.wait.entries.some((e) => e.state === "waiting" || e.state === "offered");
+    if (!live || state.polling || state.sending || Date.now() - state.polledAt < WAIT_POLL_MS) return;
+    state.polling = true;
+    Promise.all([loadWorkshops(true), loadMine(), loadWait()]).then(() => {
+      state.polling = false;
+      showChoice();
+      renderActions();
+      renderLists();
+    });
   }
 
   // offerSignIn asks the daemon which sign-in methods it offers (GET
@@ -578,9 +768,9 @@
   // loadWorkshops refreshes the choice and its live availability. Its own
   // messages ("loading", "loadFailed", "noWorkshops") never replace the
   // answer to a reservation: stale availability is harmless, a lost
-  // "outcome unclear" is not.
-  async function loadWorkshops() {
-    if (!state.message) {
+  // "outcome unclear" is not. A quiet load (a poll) says nothing at all.
+  async function loadWorkshops(quiet) {
+    if (!state.message && !quiet) {
       state.message = ["loading"];
       render();
     }
@@ -621,9 +811,33 @@
     if (!Number.isNaN(date)) state.skew = date - Date.now();
   }
 
-  // refresh reads availability and the list again after an answer.
+  // loadWait reads the actor's newest waiting list entries, with their
+  // state and, while waiting, their position now. A failed read keeps what
+  // the page knew; only the latest read is shown.
+  async function loadWait() {
+    const n = ++state.waitRead;
+    const r = await request("GET", "/api/v1/waitlist?status=all&limit=" + LIST_LIMIT);
+    if (n !== state.waitRead) return;
+    state.polledAt = Date.now();
+    if (!(r.status === 200 && r.body && Array.isArray(r.body.entries))) {
+      state.wait.failed = true;
+      return;
+    }
+    state.wait = {
+      entries: r.body.entries.filter((e) => e && typeof e.entry_id === "string" && RESERVATION_ID.test(e.entry_id) &&
+        typeof e.workshop === "string" && Number.isInteger(e.quantity) && typeof e.state === "string" &&
+        (e.hold_id === undefined || (typeof e.hold_id === "string" && RESERVATION_ID.test(e.hold_id)))),
+      loaded: true,
+      failed: false,
+      more: typeof r.body.next_cursor === "string",
+    };
+    const date = Date.parse(r.headers.get("Date") || "");
+    if (!Number.isNaN(date)) state.skew = date - Date.now();
+  }
+
+  // refresh reads availability and the lists again after an answer.
   async function refresh() {
-    await Promise.all([loadWorkshops(), loadMine()]);
+    await Promise.all([loadWorkshops(), loadMine(), loadWait()]);
     render();
   }
 
@@ -640,18 +854,34 @@
   // is refused when sent, not rewritten.
   function showChoice() {
     const w = selectedWorkshop();
-    el.availability.textContent = w ? t("availability", w) : "";
+    const waiting = w && Number.isInteger(w.waiting) && w.waiting > 0 ? " · " + t("waitingCount", w.waiting) : "";
+    setText(el.availability, w ? t("availability", w) + waiting : "");
     showDetails(w);
     const max = w ? Math.max(1, w.max_quantity) : 1;
     el.quantity.max = String(max);
     el.quantityHint.textContent = t("quantityHint", max);
   }
 
+  // joinOffered reports whether the form offers to join the waiting list
+  // of the chosen workshop instead of reserving: no place of it is free, or
+  // people wait for its places already (who then go first). An intent
+  // made keeps what it was made as.
+  function joinOffered() {
+    if (state.intent) return state.intent.payload.waitlist === true;
+    const w = selectedWorkshop();
+    return Boolean(w) && (w.available === 0 || (Number.isInteger(w.waiting) && w.waiting > 0));
+  }
+
+  // onSubmit starts (or retries) the form's intent: a reservation, or,
+  // when the form offers it, joining the waiting list, which is a
+  // reservation request with "waitlist": true under a key of its own like
+  // any other intent.
   async function onSubmit(event) {
     event.preventDefault();
     if (state.sending) return; // A second click while sending does nothing.
     if (!state.intent) {
       const payload = currentPayload();
+      if (joinOffered()) payload.waitlist = true;
       const w = selectedWorkshop();
       if (!w) {
         state.message = ["chooseWorkshop"];
@@ -664,19 +894,56 @@
         el.quantity.focus();
         return;
       }
-      const intent = { operation: crypto.randomUUID(), payload, actor: state.actor };
-      try {
-        saveIntent(intent); // Before the first send, or not at all.
-      } catch (e) {
-        state.notice = ["noStorage"];
-        render();
-        return;
-      }
-      state.intent = intent;
-      state.notice = null;
+      if (!startIntent(payload)) return;
     } else if (state.intent.outcome) {
-      return; // Settled: only "new intent" leads on.
+      return; // Settled: only a new intent leads on.
     }
+    await send(state.intent);
+  }
+
+  // startIntent makes payload the form's new intent, under a new key, kept
+  // in sessionStorage before anything is sent; when it cannot be kept it
+  // says so and returns false, and the form keeps the intent it had.
+  function startIntent(payload) {
+    const intent = { operation: crypto.randomUUID(), payload, actor: state.actor };
+    try {
+      saveIntent(intent); // Before the first send, or not at all.
+    } catch (e) {
+      state.notice = ["noStorage"];
+      render();
+      return false;
+    }
+    state.intent = intent;
+    state.notice = null;
+    return true;
+  }
+
+  // joinInsteadOffered reports whether the form, its reservation refused
+  // as "unavailable", offers to join the waiting list for the places asked
+  // instead. Only a reservation's refusal leads there: a request to join
+  // is refused "unavailable" only when it asks for more places than the
+  // workshop has in all, which no freed place can ever make up. For the
+  // same reason, and because a request above the workshop's limit per
+  // reservation is refused outright, joining is offered only for as many
+  // places as the workshop has and allows in one request.
+  function joinInsteadOffered() {
+    const intent = state.intent;
+    const o = intent && intent.outcome;
+    if (!o || o.status !== "unavailable" || intent.payload.waitlist === true) return false;
+    const w = state.workshops.find((x) => x.id === intent.payload.workshop);
+    const q = intent.payload.quantity;
+    return Boolean(w) && q <= w.capacity && q <= w.max_quantity;
+  }
+
+  // onJoinInstead joins the waiting list for the places of a reservation
+  // refused as "unavailable". It is an explicit new action, like "Change
+  // selection": a new intent with a key of its own, kept before its first
+  // send and retried with that key like any other. The refused intent
+  // stays settled and is never sent again.
+  async function onJoinInstead() {
+    if (state.sending || !joinInsteadOffered()) return; // A second click while sending does nothing.
+    const p = state.intent.payload;
+    if (!startIntent({ workshop: p.workshop, quantity: p.quantity, waitlist: true })) return;
     await send(state.intent);
   }
 
@@ -685,7 +952,9 @@
     state.message = ["sending"];
     render();
     const p = intent.payload;
-    const r = await post("/api/v1/reservations", intent.operation, JSON.stringify({ workshop: p.workshop, quantity: p.quantity }));
+    const body = { workshop: p.workshop, quantity: p.quantity };
+    if (p.waitlist === true) body.waitlist = true;
+    const r = await post("/api/v1/reservations", intent.operation, JSON.stringify(body));
     state.sending = null;
     const outcome = authoritative(r, p);
     if (outcome) {
@@ -697,12 +966,16 @@
       }
       state.message = outcomeMessage(intent);
     } else {
-      state.message = [r.status === 401 ? "unclearSignIn" : "unclear"];
+      state.message = [r.status === 401 ? "unclearSignIn" : p.waitlist === true ? "joinUnclear" : "unclear"];
     }
     render();
     // The button that was pressed may be gone now: keep keyboard users on
-    // the one that leads on.
-    if (outcome) el.newIntent.focus();
+    // the one that leads on, or on the retry.
+    if (outcome) {
+      el.newIntent.focus();
+    } else {
+      (p.waitlist === true ? el.join : el.submit).focus();
+    }
     await refresh(); // Availability has changed, whatever the answer says.
   }
 
@@ -721,6 +994,8 @@
     const p = intent.payload;
     const o = intent.outcome;
     if (o.status === "reserved") return ["reserved", p.quantity, workshop(p.workshop)];
+    if (o.status === "waiting") return ["waiting", p.quantity, workshop(p.workshop), o.position];
+    if (o.status === "unavailable" && p.waitlist === true) return ["joinRefused", p.quantity, workshop(p.workshop)];
     const key = Object.hasOwn(REFUSALS, o.status) ? REFUSALS[o.status] : "unavailable";
     return [key, p.quantity, workshop(p.workshop), o.max_per_person, o.already];
   }
@@ -754,33 +1029,45 @@
   // the reservation it made: its one cancel control is there.
   function onToReservation(event) {
     event.preventDefault();
-    const intent = state.intent;
-    const li = intent && intent.outcome && $("reservation-" + intent.outcome.reservation_id);
+    const li = formItem();
     if (!li) return;
     const button = li.querySelector("button[data-kind]:not([hidden])");
     li.scrollIntoView({ block: "nearest" });
     (button || li).focus();
   }
 
-  // onListClick starts or retries the operation of a button of the list.
+  // formItem returns the list item of what the form's intent made, when
+  // the list shows it: its reservation, or its waiting list entry.
+  function formItem() {
+    const o = state.intent && state.intent.outcome;
+    if (!o) return null;
+    if (o.status === "reserved") return $("reservation-" + o.reservation_id);
+    return o.status === "waiting" ? $("entry-" + o.entry_id) : null;
+  }
+
+  // onListClick starts or retries the operation of a button of a list.
   function onListClick(event) {
     const button = event.target.closest("button[data-kind]");
     if (!button) return;
     const li = button.closest("li");
-    runOp(button.dataset.kind, li.dataset.id, li.dataset.workshop, Number(li.dataset.quantity), button);
+    const kind = button.dataset.kind;
+    const target = kind === "accept" ? li.dataset.hold : li.dataset.id;
+    if (!target) return;
+    runOp(kind, target, li.dataset.id, li.dataset.workshop, Number(li.dataset.quantity), button);
   }
 
-  // runOp starts (or retries) the operation of kind on target: a new one is
-  // kept before its first send, an open one is sent again with its key, a
-  // settled one is never sent again.
-  async function runOp(kind, target, workshopID, quantity, button) {
+  // runOp starts (or retries) the operation of kind on target, of the
+  // listed item item: a new one is kept before its first send, an open one
+  // is sent again with its key, a settled one is never sent again.
+  async function runOp(kind, target, item, workshopID, quantity, button) {
     if (state.sending) return; // A second click while sending does nothing.
     const key = opKey(kind, target);
     let op = state.ops[key];
     if (!op) {
       // Another operation open on the same item needs its answer first.
-      if (Object.values(state.ops).some((o) => o.target === target && !o.outcome)) return;
+      if (Object.values(state.ops).some((o) => (opItem(o) === item || o.target === target) && !o.outcome)) return;
       op = { operation: crypto.randomUUID(), kind, target, workshop: workshopID, quantity, actor: state.actor };
+      if (item !== target) op.item = item;
       try {
         saveOp(op); // Before the first send, or not at all.
       } catch (e) {
@@ -796,7 +1083,7 @@
     render();
     const r = await post(OPERATIONS[kind].path(target), op.operation, OPERATIONS[kind].body);
     state.sending = null;
-    const outcome = opAuthoritative(r, op);
+    const outcome = opAuthoritative(r, { kind: OPERATIONS[kind].answers || kind, target });
     if (outcome) {
       delete state.tries[key];
       const settled = Object.assign({}, op, { outcome });
@@ -814,7 +1101,7 @@
     if (button.isConnected && !button.hidden) {
       button.focus();
     } else {
-      const li = $((kind === "cancel" ? "reservation-" : "hold-") + target);
+      const li = $(ITEMS[kind] + "-" + item);
       if (li) li.focus();
     }
     await refresh(); // Availability and the list may have changed.
@@ -916,18 +1203,12 @@
     el.quantity.disabled = locked;
 
     const settled = Boolean(intent && intent.outcome);
-    const reserved = settled && intent.outcome.status === "reserved";
+    const made = settled ? intent.outcome : {};
     const cancel = formCancel();
-    const cancelOpen = Boolean(cancel && !cancel.outcome);
-    el.submit.hidden = settled;
-    el.submit.disabled = Boolean(state.sending) || (!intent && state.workshops.length === 0);
-    el.submit.textContent = state.sending === "reserve" ? t("sending") : intent && !settled ? t("retry") : t("reserve");
-    el.newIntent.hidden = !settled || cancelOpen;
-    if (settled) {
-      el.newIntent.textContent = intent.outcome.status === "reserved" ? t("anotherReservation") : t("changeSelection");
-    }
-    el.receipt.hidden = !reserved;
-    el.receipt.textContent = reserved ? t("receipt", intent.outcome.reservation_id) : "";
+    renderActions();
+    el.receipt.hidden = made.status !== "reserved" && made.status !== "waiting";
+    el.receipt.textContent = made.status === "reserved" ? t("receipt", made.reservation_id) :
+      made.status === "waiting" ? t("entryReceipt", made.entry_id) : "";
     const message = cancel ? opMessage(cancel) : state.message;
     el.status.textContent = message ? t(...message) : "";
     el.status.dataset.kind = message ? message[0] : "";
@@ -936,12 +1217,56 @@
     const open = openIntents();
     el.signOutWarning.hidden = !(state.signOutWarning && open > 0);
     el.signOutWarningText.textContent = el.signOutWarning.hidden ? "" : t("signOutWarning", open, state.actor);
+    renderLists();
+  }
+
+  // renderActions shows the form's buttons: Reserve, or Join the waiting
+  // list (with why, and how many wait) when the form offers that instead;
+  // the retry of an open intent on the button of its kind; and, once the
+  // intent is settled, only the ways to a new one: joining the waiting list
+  // for the places of a reservation refused as unavailable, when the form
+  // offers that, and starting anew.
+  function renderActions() {
+    const intent = state.intent;
+    const settled = Boolean(intent && intent.outcome);
+    const cancel = formCancel();
+    const join = joinOffered();
+    const sendingText = (text) => (state.sending === "reserve" ? t("sending") : intent && !settled ? t("retry") : t(text));
+    el.submit.hidden = settled || join;
+    el.submit.disabled = Boolean(state.sending) || (!intent && state.workshops.length === 0);
+    setText(el.submit, sendingText("reserve"));
+    el.join.hidden = settled || !join;
+    el.join.disabled = Boolean(state.sending);
+    setText(el.join, sendingText("join"));
+    const w = selectedWorkshop();
+    el.fullHint.hidden = el.join.hidden || !w;
+    setText(el.fullHint, el.fullHint.hidden ? "" : t("fullHint", Number.isInteger(w.waiting) ? w.waiting : 0));
+    const instead = joinInsteadOffered();
+    el.joinInstead.hidden = !instead;
+    el.joinInstead.disabled = Boolean(state.sending);
+    setText(el.joinInstead, instead ? t("joinInstead", intent.payload.quantity) : "");
+    el.newIntent.hidden = !settled || Boolean(cancel && !cancel.outcome);
+    if (settled) {
+      const made = intent.outcome.status === "reserved" || intent.outcome.status === "waiting";
+      el.newIntent.textContent = made ? t("anotherReservation") : t("changeSelection");
+    }
+  }
+
+  // renderLists shows the actor's waiting list and reservations, and the
+  // form's link to the item its intent made while a list shows it: the
+  // item's controls are there (a reservation's one cancel control, an
+  // entry's leave).
+  function renderLists() {
+    renderWait();
     renderMine();
-    // The form's reservation has one cancel control, in the list; the form
-    // leads there while the list shows it and it is not settled.
-    const listed = reserved && $("reservation-" + intent.outcome.reservation_id);
+    const intent = state.intent;
+    const cancel = formCancel();
+    const listed = formItem();
+    const waiting = Boolean(listed) && intent.outcome.status === "waiting";
     el.toReservation.hidden = !listed || Boolean(cancel && cancel.outcome);
     el.toReservation.href = listed ? "#" + listed.id : "#mine";
+    el.toReservation.dataset.text = waiting ? "toEntry" : "toReservation";
+    setText(el.toReservation, t(el.toReservation.dataset.text));
   }
 
   // shownItems returns the listed items and, for every open operation of
@@ -952,13 +1277,20 @@
     const shown = items.map((x) => Object.assign({}, x, { id: x[idOf] }));
     const ids = new Set(shown.map((x) => x.id));
     for (const op of Object.values(state.ops)) {
-      if (kinds.includes(op.kind) && !op.outcome && !ids.has(op.target)) {
-        shown.push({ id: op.target, workshop: op.workshop, quantity: op.quantity });
-        ids.add(op.target);
+      const id = opItem(op);
+      if (kinds.includes(op.kind) && !op.outcome && !ids.has(id)) {
+        const item = { id, workshop: op.workshop, quantity: op.quantity };
+        if (op.kind === "accept") item.hold_id = op.target;
+        shown.push(item);
+        ids.add(id);
       }
     }
     return shown;
   }
+
+  // targetOf returns the target of an operation of kind on a listed item:
+  // the item itself, or the hold that is an entry's offer.
+  const targetOf = (kind, item) => (kind === "accept" ? item.hold_id : item.id);
 
   // remaining returns the time until a hold's deadline by the daemon's
   // clock, in whole seconds (rounded up), and 0 once it has passed.
@@ -977,12 +1309,50 @@
     if (!state.actor) return;
     const m = state.mine;
     const reservations = shownItems(m.reservations, "id", ["cancel"]);
-    const holds = shownItems(m.holds, "hold_id", ["confirm", "release"]);
+    // An offer from the waiting list is a hold, shown with its entry only.
+    const offers = new Set(state.wait.entries.map((e) => e.hold_id).filter(Boolean));
+    const holds = shownItems(m.holds.filter((h) => !offers.has(h.hold_id) && typeof h.entry_id !== "string"), "hold_id", ["confirm", "release"]);
     const line = m.failed ? t("mineFailed") : !m.loaded ? t("mineLoading") :
       reservations.length + holds.length === 0 ? t("mineEmpty") : m.more ? t("mineMore", LIST_LIMIT) : "";
     setText(el.mineStatus, line);
     syncList(el.holdList, holds, "hold", ["confirm", "release"], holdState);
     syncList(el.reservationList, reservations, "reservation", ["cancel"], reservationState);
+  }
+
+  // ENTRY_KINDS are the operations on a waiting list entry.
+  const ENTRY_KINDS = ["accept", "decline", "leave"];
+
+  // renderWait shows the actor's waiting list entries, newest first; the
+  // section is shown once there is one.
+  function renderWait() {
+    if (!state.actor) return;
+    const w = state.wait;
+    const entries = shownItems(w.entries, "entry_id", ENTRY_KINDS);
+    el.waitlist.hidden = entries.length === 0;
+    setText(el.waitStatus, w.failed ? t("waitFailed") : w.more ? t("waitMore", LIST_LIMIT) : "");
+    syncList(el.entryList, entries, "entry", ENTRY_KINDS, entryState);
+  }
+
+  // entryState returns what an entry shows and the operations it allows: a
+  // waiting entry its position and Leave; an offered one, until the
+  // offer's deadline, a countdown to it, the deadline itself (in the
+  // workshop's time zone), Accept and Decline.
+  function entryState(e) {
+    switch (e.state) {
+      case "waiting":
+        return { text: t("entryWaiting", Number.isInteger(e.position) ? e.position : 0), kinds: ["leave"], state: "waiting" };
+      case "offered": {
+        const left = remaining(e);
+        if (left === 0) return { text: t("entryExpired"), kinds: [], state: "expired" };
+        const w = state.workshops.find((x) => x.id === e.workshop);
+        const until = COMMON.dateFormat(state.lang, w && w.time_zone).format(new Date(Date.parse(e.expires_at)));
+        return { text: t("entryOffered", clock(left)), kinds: e.hold_id ? ["accept", "decline"] : ["decline"], state: "offered", offer: t("entryOfferUntil", until) };
+      }
+      case "reserved": return { text: t("entryReserved"), kinds: [], state: "reserved" };
+      case "left": return { text: t("entryLeft"), kinds: [], state: "left" };
+      case "expired": return { text: t("entryExpired"), kinds: [], state: "expired" };
+      default: return { text: t("stateUnknown"), kinds: [], state: "" };
+    }
   }
 
   // reservationState returns what a reservation item shows and whether it
@@ -1043,11 +1413,18 @@
       const b = document.createElement("button");
       b.type = "button";
       b.id = kind + "-" + target;
-      b.className = "secondary " + kind + (kind === "confirm" ? "" : " danger");
+      b.className = "secondary " + kind + (kind === "confirm" || kind === "accept" ? "" : " danger");
       b.dataset.kind = kind;
       actions.append(b);
     }
-    li.append(what, status, actions);
+    if (prefix === "entry") {
+      const offer = document.createElement("p");
+      offer.className = "item-offer";
+      offer.hidden = true;
+      li.append(what, offer, status, actions);
+    } else {
+      li.append(what, status, actions);
+    }
     return li;
   }
 
@@ -1063,25 +1440,32 @@
 
   // fillItem shows an item's state and its buttons: while an operation on
   // the item is open only its retry, else the operations a live item
-  // allows, and none once an operation on it is settled.
+  // allows (s.kinds, or all of them when s.live), and none once an
+  // operation on it is settled.
   function fillItem(li, item, kinds, s) {
     li.dataset.id = item.id;
     li.dataset.workshop = item.workshop;
     li.dataset.quantity = String(item.quantity);
+    setData(li, "hold", item.hold_id || "");
     setData(li, "state", s.state);
-    const ops = kinds.map((k) => state.ops[opKey(k, item.id)]).filter(Boolean);
+    const ops = kinds.map((k) => targetOf(k, item) && state.ops[opKey(k, targetOf(k, item))]).filter(Boolean);
     const open = ops.find((o) => !o.outcome);
     const latest = open || ops.find((o) => o.outcome);
     setText(li.querySelector(".item-what"), t("item", item.quantity, workshop(item.workshop)) + " · " + s.text);
+    const offer = li.querySelector(".item-offer");
+    if (offer) {
+      offer.hidden = !s.offer || Boolean(latest);
+      setText(offer, offer.hidden ? "" : s.offer);
+    }
     const status = li.querySelector(".item-status");
     const message = latest ? opMessage(latest) : null;
     setText(status, message ? t(...message) : "");
     setData(status, "kind", message ? message[0] : "");
     for (const b of li.querySelectorAll("button[data-kind]")) {
       const kind = b.dataset.kind;
-      b.hidden = open ? open.kind !== kind : Boolean(latest) || !s.live;
+      b.hidden = open ? open.kind !== kind : Boolean(latest) || !(s.kinds ? s.kinds.includes(kind) : s.live);
       b.disabled = Boolean(state.sending);
-      setText(b, t(buttonText(kind, item.id)));
+      setText(b, t(buttonText(kind, targetOf(kind, item) || item.id)));
     }
   }
 

@@ -206,12 +206,13 @@ const COMMON = (function () {
     const a = Object.hasOwn(ANSWERS[kind], b.status) ? ANSWERS[kind][b.status] : null;
     if (!a || a[0] !== r.status || a[1] !== Object.keys(b).sort().join(",")) return null;
     if (typeof b.workshop !== "string" || b.workshop === "" || !Number.isInteger(b.quantity) || b.quantity < 1) return null;
-    for (const id of ["reservation_id", "hold_id"]) {
+    for (const id of ["reservation_id", "hold_id", "entry_id"]) {
       if (id in b && !(typeof b[id] === "string" && RESERVATION_ID.test(b[id]))) return null;
     }
     // A refusal for the limit per person: the limit is at least 1, the
-    // places the person had already at least 0.
-    for (const [n, least] of [["max_per_person", 1], ["already", 0]]) {
+    // places the person had already at least 0. A place on a waiting list
+    // counts from 1.
+    for (const [n, least] of [["max_per_person", 1], ["already", 0], ["position", 1]]) {
       if (n in b && !(Number.isInteger(b[n]) && b[n] >= least)) return null;
     }
     return b;
@@ -219,22 +220,33 @@ const COMMON = (function () {
 
   // authoritative returns the settled outcome of an answer to a
   // reservation, or null when the answer does not say for sure what
-  // happened: it must be about the workshop and quantity asked for.
+  // happened: it must be about the workshop and quantity asked for, and a
+  // "waiting" answer answers only a request that asked to join the waiting
+  // list (payload.waitlist).
   function authoritative(r, payload) {
     const b = answerBody("reserve", r);
     if (!b || b.workshop !== payload.workshop || b.quantity !== payload.quantity) return null;
+    if (b.status === "waiting" && payload.waitlist !== true) return null;
     if (b.status === "reserved") return { status: "reserved", reservation_id: b.reservation_id };
+    if (b.status === "waiting") return { status: "waiting", entry_id: b.entry_id, position: b.position };
     if (b.status === "limit_reached") return { status: b.status, max_per_person: b.max_per_person, already: b.already };
     return { status: b.status };
   }
 
+  // TARGETS names the member that says what an operation on an existing
+  // thing acted on: the reservation cancelled, the waiting list entry left,
+  // else the hold confirmed or released.
+  const TARGETS = { cancel: "reservation_id", leave_waitlist: "entry_id" };
+
   // opAuthoritative returns the settled outcome of an answer to a
-  // cancellation, confirmation or release, or null when it does not say
-  // for sure what happened: it must be about the reservation (cancel) or
-  // hold (confirm, release) it was sent for, in a well-formed workshop.
+  // cancellation, confirmation, release or leaving of a waiting list, or
+  // null when it does not say for sure what happened: it must be about the
+  // reservation (cancel), hold (confirm, release) or entry (leave_waitlist)
+  // it was sent for, in a well-formed workshop. op.kind is the kind of
+  // operation of the table of answers.
   function opAuthoritative(r, op) {
     const b = answerBody(op.kind, r);
-    const target = op.kind === "cancel" ? b && b.reservation_id : b && b.hold_id;
+    const target = b && b[Object.hasOwn(TARGETS, op.kind) ? TARGETS[op.kind] : "hold_id"];
     if (!b || target !== op.target || !WORKSHOP_ID.test(b.workshop)) return null;
     return b.status === "reserved" ? { status: "reserved", reservation_id: b.reservation_id } : { status: b.status };
   }

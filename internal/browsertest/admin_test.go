@@ -428,6 +428,17 @@ func TestOrganizerLostAnswersRetried(t *testing.T) {
 	}
 }
 
+// deleteRefused deletes workshop id on the organizer's page, whose daemon
+// refuses it as in use, and returns what the item says at the step that
+// asks to confirm, and the refusal shown.
+func (tb *tab) deleteRefused(id string) (confirm, refusal string) {
+	tb.t.Helper()
+	tb.click("delete-" + id)
+	confirm = tb.text("item-" + id)
+	tb.click("delete-yes-" + id)
+	return confirm, tb.waitKind("status-"+id, "inUse")
+}
+
 // Deleting a workshop that has a reservation is refused with the reason
 // in words, and nothing changes; one without any is hidden from the page
 // for reserving, and then, after a confirmation, deleted.
@@ -438,12 +449,11 @@ func TestOrganizerDeletes(t *testing.T) {
 	tb := openTab(t, d)
 	tb.openAdmin()
 
-	tb.click("delete-" + demo)
-	if c := tb.text("item-" + demo); !strings.Contains(c, "for good?") {
-		t.Errorf("the confirmation step says %q", c)
+	confirm, msg := tb.deleteRefused(demo)
+	if !strings.Contains(confirm, "for good?") {
+		t.Errorf("the confirmation step says %q", confirm)
 	}
-	tb.click("delete-yes-" + demo)
-	if msg := tb.waitKind("status-"+demo, "inUse"); !strings.Contains(msg, "still has places reserved or held") {
+	if !strings.Contains(msg, "still has places reserved or held") {
 		t.Errorf("deleting a workshop in use says %q", msg)
 	}
 	if w := d.workshop(t, demo); w.Reserved != 1 {

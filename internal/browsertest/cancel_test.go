@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -210,13 +209,8 @@ func TestCancelDoubleClickSendsOnePost(t *testing.T) {
 	tb := openTab(t, d)
 	tb.signIn("")
 	id := tb.reserve(1)
-	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-		{URLPattern: "*/cancel", RequestStage: fetch.RequestStageRequest},
-	}}); err != nil {
-		t.Fatalf("enable the Fetch domain: %v", err)
-	}
-	cancel := tb.node("cancel-" + id)
-	tb.do("double click", chromedp.MouseClickNode(cancel, chromedp.ClickCount(1)), chromedp.MouseClickNode(cancel, chromedp.ClickCount(2)))
+	tb.holdRequests("*/cancel")
+	tb.doubleClick("cancel-" + id)
 	tb.waitStatus("cancelling")
 	if f := tb.form(); !f.CancelDisabled || !f.NewIntentHidden || f.Cancel != "Cancelling…" {
 		t.Errorf("while the POST is held: %+v, want the list's cancel button disabled saying \"Cancelling…\" and no new intent", f)
@@ -224,13 +218,7 @@ func TestCancelDoubleClickSendsOnePost(t *testing.T) {
 	if _, n := d.cancels(t); n != 0 {
 		t.Fatalf("%d cancellations reached the daemon while the browser holds the request", n)
 	}
-	paused := tb.pausedRequests()
-	if len(paused) != 1 {
-		t.Fatalf("the page sent %d cancellation requests for a double click, want 1", len(paused))
-	}
-	if _, err := chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: paused[0]}); err != nil {
-		t.Fatalf("release the POST: %v", err)
-	}
+	tb.releaseOnly("cancellation requests")
 	tb.waitStatus("cancelled")
 	if n := len(tb.pausedRequests()); n != 1 {
 		t.Errorf("the page sent %d cancellation requests in all, want 1", n)

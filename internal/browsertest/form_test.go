@@ -11,7 +11,6 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -29,14 +28,8 @@ func TestDoubleClickWhileHeldSendsOnePost(t *testing.T) {
 	d := startDaemon(t)
 	tb := openTab(t, d)
 	tb.signIn("")
-	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-		{URLPattern: "*" + api.PathReservations, RequestStage: fetch.RequestStageRequest},
-	}}); err != nil {
-		t.Fatalf("enable the Fetch domain: %v", err)
-	}
-	// A real double click: the second press comes with click count 2.
-	submit := tb.node("submit")
-	tb.do("double click", chromedp.MouseClickNode(submit, chromedp.ClickCount(1)), chromedp.MouseClickNode(submit, chromedp.ClickCount(2)))
+	tb.holdRequests("*" + api.PathReservations)
+	tb.doubleClick("submit")
 	tb.waitStatus("sending")
 	f := tb.form()
 	if !f.SubmitDisabled || !f.QuantityDisabled || !f.WorkshopDisabled || f.Submit != "Sending…" {
@@ -45,13 +38,7 @@ func TestDoubleClickWhileHeldSendsOnePost(t *testing.T) {
 	if n := d.posts(t); n != 0 {
 		t.Fatalf("%d POSTs reached the daemon while the browser holds the request", n)
 	}
-	paused := tb.pausedRequests()
-	if len(paused) != 1 {
-		t.Fatalf("the page sent %d reservation requests for a double click, want 1", len(paused))
-	}
-	if _, err := chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: paused[0]}); err != nil {
-		t.Fatalf("release the POST: %v", err)
-	}
+	tb.releaseOnly("reservation requests")
 	tb.waitStatus("reserved")
 	if n := len(tb.pausedRequests()); n != 1 {
 		t.Errorf("the page sent %d reservation requests in all, want 1", n)

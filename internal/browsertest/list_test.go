@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -186,24 +185,13 @@ func TestListHoldCountdownConfirm(t *testing.T) {
 	}
 	tb.poll("the countdown to move", fmt.Sprintf(`document.querySelector("#%s .item-what").textContent !== %q`, item, it.What))
 
-	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
-		{URLPattern: "*/confirm", RequestStage: fetch.RequestStageRequest},
-	}}); err != nil {
-		t.Fatalf("enable the Fetch domain: %v", err)
-	}
-	confirm := tb.node("confirm-" + hold)
-	tb.do("double click", chromedp.MouseClickNode(confirm, chromedp.ClickCount(1)), chromedp.MouseClickNode(confirm, chromedp.ClickCount(2)))
+	tb.holdRequests("*/confirm")
+	tb.doubleClick("confirm-" + hold)
 	tb.waitItem(item, "confirming")
 	if it := tb.item(item); it.Enabled["confirm"] || len(it.Buttons) != 1 || it.Buttons["confirm"] != "Confirming…" {
 		t.Errorf("while the POST is held: %+v, want only Confirm, disabled, saying \"Confirming…\"", it)
 	}
-	paused := tb.pausedRequests()
-	if len(paused) != 1 {
-		t.Fatalf("the page sent %d confirmations for a double click, want 1", len(paused))
-	}
-	if _, err := chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: paused[0]}); err != nil {
-		t.Fatalf("release the POST: %v", err)
-	}
+	tb.releaseOnly("confirmations")
 	tb.waitItem(item, "confirmed")
 	tb.poll("the confirmed hold", fmt.Sprintf(`document.getElementById(%q).dataset.state === "confirmed"`, item))
 	if it := tb.item(item); it.Status != "Confirmed: 2 places in Demo workshop are now your reservation." || len(it.Buttons) != 0 {

@@ -36,9 +36,10 @@ func ruleSource(t *testing.T) string {
 // TestBrowserRuleIsClassify evaluates the browser's rule for settling an
 // intent in Chromium for every (HTTP status, body) of a table and compares
 // it with client.Classify, the rule of every Go client: the page settles a
-// reservation, a cancellation, a confirmation or a release exactly on the
-// answers that Classify calls that operation's authoritative answer, with
-// the same status word. (The
+// reservation (one that asks to join the waiting list, and one that does
+// not), a cancellation, a confirmation, a release or leaving a waiting list
+// exactly on the answers that Classify calls that operation's authoritative
+// answer, with the same status word. (The
 // page never settles on a problem: a refusal leaves its intent open for a
 // retry with the same key, which gets the same refusal.)
 func TestBrowserRuleIsClassify(t *testing.T) {
@@ -46,7 +47,8 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 	const id, other = "0190a1b2c3d4e5f60718293a4b5c6d7e", "0190a1b2c3d4e5f60718293a4b5c6d7f"
 	req := engine.Request{Workshop: "w-1", Quantity: 2}
 	bodies := []string{"", "{", "[]", "null", `"reserved"`}
-	// id is the reservation cancelled and the hold confirmed or released;
+	// id is the reservation cancelled, the hold confirmed or released and
+	// the waiting list entry left;
 	// the answers to holds carry members that no other answer has.
 	// A refusal for the limit per person carries the limit and the places
 	// the actor had already.
@@ -55,9 +57,8 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 	// The kinds of operation the pages send. A status none of them
 	// answers with (an admin's corrections of deliveries) gets a few
 	// bodies only: both rules refuse it whatever its members, and every
-	// variant of it would add thousands of checks to the page's one
-	// evaluation.
-	kinds := []engine.OperationKind{engine.OperationReserve, engine.OperationCancel, engine.OperationConfirm, engine.OperationRelease}
+	// variant of it would add thousands of checks.
+	kinds := []engine.OperationKind{engine.OperationReserve, engine.OperationCancel, engine.OperationConfirm, engine.OperationRelease, engine.OperationLeaveWaitlist}
 	for _, status := range engine.AnswerStatuses() {
 		if !slices.ContainsFunc(kinds, func(k engine.OperationKind) bool { return api.StatusOfAnswer(k, status) != 0 }) {
 			m := `"status":"` + status + `","reservation_id":"` + id + `","workshop":"w-1","quantity":2`
@@ -83,70 +84,81 @@ func TestBrowserRuleIsClassify(t *testing.T) {
 			}
 		}
 	}
-	for _, code := range api.Codes {
-		bodies = append(bodies, `{"type":"about:blank","status":409,"code":"`+code+`","detail":"d"}`)
-	}
-	type check struct {
-		Kind   engine.OperationKind `json:"kind"`
-		Status int                  `json:"status"`
-		Body   string               `json:"body"`
-	}
-	var checks []check
-	for _, kind := range kinds {
-		for _, status := range []int{200, 201, 400, 401, 404, 408, 409, 410, 422, 429, 500, 503} {
-			for _, b := range bodies {
-				checks = append(checks, check{kind, status, b})
+	// The members of the waiting list's answers: an entry (the one asked
+	// about, another, one of the wrong form) and a position in the queue
+	// (from 1), each there or not.
+	for _, status := range engine.AnswerStatuses() {
+		for _, w := range []string{"w-1", "w-2"} {
+			for _, q := range []string{"2", "3"} {
+				for _, e := range []string{"", `,"entry_id":"` + id + `"`, `,"entry_id":"` + other + `"`, `,"entry_id":"ABC"`} {
+					for _, p := range []string{"", `,"position":1`, `,"position":0`, `,"position":"1"`} {
+						bodies = append(bodies, `{"status":"`+status+`"`+e+`,"workshop":"`+w+`","quantity":`+q+p+`}`)
+					}
+				}
 			}
 		}
 	}
-	input, _ := json.Marshal(checks)
-	script := fmt.Sprintf(`(() => {
+	for _, code := range api.Codes {
+		bodies = append(bodies, `{"type":"about:blank","status":409,"code":"`+code+`","detail":"d"}`)
+	}
+	// The page parses the bodies once and is asked, for each kind of
+	// operation and HTTP status, what it settles each of them on, so that
+	// no single message to the browser carries every check.
+	input, _ := json.Marshal(bodies)
+	define := fmt.Sprintf(`(() => {
 %s
-const payload = {workshop: %q, quantity: %d}, target = %q;
-return %s.map((c) => {
-  let body;
-  try { body = c.body === "" ? null : JSON.parse(c.body); } catch (e) { body = undefined; }
-  const r = {status: c.status, body};
-  const o = c.kind === "reserve" ? authoritative(r, payload) : opAuthoritative(r, {kind: c.kind, target});
+const target = %q;
+const bodies = %s.map((b) => { try { return b === "" ? null : JSON.parse(b); } catch (e) { return undefined; } });
+window.settles = (kind, status, waitlist) => bodies.map((body) => {
+  const r = {status, body};
+  const payload = {workshop: %q, quantity: %d, waitlist};
+  const o = kind === "reserve" ? authoritative(r, payload) : opAuthoritative(r, {kind, target});
   return o ? o.status : "";
 });
-})()`, ruleSource(t), req.Workshop, req.Quantity, id, input)
+})()`, ruleSource(t), id, input, req.Workshop, req.Quantity)
 
 	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
 	defer cancel()
-	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](script))
-	if err != nil {
-		t.Fatalf("evaluate the page's rule: %v", err)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[chromedp.Void](define)); err != nil {
+		t.Fatalf("load the page's rule: %v", err)
 	}
-	if len(got) != len(checks) {
-		t.Fatalf("the page's rule gave %d results for %d answers", len(got), len(checks))
-	}
-	ops := map[engine.OperationKind]client.Operation{
-		engine.OperationReserve: client.Reserving(req),
-		engine.OperationCancel:  client.Cancelling(id),
-		engine.OperationConfirm: client.Confirming(id),
-		engine.OperationRelease: client.Releasing(id),
+	// Each operation the pages send, a reservation both with and without
+	// asking to join the waiting list.
+	joining := req
+	joining.Waitlist = true
+	ops := []client.Operation{
+		client.Reserving(req), client.Reserving(joining), client.Cancelling(id), client.Confirming(id), client.Releasing(id), client.LeavingWaitlist(id),
 	}
 	settled := map[string]bool{} // "kind status" of every answer the table holds.
-	for i, c := range checks {
-		op := ops[c.Kind]
-		ct := api.MediaJSON
-		if strings.Contains(c.Body, `"code"`) {
-			ct = api.MediaProblem
-		}
-		res := client.Classify(op, client.Reply{Status: c.Status, ContentType: ct, Body: []byte(c.Body)})
-		want := ""
-		if res.Decided {
-			want = res.Answer.Status
-			settled[string(c.Kind)+" "+want] = true
-		}
-		if got[i] != want {
-			t.Errorf("%s answered %d %s: the page settles on %q, Classify on %q", c.Kind, c.Status, c.Body, got[i], want)
+	for _, op := range ops {
+		for _, status := range []int{200, 201, 202, 400, 401, 404, 408, 409, 410, 422, 429, 500, 503} {
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf("settles(%q, %d, %t)", op.Kind, status, op.Request.Waitlist)))
+			if err != nil {
+				t.Fatalf("evaluate the page's rule: %v", err)
+			}
+			if len(got) != len(bodies) {
+				t.Fatalf("the page's rule gave %d results for %d answers", len(got), len(bodies))
+			}
+			for i, b := range bodies {
+				ct := api.MediaJSON
+				if strings.Contains(b, `"code"`) {
+					ct = api.MediaProblem
+				}
+				res := client.Classify(op, client.Reply{Status: status, ContentType: ct, Body: []byte(b)})
+				want := ""
+				if res.Decided {
+					want = res.Answer.Status
+					settled[string(op.Kind)+" "+want] = true
+				}
+				if got[i] != want {
+					t.Errorf("%s (waitlist %t) answered %d %s: the page settles on %q, Classify on %q", op.Kind, op.Request.Waitlist, status, b, got[i], want)
+				}
+			}
 		}
 	}
 	// The table holds every authoritative answer of every kind, so that the
 	// comparison cannot pass by missing one.
-	for kind := range ops {
+	for _, kind := range kinds {
 		for _, status := range engine.AnswerStatuses() {
 			if api.StatusOfAnswer(kind, status) != 0 && !settled[string(kind)+" "+status] {
 				t.Errorf("the table has no authoritative %s answer %q", kind, status)

@@ -156,6 +156,47 @@ func (tb *tab) pausedRequests() []fetch.RequestID {
 	return append([]fetch.RequestID(nil), tb.paused...)
 }
 
+// holdRequests makes the browser hold every request to a URL that matches
+// pattern before it is sent (the DevTools Fetch domain, at the request
+// stage), until releaseOnly lets it go: the page waits for an answer.
+func (tb *tab) holdRequests(pattern string) {
+	tb.t.Helper()
+	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+		{URLPattern: pattern, RequestStage: fetch.RequestStageRequest},
+	}}); err != nil {
+		tb.t.Fatalf("enable the Fetch domain: %v", err)
+	}
+}
+
+// doubleClick double-clicks element id as a person does: two presses of
+// the mouse at its centre, the second with click count 2 at the same
+// point, where it hits whatever the first click left there (a button that
+// the first click hid is not clicked again).
+func (tb *tab) doubleClick(id string) {
+	tb.t.Helper()
+	tb.node(id) // It is shown.
+	at := eval[struct{ X, Y float64 }](tb, fmt.Sprintf(`(() => {
+		const b = document.getElementById(%q);
+		b.scrollIntoView({block: "nearest"});
+		const r = b.getBoundingClientRect();
+		return {X: r.left + r.width / 2, Y: r.top + r.height / 2};
+	})()`, id))
+	tb.do("double click #"+id, chromedp.MouseClickXY(at.X, at.Y, chromedp.ClickCount(1)), chromedp.MouseClickXY(at.X, at.Y, chromedp.ClickCount(2)))
+}
+
+// releaseOnly fails the test unless the browser holds exactly one request
+// (of what), and lets that one go.
+func (tb *tab) releaseOnly(what string) {
+	tb.t.Helper()
+	paused := tb.pausedRequests()
+	if len(paused) != 1 {
+		tb.t.Fatalf("the page sent %d %s for a double click, want 1", len(paused), what)
+	}
+	if _, err := chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: paused[0]}); err != nil {
+		tb.t.Fatalf("release the request: %v", err)
+	}
+}
+
 // do runs actions and fails the test on an error.
 func (tb *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	tb.t.Helper()
