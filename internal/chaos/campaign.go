@@ -14,7 +14,7 @@ import (
 type Summary struct {
 	Runs, Ops, Ambiguous, Crashes, Violations, Unknown int
 	Sends                                              int64
-	ByStore, OpsByVia, Atomic                          map[string]int
+	ByStore, OpsByVia, Atomic, Waitlist                map[string]int
 	CrashesBy, FaultsBy                                map[string]int
 	Failed                                             []uint64 // Seeds with violations.
 	Skipped                                            map[string]int
@@ -25,7 +25,7 @@ type Summary struct {
 func (s *Summary) Add(r Result) {
 	if s.ByStore == nil {
 		s.ByStore, s.OpsByVia, s.CrashesBy, s.FaultsBy, s.Skipped = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
-		s.Atomic = map[string]int{}
+		s.Atomic, s.Waitlist = map[string]int{}, map[string]int{}
 	}
 	s.Runs++
 	s.Ops += r.Ops
@@ -48,6 +48,9 @@ func (s *Summary) Add(r Result) {
 	for k, v := range r.Atomic {
 		s.Atomic[k] += v
 	}
+	for k, v := range r.Waitlist {
+		s.Waitlist[k] += v
+	}
 	for k, v := range r.Faults {
 		s.FaultsBy[k] += v
 	}
@@ -65,6 +68,7 @@ func (s *Summary) Write(w io.Writer, points []string) {
 		s.Runs, counts(s.ByStore), s.Ops, s.Sends, s.Ambiguous, s.Crashes, s.Violations, s.Unknown, s.Elapsed.Round(time.Second))
 	fmt.Fprintf(w, "operations by front end: %s\n", counts(s.OpsByVia))
 	fmt.Fprintf(w, "atomic batch decisions: %s\n", counts(s.Atomic))
+	fmt.Fprintf(w, "waiting lists: %s\n", counts(s.Waitlist))
 	fmt.Fprintf(w, "crashes by cause: %s\n", counts(s.CrashesBy))
 	fmt.Fprintf(w, "other faults: %s\n", counts(s.FaultsBy))
 	var never []string

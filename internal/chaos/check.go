@@ -23,6 +23,14 @@ type Final struct {
 	Workshops    []engine.Workshop
 	Reservations []engine.Reservation
 	Holds        []engine.Hold
+	// Waitlisted are the workshops with waiting lists, and Entries the
+	// entries of their lists. The linearizability model has no waiting
+	// lists: their workshops' histories are checked by what the store
+	// holds against what the history acknowledged, and by `reserved
+	// check` (each freed place offered once, to the first entries that
+	// fit, every offer settled before its deadline, capacity kept).
+	Waitlisted []string
+	Entries    []engine.WaitEntry
 	// Events are the outbox events the store committed.
 	Events []engine.Event
 	// Received counts, per event id, the deliveries the sink accepted,
@@ -129,6 +137,9 @@ func Check(ops []*Op, final Final) Report {
 		byWorkshop[op.Workshop] = append(byWorkshop[op.Workshop], op)
 	}
 	for _, w := range slices.Sorted(maps.Keys(byWorkshop)) {
+		if slices.Contains(final.Waitlisted, w) {
+			continue
+		}
 		capacity, ok := final.Capacity[w]
 		if !ok {
 			add(CheckLinearizable, "workshop %s of %d operations has no capacity", w, len(byWorkshop[w]))
@@ -172,6 +183,7 @@ func Check(ops []*Op, final Final) Report {
 	acked := map[string]*Op{} // Reservation id → the op that made it.
 	cancelled := map[string]bool{}
 	ackedHolds := map[string]*Op{}
+	ackedEntries := map[string]*Op{} // Waiting list entry id → the op that joined.
 	for _, op := range ops {
 		a, ok := op.Answer()
 		if !ok || op.Role != Intent {
@@ -184,8 +196,11 @@ func Check(ops []*Op, final Final) Report {
 			cancelled[a.ReservationID] = true
 		case a.Status == engine.StatusHeld:
 			ackedHolds[a.HoldID] = op
+		case a.Status == engine.StatusWaiting:
+			ackedEntries[a.EntryID] = op
 		}
 	}
+	r.Violations = append(r.Violations, checkEntries(ops, final, ackedEntries)...)
 	stored := map[string]engine.Reservation{}
 	perKey := map[string]int{}
 	for _, res := range final.Reservations {
@@ -212,6 +227,9 @@ func Check(ops []*Op, final Final) Report {
 	for _, h := range final.Holds {
 		holdsPerKey[h.Actor+"/"+string(h.OperationKey)]++
 		storedHolds[h.ID] = true
+		if h.WaitEntry != "" {
+			continue // An offer: checkEntries judges it.
+		}
 		if ackedHolds[h.ID] == nil {
 			add(CheckPhantomEffect, "hold %s of %s/%s was never acknowledged", h.ID, h.Actor, h.OperationKey)
 		}
@@ -327,4 +345,91 @@ func firstDifference(got, want []string) string {
 		}
 	}
 	return "equal"
+}
+
+// checkEntries checks the waiting lists against the history: every entry
+// in the store was acknowledged by a "waiting" answer to its owner's key,
+// every entry acknowledged is stored, one entry per key, an entry
+// answered "left" is stored as left, and every offer
+// (a hold the store made for an entry) is for an acknowledged entry, its
+// owner and its quantity, and is the only offer of that entry.
+func checkEntries(ops []*Op, final Final, acked map[string]*Op) []Violation {
+	var vs []Violation
+	add := func(check, format string, args ...any) {
+		vs = append(vs, Violation{check, fmt.Sprintf(format, args...)})
+	}
+	stored := map[string]engine.WaitEntry{}
+	perKey := map[string]int{}
+	for _, e := range final.Entries {
+		stored[e.ID] = e
+		perKey[e.Actor+"/"+string(e.OperationKey)]++
+		op := acked[e.ID]
+		switch {
+		case op == nil:
+			add(CheckPhantomEffect, "waiting list entry %s of %s/%s was never acknowledged", e.ID, e.Actor, e.OperationKey)
+		case op.Actor != e.Actor || op.Key != e.OperationKey || op.Workshop != e.Workshop || op.Quantity != e.Quantity:
+			add(CheckLostAck, "entry %s is %s/%s %s×%d, acknowledged to %s/%s for %s×%d", e.ID, e.Actor, e.OperationKey, e.Workshop, e.Quantity, op.Actor, op.Key, op.Workshop, op.Quantity)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(acked)) {
+		if _, ok := stored[id]; !ok {
+			add(CheckLostAck, "waiting list entry %s acknowledged to %s is not in the store", id, acked[id].Actor)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(perKey)) {
+		if perKey[k] > 1 {
+			add(CheckDoubleEffect, "key %s has %d waiting list entries", k, perKey[k])
+		}
+	}
+	for _, op := range ops {
+		a, ok := op.Answer()
+		if !ok || op.Role != Intent || op.Kind != engine.OperationLeaveWaitlist || a.Status != engine.StatusLeft {
+			continue
+		}
+		if e, ok := stored[op.Target]; ok && e.State != engine.WaitLeft {
+			add(CheckLostAck, "entry %s was answered left to %s/%s, but it is %s", e.ID, op.Actor, op.Key, e.State)
+		}
+	}
+	offers := map[string]int{}
+	for _, h := range final.Holds {
+		if h.WaitEntry == "" {
+			continue
+		}
+		offers[h.WaitEntry]++
+		e, ok := stored[h.WaitEntry]
+		switch {
+		case !ok:
+			add(CheckPhantomEffect, "offer %s is for entry %s, which is not in the store", h.ID, h.WaitEntry)
+		case e.Actor != h.Actor || e.Quantity != h.Quantity || e.Workshop != h.Workshop || e.HoldID != h.ID:
+			add(CheckDoubleEffect, "offer %s (%s, %s×%d) is not the offer of entry %s (%s, %s×%d, offer %s)", h.ID, h.Actor, h.Workshop, h.Quantity, e.ID, e.Actor, e.Workshop, e.Quantity, e.HoldID)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(offers)) {
+		if offers[id] > 1 {
+			add(CheckDoubleEffect, "entry %s was offered places %d times", id, offers[id])
+		}
+	}
+	return vs
+}
+
+// WaitlistCounts counts what the waiting lists of a run saw: the intents
+// answered "waiting" (joined), the offers the store made, and how the
+// entries ended (an entry's state in the store: reserved, left, expired,
+// or still offered or waiting).
+func WaitlistCounts(ops []*Op, final Final) map[string]int {
+	n := map[string]int{}
+	for _, op := range ops {
+		if a, ok := op.Answer(); ok && op.Role == Intent && a.Status == engine.StatusWaiting {
+			n["joined"]++
+		}
+	}
+	for _, h := range final.Holds {
+		if h.WaitEntry != "" {
+			n["offers"]++
+		}
+	}
+	for _, e := range final.Entries {
+		n["entries_"+string(e.State)]++
+	}
+	return n
 }

@@ -464,3 +464,57 @@ func TestCheckHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckWaitingLists: a workshop with a waiting list is left out of
+// the linearizability model (a walk-in refused while places are free is
+// legal there) and judged by what the store holds: an entry nobody was
+// told of, an acknowledged entry that is gone, and a second offer of one
+// entry are violations.
+func TestCheckWaitingLists(t *testing.T) {
+	build := func() *history {
+		h := newHistory()
+		h.final.Waitlisted = []string{"w"}
+		h.n++
+		a := engine.Answer{Kind: engine.OperationReserve, Status: engine.StatusWaiting, EntryID: id(100), Workshop: "w", Quantity: 1, Position: 1}
+		h.ops = append(h.ops, &chaos.Op{Actor: "alice", Role: chaos.Intent, Kind: engine.OperationReserve, Key: key(h.n), Workshop: "w", Quantity: 1,
+			Waitlist: true, Via: "go", Call: 0, Return: 10, Status: 202, Body: a.JSON()})
+		h.final.Entries = append(h.final.Entries, engine.WaitEntry{ID: id(100), Actor: "alice", OperationKey: key(h.n), Workshop: "w", Quantity: 1,
+			State: engine.WaitOffered, HoldID: id(101)})
+		h.final.Holds = append(h.final.Holds, engine.Hold{ID: id(101), Actor: "alice", OperationKey: key(h.n), Workshop: "w", Quantity: 1,
+			State: engine.HoldHeld, WaitEntry: id(100)})
+		h.reserve("bob", 20, 30, engine.StatusUnavailable) // A walk-in while alice waits.
+		h.workshops()
+		h.final.Workshops[0].Held = 1
+		return h
+	}
+	if r := chaos.Check(build().ops, build().final); len(r.Violations) != 0 {
+		t.Fatalf("a valid history with a waiting list: %v", r.Violations)
+	}
+	for _, c := range []struct {
+		name, want string
+		spoil      func(h *history)
+	}{
+		{"an entry nobody was told of", "was never acknowledged", func(h *history) {
+			h.final.Entries = append(h.final.Entries, engine.WaitEntry{ID: id(200), Actor: "carol", OperationKey: key(200), Workshop: "w", Quantity: 1, State: engine.WaitWaiting})
+		}},
+		{"an acknowledged entry that is gone", "is not in the store", func(h *history) {
+			h.final.Entries, h.final.Holds = nil, nil
+		}},
+		{"two offers of one entry", "offered places 2 times", func(h *history) {
+			h.final.Holds = append(h.final.Holds, engine.Hold{ID: id(102), Actor: "alice", Workshop: "w", Quantity: 1, State: engine.HoldHeld, WaitEntry: id(100)})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := build()
+			c.spoil(h)
+			r := chaos.Check(h.ops, h.final)
+			found := false
+			for _, v := range r.Violations {
+				found = found || strings.Contains(v.Detail, c.want)
+			}
+			if !found {
+				t.Errorf("violations %v, want one saying %q", r.Violations, c.want)
+			}
+		})
+	}
+}

@@ -44,6 +44,10 @@ type actorClient struct {
 	session map[string]*Op
 	// refused are atomic batches refused as a whole, to be sent again.
 	refused [][]client.BatchItem
+	// answered are the offers from waiting lists the client confirmed or
+	// released, and waiting its intents answered "waiting".
+	answered map[string]bool
+	waiting  []*Op
 }
 
 // newKey returns a new operation key drawn from the client's generator, so
@@ -71,6 +75,10 @@ func (c *actorClient) runIntents(n int) {
 // next makes one intent, chosen by the client's generator.
 func (c *actorClient) next() {
 	r := c.r
+	if len(r.waitlisted) > 0 && c.rng.IntN(5) == 0 {
+		c.waitlistStep()
+		return
+	}
 	w := r.workshops[c.rng.IntN(len(r.workshops))]
 	q := 1 + c.rng.IntN(r.maxQuantity)
 	switch n := c.rng.IntN(100); {
@@ -131,7 +139,7 @@ func (c *actorClient) intent(kind engine.OperationKind, op client.Operation, wor
 func (c *actorClient) intentWithKey(key engine.OperationKey, kind engine.OperationKind, op client.Operation, workshop string, q int, target string, lend bool) {
 	h := c.r.h
 	rec := &Op{Client: c.id, Actor: c.actor, Role: Intent, Kind: kind, Key: key, Workshop: workshop, Quantity: q, TTL: op.TTLSeconds,
-		Target: target, Via: c.via, Call: h.Now(), Epoch: h.Epoch()}
+		Waitlist: op.Request.Waitlist, Target: target, Via: c.via, Call: h.Now(), Epoch: h.Epoch()}
 	if c.session != nil {
 		c.session[c.actor] = rec // Kept before the first send.
 	}
@@ -159,6 +167,8 @@ func (c *actorClient) learn(rec *Op, lend bool) {
 		}
 	case a.Status == engine.StatusHeld:
 		c.holds = append(c.holds, rec)
+	case a.Status == engine.StatusWaiting:
+		c.waiting = append(c.waiting, rec)
 	}
 }
 
@@ -211,7 +221,7 @@ func (c *actorClient) repeat(first *Op, role Role) {
 	}
 	h := c.r.h
 	rec := &Op{Client: c.id, Actor: c.actor, Role: role, Kind: first.Kind, Key: first.Key, Workshop: first.Workshop, Quantity: op.Request.Quantity,
-		Target: first.Target, Via: c.via, Call: h.Now(), Epoch: h.Epoch()}
+		Waitlist: first.Waitlist, Target: first.Target, Via: c.via, Call: h.Now(), Epoch: h.Epoch()}
 	c.settle(rec, op)
 	h.Add(rec)
 }
@@ -235,10 +245,12 @@ func operationOf(rec *Op) client.Operation {
 		return client.Confirming(rec.Target)
 	case engine.OperationRelease:
 		return client.Releasing(rec.Target)
+	case engine.OperationLeaveWaitlist:
+		return client.LeavingWaitlist(rec.Target)
 	case engine.OperationHold:
 		return client.Holding(engine.HoldRequest{Workshop: rec.Workshop, Quantity: rec.Quantity, TTLSeconds: rec.TTL})
 	}
-	return client.Reserving(engine.Request{Workshop: rec.Workshop, Quantity: rec.Quantity})
+	return client.Reserving(engine.Request{Workshop: rec.Workshop, Quantity: rec.Quantity, Waitlist: rec.Waitlist})
 }
 
 func otherWorkshop(ws []string, w string) string {
@@ -651,4 +663,63 @@ var errKilled = fmt.Errorf("reservectl killed")
 func cliEnv(dir, url, token string) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RESERVECTL_SERVER=" + url, "RESERVECTL_TOKEN=" + token,
 		"RESERVECTL_STATE=" + filepath.Join(dir, "intent.json"), "XDG_STATE_HOME=" + dir}
+}
+
+// waitlistStep makes one intent about a workshop with a waiting list: a
+// request that joins the list when it cannot be reserved, one that does
+// not (a walk-in, refused while people wait), or the answer to an offer
+// the list made the client (a hold it never asked for, which it finds in
+// its open holds): a confirmation or a release. Offers are made by the
+// decisions that free places (cancellations, releases, expiries), so
+// the campaign's crashes, failpoints and clock jumps land between
+// freeing a place and everything after it.
+func (c *actorClient) waitlistStep() {
+	r := c.r
+	if c.answered == nil {
+		c.answered = map[string]bool{}
+	}
+	w := r.waitlisted[c.rng.IntN(len(r.waitlisted))]
+	q := 1 + c.rng.IntN(min(2, r.maxQuantity))
+	switch n := c.rng.IntN(10); {
+	case n < 4:
+		c.intent(engine.OperationReserve, client.Reserving(engine.Request{Workshop: w, Quantity: q, Waitlist: true}), w, q, "")
+	case n < 5:
+		c.intent(engine.OperationReserve, client.Reserving(engine.Request{Workshop: w, Quantity: q}), w, q, "")
+	case n < 6 && len(c.waiting) > 0:
+		// Leaving: the entry may be waiting, offered (which declines the
+		// offer), or settled already.
+		i := c.rng.IntN(len(c.waiting))
+		rec := c.waiting[i]
+		c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+		a, _ := rec.Answer()
+		c.intent(engine.OperationLeaveWaitlist, client.LeavingWaitlist(a.EntryID), rec.Workshop, rec.Quantity, a.EntryID)
+	case n < 7:
+		// One of the client's reservations there cancelled: places freed
+		// while people wait.
+		for i, res := range c.active {
+			if res.Workshop == w {
+				c.cancel(i)
+				return
+			}
+		}
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+		page, err := c.pick().Holds(ctx, engine.ListFilter{Status: string(engine.HoldHeld), Limit: engine.MaxListLimit})
+		cancel()
+		if err != nil {
+			return // A read that failed decides nothing; the next step reads again.
+		}
+		for _, h := range page.Holds {
+			if h.WaitEntry == "" || c.answered[h.ID] {
+				continue
+			}
+			c.answered[h.ID] = true
+			if c.rng.IntN(4) == 0 {
+				c.intent(engine.OperationRelease, client.Releasing(h.ID), h.Workshop, h.Quantity, h.ID)
+			} else {
+				c.intent(engine.OperationConfirm, client.Confirming(h.ID), h.Workshop, h.Quantity, h.ID)
+			}
+			return
+		}
+	}
 }

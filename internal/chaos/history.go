@@ -53,6 +53,9 @@ type Op struct {
 	Workshop string
 	Quantity int
 	TTL      int
+	// Waitlist marks a reservation request that joins the waiting list
+	// when it cannot be reserved.
+	Waitlist bool
 	Target   string
 	// Via names the front end that sent it: go, browser, cli, batch,
 	// atomic, import.

@@ -82,6 +82,7 @@ type Result struct {
 	Ops        int
 	OpsByVia   map[string]int // Operations by the front end that sent them.
 	Atomic     map[string]int // Decisions of atomic batches (AtomicCounts).
+	Waitlist   map[string]int // What the waiting list saw (WaitlistCounts).
 	Ambiguous  int
 	Sends      int64
 	Crashes    map[string]int // Daemon crash-restart cycles by cause: a failpoint's name, or "sigkill".
@@ -111,8 +112,8 @@ func (r Result) Line() string {
 	if r.Config.Cluster {
 		store += "+cluster"
 	}
-	line := fmt.Sprintf("seed=%d commit=%s store=%s ops=%d ambiguous=%d atomic=%s crashes=%d%s faults=%s check=%s violations=%d",
-		r.Config.Seed, r.Config.Commit, store, r.Ops, r.Ambiguous, counts(r.Atomic), r.CrashTotal(), counts(r.Crashes), counts(r.Faults),
+	line := fmt.Sprintf("seed=%d commit=%s store=%s ops=%d ambiguous=%d atomic=%s waitlist=%s crashes=%d%s faults=%s check=%s violations=%d",
+		r.Config.Seed, r.Config.Commit, store, r.Ops, r.Ambiguous, counts(r.Atomic), counts(r.Waitlist), r.CrashTotal(), counts(r.Crashes), counts(r.Faults),
 		r.CheckTime.Round(time.Millisecond), len(r.Violations))
 	if r.Unknown > 0 {
 		line += fmt.Sprintf(" undecided_partitions=%d", r.Unknown)
@@ -133,12 +134,15 @@ func counts(m map[string]int) string {
 
 // run is one run in progress.
 type run struct {
-	cfg         Config
-	rng         *mrand.Rand // The fault schedule's.
-	h           *History
-	dir         string
-	sockDir     string
-	workshops   []string
+	cfg       Config
+	rng       *mrand.Rand // The fault schedule's.
+	h         *History
+	dir       string
+	sockDir   string
+	workshops []string
+	// waitlisted are the workshops with waiting lists, which only
+	// waitlistStep's intents are about (see Final.Waitlisted).
+	waitlisted  []string
 	capacity    map[string]int
 	maxQuantity int
 	slots       []*slot
@@ -263,7 +267,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.Violations = append(res.Violations, Violation{"run", e.Error()})
 	}
 	res.Ops, res.Sends = len(ops), r.sends.Load()
-	res.OpsByVia, res.Atomic = map[string]int{}, AtomicCounts(ops)
+	res.OpsByVia, res.Atomic, res.Waitlist = map[string]int{}, AtomicCounts(ops), WaitlistCounts(ops, final)
 	for _, op := range ops {
 		res.OpsByVia[op.Via]++
 		if op.Unclear > 0 {
@@ -352,6 +356,17 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.createAtomicWorkshops(ctx, admin); err != nil {
 		return err
 	}
+	// A workshop with a waiting list: small, so that it is full most of
+	// the time, and with offers that last less than a clock jump, so that
+	// jumps carry offers past their deadlines.
+	id := "wl-0"
+	capacity := 2 + r.rng.IntN(3)
+	spec := engine.WorkshopSpec{Capacity: capacity, MaxQuantity: min(2, r.maxQuantity), OfferTTLSeconds: offerTTLSeconds}
+	if err := untilAnswered(func() error { _, _, err := admin.PutWorkshop(ctx, id, spec, nil); return err }); err != nil {
+		return fmt.Errorf("create workshop %s: %w", id, err)
+	}
+	r.waitlisted = append(r.waitlisted, id)
+	r.capacity[id] = capacity
 	for _, s := range r.slots {
 		go s.supervise()
 	}
@@ -460,6 +475,9 @@ func (r *run) jumpClock() {
 const (
 	receiptRetention = 24 * time.Hour
 	clockJump        = 25 * time.Hour
+	// offerTTLSeconds is how long the waiting lists' offers last: longer
+	// than a run between two jumps, shorter than a jump.
+	offerTTLSeconds = 3600
 )
 
 // injectFaults injects faults until stop is closed, each after a random
@@ -511,7 +529,7 @@ func randomHex(n int) string {
 // finish restarts every daemon without failpoints, replays every settled
 // intent, waits for the outbox, stops the daemons and reads the stores.
 func (r *run) finish(ctx context.Context) (Final, error) {
-	final := Final{Capacity: r.capacity}
+	final := Final{Capacity: r.capacity, Waitlisted: r.waitlisted}
 	for _, s := range r.slots {
 		s.stopSupervising()
 		if err := s.restartClean(); err != nil {
@@ -641,6 +659,13 @@ func (r *run) readStore(ctx context.Context, final *Final) error {
 			return err
 		}
 		if err := readStoredKeys(tx, final); err != nil {
+			return err
+		}
+		final.Entries = nil
+		if err := tx.ForEachWaitEntry(func(e engine.WaitEntry) error {
+			final.Entries = append(final.Entries, e)
+			return nil
+		}); err != nil {
 			return err
 		}
 		return tx.ForEachEvent(func(ev engine.Event) error {
