@@ -178,7 +178,6 @@
       waitingCount: (n) => `${n} waiting`,
       waiting: (q, w, pos) => `On the waiting list: you are number ${pos} for ${places(q)} in ${w}. When places are freed they are offered to you under “Your waiting list”, where you accept or decline them.`,
       joinInstead: (q) => `Join the waiting list for ${places(q)}`,
-      joinRefused: (q, w) => `Not on the waiting list: ${w} has ${q === 1 ? "no places at all" : "fewer than " + q + " places in all"}, so ${places(q)} can never be offered to you.`,
       joinUnclear: "Outcome unclear — retry. You may or may not be on the waiting list; retrying sends the same request again and cannot put you on it twice.",
       joinResumed: (q, w) => `Your request to join the waiting list for ${places(q)} in ${w} was sent earlier and its outcome is not known. Press Retry to get its answer — nothing is sent until you do, and it cannot put you on the list twice.`,
       entryReceipt: (id) => `Waiting list entry: ${id}`,
@@ -325,7 +324,6 @@
       waitingCount: (n) => `${n} ${n === 1 ? "wartet" : "warten"}`,
       waiting: (q, w, pos) => `Auf der Warteliste: Sie sind Nummer ${pos} für ${plaetze(q)} in ${w}. Werden Plätze frei, werden sie Ihnen unter „Ihre Warteliste“ angeboten; dort nehmen Sie sie an oder lehnen sie ab.`,
       joinInstead: (q) => `Für ${plaetze(q)} auf die Warteliste`,
-      joinRefused: (q, w) => `Nicht auf der Warteliste: ${w} hat ${q === 1 ? "überhaupt keine Plätze" : "insgesamt weniger als " + q + " Plätze"}, daher können Ihnen ${plaetze(q)} nie angeboten werden.`,
       joinUnclear: "Ergebnis unklar — erneut versuchen. Sie stehen vielleicht schon auf der Warteliste; ein erneuter Versuch sendet dieselbe Anfrage und kann Sie nicht zweimal daraufsetzen.",
       joinResumed: (q, w) => `Ihre Anfrage für die Warteliste für ${plaetze(q)} in ${w} wurde früher gesendet; ihr Ergebnis ist nicht bekannt. Mit „Erneut versuchen“ erfahren Sie es — vorher wird nichts gesendet, und zweimal auf die Liste kommen Sie nicht.`,
       entryReceipt: (id) => `Eintrag auf der Warteliste: ${id}`,
@@ -995,7 +993,6 @@
     const o = intent.outcome;
     if (o.status === "reserved") return ["reserved", p.quantity, workshop(p.workshop)];
     if (o.status === "waiting") return ["waiting", p.quantity, workshop(p.workshop), o.position];
-    if (o.status === "unavailable" && p.waitlist === true) return ["joinRefused", p.quantity, workshop(p.workshop)];
     const key = Object.hasOwn(REFUSALS, o.status) ? REFUSALS[o.status] : "unavailable";
     return [key, p.quantity, workshop(p.workshop), o.max_per_person, o.already];
   }

@@ -232,13 +232,12 @@ var offerEnd = map[HoldState]WaitState{HoldConfirmed: WaitReserved, HoldReleased
 // there, and then serves the list, should the places free fit the new
 // entry where they fit nobody before it. It returns the "waiting"
 // answer's status; the entry and its position when it joined are the
-// receipt's. A request for more places than w has at all is answered
-// "unavailable" instead: no freed place could ever fit it, and at the
-// head of the list it would keep the places free from everyone behind.
+// receipt's. A request for more places than w has at all joins too: its
+// organizers see it on the list and may raise the capacity (a workshop of
+// capacity 0 gathers the people who want to come before it opens); the
+// places free meanwhile go to the entries behind it that fit them, and
+// to anyone who joins and fits.
 func (d *draft) join(tx Tx, w Workshop, req Request) (string, error) {
-	if req.Quantity > w.Capacity {
-		return StatusUnavailable, nil
-	}
 	waiting, last := 0, ""
 	err := tx.ForEachWaitingEntry(w.ID, func(o WaitEntry) error {
 		waiting, last = waiting+1, o.ID

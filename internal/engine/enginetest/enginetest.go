@@ -139,7 +139,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"WaitlistSettledAfterDelete", testWaitlistSettledAfterDelete},
 		{"WaitlistOrderIsTheJoinOrder", testWaitlistOrderIsTheJoinOrder},
 		{"WaitlistRefusalsServeTheList", testWaitlistRefusalsServeTheList},
-		{"WaitlistNeverFits", testWaitlistNeverFits},
+		{"WaitlistForMoreThanCapacity", testWaitlistForMoreThanCapacity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -622,22 +622,37 @@ func testWaitlistRefusalsServeTheList(t *testing.T, h *harness) {
 	h.wantEntries("kiln", "bob:expired", "carol:offered")
 }
 
-// testWaitlistNeverFits: a request for more places than the workshop has
-// at all does not join its list, where it would wait at the head for
-// ever: it is unavailable, and the places stay free for others.
-func testWaitlistNeverFits(t *testing.T, h *harness) {
+// testWaitlistForMoreThanCapacity: a request to wait for more places than
+// the workshop has joins its list (a workshop of capacity 0 gathers
+// people before it opens); the places free meanwhile go to whoever waits
+// behind and fits, a walk-in included once it joins, and the first entry
+// is served when the capacity is raised.
+func testWaitlistForMoreThanCapacity(t *testing.T, h *harness) {
 	h.workshop("kiln", 5, 5)
+	zero := 0
+	if _, err := h.eng.PatchWorkshop(h.ctx, "kiln", engine.WorkshopPatch{Capacity: &zero}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := h.mustJoin(bob, "kiln", 3, 1)
 	two := 2
 	if _, err := h.eng.PatchWorkshop(h.ctx, "kiln", engine.WorkshopPatch{Capacity: &two}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := h.join(bob, newKey(), "kiln", 3); err != nil || out.Answer.Status != engine.StatusUnavailable {
-		t.Fatalf("a join for 3 of 2 places = %+v, %v; want unavailable", out, err)
+	h.wantEntries("kiln", "bob:waiting@1")
+	if out, err := h.reserve("carol", newKey(), "kiln", 1); err != nil || out.Answer.Status != engine.StatusUnavailable {
+		t.Fatalf("a walk-in while bob waits = %+v, %v; want unavailable", out, err)
 	}
-	if len(h.entries("kiln")) != 0 {
-		t.Fatalf("entries %v", h.entries("kiln"))
+	h.mustJoin(carol, "kiln", 1, 2)
+	h.wantEntries("kiln", "bob:waiting@1", "carol:offered")
+	three := 3
+	if _, err := h.eng.PatchWorkshop(h.ctx, "kiln", engine.WorkshopPatch{Capacity: &three}, nil); err != nil {
+		t.Fatal(err)
 	}
-	if out := h.mustReserve("carol", newKey(), "kiln", 2); out.Answer.Status != engine.StatusReserved {
-		t.Fatalf("a walk-in = %+v", out)
+	h.wantEntries("kiln", "bob:waiting@1", "carol:offered")
+	five := 5
+	if _, err := h.eng.PatchWorkshop(h.ctx, "kiln", engine.WorkshopPatch{Capacity: &five}, nil); err != nil {
+		t.Fatal(err)
 	}
+	h.offerOf("kiln", b.Answer.EntryID)
+	h.wantPlaces("kiln", 0, 4)
 }
