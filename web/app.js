@@ -38,8 +38,8 @@
 // quantity asked) offers "Join the waiting list for N places": a new
 // intent with a key of its own, for the same places; the refused intent
 // stays settled. It is not offered for more places than the workshop has
-// in all, which its waiting list refuses ("unavailable" to a request to
-// join, after which joining is not offered again).
+// in all, which no freed place could make up until its organizers raise
+// the capacity.
 // "Your waiting list" shows the actor's entries: a waiting one with its
 // position and Leave; one whose turn came with the offer — a hold of the
 // places, with a live countdown to its deadline — and Accept (confirm the
@@ -918,12 +918,11 @@
 
   // joinInsteadOffered reports whether the form, its reservation refused
   // as "unavailable", offers to join the waiting list for the places asked
-  // instead. Only a reservation's refusal leads there: a request to join
-  // is refused "unavailable" only when it asks for more places than the
-  // workshop has in all, which no freed place can ever make up. For the
-  // same reason, and because a request above the workshop's limit per
-  // reservation is refused outright, joining is offered only for as many
-  // places as the workshop has and allows in one request.
+  // instead. Only a reservation's refusal leads there (a request to join
+  // is never answered "unavailable"). Joining is offered only for as many
+  // places as the workshop has and allows in one request: no freed place
+  // makes up more than its capacity until its organizers raise it, and a
+  // request above its limit per reservation is refused outright.
   function joinInsteadOffered() {
     const intent = state.intent;
     const o = intent && intent.outcome;

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/bits"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -28,17 +27,27 @@ func NewReservationID(now time.Time) string {
 	return hex.EncodeToString(b[:])
 }
 
-// idMillis returns the Unix milliseconds id was made at (the first 48 bits
-// of an id of NewReservationID), and 0 for an id not of that form.
-func idMillis(id string) int64 {
-	if len(id) < 12 {
-		return 0
+// idAfter returns a new id that sorts after id, an id of the form of
+// NewReservationID's: id's millisecond with its random part grown by a
+// random step, as the next id of that millisecond would be, or the next
+// millisecond with fresh random bits once the step would overflow. It
+// does not touch the sequences of NewReservationID, so the ids this
+// process makes at its own clock keep their order, however far ahead of
+// it id's millisecond is.
+func idAfter(id string) string {
+	var b [16]byte
+	if _, err := hex.Decode(b[:], []byte(id)); err != nil || len(id) != 32 {
+		return NewReservationID(time.Now()) // Not an id of that form: any new one.
 	}
-	ms, err := strconv.ParseUint(id[:12], 16, 48)
-	if err != nil {
-		return 0
+	var r [10]byte
+	copy(r[:], b[6:])
+	if !step(&r) {
+		ms := binary.BigEndian.Uint64(b[:8])>>16 + 1
+		binary.BigEndian.PutUint64(b[:8], ms<<16)
+		r = freshRandom()
 	}
-	return int64(ms)
+	copy(b[6:], r[:])
+	return hex.EncodeToString(b[:])
 }
 
 // lastID is the source of NewReservationID's random parts.

@@ -251,9 +251,9 @@ func (d *draft) join(tx Tx, w Workshop, req Request) (string, error) {
 		// The list is served in the order of ids, which start with the
 		// time they were minted: behind a clock of another daemon that is
 		// ahead of this one's (or one that stepped back), the new entry
-		// gets an id after the last one's millisecond, so that it still
-		// joins at the end.
-		e.ID = d.newID(time.UnixMilli(idMillis(last) + 1).UTC())
+		// gets the id after the last one's, so that it still joins at the
+		// end.
+		e.ID = idAfter(last)
 	}
 	if _, taken, err := tx.WaitEntry(e.ID); err != nil || taken {
 		return "", fmt.Errorf("entry id %s: already taken or unreadable: %v", e.ID, err)
