@@ -72,8 +72,8 @@ func TestWaitlistJoinOfferLeave(t *testing.T) {
 	wantProblem(t, resp, body, http.StatusForbidden, engine.CodeForbidden)
 	resp, body = send(t, h, call{via: h.Admin, method: http.MethodGet, path: api.WorkshopPath(demo)})
 	var w engine.Workshop
-	if json.Unmarshal(body, &w) != nil || w.Waiting != 2 {
-		t.Errorf("the workshop = %s, want 2 waiting", body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &w) != nil || w.Waiting != 2 {
+		t.Errorf("the workshop = %d %s, want 200 with 2 waiting", resp.StatusCode, body)
 	}
 
 	// alice cancels: bob is offered her places, as a hold.
