@@ -170,18 +170,13 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 		facts = append(facts, line{Text: w.reservationLabel + ev.ReservationID})
 	case engine.EventHoldCreated:
 		subject = fmt.Sprintf(w.heldSubject, title)
-		h, err := c.hold(ctx, ev)
-		if err != nil {
-			return mail.Message{}, "", err
+		deadline, late, err := c.openDeadline(ctx, ev, "hold "+ev.HoldID+" expired")
+		if err != nil || late != "" {
+			return mail.Message{}, late, err
 		}
-		deadline := h.ExpiresAt
-		switch {
-		case deadline.IsZero():
+		if deadline.IsZero() {
 			intro = []string{fmt.Sprintf(w.heldForAWhile, places, named)}
-		case !c.cfg.Now().Before(deadline):
-			return mail.Message{}, fmt.Sprintf("hold %s expired at %s, before its mail went out; the mail about its expiry says the rest",
-				ev.HoldID, deadline.UTC().Format(time.RFC3339)), nil
-		default:
+		} else {
 			intro = []string{fmt.Sprintf(w.held, places, named, w.instant(deadline.In(loc), ws.TimeZone))}
 		}
 		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
@@ -204,18 +199,13 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
 	case engine.EventWaitlistOffered:
 		subject = fmt.Sprintf(w.offerSubject, title)
-		h, err := c.hold(ctx, ev)
-		if err != nil {
-			return mail.Message{}, "", err
+		deadline, late, err := c.openDeadline(ctx, ev, "the offer "+ev.HoldID+" ran out")
+		if err != nil || late != "" {
+			return mail.Message{}, late, err
 		}
-		deadline := h.ExpiresAt
-		switch {
-		case deadline.IsZero():
+		if deadline.IsZero() {
 			intro = []string{fmt.Sprintf(w.offer, named, places)}
-		case !c.cfg.Now().Before(deadline):
-			return mail.Message{}, fmt.Sprintf("the offer %s ran out at %s, before its mail went out; the mail about its expiry says the rest",
-				ev.HoldID, deadline.UTC().Format(time.RFC3339)), nil
-		default:
+		} else {
 			intro = []string{fmt.Sprintf(w.offerUntil, named, places, w.instant(deadline.In(loc), ws.TimeZone))}
 		}
 		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
@@ -331,6 +321,23 @@ func (c *MailChannel) hold(ctx context.Context, ev engine.Event) (engine.Hold, e
 		return engine.Hold{}, fmt.Errorf("look up hold %s: %w", ev.HoldID, err)
 	}
 	return h, nil
+}
+
+// openDeadline returns the deadline of the hold of ev, a new hold or an
+// offer, whose mail tells until when it lasts: the zero time when the
+// hold is not known, and, once the deadline has passed, the reason its
+// mail is not sent (ended says how it ended), since the mail about its
+// expiry says the rest.
+func (c *MailChannel) openDeadline(ctx context.Context, ev engine.Event, ended string) (deadline time.Time, late string, err error) {
+	h, err := c.hold(ctx, ev)
+	if err != nil {
+		return time.Time{}, "", err
+	}
+	if !h.ExpiresAt.IsZero() && !c.cfg.Now().Before(h.ExpiresAt) {
+		return time.Time{}, fmt.Sprintf("%s at %s, before its mail went out; the mail about its expiry says the rest",
+			ended, h.ExpiresAt.UTC().Format(time.RFC3339)), nil
+	}
+	return h.ExpiresAt, "", nil
 }
 
 // messageID returns the Message-ID (without its brackets) of the mail of
