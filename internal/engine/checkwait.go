@@ -13,7 +13,7 @@ type entryInfo struct {
 }
 
 // offerStates is the state of the hold offered to an entry in each state
-// that has one.
+// that has one (offerEnd is its inverse).
 var offerStates = map[WaitState]HoldState{WaitOffered: HoldHeld, WaitReserved: HoldConfirmed, WaitLeft: HoldReleased, WaitExpired: HoldExpired}
 
 // readEntries reads every waiting list entry, reporting one in no known

@@ -251,7 +251,11 @@ func limitRefusal(tx Tx, w Workshop, who string, need int, now time.Time) (Limit
 	}
 	// The places who waits for in w count too: each entry waiting is
 	// offered them as a hold, without the limit being checked again. An
-	// entry offered places is counted by its hold above.
+	// entry offered places is counted by its hold above. While nobody
+	// waits in w, there is nothing to read.
+	if w.Waiting == 0 {
+		return limitOf(w, already, need)
+	}
 	err = tx.ForEachWaitEntryOf(who, "", func(e WaitEntry) error {
 		if e.Workshop == w.ID && e.State == WaitWaiting {
 			already += e.Quantity
@@ -261,6 +265,13 @@ func limitRefusal(tx Tx, w Workshop, who string, need int, now time.Time) (Limit
 	if err != nil {
 		return Limit{}, false, fmt.Errorf("read the waiting list entries of %s: %w", who, err)
 	}
+	return limitOf(w, already, need)
+}
+
+// limitOf is the verdict of w's limit per person on need more places for
+// one who has already: the limit_reached answer's Limit when they go over
+// it.
+func limitOf(w Workshop, already, need int) (Limit, bool, error) {
 	if already+need <= w.MaxPerPerson {
 		return Limit{}, false, nil
 	}

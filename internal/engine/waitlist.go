@@ -225,8 +225,14 @@ func settleOffer(tx Tx, h Hold, state WaitState, now time.Time) error {
 }
 
 // offerEnd is the state of the entry of an offer settled into hold state
-// s.
-var offerEnd = map[HoldState]WaitState{HoldConfirmed: WaitReserved, HoldReleased: WaitLeft, HoldExpired: WaitExpired}
+// s: the inverse of offerStates.
+var offerEnd = func() map[HoldState]WaitState {
+	m := make(map[HoldState]WaitState, len(offerStates))
+	for e, h := range offerStates {
+		m[h] = e
+	}
+	return m
+}()
 
 // join puts the request d decides on w's waiting list, behind every entry
 // there, and then serves the list, should the places free fit the new
