@@ -96,6 +96,7 @@ func TestVersionAndUsage(t *testing.T) {
 		{[]string{"serve", "--no-such-flag"}, "reserved: unknown flag: --no-such-flag\n"},
 		{[]string{"frobnicate"}, "reserved: unknown command \"frobnicate\" for \"reserved\"\n"},
 		{[]string{"serve", "--socket", socket, "--log-format", "xml"}, "reserved: --log-format \"xml\": use text or json\n"},
+		{[]string{"serve", "--socket", socket, "--log-level", "verbose"}, "reserved: --log-level \"verbose\": use debug, info, warn, error\n"},
 		{[]string{"serve", "--socket", socket, "--socket-mode", "rw"}, "reserved: --socket-mode \"rw\" is not an octal permission such as 0600\n"},
 		{[]string{"serve", "--socket", socket, "--db", db, "--initial-mmap-mib", "-1"}, "reserved: --initial-mmap-mib must be 0 or more, not -1\n"},
 	} {

@@ -13,6 +13,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/faults"
+	"github.com/reserve/reserve/internal/logs"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/version"
@@ -60,6 +62,7 @@ type serveOptions struct {
 	noDemo          bool
 	faultInjection  bool
 	logFormat       string
+	logLevel        string
 	allowedHosts    []string
 	shutdownTimeout time.Duration
 	noGroupCommit   bool
@@ -111,6 +114,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.noDemo, "no-demo", false, "do not create the demo workshop in a new database")
 	f.BoolVar(&o.faultInjection, "enable-fault-injection", false, "enable POST /api/v1/debug/faults (tests only)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "the least level of the lines logged: debug, info (every API request), warn or error; durations are in milliseconds, as <name>_ms")
 	f.StringSliceVar(&o.allowedHosts, "allowed-host", nil, "extra Host name accepted on a loopback TCP listener (repeatable)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take after SIGINT/SIGTERM")
 	f.BoolVar(&o.noGroupCommit, "no-group-commit", false, "commit every reservation on its own instead of sharing commits (for comparisons)")
@@ -205,7 +209,7 @@ func gcPercent() int64 {
 
 // serve runs the daemon until ctx ends or a signal arrives.
 func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
-	logger, err := newLogger(o.logFormat, stderr)
+	logger, err := newLogger(o.logFormat, o.logLevel, stderr)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
 	}
@@ -569,12 +573,15 @@ func (o *serveOptions) connCaps() (caps connCaps, limit uint64, warning, err err
 	return caps, limit, warning, err
 }
 
-func newLogger(format string, w io.Writer) (*slog.Logger, error) {
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+// newLogger returns the daemon's logger, writing lines of format from
+// level on to w, every duration in milliseconds (internal/logs).
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	l, err := logs.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level %q: use %s", level, strings.Join(logs.Levels, ", "))
 	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+	if !slices.Contains(logs.Formats, format) {
+		return nil, fmt.Errorf("--log-format %q: use %s", format, strings.Join(logs.Formats, " or "))
+	}
+	return logs.New(w, format, l)
 }

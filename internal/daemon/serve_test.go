@@ -357,3 +357,42 @@ func TestClearTextWarning(t *testing.T) {
 		p.stop(t)
 	}
 }
+
+// TestLogLevel: with --log-level warn the daemon logs its warnings (here
+// that fault injection is on) and no line below them: neither its start
+// lines nor the request lines; its shutdown line reports the timeout in
+// milliseconds at the default level.
+func TestLogLevel(t *testing.T) {
+	dir := t.TempDir()
+	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
+	p := launch(t, env(dir), serveArgs(dir, socket, "--log-level", "warn", "--enable-fault-injection")...)
+	p.socket = socket
+	servertest.Eventually(t, startTimeout, "the fault injection warning", func() bool {
+		return p.logs.Find("fault injection is enabled: admins can make reservations fail or answers break via POST /api/v1/debug/faults; never use this in production") != nil
+	})
+	// The warning comes before the listeners serve: wait for an answer.
+	servertest.Eventually(t, startTimeout, "an answer on the socket", func() bool {
+		_, err := p.socketClient().WhoAmI(context.Background())
+		return err == nil
+	})
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d", code)
+	}
+	recs, err := p.logs.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r["level"] != "WARN" && r["level"] != "ERROR" {
+			t.Errorf("--log-level warn logged %v", r)
+		}
+	}
+
+	p = start(t, dir, socket)
+	if code := p.stop(t); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d", code)
+	}
+	if r := p.logs.Find("shutting down"); r == nil || r["timeout_ms"] != float64(10000) {
+		t.Errorf("shutdown line = %v, want timeout_ms 10000", r)
+	}
+}
