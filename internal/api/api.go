@@ -32,6 +32,29 @@ const (
 	MediaBackup          = "application/octet-stream"
 )
 
+// HeaderRequestID names one request in the daemon's log: the caller's own
+// id when it sends a valid one (ValidRequestID), else one the daemon makes;
+// every answer carries it.
+const HeaderRequestID = "X-Request-Id"
+
+// MaxRequestIDLength bounds the length of a request id a caller sends.
+const MaxRequestIDLength = 128
+
+// ValidRequestID reports whether id may be used as a request's id as the
+// caller sent it: 1 to MaxRequestIDLength printable ASCII characters
+// (space to tilde), which a log line can quote as they are.
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > MaxRequestIDLength {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // MaxBodyBytes bounds every request body the API reads (4 KiB) but a
 // batch's, which MaxBatchBytes bounds (256 KiB), and a workshop's, which
 // MaxWorkshopBytes bounds (32 KiB: a description of 2,000 characters,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -19,6 +20,7 @@ import (
 // requestInfo collects what the request log line and the metrics need; the
 // handlers fill it in as they learn it.
 type requestInfo struct {
+	id      string // The request's id (requestID), also in X-Request-Id.
 	route   string // The matched pattern, or "unmatched".
 	actor   string
 	opKey   string
@@ -118,13 +120,28 @@ func (b *bodyReader) done() bool { return b.eof || (b.length >= 0 && b.read >= b
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// instrument logs one line per API request and feeds the metrics of every
-// request. It never logs headers, so tokens and cookies cannot leak into the
-// log. It also turns a panic into a 500 problem.
+// requestID is the id of request r: the X-Request-Id it carries when
+// that is valid (api.ValidRequestID), so that a caller, a proxy or a load
+// balancer can follow its own id into this log, else a new random one of
+// 16 hex digits. An id that is not valid is never logged: it could be
+// anything, such as a line break that forges a log line.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get(api.HeaderRequestID); api.ValidRequestID(id) {
+		return id
+	}
+	return fmt.Sprintf("%016x", rand.Uint64())
+}
+
+// instrument gives every request its id (requestID), sent back in the
+// answer's X-Request-Id, logs one line per API request and feeds the
+// metrics of every request. It never logs other headers, so tokens and
+// cookies cannot leak into the log. It also turns a panic into a 500
+// problem.
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{route: "unmatched"}
+		info := &requestInfo{id: requestID(r), route: "unmatched"}
+		w.Header().Set(api.HeaderRequestID, info.id)
 		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
 		sw := &statusWriter{ResponseWriter: w}
 		if r.ContentLength != 0 {
@@ -148,13 +165,14 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 				return
 			}
 			attrs := []slog.Attr{
+				slog.String("request_id", info.id),
 				slog.String("method", r.Method),
 				slog.String("route", info.route),
 				slog.String("actor", info.actor),
 				slog.String("operation", info.opKey),
 				slog.String("outcome", outcome),
 				slog.Int("status", sw.status),
-				slog.Duration("latency", elapsed),
+				slog.Duration("duration", elapsed), // Logged as duration_ms (internal/logs).
 			}
 			level := slog.LevelInfo
 			if info.code != "" {

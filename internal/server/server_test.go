@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/user"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -446,8 +447,11 @@ func TestRequestLog(t *testing.T) {
 			continue
 		}
 		outcomes = append(outcomes, r["outcome"].(string))
-		if r["actor"] != "alice" || r["level"] != "INFO" || r["latency"] == nil || r["status"] == nil {
-			t.Errorf("log line = %v", r)
+		if ms, ok := r["duration_ms"].(float64); r["actor"] != "alice" || r["level"] != "INFO" || !ok || ms < 0 || r["status"] == nil {
+			t.Errorf("log line = %v, want actor, level, status and duration_ms, a number of milliseconds", r)
+		}
+		if _, ok := r["latency"]; ok {
+			t.Errorf("log line with a latency in nanoseconds: %v", r)
 		}
 		if r["outcome"] != "rejected" && r["operation"] != key {
 			t.Errorf("log line without the operation key: %v", r)
@@ -459,6 +463,65 @@ func TestRequestLog(t *testing.T) {
 	if strings.Contains(h.Logs.String(), h.Alice) || strings.Contains(h.Logs.String(), "Bearer") {
 		t.Error("the log contains a token")
 	}
+}
+
+// TestRequestID: every answer, a problem too, carries X-Request-Id, and
+// the request's log line has the same request_id: the caller's own id
+// when it is 1 to 128 printable ASCII characters, else a new one of 16 hex
+// digits, a different one for every request.
+func TestRequestID(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	made := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	long := strings.Repeat("x", api.MaxRequestIDLength)
+	seen := map[string]bool{}
+	for _, tc := range []struct {
+		name, sent string
+		kept       bool
+	}{
+		{"none", "", false},
+		{"a caller's", "req-42 from the proxy", true},
+		{"128 characters", long, true},
+		{"129 characters", long + "x", false},
+		{"a tab", "a\tb", false},
+		{"not ASCII", "café", false},
+	} {
+		for _, via := range []string{h.Alice, viaNoToken} {
+			c := call{via: via, method: http.MethodGet, path: api.PathWhoAmI}
+			if tc.sent != "" {
+				c.header = http.Header{api.HeaderRequestID: {tc.sent}}
+			}
+			logged := len(requestLines(t, h))
+			resp, _ := send(t, h, c)
+			id := resp.Header.Get(api.HeaderRequestID)
+			switch {
+			case tc.kept && id != tc.sent:
+				t.Errorf("%s id, answer %d: X-Request-Id %q, want the caller's %q", tc.name, resp.StatusCode, id, tc.sent)
+			case !tc.kept && (!made.MatchString(id) || seen[id]):
+				t.Errorf("%s id, answer %d: X-Request-Id %q, want a new one of 16 hex digits", tc.name, resp.StatusCode, id)
+			}
+			seen[id] = true
+			lines := requestLines(t, h)
+			if len(lines) != logged+1 || lines[logged]["request_id"] != id {
+				t.Errorf("%s id, answer %d: the log line %v does not have request_id %q", tc.name, resp.StatusCode, lines[len(lines)-1], id)
+			}
+		}
+	}
+}
+
+// requestLines returns the request log's lines so far.
+func requestLines(t *testing.T, h *servertest.Harness) []map[string]any {
+	t.Helper()
+	recs, err := h.Logs.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, r := range recs {
+		if r["msg"] == "request" {
+			lines = append(lines, r)
+		}
+	}
+	return lines
 }
 
 func TestConcurrentSameKeyOverHTTP(t *testing.T) {

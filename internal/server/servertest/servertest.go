@@ -25,6 +25,7 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/faults"
+	"github.com/reserve/reserve/internal/logs"
 	"github.com/reserve/reserve/internal/server"
 )
 
@@ -81,7 +82,11 @@ func Start(tb testing.TB, opts Options) *Harness {
 		tb.Fatal(err)
 	}
 	h := &Harness{Store: store, Logs: &LogBuffer{}}
-	logger := slog.New(slog.NewJSONHandler(h.Logs, nil))
+	// The daemon's own JSON lines, every level.
+	logger, err := logs.New(h.Logs, "json", slog.LevelDebug)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	cfg := server.Config{
 		Logger:       logger,
 		Metrics:      metrics,
