@@ -46,13 +46,19 @@ const (
 	// which nothing was done; the answer's Retry-After says when a new
 	// request would be accepted.
 	CodeTooManyRequests = "too_many_requests"
+	// CodeRateLimited means the caller (an actor that is not an admin, or
+	// an address without credentials) sent more API requests than the
+	// daemon's rate limit allows. It was refused before anything was
+	// decided or stored: it is undecided, and the client sends the same
+	// request, with the same key, again after the answer's Retry-After.
+	CodeRateLimited = "rate_limited"
 )
 
 // transportCodes lists the codes of the HTTP edge.
 var transportCodes = []string{
 	CodeMissingIdempotencyKey, CodeUnsupportedMediaType, CodeBodyTooLarge, CodeBodyIncomplete,
 	CodeBadFraming, CodeNotFound, CodeMethodNotAllowed, CodeNotImplemented, CodeTooManyConnections,
-	CodeTooManyRequests,
+	CodeTooManyRequests, CodeRateLimited,
 }
 
 // undecidedTransport are the codes of the HTTP edge whose answers decide
@@ -60,6 +66,7 @@ var transportCodes = []string{
 var undecidedTransport = map[string]bool{
 	CodeBodyIncomplete:     true,
 	CodeTooManyConnections: true,
+	CodeRateLimited:        true,
 }
 
 // Undecided reports whether an answer with code leaves its request

@@ -14,6 +14,7 @@ func TestUndecidedCodes(t *testing.T) {
 	undecided := map[string]bool{
 		api.CodeBodyIncomplete:         true,
 		api.CodeTooManyConnections:     true,
+		api.CodeRateLimited:            true,
 		engine.CodeStoreUnavailable:    true,
 		engine.CodeIdentityUnavailable: true,
 		engine.CodeInternal:            true,

@@ -24,6 +24,11 @@ const (
 	// OutcomeError is an answer of the server's failure (5xx) in the
 	// request log and metrics; for the client its outcome is unknown.
 	OutcomeError = "error"
+	// OutcomeRateLimited is a request that the daemon's rate limit refused
+	// before it was decided (429 rate_limited, in the request log, the
+	// metrics and the bench): undecided, it is sent again with the same
+	// key after its Retry-After.
+	OutcomeRateLimited = "rate_limited"
 	// OutcomeOK is an answer of a route that decides nothing (a read).
 	OutcomeOK = "ok"
 )

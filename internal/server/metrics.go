@@ -44,7 +44,7 @@ func NewMetrics() *Metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "reserved_http_requests_total",
-			Help: "HTTP requests by route pattern and outcome: created (a reservation made, also by confirming a hold), replayed, conflict, rejected, error, ok, or the status of another answer decided now (unavailable, cancelled, already_cancelled, held, released, expired, already_confirmed, already_released, registration_not_open, registration_closed, limit_reached, requeued, skipped, already_delivered, already_skipped).",
+			Help: "HTTP requests by route pattern and outcome: created (a reservation made, also by confirming a hold), replayed, conflict, rejected, rate_limited (refused by the rate limit before it was decided), error, ok, or the status of another answer decided now (unavailable, cancelled, already_cancelled, held, released, expired, already_confirmed, already_released, registration_not_open, registration_closed, limit_reached, requeued, skipped, already_delivered, already_skipped).",
 		}, []string{"route", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "reserved_http_request_duration_seconds",

@@ -771,6 +771,44 @@ func TestOpenAPIMatchesStoreUnavailable(t *testing.T) {
 	tr.do("DELETE "+api.PathCurrentSession, call{via: "rss_x", method: http.MethodDelete, path: api.PathCurrentSession}, http.StatusServiceUnavailable)
 }
 
+// TestOpenAPIMatchesRateLimited checks every API route's answer to a
+// caller over the rate limit: 429 rate_limited with Retry-After, for an
+// actor (alice) on the routes that need credentials and for an address on
+// those that need none; routes outside /api/ are not limited.
+func TestOpenAPIMatchesRateLimited(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	tr := newTraffic(t, servertest.Options{FaultInjection: true, RateLimit: server.RateLimit{Rate: 0.5, Burst: 1, Now: clock.Now}})
+	tr.do("GET /api/v1/whoami", call{via: tr.h.Alice, method: http.MethodGet, path: api.PathWhoAmI}, http.StatusOK)
+	for range server.AddressShare {
+		tr.do("GET "+api.PathSignIn, call{via: viaNoToken, method: http.MethodGet, path: api.PathSignIn}, http.StatusOK)
+	}
+	id := "0123456789abcdef0123456789abcdef"
+	samples := routeSamples(id, id)
+	for _, route := range server.RoutePatterns() {
+		s, ok := samples[route]
+		if !ok {
+			t.Errorf("route %s has no sample request in routeSamples", route)
+			continue
+		}
+		via, want := tr.h.Alice, http.StatusTooManyRequests
+		if anyoneRoutes[route] {
+			via = viaNoToken
+		}
+		if _, path, _ := strings.Cut(route, " "); !strings.HasPrefix(path, "/api/") {
+			if anyoneRoutes[route] {
+				tr.do(route, withHeader(sampleCall(via, route, s.path, s.body), "Sec-Fetch-Site", "none"), http.StatusOK)
+			}
+			continue
+		}
+		c := sampleCall(via, route, s.path, s.body)
+		if method, _, _ := strings.Cut(route, " "); method != http.MethodGet {
+			c = withHeader(c, "Sec-Fetch-Site", "same-origin", "Origin", tr.h.URL)
+		}
+		tr.do(route, c, want)
+	}
+}
+
 // socketUnavailable is what each route answers on the socket when the
 // store cannot serve: the peer's uid is known without the store, but its
 // actor is not (it is bound in the store), so every route that needs the

@@ -46,6 +46,7 @@ var statusByCode = map[string]int{
 	engine.CodeIdentityUnavailable:   http.StatusServiceUnavailable,
 	api.CodeTooManyConnections:       http.StatusServiceUnavailable,
 	api.CodeTooManyRequests:          http.StatusTooManyRequests,
+	api.CodeRateLimited:              http.StatusTooManyRequests,
 	api.CodeBadFraming:               http.StatusBadRequest,
 	engine.CodeInternal:              http.StatusInternalServerError,
 }

@@ -20,7 +20,7 @@ import (
 
 // TestStatusTable pins the HTTP status of every error code. Clients rely on
 // the pair: a 503 store_unavailable and a 500 internal leave a request
-// undecided, every 4xx but 408 is a decided refusal.
+// undecided, every 4xx but 408 and 429 is a decided refusal.
 func TestStatusTable(t *testing.T) {
 	want := map[string]int{
 		api.CodeMissingIdempotencyKey:    400,
@@ -55,6 +55,7 @@ func TestStatusTable(t *testing.T) {
 		engine.CodeIdentityUnavailable:   503,
 		api.CodeTooManyConnections:       503,
 		api.CodeTooManyRequests:          429,
+		api.CodeRateLimited:              429,
 		engine.CodeInternal:              500,
 	}
 	if len(want) != len(api.Codes) {
@@ -71,7 +72,7 @@ func TestStatusTable(t *testing.T) {
 			t.Errorf("StatusOf(%s) = %d, want %d", code, got, want[code])
 		}
 		// An undecided code must never look like a decided refusal.
-		if s := StatusOf(code); api.Undecided(code) && s >= 400 && s < 500 && s != http.StatusRequestTimeout {
+		if s := StatusOf(code); api.Undecided(code) && s >= 400 && s < 500 && s != http.StatusRequestTimeout && s != http.StatusTooManyRequests {
 			t.Errorf("%s is undecided but answers %d, a refusal", code, s)
 		}
 	}

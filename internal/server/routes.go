@@ -109,8 +109,16 @@ func (s *Server) newMux() http.Handler {
 }
 
 // guard checks a route's access before its handler runs, records the route
-// and the actor for the request log, and answers the handler's error.
+// and the actor for the request log, and answers the handler's error. An
+// API route (under /api/) takes the request from the caller's bucket of
+// the rate limit first, once the caller is known: a request whose
+// credentials fail counts as one without credentials.
 func (s *Server) guard(rt route) http.Handler {
+	_, path, _ := strings.Cut(rt.pattern, " ")
+	limits := s.limits
+	if !strings.HasPrefix(path, "/api/") {
+		limits = nil
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info := infoOf(r)
 		info.route = rt.pattern
@@ -119,19 +127,48 @@ func (s *Server) guard(rt route) http.Handler {
 			var err error
 			who, err = s.principal(r)
 			if err != nil {
+				if engine.ErrorCode(err) == engine.CodeUnauthenticated {
+					if limited := s.rateLimit(r, limits, who); limited != nil {
+						err = limited
+					}
+				}
 				fail(w, r, err)
 				return
 			}
 			info.actor = who.Actor
+			if err := s.rateLimit(r, limits, who); err != nil {
+				fail(w, r, err)
+				return
+			}
 			if need != actor && !who.Admin {
 				fail(w, r, engine.Errorf(engine.CodeForbidden, "%s is not an admin", who.Actor))
 				return
 			}
+		} else if err := s.rateLimit(r, limits, who); err != nil {
+			fail(w, r, err)
+			return
 		}
 		if err := rt.handle(w, r, who); err != nil {
 			fail(w, r, err)
 		}
 	})
+}
+
+// rateLimit applies limits (nil: none) to request r of who, and records
+// a refusal for the request log (with the operation key the request
+// carries, so that its later send can be followed), the metrics and the
+// daemon's warning.
+func (s *Server) rateLimit(r *http.Request, limits *rateLimits, who engine.Principal) error {
+	err := limits.limit(r, who)
+	if err != nil {
+		info := infoOf(r)
+		info.outcome = engine.OutcomeRateLimited
+		if key, kerr := api.ParseOperationKey(r.Header.Get(api.HeaderIdempotencyKey)); kerr == nil {
+			info.opKey = string(key)
+		}
+		s.atRateLimit(err)
+	}
+	return err
 }
 
 // headerRecorder captures the status and header of the mux's own 404 and

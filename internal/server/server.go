@@ -85,6 +85,9 @@ type Config struct {
 	// EmailSignIn, if set and enabled, mails sign-in links to people
 	// (POST /api/v1/sign-in/email). Nil offers no sign-in by email.
 	EmailSignIn *EmailSignIn
+	// RateLimit limits the API requests of every actor that is not an
+	// admin. The zero RateLimit limits nothing.
+	RateLimit RateLimit
 }
 
 // Server serves API v1 on a Unix socket listener and any number of TCP
@@ -106,6 +109,7 @@ type Server struct {
 	maxSocketConns int
 	maxTCPConns    int
 	emailSignIn    *emailSignIn // Nil: no sign-in by email.
+	limits         *rateLimits  // Nil: no rate limit.
 
 	oidc     *oidcSignIn // Nil without a provider.
 	profiles *profiles
@@ -138,6 +142,7 @@ func New(cfg Config) *Server {
 		maxSocketConns: cfg.MaxSocketConns,
 		maxTCPConns:    cfg.MaxTCPConns,
 		emailSignIn:    newEmailSignIn(cfg.EmailSignIn),
+		limits:         newRateLimits(cfg.RateLimit),
 	}
 	s.profiles = newProfiles(time.Now)
 	if cfg.OIDC != nil {
@@ -330,7 +335,8 @@ func refusalAnswer(kind string, maxConns, reserved, share int, why connlimit.Ref
 const connRetryAfter = "1"
 
 // capLogEvery is how often at most the log says, per listener kind and
-// action, that a listener is at its connection cap.
+// action, that a listener is at its connection cap, and that the rate
+// limit refused requests.
 const capLogEvery = time.Minute
 
 // capLogged is when the log last said so, and how often it happened since.
@@ -339,25 +345,43 @@ type capLogged struct {
 	closed int
 }
 
+// logNow counts one more event of key and reports whether the log should
+// say so now, the first time and then at most once a minute, with how
+// many events there were since it last did.
+func (s *Server) logNow(key string) (events int, now bool) {
+	s.capMu.Lock()
+	defer s.capMu.Unlock()
+	l := s.capLog[key]
+	l.closed++
+	t := time.Now()
+	if !l.at.IsZero() && t.Sub(l.at) < capLogEvery {
+		s.capLog[key] = l
+		return 0, false
+	}
+	s.capLog[key] = capLogged{at: t}
+	return l.closed, true
+}
+
+// atRateLimit says in the log, at most once a minute, that the rate limit
+// refused requests, with how many since and the refusal err of the last.
+func (s *Server) atRateLimit(err error) {
+	if n, now := s.logNow("rate limit"); now {
+		s.log.Warn("the rate limit refused requests (--rate-limit, --rate-burst): they were not decided, and their clients send them again after Retry-After",
+			"refused", n, "last", engine.ErrorMessage(err))
+	}
+}
+
 // atConnCap counts what a listener at its cap of maxConns connections did,
 // and says so in the log, at most once a minute per listener kind and
 // action, with the number of connections closed since and the attributes
 // attrs of the last one.
 func (s *Server) atConnCap(kind string, maxConns int, action string, attrs ...any) {
 	s.metrics.connCap.WithLabelValues(kind, action).Inc()
-	key := kind + " " + action
-	s.capMu.Lock()
-	l := s.capLog[key]
-	l.closed++
-	now := time.Now()
-	if !l.at.IsZero() && now.Sub(l.at) < capLogEvery {
-		s.capLog[key] = l
-		s.capMu.Unlock()
+	closed, now := s.logNow(kind + " " + action)
+	if !now {
 		return
 	}
-	s.capLog[key] = capLogged{at: now}
-	s.capMu.Unlock()
-	attrs = append([]any{"listener", kind, "max_connections", maxConns, "closed", l.closed}, attrs...)
+	attrs = append([]any{"listener", kind, "max_connections", maxConns, "closed", closed}, attrs...)
 	switch action {
 	case actionShed:
 		s.log.Info("a listener at its connection cap closed idle connections to admit new ones", attrs...)

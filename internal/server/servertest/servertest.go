@@ -53,6 +53,9 @@ type Options struct {
 	// EmailSignIn, if set, is the server's sign-in by email
 	// (server.Config.EmailSignIn).
 	EmailSignIn *server.EmailSignIn
+	// RateLimit is the server's rate limit (server.Config.RateLimit);
+	// the zero value limits nothing.
+	RateLimit server.RateLimit
 }
 
 // Harness is a running server and its parts.
@@ -96,6 +99,7 @@ func Start(tb testing.TB, opts Options) *Harness {
 
 		LookupUsername: opts.LookupUsername,
 		EmailSignIn:    opts.EmailSignIn,
+		RateLimit:      opts.RateLimit,
 	}
 	var engStore engine.Store = store
 	if opts.FaultInjection {
