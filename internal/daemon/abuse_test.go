@@ -33,11 +33,14 @@ import (
 const abuseTimeout = 30 * time.Second
 
 // startAbused starts a daemon on TCP and the socket and returns it with a
-// token of actor "alice" and the path of its database.
+// token of actor "alice" and the path of its database. Its rate limit is
+// off: these tests abuse connections, bodies and credentials many times a
+// second, and each checks the daemon's answer to its own abuse, which the
+// rate limit would refuse first (it has tests of its own).
 func startAbused(t *testing.T, extra ...string) (p *proc, token, db string) {
 	t.Helper()
 	dir := t.TempDir()
-	p = start(t, dir, filepath.Join(servertest.ShortTempDir(t), "a.sock"), extra...)
+	p = start(t, dir, filepath.Join(servertest.ShortTempDir(t), "a.sock"), append([]string{"--rate-limit", "0"}, extra...)...)
 	token, err := p.socketClient().CreateToken(context.Background(), "alice", false)
 	if err != nil {
 		t.Fatal(err)

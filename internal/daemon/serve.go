@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -75,10 +76,33 @@ type serveOptions struct {
 	maxTCPConns     int
 	adminGroup      string
 	maxSocketConns  int
+	rateLimit       float64
+	rateBurst       int
 	// Whether the caps were given, rather than defaults that may be
 	// lowered to fit the open file limit.
 	maxTCPGiven, maxSocketGiven bool
 }
+
+// The defaults of --rate-limit and --rate-burst, per actor that is not an
+// admin. A person's busiest moment stays far below them: the page sends
+// about five requests when it loads and after each answer, a double click
+// sends one request (the page locks while it sends), and the page and
+// reservectl send an undecided request again only after its Retry-After;
+// a person with ten tabs open that each read their lists every few
+// seconds sends a few a second. The burst takes a whole rush at once, an
+// integration that forwards a room's registrations under one actor
+// included. Imports and benches run as admins, who are not limited, and
+// an import's batch of up to 1,000 rows is one request. What the limit
+// stops is one caller's loop gone wrong, a script or a client that sends
+// without pause, which at thousands of requests a second would take the
+// daemon from everyone else. Requests without credentials get ten times
+// these per client address (server.AddressShare): a venue's network
+// behind one address, or the TLS proxy in front of the daemon, signs
+// everyone in.
+const (
+	defaultRateLimit = 50
+	defaultRateBurst = 100
+)
 
 // defaultGCPercent is the daemon's garbage collector target. Its live heap
 // is small and its garbage is short-lived, so under load Go's default of
@@ -126,6 +150,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.maxTCPConns, "max-tcp-connections", defaultMaxTCPConns, fmt.Sprintf("most connections the TCP listener holds at once, e.g. --max-tcp-connections 512; at the cap the one idle longest is closed to admit a new one, with none idle the one waiting longest for its first request header, and with every one busy with a request the new one; together with --max-socket-connections it must fit in the open file limit (RLIMIT_NOFILE) less %d files kept for the database and others, or the defaults are lowered to fit", fdReserve))
 	f.IntVar(&o.maxSocketConns, "max-socket-connections", defaultMaxSocketConns, "most connections the Unix socket holds at once, on top of TCP's, e.g. --max-socket-connections 64; at the cap as with --max-tcp-connections, except that an eighth of them are kept for admins (root, the daemon's user, --admin-group) and every other uid holds at most a quarter of the rest, its connections busy or not")
 	f.StringVar(&o.adminGroup, "admin-group", "", "members of this group (by name or gid; the peer's primary or a supplementary group, as the kernel recorded them when it connected) are admins on the Unix socket, besides root and the daemon's own user, e.g. --admin-group reserve-admin")
+	f.Float64Var(&o.rateLimit, "rate-limit", defaultRateLimit, "API requests a second that each actor that is not an admin may send on average, e.g. --rate-limit 20; more are answered 429 rate_limited with Retry-After, undecided, which clients send again after it; requests without credentials get ten times this per client address; 0 turns the limit off")
+	f.IntVar(&o.rateBurst, "rate-burst", defaultRateBurst, "API requests each actor that is not an admin may send at once, beyond --rate-limit, e.g. --rate-burst 40; requests without credentials get ten times this per client address; 0 turns the limit off")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this loopback address, e.g. 127.0.0.1:6060 (for profiling only); other addresses are refused, Host headers are checked as on a loopback --listen (--allowed-host), and the command line (/debug/pprof/cmdline) is not served")
 }
 
@@ -181,6 +207,12 @@ func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 	if o.maxSocketConns < 1 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--max-socket-connections must be at least 1, not %d", o.maxSocketConns)}
 	}
+	if o.rateLimit < 0 || math.IsNaN(o.rateLimit) || math.IsInf(o.rateLimit, 0) {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--rate-limit must be a number of requests a second, 0 or more (0 turns the limit off), not %v", o.rateLimit)}
+	}
+	if o.rateBurst < 0 {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--rate-burst must be 0 or more (0 turns the limit off), not %d", o.rateBurst)}
+	}
 	if o.writeTimeout <= 0 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--write-timeout must be positive, not %v", o.writeTimeout)}
 	}
@@ -197,6 +229,15 @@ func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 		debug.SetGCPercent(o.gcPercent)
 	}
 	return serve(cmd.Context(), o, stderr)
+}
+
+// rateLimitOf is the rate limit in effect, for the start line: both 0
+// when either flag turns it off.
+func (o *serveOptions) rateLimitOf() (float64, int) {
+	if o.rateBurst == 0 || o.rateLimit == 0 {
+		return 0, 0
+	}
+	return o.rateLimit, o.rateBurst
 }
 
 // gcPercent returns the garbage collector target in effect, -1 when
@@ -300,9 +341,11 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	// the servers take them) and the store is open.
 	notifier.ready(eng)
 	adminSlots, uidShare := server.SocketSlots(caps.socket)
+	rateLimit, rateBurst := o.rateLimitOf()
 	// This line comes last: whoever waits for it finds every start line.
 	logger.Info("reserved is serving", "version", version.String(), "pid", os.Getpid(), "store", o.store.effectiveKind(), "db", store.String(), "socket", o.socket, "tcp", lns.tcpAddr, "socket_activated", lns.activated, "admin_group", o.adminGroup, "group_commit", store.groupCommit, "gc_percent", gcPercent(), "committer_nice", o.committerNiceOf(store, logger),
-		"open_files", openFiles, "max_socket_connections", caps.socket, "socket_admin_slots", adminSlots, "socket_uid_share", uidShare, "max_tcp_connections", caps.tcp)
+		"open_files", openFiles, "max_socket_connections", caps.socket, "socket_admin_slots", adminSlots, "socket_uid_share", uidShare, "max_tcp_connections", caps.tcp,
+		"rate_limit", rateLimit, "rate_burst", rateBurst)
 
 	var serveErr, damage error
 	select {
@@ -512,6 +555,7 @@ func (o *serveOptions) serverConfig(eng *engine.Engine, store servedStore, injec
 		MaxSocketConns:    caps.socket,
 		MaxTCPConns:       caps.tcp,
 		Backup:            store.backup,
+		RateLimit:         server.RateLimit{Rate: o.rateLimit, Burst: o.rateBurst},
 	}
 	if tcpAddr != "" {
 		cfg.LoginBaseURL = server.BaseURL(tcpAddr)

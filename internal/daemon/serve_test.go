@@ -300,6 +300,11 @@ func TestTuning(t *testing.T) {
 		{"GCOff", []string{"GOGC=off"}, nil, "gc_percent", -1},
 		{"NiceDefault", nil, nil, "committer_nice", -10},
 		{"NiceOff", nil, []string{"--committer-nice", "0"}, "committer_nice", 0},
+		{"RateDefault", nil, nil, "rate_limit", 50},
+		{"BurstDefault", nil, nil, "rate_burst", 100},
+		{"RateGiven", nil, []string{"--rate-limit", "2.5"}, "rate_limit", 2.5},
+		{"RateOffByBurst", nil, []string{"--rate-burst", "0"}, "rate_limit", 0},
+		{"BurstOffByRate", nil, []string{"--rate-limit", "0"}, "rate_burst", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -331,6 +336,9 @@ func TestTuning(t *testing.T) {
 		{"--committer-nice", "20", "--committer-nice must be between -20 and 19, not 20"},
 		{"--committer-nice", "-21", "--committer-nice must be between -20 and 19, not -21"},
 		{"--write-timeout", "0s", "--write-timeout must be positive, not 0s"},
+		{"--rate-limit", "-1", "--rate-limit must be a number of requests a second, 0 or more (0 turns the limit off), not -1"},
+		{"--rate-limit", "NaN", "--rate-limit must be a number of requests a second, 0 or more (0 turns the limit off), not NaN"},
+		{"--rate-burst", "-5", "--rate-burst must be 0 or more (0 turns the limit off), not -5"},
 	} {
 		dir := t.TempDir()
 		p := launch(t, env(dir), "serve", "--db", filepath.Join(dir, "reserved.db"), "--socket", filepath.Join(servertest.ShortTempDir(t), "r.sock"), "--listen", "", tc.flag, tc.value)
