@@ -114,8 +114,8 @@ func describe(err error, status int, timeout time.Duration) string {
 			why += fmt.Sprintf(": %d %s", status, http.StatusText(status))
 		}
 		return why
-	case errors.As(err, &ee) && ee.Code == api.CodeTooManyConnections:
-		return ee.Error() // It says that reserved did not read the request.
+	case errors.As(err, &ee) && (ee.Code == api.CodeTooManyConnections || ee.Code == api.CodeRateLimited):
+		return ee.Error() // It says that reserved did nothing, and when to retry.
 	case errors.As(err, &ee) && !client.Undecided(status, err):
 		return "reserved refused: " + ee.Error()
 	case errors.As(err, &ee) && status == 0:

@@ -68,7 +68,10 @@ rejection settle the intent. A timeout, a lost or garbled answer, a server error
 store_unavailable: reserved's database is unreachable or restarting; and 503
 identity_unavailable: on the socket, your uid has no actor yet and the user
 database failed to name it) or an unreachable daemon exit 75 and keep the
-intent open for --retry. A retry of a settled intent that gets no answer
+intent open for --retry. An answer 429 rate_limited (reserved's rate limit
+refused the request before deciding it) is sent again, with the same key,
+after its Retry-After while --timeout allows; if it is still refused, or
+the wait does not fit, it exits 75 too. A retry of a settled intent that gets no answer
 reports the recorded outcome ("recorded (…): …") with its exit code.
 
 A retry after reserved purged the intent's receipt (its --receipt-retention

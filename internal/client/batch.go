@@ -46,13 +46,15 @@ type BatchReply struct {
 // ReserveBatch sends items as one batch (POST /api/v1/batches), atomic or
 // not, and classifies the answer (BatchReply). The error is for no answer
 // at all: the daemon unreachable (*ConnectError), the connection broken, a
-// timeout; the batch is then undecided.
+// timeout; the batch is then undecided. An answer 429 rate_limited is sent
+// again, the same batch, after its Retry-After while ctx allows
+// (exchange).
 func (c *Client) ReserveBatch(ctx context.Context, items []BatchItem, atomic bool) (BatchReply, error) {
 	payload, err := EncodeBatch(items, atomic)
 	if err != nil {
 		return BatchReply{}, err
 	}
-	resp, data, err := c.Do(ctx, http.MethodPost, api.PathBatches, nil, payload)
+	resp, data, err := c.exchange(ctx, http.MethodPost, api.PathBatches, nil, payload)
 	if err != nil {
 		return BatchReply{}, err
 	}

@@ -54,6 +54,11 @@ type Client struct {
 	// daemon); nil means a client built for Socket or BaseURL.
 	HTTPClient *http.Client
 
+	// wait waits d before a request that the daemon answered
+	// rate_limited is sent again, or until ctx is done; nil means a timer
+	// (tests move the daemon's clock instead).
+	wait func(ctx context.Context, d time.Duration) error
+
 	once  sync.Once
 	hc    *http.Client
 	base  string
@@ -382,6 +387,63 @@ func (e *SentError) Error() string {
 
 func (e *SentError) Unwrap() error { return e.Err }
 
+// rateLimitedSends bounds how often one call sends its request while the
+// daemon answers it 429 rate_limited.
+const rateLimitedSends = 5
+
+// exchange sends one request as Do does. An answer 429 rate_limited
+// decided nothing, and says when the caller's requests are accepted again:
+// the same request, under the same Idempotency-Key, is sent again after
+// its Retry-After (at least a second), up to rateLimitedSends sends in
+// all. When ctx would end before the wait is over, or a Retry-After is
+// longer than MaxRetryAfter, the rate_limited answer is returned at once,
+// undecided for Classify, with its RetryAfter: the caller keeps the key
+// and retries later.
+func (c *Client) exchange(ctx context.Context, method, path string, header http.Header, body []byte) (*http.Response, []byte, error) {
+	for sent := 1; ; sent++ {
+		resp, data, err := c.Do(ctx, method, path, header, body)
+		if err != nil || sent == rateLimitedSends || !rateLimited(resp, data) {
+			return resp, data, err
+		}
+		wait := retryAfter(resp.Header.Get("Retry-After"))
+		if wait >= MaxRetryAfter {
+			return resp, data, nil
+		}
+		wait = max(wait, time.Second)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return resp, data, nil
+		}
+		sleep := c.wait
+		if sleep == nil {
+			sleep = sleepCtx
+		}
+		if sleep(ctx, wait) != nil {
+			return resp, data, nil
+		}
+	}
+}
+
+// rateLimited reports whether an answer is the problem rate_limited.
+func rateLimited(resp *http.Response, body []byte) bool {
+	if resp.StatusCode != http.StatusTooManyRequests {
+		return false
+	}
+	p := Classify(Operation{}, replyOf(resp, body)).Problem
+	return p != nil && p.Code == api.CodeRateLimited
+}
+
+// sleepCtx waits d, or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // answerError turns a non-success answer into *engine.Error (a problem with
 // a code) or *UnexpectedResponseError.
 func answerError(resp *http.Response, body []byte) error {
@@ -389,7 +451,8 @@ func answerError(resp *http.Response, body []byte) error {
 }
 
 // call sends in (if non-nil) as JSON and decodes a JSON answer of one of the
-// wanted statuses into out, returning the status.
+// wanted statuses into out, returning the status. An answer rate_limited
+// is sent again after its Retry-After (exchange).
 func (c *Client) call(ctx context.Context, method, path string, header http.Header, in, out any, want ...int) (int, error) {
 	var body []byte
 	if in != nil {
@@ -398,7 +461,7 @@ func (c *Client) call(ctx context.Context, method, path string, header http.Head
 			return 0, fmt.Errorf("%s %s: encode: %w", method, path, err)
 		}
 	}
-	resp, data, err := c.Do(ctx, method, path, header, body)
+	resp, data, err := c.exchange(ctx, method, path, header, body)
 	if err != nil {
 		return 0, err
 	}
@@ -469,14 +532,16 @@ func (c *Client) PutWorkshop(ctx context.Context, id string, spec engine.Worksho
 // POST /waitlist/{id}/leave for leaving a waiting list and POST
 // /admin/deliveries/{id}/retry and /skip for an operator's correction of
 // a delivery (each with the body {}). The error is for no answer at all: the daemon
-// unreachable (*ConnectError), the connection broken, a timeout.
+// unreachable (*ConnectError), the connection broken, a timeout. An answer
+// 429 rate_limited is sent again, under the same key, after its
+// Retry-After while ctx allows (exchange); the last one stays undecided.
 func (c *Client) Send(ctx context.Context, key engine.OperationKey, op Operation) (Result, error) {
 	path, payload, err := op.route()
 	if err != nil {
 		return Result{}, err
 	}
 	h := http.Header{api.HeaderIdempotencyKey: {string(key)}}
-	resp, data, err := c.Do(ctx, http.MethodPost, path, h, payload)
+	resp, data, err := c.exchange(ctx, http.MethodPost, path, h, payload)
 	if err != nil {
 		return Result{}, err
 	}
