@@ -39,6 +39,11 @@ const (
 	// maxAttempts bounds how often one request is resent with the same key
 	// after an unclear answer (transport error, 5xx, garbled answer).
 	maxAttempts = 10
+	// maxRateLimited bounds how often one request is resent with the same
+	// key after the daemon's rate limit refused it (429 rate_limited),
+	// each time after its Retry-After; these resends do not count against
+	// maxAttempts, since the limit lets the request through in time.
+	maxRateLimited = 60
 	// maxRetryAfter bounds how long a client waits before a resend when an
 	// answer asks it to with Retry-After (503 store_unavailable).
 	maxRetryAfter = 10 * time.Second
@@ -103,10 +108,11 @@ type Config struct {
 
 // Snapshot is the state of a run in progress.
 type Snapshot struct {
-	Elapsed  time.Duration
-	Requests int64
-	Created  int64
-	Unclear  int64
+	Elapsed     time.Duration
+	Requests    int64
+	Created     int64
+	Unclear     int64
+	RateLimited int64
 }
 
 // Result is what a run measured. Latencies are those of single HTTP
@@ -149,13 +155,17 @@ type Latency struct {
 // Replayed counts answers marked as replays (of a deliberate replay, of a
 // lost-answer retry or of a retry after an unclear answer); with batches
 // these three and Rejected count the items, and LostAnswers, Unclear,
-// Unsettled and ReplayChanged the batches.
+// RateLimited, Unsettled and ReplayChanged the batches. RateLimited counts
+// the answers 429 rate_limited apart from the other unclear ones: the
+// daemon's rate limit, not its speed, set the pace of those requests
+// (admins are not limited, so run the bench as one).
 type Outcomes struct {
 	Created       int64            `json:"created"`
 	Replayed      int64            `json:"replayed"`
 	Unavailable   int64            `json:"unavailable"`
 	LostAnswers   int64            `json:"lost_answers"`
 	Unclear       int64            `json:"unclear"`
+	RateLimited   int64            `json:"rate_limited"`
 	Unsettled     int64            `json:"unsettled"`
 	Rejected      map[string]int64 `json:"rejected,omitempty"`
 	ReplayChanged int64            `json:"replay_changed"`
@@ -342,7 +352,7 @@ type run struct {
 	start, end time.Time
 	issued     atomic.Int64 // Intents claimed so far (Count mode).
 
-	requests, created, unclear atomic.Int64
+	requests, created, unclear, rateLimited atomic.Int64
 
 	mu        sync.Mutex
 	latencies []time.Duration
@@ -574,12 +584,13 @@ func (r *run) batchWorker(ctx context.Context, id int) {
 }
 
 // untilDecided sends one request after another with send, which reports
-// whether its answer decides, until one does, up to maxAttempts or until
-// ctx ends: every request is counted with its latency in lat, every
-// undecided answer in out, and a resend waits for the Retry-After the last
-// answer on wc asked for.
+// whether its answer decides, until one does, up to maxAttempts unclear
+// answers and maxRateLimited answers rate_limited, or until ctx ends:
+// every request is counted with its latency in lat, every undecided answer
+// in out, and a resend waits for the Retry-After the last answer on wc
+// asked for (a rate_limited one at least a second).
 func untilDecided[T any](ctx context.Context, r *run, wc *wire, lat *[]time.Duration, out *Outcomes, send func() (T, bool, error)) (T, error) {
-	for attempt := 1; ; attempt++ {
+	for attempt, limited := 1, 0; ; {
 		start := time.Now()
 		v, decided, err := send()
 		*lat = append(*lat, time.Since(start))
@@ -587,12 +598,26 @@ func untilDecided[T any](ctx context.Context, r *run, wc *wire, lat *[]time.Dura
 		if r.cfg.afterRequest != nil {
 			r.cfg.afterRequest()
 		}
-		if (err == nil && decided) || attempt == maxAttempts || ctx.Err() != nil {
+		if (err == nil && decided) || ctx.Err() != nil {
 			return v, err
 		}
-		out.Unclear++
-		r.unclear.Add(1)
-		if wc.retryAfter > 0 && r.cfg.wait(ctx, wc.retryAfter) != nil {
+		wait := wc.retryAfter
+		if err == nil && wc.rateLimited {
+			out.RateLimited++
+			r.rateLimited.Add(1)
+			if limited++; limited == maxRateLimited {
+				return v, err
+			}
+			wait = max(wait, time.Second)
+		} else {
+			if attempt == maxAttempts {
+				return v, err
+			}
+			attempt++
+			out.Unclear++
+			r.unclear.Add(1)
+		}
+		if wait > 0 && r.cfg.wait(ctx, wait) != nil {
 			return v, err
 		}
 	}
@@ -635,6 +660,7 @@ func (o *Outcomes) add(p Outcomes) {
 	o.Unavailable += p.Unavailable
 	o.LostAnswers += p.LostAnswers
 	o.Unclear += p.Unclear
+	o.RateLimited += p.RateLimited
 	o.Unsettled += p.Unsettled
 	o.ReplayChanged += p.ReplayChanged
 	for code, n := range p.Rejected {
@@ -672,7 +698,7 @@ func (r *run) progress() (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				r.cfg.Progress(Snapshot{Elapsed: time.Since(r.start), Requests: r.requests.Load(), Created: r.created.Load(), Unclear: r.unclear.Load()})
+				r.cfg.Progress(Snapshot{Elapsed: time.Since(r.start), Requests: r.requests.Load(), Created: r.created.Load(), Unclear: r.unclear.Load(), RateLimited: r.rateLimited.Load()})
 			}
 		}
 	})
@@ -724,7 +750,11 @@ func (r *run) verify(res Result) error {
 		errs = append(errs, fmt.Errorf("%d repeated intents got an answer other than their first one", o.ReplayChanged))
 	}
 	if o.Unsettled > 0 {
-		errs = append(errs, fmt.Errorf("%d intents got no authoritative answer after %d attempts each", o.Unsettled, maxAttempts))
+		why := fmt.Sprintf("after %d attempts each", maxAttempts)
+		if o.RateLimited > 0 {
+			why += fmt.Sprintf(" (the daemon's rate limit refused %d requests: run the bench as an admin, who is not limited)", o.RateLimited)
+		}
+		errs = append(errs, fmt.Errorf("%d intents got no authoritative answer %s", o.Unsettled, why))
 	}
 	for code, n := range o.Rejected {
 		errs = append(errs, fmt.Errorf("%d intents were refused with %s", n, code))

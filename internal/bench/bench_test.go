@@ -19,6 +19,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/bench"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
@@ -215,6 +216,53 @@ func TestRunRetriesStoreUnavailable(t *testing.T) {
 	}
 	if len(keys) != 5 {
 		t.Errorf("%d keys sent for 5 intents: a 503 must be resent with the same key", len(keys))
+	}
+	h.MustCheckClean(t)
+}
+
+// TestRunRateLimited runs the bench as an actor that is not an admin
+// against a server whose rate limit refuses it whenever its bucket of five
+// requests is empty: each 429 rate_limited is counted apart from the
+// unclear answers, waited out (its Retry-After of 1 s) and sent again
+// with the same key, and the run verifies. The waits move the limit's
+// clock far enough to fill the bucket again.
+func TestRunRateLimited(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	h := servertest.Start(t, servertest.Options{RateLimit: server.RateLimit{Rate: 1, Burst: 5, Now: clock}})
+	ctx := context.Background()
+	if _, _, err := h.Engine.PutWorkshop(ctx, "limited", engine.WorkshopSpec{Capacity: 100}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	cfg := bench.WithWait(bench.Config{BaseURL: h.URL, Token: h.Alice, Clients: 1, Count: 18, Workshop: "limited"},
+		func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			defer mu.Unlock()
+			waits = append(waits, d)
+			now = now.Add(10 * time.Second)
+			return nil
+		})
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run = %v (outcomes %+v)", err, res.Outcomes)
+	}
+	// The read before the run takes one request of five: the 5th, 10th
+	// and 15th intent find the bucket empty.
+	o := res.Outcomes
+	if o.Created != 18 || o.RateLimited != 3 || o.Unclear != 0 || o.Unsettled != 0 || len(o.Rejected) != 0 || !res.Verification.OK {
+		t.Errorf("outcomes %+v, verification %+v: want 18 created, 3 rate limited, nothing unclear or refused", o, res.Verification)
+	}
+	if res.Requests != 21 {
+		t.Errorf("%d requests, want 21: 18 intents and 3 sent again", res.Requests)
+	}
+	if len(waits) != 3 || waits[0] != time.Second {
+		t.Errorf("waits %v: want 3 waits of the Retry-After of 1s", waits)
 	}
 	h.MustCheckClean(t)
 }

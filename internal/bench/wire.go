@@ -42,6 +42,8 @@ type wire struct {
 	buf  []byte
 	// retryAfter is the Retry-After of the last answer, zero without one.
 	retryAfter time.Duration
+	// rateLimited says that the last answer was 429 rate_limited.
+	rateLimited bool
 }
 
 func newWire(dial func(ctx context.Context) (net.Conn, error), host, token string, req engine.Request) *wire {
@@ -69,6 +71,7 @@ func (w *wire) reserve(ctx context.Context, key engine.OperationKey, timeout tim
 	if res.Answer.Status == "" && res.Problem == nil {
 		w.hangUp()
 	}
+	w.rateLimited = isRateLimited(res.Problem)
 	return res, nil
 }
 
@@ -91,6 +94,7 @@ func (w *wire) batch(ctx context.Context, items []client.BatchItem, timeout time
 	if reply.Items == nil && reply.Problem == nil {
 		w.hangUp()
 	}
+	w.rateLimited = isRateLimited(reply.Problem)
 	return reply, nil
 }
 
@@ -98,7 +102,7 @@ func (w *wire) batch(ctx context.Context, items []client.BatchItem, timeout time
 // there is none, and reads its answer of at most limit bytes. A failure
 // closes the connection.
 func (w *wire) roundTrip(ctx context.Context, timeout time.Duration, limit int) (answer, error) {
-	w.retryAfter = 0
+	w.retryAfter, w.rateLimited = 0, false
 	if w.conn == nil {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
 		conn, err := w.dial(dctx)
@@ -124,6 +128,9 @@ func (w *wire) roundTrip(ctx context.Context, timeout time.Duration, limit int) 
 	}
 	return a, nil
 }
+
+// isRateLimited reports whether p is the problem 429 rate_limited.
+func isRateLimited(p *engine.Error) bool { return p != nil && p.Code == api.CodeRateLimited }
 
 // hangUp closes the connection; the next request dials a new one.
 func (w *wire) hangUp() {

@@ -28,7 +28,10 @@ settled intents (the answer must be the first answer, marked as a replay);
 --lost-answer-ratio is the share of new intents whose first answer is
 ignored, as if it had been lost, and that are sent again with the same key.
 An unclear answer (timeout, 5xx such as 503 store_unavailable, garbled) is
-retried with the same key, after its Retry-After when it has one.
+retried with the same key, after its Retry-After when it has one. An answer
+429 rate_limited (the daemon's rate limit, which admins are not under) is
+sent again after its Retry-After too, and counted apart ("rate limited"):
+those requests went at the limit's pace, not the daemon's.
 
 --batch N makes every intent a batch of N new reservations, each with its
 own key, sent as one non-atomic request (POST /api/v1/batches); --count then
@@ -67,8 +70,8 @@ authoritative answer, it says so and exits 1.`,
 			cfg.Socket, cfg.BaseURL, cfg.Token, cfg.Timeout = env.socket, env.server, env.token, env.timeout
 			if isTerminal(env.stdout) && !env.json {
 				cfg.Progress = func(s bench.Snapshot) {
-					fmt.Fprintf(env.stdout, "\r%6.1fs  %d requests  %.0f/s  %d reserved  %d unclear ",
-						s.Elapsed.Seconds(), s.Requests, float64(s.Requests)/s.Elapsed.Seconds(), s.Created, s.Unclear)
+					fmt.Fprintf(env.stdout, "\r%6.1fs  %d requests  %.0f/s  %d reserved  %d unclear  %d rate limited ",
+						s.Elapsed.Seconds(), s.Requests, float64(s.Requests)/s.Elapsed.Seconds(), s.Created, s.Unclear, s.RateLimited)
 				}
 			}
 			res, err := bench.Run(cmd.Context(), cfg)
@@ -123,8 +126,11 @@ func printBench(w io.Writer, r bench.Result) {
 	}
 	fmt.Fprintf(w, "requests      %d in %.2fs: %.0f requests/s, %.0f new reservations/s (%s)\n", r.Requests, r.Seconds, r.RequestsPerSec, r.CreatedPerSec, intents)
 	fmt.Fprintf(w, "latency       %sp50 %.2fms  p95 %.2fms  p99 %.2fms  max %.2fms\n", per, r.Latency.P50, r.Latency.P95, r.Latency.P99, r.Latency.Max)
-	fmt.Fprintf(w, "outcomes      created %d  replayed %d  unavailable %d  lost answers %d  unclear (retried) %d  unsettled %d  replay changed %d\n",
-		o.Created, o.Replayed, o.Unavailable, o.LostAnswers, o.Unclear, o.Unsettled, o.ReplayChanged)
+	fmt.Fprintf(w, "outcomes      created %d  replayed %d  unavailable %d  lost answers %d  unclear (retried) %d  rate limited (retried) %d  unsettled %d  replay changed %d\n",
+		o.Created, o.Replayed, o.Unavailable, o.LostAnswers, o.Unclear, o.RateLimited, o.Unsettled, o.ReplayChanged)
+	if o.RateLimited > 0 {
+		fmt.Fprintf(w, "note          the daemon's rate limit refused %d requests (429 rate_limited), sent again after Retry-After: its limit, not its speed, set their pace; admins are not limited\n", o.RateLimited)
+	}
 	if len(o.Rejected) > 0 {
 		codes := make([]string, 0, len(o.Rejected))
 		for c, n := range o.Rejected {

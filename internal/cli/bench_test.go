@@ -33,9 +33,27 @@ func TestPrintBench(t *testing.T) {
 	for _, want := range []string{
 		"target        tcp http://127.0.0.1:8080, 64 clients, workshop w1 (named), quantity 1\n",
 		"requests      10 in 2.00s: 5 requests/s, 4 new reservations/s (9 intents)\n",
-		"outcomes      created 8  replayed 2  unavailable 0  lost answers 1  unclear (retried) 0  unsettled 0  replay changed 0\n",
+		"outcomes      created 8  replayed 2  unavailable 0  lost answers 1  unclear (retried) 0  rate limited (retried) 0  unsettled 0  replay changed 0\n",
 		"rejected      unknown_workshop 1\n",
 		"verification  FAILED: workshop w1 reserved 5 -> 14 (+9), clients were told of 8 reserved places\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "rate limit refused") {
+		t.Errorf("a note of the rate limit without a rate_limited answer:\n%s", out.String())
+	}
+}
+
+// TestPrintBenchRateLimited: answers rate_limited are counted apart, and
+// a note says that the limit set their pace.
+func TestPrintBenchRateLimited(t *testing.T) {
+	var out bytes.Buffer
+	printBench(&out, bench.Result{Transport: "tcp", Clients: 2, Workshop: "w1", Quantity: 1, Outcomes: bench.Outcomes{Created: 5, Unclear: 1, RateLimited: 7}})
+	for _, want := range []string{
+		"  unclear (retried) 1  rate limited (retried) 7  ",
+		"note          the daemon's rate limit refused 7 requests (429 rate_limited), sent again after Retry-After: its limit, not its speed, set their pace; admins are not limited\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
