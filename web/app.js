@@ -7,7 +7,9 @@
 // "waiting", a 409 refusal such as "unavailable") settles it; anything
 // else, also no answer within 15 s, leaves the intent open with "outcome
 // unclear — retry".
-// Nothing is ever sent by itself, except that the lists are read again.
+// Nothing is ever sent by itself, except that the lists are read again and
+// that an answer 429 rate_limited (the daemon's rate limit: nothing was
+// done) is sent again, with the same key, after its Retry-After.
 //
 // Intents belong to the actor who made them. The form's intent is kept
 // under "reserve.intent.<actor>" and the actor's other operations under
@@ -73,6 +75,8 @@
   const LOGIN_PATH = "/login";
   const LIST_LIMIT = 50;
   const WAIT_POLL_MS = 5000; // How often the lists are read while an entry waits or is offered places.
+  const RATE_LIMITED_SENDS = 4; // Sends of one operation while the daemon answers rate_limited (see post).
+  const MAX_RATE_LIMITED_WAIT_S = 30; // The longest Retry-After the page waits before it sends again.
 
   const TEXT = COMMON.texts({
     en: {
@@ -579,11 +583,23 @@
   }
 
   // post sends an operation under its key; no answer at all (also none
-  // within the timeout) is status 0, which leaves the intent open.
-  function post(path, key, body) {
+  // within the timeout) is status 0, which leaves the intent open. An
+  // answer 429 rate_limited decided nothing and says when the daemon takes
+  // this person's requests again: the same request, under the same key, is
+  // sent again after its Retry-After (at least a second, at most
+  // MAX_RATE_LIMITED_WAIT_S), up to RATE_LIMITED_SENDS sends in all, while
+  // the page says "Sending…"; the last answer, if still 429, leaves the
+  // intent open like any other that is not authoritative.
+  async function post(path, key, body) {
     const headers = { "Idempotency-Key": key };
     if (body !== null) headers["Content-Type"] = "application/json";
-    return request("POST", path, headers, body === null ? undefined : body);
+    for (let sent = 1; ; sent++) {
+      const r = await request("POST", path, headers, body === null ? undefined : body);
+      if (sent >= RATE_LIMITED_SENDS || !(r.status === 429 && r.body && r.body.code === "rate_limited")) return r;
+      const seconds = Number.parseInt(r.headers.get("Retry-After") || "", 10);
+      const wait = Number.isInteger(seconds) ? Math.min(Math.max(seconds, 1), MAX_RATE_LIMITED_WAIT_S) : 1;
+      await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+    }
   }
 
   async function start() {
