@@ -44,12 +44,8 @@ func TestRateLimitedReservationSentAgain(t *testing.T) {
 		t.Errorf("the daemon answered the reservation requests %v, want one rate_limited and one created", got)
 	}
 	key := tb.intentKey()
-	recs, err := d.logs.Records()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if r["msg"] == "request" && r["route"] == "POST "+api.PathReservations && r["operation"] != key {
+	for _, r := range d.logs.RequestLines(t) {
+		if r["route"] == "POST "+api.PathReservations && r["operation"] != key {
 			t.Errorf("a reservation request under another key than the intent's %s: %v", key, r)
 		}
 	}

@@ -64,7 +64,7 @@ func TestRateLimitedSentAgainWithTheSameKey(t *testing.T) {
 		t.Errorf("the client waited %v, want %v (the Retry-After)", clock.waits, want)
 	}
 	var sent []string
-	for _, r := range requestLines(t, h) {
+	for _, r := range h.Logs.RequestLines(t) {
 		if r["route"] == "POST "+api.PathReservations {
 			if r["operation"] != string(key) {
 				t.Errorf("a send under another key: %v", r)
@@ -101,20 +101,4 @@ func TestRateLimitedSentAgainWithTheSameKey(t *testing.T) {
 	if _, err := h.Engine.Operation(ctx, "alice", other); engine.ErrorCode(err) != engine.CodeUnknownOperation {
 		t.Errorf("the key answered 429 has a receipt: %v", err)
 	}
-}
-
-// requestLines returns the request log's lines so far.
-func requestLines(t *testing.T, h *servertest.Harness) []map[string]any {
-	t.Helper()
-	recs, err := h.Logs.Records()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []map[string]any
-	for _, r := range recs {
-		if r["msg"] == "request" {
-			lines = append(lines, r)
-		}
-	}
-	return lines
 }

@@ -143,6 +143,22 @@ func withHeader(c call, kv ...string) call {
 	return c
 }
 
+// forEachRoute calls f with every route the server registers and its
+// sample request (routeSamples, with the reservation and hold ids given);
+// a route without a sample fails the test.
+func forEachRoute(t *testing.T, reservation, hold string, f func(route string, s struct{ path, body string })) {
+	t.Helper()
+	samples := routeSamples(reservation, hold)
+	for _, route := range server.RoutePatterns() {
+		s, ok := samples[route]
+		if !ok {
+			t.Errorf("route %s has no sample request in routeSamples", route)
+			continue
+		}
+		f(route, s)
+	}
+}
+
 // routeSamples has, for every route pattern, a path that matches it and
 // the body of a well-formed request; the routes missing here make the
 // test fail, so that every new route gets checked.
@@ -691,13 +707,7 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 
 	// Every route: the refusals of the middleware, of authentication and
 	// of the framing, on the listeners that give them.
-	samples := routeSamples(first.ReservationID, held.HoldID)
-	for _, route := range server.RoutePatterns() {
-		s, ok := samples[route]
-		if !ok {
-			t.Errorf("route %s has no sample request in routeSamples", route)
-			continue
-		}
+	forEachRoute(t, first.ReservationID, held.HoldID, func(route string, s struct{ path, body string }) {
 		method, _, _ := strings.Cut(route, " ")
 		tr.do(route, withHeader(sampleCall(viaSocket, route, s.path, s.body), "Origin", "http://localhost"), http.StatusForbidden)
 		tr.do(route, withHeader(sampleCall(h.Admin, route, s.path, s.body), "Host", "evil.example"), http.StatusForbidden)
@@ -725,7 +735,7 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 			tr.raw(route, tcp, fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", method, s.path), false, http.StatusBadRequest)
 			tr.raw(route, tcp, fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nX-Padding: %s\r\n\r\n", method, s.path, strings.Repeat("p", server.MaxHeaderBytes)), false, http.StatusRequestHeaderFieldsTooLarge)
 		}
-	}
+	})
 
 	// Every route answers a success somewhere.
 	for _, route := range server.RoutePatterns() {
@@ -750,20 +760,14 @@ func TestOpenAPIMatchesStoreUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := "0123456789abcdef0123456789abcdef"
-	samples := routeSamples(id, id)
-	for _, route := range server.RoutePatterns() {
-		s, ok := samples[route]
-		if !ok {
-			t.Errorf("route %s has no sample request in routeSamples", route)
-			continue
-		}
+	forEachRoute(t, id, id, func(route string, s struct{ path, body string }) {
 		if !anyoneRoutes[route] {
 			tr.do(route, sampleCall(tr.h.Admin, route, s.path, s.body), http.StatusServiceUnavailable)
 		}
 		if want, ok := socketUnavailable[route]; ok {
 			tr.do(route, sampleCall(viaSocket, route, s.path, s.body), want)
 		}
-	}
+	})
 	tr.do("GET /livez", call{via: viaNoToken, method: http.MethodGet, path: api.PathLive}, http.StatusOK)
 	tr.do("GET /readyz", call{via: viaNoToken, method: http.MethodGet, path: api.PathReady}, http.StatusServiceUnavailable)
 	sameOrigin := []string{"Sec-Fetch-Site", "same-origin", "Origin", tr.h.URL}
@@ -784,29 +788,22 @@ func TestOpenAPIMatchesRateLimited(t *testing.T) {
 		tr.do("GET "+api.PathSignIn, call{via: viaNoToken, method: http.MethodGet, path: api.PathSignIn}, http.StatusOK)
 	}
 	id := "0123456789abcdef0123456789abcdef"
-	samples := routeSamples(id, id)
-	for _, route := range server.RoutePatterns() {
-		s, ok := samples[route]
-		if !ok {
-			t.Errorf("route %s has no sample request in routeSamples", route)
-			continue
-		}
-		via, want := tr.h.Alice, http.StatusTooManyRequests
+	forEachRoute(t, id, id, func(route string, s struct{ path, body string }) {
+		via := tr.h.Alice
 		if anyoneRoutes[route] {
 			via = viaNoToken
 		}
-		if _, path, _ := strings.Cut(route, " "); !strings.HasPrefix(path, "/api/") {
-			if anyoneRoutes[route] {
-				tr.do(route, withHeader(sampleCall(via, route, s.path, s.body), "Sec-Fetch-Site", "none"), http.StatusOK)
-			}
-			continue
+		method, path, _ := strings.Cut(route, " ")
+		switch {
+		case !strings.HasPrefix(path, "/api/") && anyoneRoutes[route]:
+			tr.do(route, withHeader(sampleCall(via, route, s.path, s.body), "Sec-Fetch-Site", "none"), http.StatusOK)
+		case !strings.HasPrefix(path, "/api/"):
+		case method != http.MethodGet:
+			tr.do(route, withHeader(sampleCall(via, route, s.path, s.body), "Sec-Fetch-Site", "same-origin", "Origin", tr.h.URL), http.StatusTooManyRequests)
+		default:
+			tr.do(route, sampleCall(via, route, s.path, s.body), http.StatusTooManyRequests)
 		}
-		c := sampleCall(via, route, s.path, s.body)
-		if method, _, _ := strings.Cut(route, " "); method != http.MethodGet {
-			c = withHeader(c, "Sec-Fetch-Site", "same-origin", "Origin", tr.h.URL)
-		}
-		tr.do(route, c, want)
-	}
+	})
 }
 
 // socketUnavailable is what each route answers on the socket when the

@@ -118,7 +118,7 @@ func TestRateLimit(t *testing.T) {
 	// warns of them once a minute.
 	var limited []map[string]any
 	keyed := 0
-	for _, r := range requestLines(t, h) {
+	for _, r := range h.Logs.RequestLines(t) {
 		if r["outcome"] == engine.OutcomeRateLimited {
 			limited = append(limited, r)
 			if r["operation"] == key {

@@ -490,7 +490,7 @@ func TestRequestID(t *testing.T) {
 			if tc.sent != "" {
 				c.header = http.Header{api.HeaderRequestID: {tc.sent}}
 			}
-			logged := len(requestLines(t, h))
+			logged := len(h.Logs.RequestLines(t))
 			resp, _ := send(t, h, c)
 			id := resp.Header.Get(api.HeaderRequestID)
 			switch {
@@ -500,28 +500,12 @@ func TestRequestID(t *testing.T) {
 				t.Errorf("%s id, answer %d: X-Request-Id %q, want a new one of 16 hex digits", tc.name, resp.StatusCode, id)
 			}
 			seen[id] = true
-			lines := requestLines(t, h)
+			lines := h.Logs.RequestLines(t)
 			if len(lines) != logged+1 || lines[logged]["request_id"] != id {
 				t.Errorf("%s id, answer %d: the log line %v does not have request_id %q", tc.name, resp.StatusCode, lines[len(lines)-1], id)
 			}
 		}
 	}
-}
-
-// requestLines returns the request log's lines so far.
-func requestLines(t *testing.T, h *servertest.Harness) []map[string]any {
-	t.Helper()
-	recs, err := h.Logs.Records()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []map[string]any
-	for _, r := range recs {
-		if r["msg"] == "request" {
-			lines = append(lines, r)
-		}
-	}
-	return lines
 }
 
 func TestConcurrentSameKeyOverHTTP(t *testing.T) {

@@ -297,6 +297,23 @@ func (b *LogBuffer) Records() ([]map[string]any, error) {
 	return recs, sc.Err()
 }
 
+// RequestLines returns the lines of the request log so far (msg
+// "request"), decoded.
+func (b *LogBuffer) RequestLines(tb testing.TB) []map[string]any {
+	tb.Helper()
+	recs, err := b.Records()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, r := range recs {
+		if r["msg"] == "request" {
+			lines = append(lines, r)
+		}
+	}
+	return lines
+}
+
 // Eventually calls cond every few milliseconds until it returns true, and
 // fails the test if that takes longer than timeout. The timeout only ends a
 // hung test clearly; no test relies on how long anything takes.
