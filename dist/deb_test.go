@@ -34,6 +34,9 @@ var installed = map[string]string{
 	"/usr/share/zsh/vendor-completions/_reservectl":        "-rw-r--r--",
 	"/usr/share/fish/vendor_completions.d/reserved.fish":   "-rw-r--r--",
 	"/usr/share/fish/vendor_completions.d/reservectl.fish": "-rw-r--r--",
+	"/usr/share/doc/reserve/copyright":                     "-rw-r--r--",
+	"/usr/share/doc/reserve/changelog.gz":                  "-rw-r--r--",
+	"/usr/share/lintian/overrides/reserve":                 "-rw-r--r--",
 }
 
 const stateDir = "/var/lib/reserved"
