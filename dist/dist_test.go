@@ -2,10 +2,13 @@ package dist_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -106,4 +109,41 @@ func TestSocketUnitsNameTheirDescriptors(t *testing.T) {
 			t.Errorf("%s listens on %q; one unit names all its descriptors alike, so each needs exactly one", c.unit, listens)
 		}
 	}
+}
+
+// maxExposure is the highest overall exposure systemd-analyze security may
+// rate reserved.service with ("OK" ends at 4.9; 2.0 is well inside it).
+const maxExposure = 2.0
+
+// exposureLine is systemd-analyze security's summary of a unit.
+var exposureLine = regexp.MustCompile(`Overall exposure level for reserved\.service: (\d+\.\d+) `)
+
+// TestServiceExposure rates the sandbox of reserved.service with
+// systemd-analyze security, offline (from the unit file alone, so no
+// running systemd is needed), and fails above maxExposure, listing what
+// the unit leaves open.
+func TestServiceExposure(t *testing.T) {
+	need(t, haveTool("systemd-analyze"), "systemd-analyze (Debian package systemd)")
+	// --threshold is in tenths; it makes systemd-analyze itself fail too.
+	cmd := exec.Command("systemd-analyze", "security", "--offline=true", "--no-pager",
+		fmt.Sprintf("--threshold=%d", int(maxExposure*10)), filepath.Join("systemd", "reserved.service"))
+	out, err := cmd.CombinedOutput()
+	m := exposureLine.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security: %v, no overall exposure in its output:\n%s", err, out)
+	}
+	exposure, perr := strconv.ParseFloat(string(m[1]), 64)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	if exposure > maxExposure || err != nil {
+		var open []string
+		for line := range strings.Lines(string(out)) {
+			if strings.HasPrefix(line, "✗") {
+				open = append(open, line)
+			}
+		}
+		t.Errorf("systemd-analyze security rates reserved.service %.1f (%v), want at most %.1f; it leaves open:\n%s", exposure, err, maxExposure, strings.Join(open, ""))
+	}
+	t.Logf("systemd-analyze security: reserved.service exposure %.1f", exposure)
 }
