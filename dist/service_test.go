@@ -45,7 +45,7 @@ const systemdWait = 60 * time.Second
 // none of this machine's units can start (its sysinit.target would run
 // systemd-tmpfiles, which empties this machine's /tmp, and
 // systemd-sysctl). Its
-// /run, /var/lib, /tmp and /var/tmp are the test's, and its
+// /run, /var/lib, /tmp, /var/tmp and /etc/default are the test's, and its
 // /etc/passwd and /etc/group are copies with the user and group reserved.
 type manager struct {
 	dir  string // The test's directory: run/ is the manager's /run, lib/ its /var/lib.
@@ -60,7 +60,8 @@ type manager struct {
 // freshly built reserved, and a drop-in sends its log to a file and pings
 // the watchdog every 2s). The first connection starts it; it is ready
 // (Type=notify) with both listeners, identifies root on the socket as an
-// admin, answers its probes, takes no lock file beside systemd's socket,
+// admin, takes its environment from /etc/default/reserved, answers its
+// probes, takes no lock file beside systemd's socket,
 // serves a token on TCP, stores a reservation in its state
 // directory with its own user's permissions, pings the watchdog, runs
 // without capabilities under the system call filter, and asks for its
@@ -108,6 +109,9 @@ func TestServiceRunsUnderSystemd(t *testing.T) {
 		}
 	}
 	m.checkCommitterNice(t, pid)
+	if !strings.Contains(m.logs(), " gc_percent=150 ") {
+		t.Errorf("the daemon did not take GOGC=150 from /etc/default/reserved (EnvironmentFile=):\n%s", m.logs())
+	}
 
 	// TCP, from inside the manager's network namespace.
 	token, err := local.CreateToken(ctx, "alice", false)
@@ -236,6 +240,18 @@ func startManager(t *testing.T) *manager {
 	run(t, "..", []string{"CGO_ENABLED=0"}, "go", "build", "-o", filepath.Join(test, "reserved"), "./cmd/reserved")
 	m.writeUnits(t)
 	m.writeAccounts(t)
+	// The manager's /etc/default holds the package's example environment
+	// file with one setting made.
+	example, err := os.ReadFile("debian/reserved.default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "default"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "default/reserved"), append(example, "GOGC=150\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "console"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -269,6 +285,7 @@ mount --bind "$D/lib" /var/lib
 mount --bind "$D/passwd" /etc/passwd
 mount --bind "$D/group" /etc/group
 mount --bind "$D/console" /dev/console
+mount --bind "$D/default" /etc/default
 for d in /etc/systemd/system /etc/systemd/system.control /etc/systemd/system.attached \
 	/usr/local/lib/systemd/system /lib/systemd/system /usr/lib/systemd/system \
 	/etc/systemd/system-generators /usr/local/lib/systemd/system-generators \

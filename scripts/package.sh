@@ -93,6 +93,10 @@ install -D -m 0644 -t "$root/usr/share/doc/reserve" README.md
 install -D -m 0644 -t "$root/usr/share/doc/reserve/docs" docs/*.md
 install -D -m 0644 dist/debian/copyright "$root/usr/share/doc/reserve/copyright"
 install -D -m 0644 dist/debian/lintian-overrides "$root/usr/share/lintian/overrides/reserve"
+# The environment file of reserved.service is the administrator's: a
+# conffile, which dpkg keeps when it was changed, and root's alone, since
+# it may hold a database password.
+install -D -m 0600 dist/debian/reserved.default "$root/etc/default/reserved"
 
 # A native package's changelog, in Debian's format, gzipped as policy asks:
 # one entry for the version built, dated by its commit like the man pages.
@@ -115,10 +119,12 @@ for script in preinst postinst prerm postrm; do
   chmod 0755 "$root/DEBIAN/$script"
 done
 # What dpkg checks the installed files against (debsums, dpkg --verify),
-# as dh_md5sums writes it.
-(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' |
+# as dh_md5sums writes it: every file but the conffiles, which dpkg tracks
+# on its own.
+echo /etc/default/reserved >"$root/DEBIAN/conffiles"
+(cd "$root" && find . -path ./DEBIAN -prune -o -path ./etc -prune -o -type f -printf '%P\0' |
   LC_ALL=C sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
-chmod 0644 "$root/DEBIAN/md5sums"
+chmod 0644 "$root/DEBIAN/conffiles" "$root/DEBIAN/md5sums"
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: reserve
 Version: $version
