@@ -88,9 +88,13 @@ func TestServiceRunsUnderSystemd(t *testing.T) {
 	if out := m.systemctl(t, "show", "-P", "ActiveState", "reserved.service"); out != "active" {
 		t.Fatalf("after it answered, reserved.service is %q, want active (READY=1)\n%s", out, m.logs())
 	}
-	for _, probe := range []string{api.PathLive, api.PathReady} {
+	for _, probe := range []string{api.PathLive, api.PathReady, api.PathMetrics} {
 		if resp, body, err := local.Do(ctx, http.MethodGet, probe, nil, nil); err != nil || resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s on the socket: %v %s", probe, err, body)
+		} else if probe == api.PathMetrics && !bytes.Contains(body, []byte("\nprocess_start_time_seconds ")) {
+			// The process collector reads /proc/self and the boot time
+			// in /proc/stat, which ProcSubset=pid hides.
+			t.Errorf("GET %s has no process_start_time_seconds:\n%s", probe, body)
 		}
 	}
 	// The socket is systemd's: the daemon takes no lock beside it.
