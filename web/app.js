@@ -903,7 +903,7 @@
   // in sessionStorage before anything is sent; when it cannot be kept it
   // says so and returns false, and the form keeps the intent it had.
   function startIntent(payload) {
-    const intent = { operation: crypto.randomUUID(), payload, actor: state.actor };
+    const intent = { operation: COMMON.newKey(), payload, actor: state.actor };
     try {
       saveIntent(intent); // Before the first send, or not at all.
     } catch (e) {
@@ -1062,7 +1062,7 @@
     if (!op) {
       // Another operation open on the same item needs its answer first.
       if (Object.values(state.ops).some((o) => (opItem(o) === item || o.target === target) && !o.outcome)) return;
-      op = { operation: crypto.randomUUID(), kind, target, workshop: workshopID, quantity, actor: state.actor };
+      op = { operation: COMMON.newKey(), kind, target, workshop: workshopID, quantity, actor: state.actor };
       if (item !== target) op.item = item;
       try {
         saveOp(op); // Before the first send, or not at all.

@@ -304,8 +304,26 @@ const COMMON = (function () {
     el.pageError.textContent = pageError ? t(...pageError) : "";
   }
 
+  // newKey returns a new operation key: a UUIDv7, whose first 48 bits are
+  // the time in Unix milliseconds and whose other bits (but the version
+  // and variant) are random, so that the daemon stores the receipts of one
+  // moment next to each other. It needs crypto.getRandomValues, which
+  // every browser offers.
+  function newKey() {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    let ms = Date.now();
+    for (let i = 5; i >= 0; i--) {
+      b[i] = ms % 256;
+      ms = Math.floor(ms / 256);
+    }
+    b[6] = 0x70 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+
   return Object.freeze({
-    RESERVATION_ID, WORKSHOP_ID, places, plaetze,
+    RESERVATION_ID, WORKSHOP_ID, places, plaetze, newKey,
     texts, chooseLanguage, otherLanguage,
     loadKept, loadSession, saveSession, forgetSession, request, whoami, signOut,
     saveLanguage, keepLanguage,

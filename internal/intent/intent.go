@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/strictjson"
@@ -354,14 +352,9 @@ type Outcome struct {
 	SettledAt time.Time `json:"settled_at"`
 }
 
-// NewKey returns a fresh random operation key: a lowercase canonical UUIDv4.
-func NewKey() (engine.OperationKey, error) {
-	u, err := uuid.NewRandom()
-	if err != nil {
-		return "", fmt.Errorf("new operation key: %w", err)
-	}
-	return engine.OperationKey(u.String()), nil
-}
+// NewKey returns a fresh operation key: a UUIDv7 (engine.NewOperationKey),
+// whose receipt the daemon stores next to those of the moment it was made.
+func NewKey() (engine.OperationKey, error) { return engine.NewOperationKey() }
 
 // New returns a fresh open intent of the given kind with a new operation key.
 // It checks the kind, the payload, the server (see SocketServer and
