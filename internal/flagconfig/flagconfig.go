@@ -296,8 +296,12 @@ func Parse(name string, r io.Reader) ([]Setting, error) {
 		}
 		key, value, ok := strings.Cut(line, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		if !ok || key == "" || strings.ContainsAny(key, " \t") {
-			return nil, fmt.Errorf("%s:%d: want a setting as name = value, e.g. listen = 127.0.0.1:8080, not %q", name, n, line)
+		// A line is not quoted in errors: it may hold a password.
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%s:%d: the line has no '=': want a setting as name = value, e.g. listen = 127.0.0.1:8080", name, n)
+		case key == "" || strings.ContainsAny(key, " \t"):
+			return nil, fmt.Errorf("%s:%d: %q is no setting's name: want a setting as name = value, e.g. listen = 127.0.0.1:8080", name, n, key)
 		}
 		value, err := unquote(value)
 		if err != nil {
@@ -319,17 +323,18 @@ func Parse(name string, r io.Reader) ([]Setting, error) {
 
 // unquote reads a value in double quotes as a Go string literal and one in
 // single quotes as the text between them; any other value is as it is.
+// Its errors do not quote the value, which may be a password.
 func unquote(v string) (string, error) {
 	switch {
 	case strings.HasPrefix(v, `"`):
 		s, err := strconv.Unquote(v)
 		if err != nil {
-			return "", fmt.Errorf("%s is not a complete double-quoted string (escapes as in Go)", v)
+			return "", errors.New("it begins with '\"' but is no complete double-quoted string (with escapes as in Go)")
 		}
 		return s, nil
 	case strings.HasPrefix(v, "'"):
 		if len(v) < 2 || !strings.HasSuffix(v, "'") || strings.Contains(v[1:len(v)-1], "'") {
-			return "", fmt.Errorf("%s is not a complete single-quoted string", v)
+			return "", errors.New("it begins with \"'\" but is no complete single-quoted string (with no ' inside)")
 		}
 		return v[1 : len(v)-1], nil
 	}
