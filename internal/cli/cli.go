@@ -33,6 +33,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 	"github.com/reserve/reserve/internal/paths"
+	"github.com/reserve/reserve/internal/version"
 )
 
 // The environment variables behind the global flags.
@@ -157,6 +158,8 @@ Exit status:
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.Version = version.String()
+	root.SetVersionTemplate(version.Template("reservectl"))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
 	})
