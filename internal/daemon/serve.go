@@ -179,8 +179,10 @@ daemon with exit status 2 before it starts.`,
 	return cmd
 }
 
-// run sets the garbage collector target and serves; both `reserved` and
-// `reserved serve` run it.
+// run gives the flags the command line did not set their values from the
+// environment and the configuration file, checks them, sets the garbage
+// collector target and serves; both `reserved` and `reserved serve` run
+// it.
 func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
 	if err := o.configure(cmd); err != nil {
 		return err
