@@ -56,3 +56,69 @@ func checkYAMLNode(t *testing.T, n *yaml.Node, at string) int {
 	}
 	return checked
 }
+
+// TestOpenAPIOperationsAreTaggedAndDescribed checks, without the linter of
+// .ci/run, that every operation has a summary, a description and exactly
+// one tag, that the tag is one of the document's described tags, and that
+// every tag groups some operation.
+func TestOpenAPIOperationsAreTaggedAndDescribed(t *testing.T) {
+	var doc struct {
+		Tags []struct {
+			Name        string `yaml:"name"`
+			Description string `yaml:"description"`
+		} `yaml:"tags"`
+		Paths map[string]map[string]yaml.Node `yaml:"paths"` // Operations and a path's parameters.
+	}
+	type operation struct {
+		OperationID string   `yaml:"operationId"`
+		Tags        []string `yaml:"tags"`
+		Summary     string   `yaml:"summary"`
+		Description string   `yaml:"description"`
+	}
+	if err := yaml.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatalf("openapi.yaml: %v", err)
+	}
+	used := map[string]int{}
+	for _, tag := range doc.Tags {
+		if _, dup := used[tag.Name]; dup || tag.Name == "" || tag.Description == "" {
+			t.Errorf("tag %q: every tag has a name of its own and a description", tag.Name)
+		}
+		used[tag.Name] = 0
+	}
+	operations := 0
+	for path, item := range doc.Paths {
+		for method, node := range item {
+			switch method {
+			case "get", "put", "post", "delete", "patch":
+			default:
+				continue
+			}
+			var op operation
+			if err := node.Decode(&op); err != nil {
+				t.Errorf("%s %s: %v", method, path, err)
+				continue
+			}
+			operations++
+			if op.OperationID == "" || op.Summary == "" || op.Description == "" {
+				t.Errorf("%s %s: operationId %q, summary %q, description %q; each must be there", method, path, op.OperationID, op.Summary, op.Description)
+			}
+			if len(op.Tags) != 1 {
+				t.Errorf("%s %s has the tags %q, want exactly one", method, path, op.Tags)
+				continue
+			}
+			if n, ok := used[op.Tags[0]]; !ok {
+				t.Errorf("%s %s has the tag %q, which the document's tags do not list", method, path, op.Tags[0])
+			} else {
+				used[op.Tags[0]] = n + 1
+			}
+		}
+	}
+	if operations < 50 {
+		t.Errorf("only %d operations found; the test reads the document wrong", operations)
+	}
+	for tag, n := range used {
+		if n == 0 {
+			t.Errorf("tag %q groups no operation", tag)
+		}
+	}
+}
