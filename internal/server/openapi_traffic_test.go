@@ -418,7 +418,10 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 		return fmt.Sprintf(`{"key":%q,"workshop":%q,"quantity":%d}`, key, workshop, q)
 	}
 	kb := uuid.NewString()
-	batch(h.Alice, `{"items":[`+item(kb, "go-basics", 1)+`,`+item(kb, "go-basics", 1)+`,`+item(k1, demo, 2)+`,`+item("nope", demo, 1)+`,{"key":"x"}]}`, http.StatusOK)
+	// Items that are no BatchItem are refused one by one in a 200.
+	mixed := jsonCall(h.Alice, http.MethodPost, api.PathBatches, "", `{"items":[`+item(kb, "go-basics", 1)+`,`+item(kb, "go-basics", 1)+`,`+item(k1, demo, 2)+`,`+item("nope", demo, 1)+`,{"key":"x"}]}`)
+	mixed.partlyRefused = true
+	tr.do("POST /api/v1/batches", mixed, http.StatusOK)
 	batch(h.Alice, `{"atomic":true,"items":[`+item(uuid.NewString(), "go-basics", 1)+`,`+item(uuid.NewString(), "no-such", 1)+`]}`, http.StatusConflict)
 	batch(h.Alice, `{"items":[]}`, http.StatusUnprocessableEntity)
 	batch(h.Alice, `{"items":[`+strings.Repeat(item(kb, "go-basics", 1)+",", api.MaxBatchBytes/40)+item(kb, "go-basics", 1)+`]}`, http.StatusRequestEntityTooLarge)
