@@ -625,6 +625,8 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	for _, asset := range []struct{ route, path string }{{"GET /{$}", "/"}, {"GET /app.js", "/app.js"}, {"GET /answers.js", "/answers.js"}, {"GET /common.js", "/common.js"}, {"GET /style.css", "/style.css"}, {"GET /favicon.svg", "/favicon.svg"},
 		{"GET /admin", "/admin"}, {"GET /admin.js", "/admin.js"}, {"GET /admin.css", "/admin.css"}} {
 		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path}, http.StatusOK)
+		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path, header: http.Header{"If-None-Match": {`"elsewhere"`}}}, http.StatusOK)
+		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path, header: http.Header{"If-None-Match": {"*"}}}, http.StatusNotModified)
 		tr.do(asset.route, call{via: viaSocket, method: http.MethodGet, path: asset.path}, http.StatusNotFound)
 	}
 	loginRoute, sessionsRoute, endRoute, linksRoute := "GET "+api.PathLogin, "POST "+api.PathSessions, "DELETE "+api.PathCurrentSession, "POST "+api.PathLoginLinks
