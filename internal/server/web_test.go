@@ -26,6 +26,14 @@ var browserClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Requ
 // body and returns the answer and its body.
 func browserDo(t *testing.T, h *servertest.Harness, method, path string, header http.Header, body string) (*http.Response, string) {
 	t.Helper()
+	resp, data := clientDo(t, browserClient, h, method, path, header, body)
+	return resp, string(data)
+}
+
+// clientDo sends one request with client to the harness's TCP listener
+// with header and body and returns the answer and its body.
+func clientDo(t *testing.T, client *http.Client, h *servertest.Harness, method, path string, header http.Header, body string) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, h.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +41,7 @@ func browserDo(t *testing.T, h *servertest.Harness, method, path string, header 
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := browserClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -42,7 +50,7 @@ func browserDo(t *testing.T, h *servertest.Harness, method, path string, header 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, string(data)
+	return resp, data
 }
 
 // loginCode gets a login link over the socket for actor ("" for the
@@ -325,27 +333,11 @@ func TestBrowserSession(t *testing.T) {
 // so the tests see the representation the daemon chose.
 var plainClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
 
-// assetDo sends one request for an asset of the form with header and
+// assetDo sends one request for a file of the pages with header and
 // returns the answer and its body exactly as sent.
 func assetDo(t *testing.T, h *servertest.Harness, method, path string, header http.Header) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, h.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := plainClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, body
+	return clientDo(t, plainClient, h, method, path, header, "")
 }
 
 // gunzip decompresses a gzip body.
