@@ -44,6 +44,7 @@
   const TEXT = COMMON.texts({
     en: {
       title: "Organizer's page",
+      description: "The organizer's page: workshops with their places, schedule and registration, attendee lists and waiting lists.",
       toPerson: "Reserve a place",
       signInTitle: "Sign in as an organizer",
       whySignedOut: "This tab is not signed in. The organizer's page works for organizers (admins) only.",
@@ -191,6 +192,7 @@
     },
     de: {
       title: "Seite für Veranstalter",
+      description: "Die Seite für Veranstalter: Workshops mit ihren Plätzen, Terminen und Anmeldung, Teilnehmerlisten und Wartelisten.",
       toPerson: "Platz reservieren",
       signInTitle: "Als Veranstalter anmelden",
       whySignedOut: "Dieser Tab ist nicht angemeldet. Die Seite für Veranstalter ist nur für Veranstalter (Admins).",

@@ -77,6 +77,7 @@
   const TEXT = COMMON.texts({
     en: {
       title: "Reserve a place",
+      description: "Reserve places in workshops: each reservation takes effect exactly once, however often its request is sent.",
       toAdmin: "Organizer's page",
       signInTitle: "Sign in",
       signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
@@ -223,6 +224,7 @@
     },
     de: {
       title: "Platz reservieren",
+      description: "Plätze in Workshops reservieren: jede Reservierung wirkt genau einmal, wie oft ihre Anfrage auch gesendet wird.",
       toAdmin: "Seite für Veranstalter",
       signInTitle: "Anmelden",
       signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",

@@ -158,8 +158,11 @@ const COMMON = (function () {
 
   // whoami asks whose this tab's session is. It returns {actor, admin}, or
   // {signedIn: false} when there is no session or it has ended (401), or
-  // null when the daemon gave no usable answer.
+  // null when the daemon gave no usable answer. Without a session it asks
+  // nothing: the daemon knows a browser only by the session it sends (it
+  // reads no cookies), so the answer could only be 401.
   async function whoami() {
+    if (!session) return { signedIn: false };
     const who = await request("GET", "/api/v1/whoami");
     if (who.status === 401) return { signedIn: false };
     if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") return null;
@@ -284,14 +287,15 @@ const COMMON = (function () {
 
   // renderFrame writes what both pages show around their own content in
   // lang; the person is named by name (a display name) when it is not "",
-  // lang, with t their texts: the document's language and title, every
-  // element's data-text, the language switch, whose session this tab has
-  // (actor, or none) and the error that stops the page (a message
-  // [textKey, ...args], or none). el holds the elements lang, actor and
-  // pageError.
+  // lang, with t their texts: the document's language, title and
+  // description, every element's data-text, the language switch, whose
+  // session this tab has (actor, or none) and the error that stops the
+  // page (a message [textKey, ...args], or none). el holds the elements
+  // lang, actor and pageError.
   function renderFrame(t, lang, el, actor, pageError, name) {
     document.documentElement.lang = lang;
     document.title = t("title");
+    document.querySelector('meta[name="description"]').content = t("description");
     for (const node of document.querySelectorAll("[data-text]")) {
       node.textContent = t(node.dataset.text);
     }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/web"
 )
 
 // SessionTTL is how long a browser session lasts after its sign-in.
@@ -77,7 +76,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, _ engine.Prin
 		infoOf(r).code = engine.CodeForbidden
 		return writePage(w, http.StatusForbidden, loginCrossSitePage)
 	}
-	http.ServeFileFS(w, r, web.Assets, "index.html")
+	staticFileNamed("index.html").serve(w, r, false) // No-store: nothing to revalidate.
 	return nil
 }
 
