@@ -236,8 +236,9 @@ const (
 )
 
 // Record is where one operation stands: the operation key (a lowercase
-// canonical UUIDv4) sent as Idempotency-Key with every attempt, how many
-// sends were begun, each counted before it starts, and its authoritative
+// canonical UUIDv7, or a UUIDv4 in a journal of an earlier reservectl)
+// sent as Idempotency-Key with every attempt, how many sends were begun,
+// each counted before it starts, and its authoritative
 // outcome O once there is one. The intent of the state file and every row
 // of an import plan hold one; O is the outcome as that file records it.
 type Record[O Settlement[O]] struct {
@@ -651,7 +652,7 @@ func (in *Intent) validate(saved bool) error {
 		return errors.New("member \"operation\" is missing")
 	}
 	if !engine.IsOperationKey(in.Key) {
-		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv4", in.Key)
+		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv7 or UUIDv4", in.Key)
 	}
 	if len(in.Payload) == 0 {
 		return errors.New("member \"payload\" is missing")
