@@ -47,16 +47,10 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 
 var units = []string{"reserved.service", "reserved.socket", "reserved-tcp.socket"}
 
-// TestSystemdUnitsVerify runs systemd-analyze verify on the units, which
-// must pass without a single warning. verify also checks that ExecStart
-// names an executable, so it runs on copies whose ExecStart is a freshly
-// built reserved.
-func TestSystemdUnitsVerify(t *testing.T) {
-	need(t, haveTool("systemd-analyze"), "systemd-analyze (Debian package systemd)")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "reserved")
-	run(t, "..", nil, "go", "build", "-o", bin, "./cmd/reserved")
-	var paths []string
+// writeUnits copies the units of dist/systemd into dir, with the ExecStart
+// of reserved.service naming the program bin instead of /usr/bin/reserved.
+func writeUnits(t *testing.T, dir, bin string) {
+	t.Helper()
 	for _, name := range units {
 		text, err := os.ReadFile(filepath.Join("systemd", name))
 		if err != nil {
@@ -69,12 +63,26 @@ func TestSystemdUnitsVerify(t *testing.T) {
 			}
 			text = bytes.ReplaceAll(text, []byte(exec), []byte("ExecStart="+bin+" "))
 		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, text, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), text, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		paths = append(paths, path)
 	}
+}
+
+// TestSystemdUnitsVerify runs systemd-analyze verify on the units, which
+// must pass without a single warning. verify also checks that ExecStart
+// names an executable, so it runs on copies whose ExecStart is a freshly
+// built reserved.
+func TestSystemdUnitsVerify(t *testing.T) {
+	need(t, haveTool("systemd-analyze"), "systemd-analyze (Debian package systemd)")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "reserved")
+	run(t, "..", nil, "go", "build", "-o", bin, "./cmd/reserved")
+	var paths []string
+	for _, name := range units {
+		paths = append(paths, filepath.Join(dir, name))
+	}
+	writeUnits(t, dir, bin)
 	out := run(t, dir, nil, "systemd-analyze", append([]string{"verify", "--man=no"}, paths...)...)
 	if out != "" {
 		t.Fatalf("systemd-analyze verify is not clean:\n%s", out)

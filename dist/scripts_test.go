@@ -96,22 +96,29 @@ func fakeRoot(t *testing.T, passwd, group string) string {
 		extra["gshadow"] = "reserved:!::\n"
 	}
 	for _, name := range append(accountFiles, "login.defs") {
-		data, err := os.ReadFile(filepath.Join("/etc", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var kept strings.Builder
-		for line := range strings.Lines(string(data)) {
-			if !strings.HasPrefix(line, "reserved:") {
-				kept.WriteString(line)
-			}
-		}
-		kept.WriteString(extra[name])
-		if err := os.WriteFile(filepath.Join(root, "etc", name), []byte(kept.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		copyAccounts(t, name, filepath.Join(root, "etc", name), extra[name])
 	}
 	return root
+}
+
+// copyAccounts writes to path this machine's /etc/name without its lines
+// for reserved, followed by extra.
+func copyAccounts(t *testing.T, name, path, extra string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("/etc", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept strings.Builder
+	for line := range strings.Lines(string(data)) {
+		if !strings.HasPrefix(line, "reserved:") {
+			kept.WriteString(line)
+		}
+	}
+	kept.WriteString(extra)
+	if err := os.WriteFile(path, []byte(kept.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // runScript runs a maintainer script of dir with args on root, in the

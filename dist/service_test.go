@@ -350,20 +350,7 @@ exec unshare --pid --fork --mount --propagation private --uts --ipc --net --cgro
 func (m *manager) writeUnits(t *testing.T) {
 	t.Helper()
 	units := filepath.Join(m.dir, "run/reserve-test/units")
-	for _, name := range []string{"reserved.service", "reserved.socket", "reserved-tcp.socket"} {
-		text, err := os.ReadFile(filepath.Join("systemd", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name == "reserved.service" {
-			const exec = "ExecStart=/usr/bin/reserved "
-			if !bytes.Contains(text, []byte(exec)) {
-				t.Fatalf("%s has no %q", name, exec)
-			}
-			text = bytes.ReplaceAll(text, []byte(exec), []byte("ExecStart=/run/reserve-test/reserved "))
-		}
-		writeFile(t, filepath.Join(units, name), string(text))
-	}
+	writeUnits(t, units, "/run/reserve-test/reserved")
 	for _, target := range []string{"reserve-test", "sysinit", "basic", "sockets", "shutdown", "multi-user"} {
 		writeFile(t, filepath.Join(units, target+".target"), "[Unit]\nDefaultDependencies=no\n")
 	}
@@ -385,20 +372,7 @@ func (m *manager) writeAccounts(t *testing.T) {
 		{"passwd", fmt.Sprintf("reserved:x:%d:%d:reserve daemon:/var/lib/reserved:/usr/sbin/nologin\n", testUID, testUID)},
 		{"group", fmt.Sprintf("reserved:x:%d:\n", testUID)},
 	} {
-		data, err := os.ReadFile(filepath.Join("/etc", f.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var kept strings.Builder
-		for line := range strings.Lines(string(data)) {
-			if !strings.HasPrefix(line, "reserved:") {
-				kept.WriteString(line)
-			}
-		}
-		kept.WriteString(f.entry)
-		if err := os.WriteFile(filepath.Join(m.dir, f.name), []byte(kept.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		copyAccounts(t, f.name, filepath.Join(m.dir, f.name), f.entry)
 	}
 }
 
