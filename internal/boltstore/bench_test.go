@@ -248,3 +248,9 @@ func benchBatches(b *testing.B, ks []engine.OperationKey) {
 func BenchmarkLists(b *testing.B) {
 	enginetest.BenchmarkLists(b, mustOpen(b, boltstore.Options{}))
 }
+
+// BenchmarkDecisionsWithHistory measures decisions of an actor with a long
+// history against a fresh one's.
+func BenchmarkDecisionsWithHistory(b *testing.B) {
+	enginetest.BenchmarkDecisionsWithHistory(b, mustOpen(b, boltstore.Options{}))
+}
