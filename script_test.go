@@ -94,6 +94,7 @@ func setupScript(env *testscript.Env) error {
 		"RESERVED_SOCKET":  filepath.Join(short, "d.sock"),
 		"RESERVED_DB":      filepath.Join(work, "reserved.db"),
 		"RESERVED_LISTEN":  "", // No TCP unless a script asks for it.
+		"RESERVED_CONFIG":  "", // No configuration file unless a script names one.
 		"RESERVECTL_STATE": filepath.Join(work, "state", "intent.json"),
 		// Race-enabled programs otherwise linger a second at every exit.
 		"GORACE": strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0"),

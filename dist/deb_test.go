@@ -34,7 +34,15 @@ var installed = map[string]string{
 	"/usr/share/zsh/vendor-completions/_reservectl":        "-rw-r--r--",
 	"/usr/share/fish/vendor_completions.d/reserved.fish":   "-rw-r--r--",
 	"/usr/share/fish/vendor_completions.d/reservectl.fish": "-rw-r--r--",
+	"/usr/share/doc/reserve/copyright":                     "-rw-r--r--",
+	"/usr/share/doc/reserve/changelog.gz":                  "-rw-r--r--",
+	"/usr/share/lintian/overrides/reserve":                 "-rw-r--r--",
+	envFile:                                                "-rw-------",
 }
+
+// envFile is the environment file of reserved.service, a conffile: dpkg -r
+// keeps it, dpkg -P removes it.
+const envFile = "/etc/default/reserved"
 
 const stateDir = "/var/lib/reserved"
 
@@ -129,9 +137,12 @@ func TestDebianPackage(t *testing.T) {
 	// own a database.
 	run(t, "", nil, "dpkg", "-r", "reserve")
 	for path := range installed {
-		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(path); path != envFile && !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("after dpkg -r, %s is still there (%v)", path, err)
 		}
+	}
+	if _, err := os.Stat(envFile); err != nil {
+		t.Errorf("dpkg -r removed the conffile %s: %v", envFile, err)
 	}
 	if !userExists(t) {
 		t.Error("dpkg -r removed the user reserved; only purging does")
@@ -147,8 +158,10 @@ func TestDebianPackage(t *testing.T) {
 	if _, err := user.LookupGroup("reserved"); err == nil {
 		t.Error("dpkg -P left the group reserved")
 	}
-	if _, err := os.Lstat(accountsState); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("dpkg -P left %s (%v)", accountsState, err)
+	for _, path := range []string{accountsState, envFile} {
+		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("dpkg -P left %s (%v)", path, err)
+		}
 	}
 
 	// Purging keeps a database, and the user that owns it.

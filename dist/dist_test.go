@@ -2,10 +2,13 @@ package dist_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -44,16 +47,10 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 
 var units = []string{"reserved.service", "reserved.socket", "reserved-tcp.socket"}
 
-// TestSystemdUnitsVerify runs systemd-analyze verify on the units, which
-// must pass without a single warning. verify also checks that ExecStart
-// names an executable, so it runs on copies whose ExecStart is a freshly
-// built reserved.
-func TestSystemdUnitsVerify(t *testing.T) {
-	need(t, haveTool("systemd-analyze"), "systemd-analyze (Debian package systemd)")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "reserved")
-	run(t, "..", nil, "go", "build", "-o", bin, "./cmd/reserved")
-	var paths []string
+// writeUnits copies the units of dist/systemd into dir, with the ExecStart
+// of reserved.service naming the program bin instead of /usr/bin/reserved.
+func writeUnits(t *testing.T, dir, bin string) {
+	t.Helper()
 	for _, name := range units {
 		text, err := os.ReadFile(filepath.Join("systemd", name))
 		if err != nil {
@@ -66,12 +63,26 @@ func TestSystemdUnitsVerify(t *testing.T) {
 			}
 			text = bytes.ReplaceAll(text, []byte(exec), []byte("ExecStart="+bin+" "))
 		}
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, text, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), text, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		paths = append(paths, path)
 	}
+}
+
+// TestSystemdUnitsVerify runs systemd-analyze verify on the units, which
+// must pass without a single warning. verify also checks that ExecStart
+// names an executable, so it runs on copies whose ExecStart is a freshly
+// built reserved.
+func TestSystemdUnitsVerify(t *testing.T) {
+	need(t, haveTool("systemd-analyze"), "systemd-analyze (Debian package systemd)")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "reserved")
+	run(t, "..", nil, "go", "build", "-o", bin, "./cmd/reserved")
+	var paths []string
+	for _, name := range units {
+		paths = append(paths, filepath.Join(dir, name))
+	}
+	writeUnits(t, dir, bin)
 	out := run(t, dir, nil, "systemd-analyze", append([]string{"verify", "--man=no"}, paths...)...)
 	if out != "" {
 		t.Fatalf("systemd-analyze verify is not clean:\n%s", out)
@@ -106,4 +117,41 @@ func TestSocketUnitsNameTheirDescriptors(t *testing.T) {
 			t.Errorf("%s listens on %q; one unit names all its descriptors alike, so each needs exactly one", c.unit, listens)
 		}
 	}
+}
+
+// maxExposure is the highest overall exposure systemd-analyze security may
+// rate reserved.service with ("OK" ends at 4.9; 2.0 is well inside it).
+const maxExposure = 2.0
+
+// exposureLine is systemd-analyze security's summary of a unit.
+var exposureLine = regexp.MustCompile(`Overall exposure level for reserved\.service: (\d+\.\d+) `)
+
+// TestServiceExposure rates the sandbox of reserved.service with
+// systemd-analyze security, offline (from the unit file alone, so no
+// running systemd is needed), and fails above maxExposure, listing what
+// the unit leaves open.
+func TestServiceExposure(t *testing.T) {
+	need(t, haveTool("systemd-analyze"), "systemd-analyze (Debian package systemd)")
+	// --threshold is in tenths; it makes systemd-analyze itself fail too.
+	cmd := exec.Command("systemd-analyze", "security", "--offline=true", "--no-pager",
+		fmt.Sprintf("--threshold=%d", int(maxExposure*10)), filepath.Join("systemd", "reserved.service"))
+	out, err := cmd.CombinedOutput()
+	m := exposureLine.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security: %v, no overall exposure in its output:\n%s", err, out)
+	}
+	exposure, perr := strconv.ParseFloat(string(m[1]), 64)
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	if exposure > maxExposure || err != nil {
+		var open []string
+		for line := range strings.Lines(string(out)) {
+			if strings.HasPrefix(line, "✗") {
+				open = append(open, line)
+			}
+		}
+		t.Errorf("systemd-analyze security rates reserved.service %.1f (%v), want at most %.1f; it leaves open:\n%s", exposure, err, maxExposure, strings.Join(open, ""))
+	}
+	t.Logf("systemd-analyze security: reserved.service exposure %.1f", exposure)
 }

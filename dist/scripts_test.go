@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,30 +96,39 @@ func fakeRoot(t *testing.T, passwd, group string) string {
 		extra["gshadow"] = "reserved:!::\n"
 	}
 	for _, name := range append(accountFiles, "login.defs") {
-		data, err := os.ReadFile(filepath.Join("/etc", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var kept strings.Builder
-		for line := range strings.Lines(string(data)) {
-			if !strings.HasPrefix(line, "reserved:") {
-				kept.WriteString(line)
-			}
-		}
-		kept.WriteString(extra[name])
-		if err := os.WriteFile(filepath.Join(root, "etc", name), []byte(kept.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		copyAccounts(t, name, filepath.Join(root, "etc", name), extra[name])
 	}
 	return root
 }
 
-// runScript runs a maintainer script of dir with args on root and returns
-// its output and whether it succeeded.
+// copyAccounts writes to path this machine's /etc/name without its lines
+// for reserved, followed by extra.
+func copyAccounts(t *testing.T, name, path, extra string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("/etc", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept strings.Builder
+	for line := range strings.Lines(string(data)) {
+		if !strings.HasPrefix(line, "reserved:") {
+			kept.WriteString(line)
+		}
+	}
+	kept.WriteString(extra)
+	if err := os.WriteFile(path, []byte(kept.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runScript runs a maintainer script of dir with args on root, in the
+// environment dpkg gives it, and returns its output and whether it
+// succeeded.
 func runScript(t *testing.T, dir, root, script string, args ...string) (string, bool) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(dir, script), args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DPKG_ROOT=" + root}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "DPKG_ROOT=" + root,
+		"DPKG_MAINTSCRIPT_PACKAGE=reserve", "DPKG_MAINTSCRIPT_NAME=" + script}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
@@ -352,5 +362,68 @@ func mustBeGone(t *testing.T, path string) {
 	t.Helper()
 	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s is still there (%v)", path, err)
+	}
+}
+
+// TestScriptsKeepEnabledUnitsAndForgetThemOnPurge: through
+// deb-systemd-helper, installing enables no unit, an upgrade keeps the
+// units the administrator enabled, and purging removes their symlinks and
+// the state deb-systemd-helper kept, leaving nothing of the units behind.
+func TestScriptsKeepEnabledUnitsAndForgetThemOnPurge(t *testing.T) {
+	needAccountTools(t)
+	need(t, haveTool("deb-systemd-helper") && haveTool("systemctl"), "deb-systemd-helper and systemctl (Debian packages init-system-helpers and systemd)")
+	dir := maintainerScripts(t)
+	root := fakeRoot(t, "", "")
+	unitDir := filepath.Join(root, "lib/systemd/system")
+	if err := os.MkdirAll(unitDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, unit := range units {
+		text, err := os.ReadFile(filepath.Join("systemd", unit))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(unitDir, unit), text, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := func() []string {
+		var found []string
+		filepath.WalkDir(filepath.Join(root, "etc/systemd"), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type()&fs.ModeSymlink != 0 {
+				found = append(found, strings.TrimPrefix(path, root))
+			}
+			return nil
+		})
+		return found
+	}
+	state := filepath.Join(root, "var/lib/systemd/deb-systemd-helper-enabled")
+
+	mustRun(t, dir, root, "preinst", "install")
+	mustRun(t, dir, root, "postinst", "configure", "")
+	if l := links(); len(l) != 0 {
+		t.Fatalf("installing enabled units: %q", l)
+	}
+	run(t, "", nil, "systemctl", "--root="+root, "enable", "reserved.socket", "reserved-tcp.socket")
+	enabled := links()
+	if len(enabled) != 2 {
+		t.Fatalf("systemctl enable made the symlinks %q, want two", enabled)
+	}
+	mustRun(t, dir, root, "preinst", "upgrade", "1.0.0")
+	mustRun(t, dir, root, "postinst", "configure", "1.0.0")
+	if l := links(); !slices.Equal(l, enabled) {
+		t.Errorf("after an upgrade the units' symlinks are %q, want %q as the administrator made them", l, enabled)
+	}
+	mustRun(t, dir, root, "prerm", "remove")
+	mustRun(t, dir, root, "postrm", "remove")
+	if err := os.RemoveAll(unitDir); err != nil { // dpkg removes the files between the two.
+		t.Fatal(err)
+	}
+	mustRun(t, dir, root, "postrm", "purge")
+	if l := links(); len(l) != 0 {
+		t.Errorf("purge left the symlinks %q", l)
+	}
+	if entries, err := os.ReadDir(state); err == nil && len(entries) > 0 {
+		t.Errorf("purge left deb-systemd-helper's state of the units: %v", entries)
 	}
 }

@@ -48,6 +48,9 @@ fi
 [[ $version =~ ^[0-9][A-Za-z0-9.+~]*$ ]] ||
   die "version \"$version\" is not a Debian version: it starts with a digit and has only letters, digits and . + ~"
 
+# The package's maintainer, in the control file and the changelog.
+maintainer='Reserve maintainers <maintainers@reserve.dev>'
+
 goarch=$(go env GOARCH)
 case $goarch in
 amd64 | arm64 | riscv64 | s390x) arch=$goarch ;;
@@ -73,8 +76,10 @@ for cmd in reserved reservectl; do
     -o "$root/usr/bin/$cmd" "./cmd/$cmd"
 done
 
-# The man pages are dated by the commit, not the day of the build.
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)} \
+# The man pages and the changelog are dated by the commit, not the day of
+# the build.
+source_date=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
+SOURCE_DATE_EPOCH=$source_date \
   go run ./internal/tools/gendocs -version "$version" "$work/docs"
 install -d "$root/usr/share/man/man1"
 for page in "$work"/docs/man/man1/*.1; do
@@ -86,6 +91,24 @@ install -D -m 0644 -t "$root/usr/share/fish/vendor_completions.d" "$work"/docs/c
 install -D -m 0644 -t "$root/lib/systemd/system" dist/systemd/reserved.service dist/systemd/reserved.socket dist/systemd/reserved-tcp.socket
 install -D -m 0644 -t "$root/usr/share/doc/reserve" README.md
 install -D -m 0644 -t "$root/usr/share/doc/reserve/docs" docs/*.md
+install -D -m 0644 dist/debian/copyright "$root/usr/share/doc/reserve/copyright"
+install -D -m 0644 dist/debian/lintian-overrides "$root/usr/share/lintian/overrides/reserve"
+# The environment file of reserved.service is the administrator's: a
+# conffile, which dpkg keeps when it was changed, and root's alone, since
+# it may hold a database password.
+install -D -m 0600 dist/debian/reserved.default "$root/etc/default/reserved"
+
+# A native package's changelog, in Debian's format, gzipped as policy asks:
+# one entry for the version built, dated by its commit like the man pages.
+# The project's changes are its git history.
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+{
+  printf 'reserve (%s) unstable; urgency=medium\n\n' "$version"
+  printf '  * Built from commit %s; the changes are in the git history of\n' "$commit"
+  printf '    https://github.com/reserve/reserve.\n\n'
+  printf ' -- %s  %s\n' "$maintainer" "$(LC_ALL=C date -u -R -d "@$source_date")"
+} | gzip -9n >"$root/usr/share/doc/reserve/changelog.gz"
+chmod 0644 "$root/usr/share/doc/reserve/changelog.gz"
 
 # The maintainer scripts source dist/debian/accounts.sh, which is put in
 # its place: a maintainer script has nothing but itself to read.
@@ -95,11 +118,18 @@ for script in preinst postinst prerm postrm; do
     "dist/debian/$script" >"$root/DEBIAN/$script"
   chmod 0755 "$root/DEBIAN/$script"
 done
+# What dpkg checks the installed files against (debsums, dpkg --verify),
+# as dh_md5sums writes it: every file but the conffiles, which dpkg tracks
+# on its own.
+echo /etc/default/reserved >"$root/DEBIAN/conffiles"
+(cd "$root" && find . -path ./DEBIAN -prune -o -path ./etc -prune -o -type f -printf '%P\0' |
+  LC_ALL=C sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
+chmod 0644 "$root/DEBIAN/conffiles" "$root/DEBIAN/md5sums"
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: reserve
 Version: $version
 Architecture: $arch
-Maintainer: reserve maintainers <reserve@localhost>
+Maintainer: $maintainer
 Section: net
 Priority: optional
 Depends: passwd

@@ -44,6 +44,7 @@
   const TEXT = COMMON.texts({
     en: {
       title: "Organizer's page",
+      description: "The organizer's page: workshops with their places, schedule and registration, attendee lists and waiting lists.",
       toPerson: "Reserve a place",
       signInTitle: "Sign in as an organizer",
       whySignedOut: "This tab is not signed in. The organizer's page works for organizers (admins) only.",
@@ -191,6 +192,7 @@
     },
     de: {
       title: "Seite für Veranstalter",
+      description: "Die Seite für Veranstalter: Workshops mit ihren Plätzen, Terminen und Anmeldung, Teilnehmerlisten und Wartelisten.",
       toPerson: "Platz reservieren",
       signInTitle: "Als Veranstalter anmelden",
       whySignedOut: "Dieser Tab ist nicht angemeldet. Die Seite für Veranstalter ist nur für Veranstalter (Admins).",
@@ -794,7 +796,7 @@
         $("f-capacity").focus();
         return;
       }
-      op = { kind: "create", id: crypto.randomUUID(), workshop: id, title: body.title || id, body, actor: state.actor };
+      op = { kind: "create", id: COMMON.newKey(), workshop: id, title: body.title || id, body, actor: state.actor };
     } else {
       const base = canonical(ed.base);
       const body = {};
@@ -807,7 +809,7 @@
         render();
         return;
       }
-      op = { kind: "patch", id: crypto.randomUUID(), workshop: ed.id, title: ed.base.title, body, if_match: ed.base.version, base: ed.base, actor: state.actor };
+      op = { kind: "patch", id: COMMON.newKey(), workshop: ed.id, title: ed.base.title, body, if_match: ed.base.version, base: ed.base, actor: state.actor };
     }
     try {
       keepOp(op); // Before the first send, or not at all.
@@ -844,10 +846,10 @@
       $("delete-" + w.id).focus();
     } else if (act === "delete-yes") {
       state.confirm = null;
-      await startOp({ kind: "delete", id: crypto.randomUUID(), workshop: w.id, title: w.title, if_match: w.version, actor: state.actor }, "item-" + w.id);
+      await startOp({ kind: "delete", id: COMMON.newKey(), workshop: w.id, title: w.title, if_match: w.version, actor: state.actor }, "item-" + w.id);
     } else if (act === "hide") {
       const hidden = !w.hidden;
-      await startOp({ kind: "patch", id: crypto.randomUUID(), workshop: w.id, title: w.title, body: { hidden }, if_match: w.version, base: w, actor: state.actor }, "hide-" + w.id);
+      await startOp({ kind: "patch", id: COMMON.newKey(), workshop: w.id, title: w.title, body: { hidden }, if_match: w.version, base: w, actor: state.actor }, "hide-" + w.id);
     }
   }
 
@@ -1120,7 +1122,7 @@
       $("cancel-" + a.reservation_id).focus();
     } else if (act === "cancel-yes") {
       state.confirm = null;
-      await startOp({ kind: "cancel", id: crypto.randomUUID(), workshop: state.att.workshop, title: titleOf(state.att.workshop),
+      await startOp({ kind: "cancel", id: COMMON.newKey(), workshop: state.att.workshop, title: titleOf(state.att.workshop),
         target: a.reservation_id, quantity: a.quantity, who: a.actor, actor: state.actor }, "attendee-" + a.reservation_id);
     }
   }

@@ -81,6 +81,7 @@
   const TEXT = COMMON.texts({
     en: {
       title: "Reserve a place",
+      description: "Reserve places in workshops: each reservation takes effect exactly once, however often its request is sent.",
       toAdmin: "Organizer's page",
       signInTitle: "Sign in",
       signInText: "You are not signed in. On the machine that runs reserved, run this command and open the link it prints:",
@@ -227,6 +228,7 @@
     },
     de: {
       title: "Platz reservieren",
+      description: "Plätze in Workshops reservieren: jede Reservierung wirkt genau einmal, wie oft ihre Anfrage auch gesendet wird.",
       toAdmin: "Seite für Veranstalter",
       signInTitle: "Anmelden",
       signInText: "Sie sind nicht angemeldet. Führen Sie auf dem Rechner, auf dem reserved läuft, diesen Befehl aus und öffnen Sie den ausgegebenen Link:",
@@ -919,7 +921,7 @@
   // in sessionStorage before anything is sent; when it cannot be kept it
   // says so and returns false, and the form keeps the intent it had.
   function startIntent(payload) {
-    const intent = { operation: crypto.randomUUID(), payload, actor: state.actor };
+    const intent = { operation: COMMON.newKey(), payload, actor: state.actor };
     try {
       saveIntent(intent); // Before the first send, or not at all.
     } catch (e) {
@@ -1078,7 +1080,7 @@
     if (!op) {
       // Another operation open on the same item needs its answer first.
       if (Object.values(state.ops).some((o) => (opItem(o) === item || o.target === target) && !o.outcome)) return;
-      op = { operation: crypto.randomUUID(), kind, target, workshop: workshopID, quantity, actor: state.actor };
+      op = { operation: COMMON.newKey(), kind, target, workshop: workshopID, quantity, actor: state.actor };
       if (item !== target) op.item = item;
       try {
         saveOp(op); // Before the first send, or not at all.

@@ -158,8 +158,11 @@ const COMMON = (function () {
 
   // whoami asks whose this tab's session is. It returns {actor, admin}, or
   // {signedIn: false} when there is no session or it has ended (401), or
-  // null when the daemon gave no usable answer.
+  // null when the daemon gave no usable answer. Without a session it asks
+  // nothing: the daemon knows a browser only by the session it sends (it
+  // reads no cookies), so the answer could only be 401.
   async function whoami() {
+    if (!session) return { signedIn: false };
     const who = await request("GET", "/api/v1/whoami");
     if (who.status === 401) return { signedIn: false };
     if (who.status !== 200 || !who.body || typeof who.body.actor !== "string") return null;
@@ -284,14 +287,15 @@ const COMMON = (function () {
 
   // renderFrame writes what both pages show around their own content in
   // lang; the person is named by name (a display name) when it is not "",
-  // lang, with t their texts: the document's language and title, every
-  // element's data-text, the language switch, whose session this tab has
-  // (actor, or none) and the error that stops the page (a message
-  // [textKey, ...args], or none). el holds the elements lang, actor and
-  // pageError.
+  // lang, with t their texts: the document's language, title and
+  // description, every element's data-text, the language switch, whose
+  // session this tab has (actor, or none) and the error that stops the
+  // page (a message [textKey, ...args], or none). el holds the elements
+  // lang, actor and pageError.
   function renderFrame(t, lang, el, actor, pageError, name) {
     document.documentElement.lang = lang;
     document.title = t("title");
+    document.querySelector('meta[name="description"]').content = t("description");
     for (const node of document.querySelectorAll("[data-text]")) {
       node.textContent = t(node.dataset.text);
     }
@@ -304,8 +308,26 @@ const COMMON = (function () {
     el.pageError.textContent = pageError ? t(...pageError) : "";
   }
 
+  // newKey returns a new operation key: a UUIDv7, whose first 48 bits are
+  // the time in Unix milliseconds and whose other bits (but the version
+  // and variant) are random, so that the daemon stores the receipts of one
+  // moment next to each other. It needs crypto.getRandomValues, which
+  // every browser offers.
+  function newKey() {
+    const b = crypto.getRandomValues(new Uint8Array(16));
+    let ms = Date.now();
+    for (let i = 5; i >= 0; i--) {
+      b[i] = ms % 256;
+      ms = Math.floor(ms / 256);
+    }
+    b[6] = 0x70 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  }
+
   return Object.freeze({
-    RESERVATION_ID, WORKSHOP_ID, places, plaetze,
+    RESERVATION_ID, WORKSHOP_ID, places, plaetze, newKey,
     texts, chooseLanguage, otherLanguage,
     loadKept, loadSession, saveSession, forgetSession, request, whoami, signOut,
     saveLanguage, keepLanguage,

@@ -174,11 +174,11 @@ func itemError(n int, raw []byte, err error) (engine.OperationKey, error) {
 	}
 	k, ok := members["key"]
 	if !ok {
-		return "", engine.Errorf(CodeMissingIdempotencyKey, "item %d has no member \"key\": every item needs an operation key of its own, a lowercase canonical UUIDv4", n)
+		return "", engine.Errorf(CodeMissingIdempotencyKey, "item %d has no member \"key\": every item needs an operation key of its own, a lowercase canonical UUIDv4 or UUIDv7", n)
 	}
 	var key string
 	if json.Unmarshal(k, &key) != nil || !engine.IsOperationKey(engine.OperationKey(key)) {
-		return engine.OperationKey(key), engine.Errorf(engine.CodeInvalidIdempotencyKey, "item %d: member \"key\" must be a lowercase canonical UUIDv4 operation key", n)
+		return engine.OperationKey(key), engine.Errorf(engine.CodeInvalidIdempotencyKey, "item %d: member \"key\" must be a lowercase canonical UUIDv4 or UUIDv7 operation key", n)
 	}
 	return engine.OperationKey(key), engine.Errorf(engine.CodeRequestContract, "item %d: %s", n, engine.ErrorMessage(err))
 }

@@ -10,11 +10,17 @@ import (
 
 func TestParseOperationKey(t *testing.T) {
 	const key = "f47ac10b-58cc-4372-a567-0e02b2c3d479"
-	for _, raw := range []string{key, `"` + key + `"`} {
-		got, err := api.ParseOperationKey(raw)
-		if err != nil || got != key {
-			t.Errorf("ParseOperationKey(%q) = %q, %v; want %q", raw, got, err, key)
+	const v7 = "019ae0b4-6a1c-7d3e-9f21-3b4c5d6e7f80" // A UUIDv7 of 2026-12-02.
+	for _, want := range []string{key, v7} {
+		for _, raw := range []string{want, `"` + want + `"`} {
+			got, err := api.ParseOperationKey(raw)
+			if err != nil || string(got) != want {
+				t.Errorf("ParseOperationKey(%q) = %q, %v; want %q", raw, got, err, want)
+			}
 		}
+	}
+	if !engine.OperationKey(v7).IsTimeOrdered() || engine.OperationKey(key).IsTimeOrdered() {
+		t.Error("IsTimeOrdered does not tell a UUIDv7 from a UUIDv4")
 	}
 	if _, err := api.ParseOperationKey(""); engine.ErrorCode(err) != api.CodeMissingIdempotencyKey {
 		t.Errorf("empty key: %v", err)
@@ -25,6 +31,8 @@ func TestParseOperationKey(t *testing.T) {
 		"{f47ac10b-58cc-4372-a567-0e02b2c3d479}", "f47ac10b-58cc-4372-a567-0e02b2c3d47", key + "0",
 		`"` + key, key + `"`, `'` + key + `'`, " " + key, "f47ac10b-58cc-4372-a567-0e02b2c3d47g",
 		"urn:uuid:" + key, "00000000-0000-0000-0000-000000000000",
+		"019AE0B4-6A1C-7D3E-9F21-3B4C5D6E7F80", "019ae0b4-6a1c-6d3e-9f21-3b4c5d6e7f80", // Uppercase; version 6.
+		"019ae0b4-6a1c-8d3e-9f21-3b4c5d6e7f80", "019ae0b4-6a1c-7d3e-cf21-3b4c5d6e7f80", // Version 8; variant c.
 	} {
 		if _, err := api.ParseOperationKey(raw); engine.ErrorCode(err) != engine.CodeInvalidIdempotencyKey {
 			t.Errorf("ParseOperationKey(%q) error = %v, want %s", raw, err, engine.CodeInvalidIdempotencyKey)
@@ -34,12 +42,13 @@ func TestParseOperationKey(t *testing.T) {
 
 // FuzzParseOperationKey feeds arbitrary Idempotency-Key values to the key
 // parser. It must never panic; an accepted key is the lowercase canonical
-// UUIDv4 the value holds (bare or quoted), and refusals carry one of the two
+// UUIDv4 or UUIDv7 the value holds (bare or quoted), and refusals carry one of the two
 // key codes.
 func FuzzParseOperationKey(f *testing.F) {
 	for _, seed := range []string{
 		"f47ac10b-58cc-4372-a567-0e02b2c3d479",
 		`"f47ac10b-58cc-4372-a567-0e02b2c3d479"`,
+		"019ae0b4-6a1c-7d3e-9f21-3b4c5d6e7f80",
 		"F47AC10B-58CC-4372-A567-0E02B2C3D479",
 		"f47ac10b-58cc-1372-a567-0e02b2c3d479",
 		"f47ac10b-58cc-4372-c567-0e02b2c3d479",
@@ -68,8 +77,8 @@ func FuzzParseOperationKey(f *testing.F) {
 		if s != raw && `"`+s+`"` != raw {
 			t.Fatalf("ParseOperationKey(%q) = %q, which is not the value itself", raw, key)
 		}
-		if len(s) != 36 || s[14] != '4' || !strings.ContainsRune("89ab", rune(s[19])) || strings.ToLower(s) != s {
-			t.Fatalf("ParseOperationKey(%q) = %q, not a lowercase canonical UUIDv4", raw, key)
+		if len(s) != 36 || (s[14] != '4' && s[14] != '7') || !strings.ContainsRune("89ab", rune(s[19])) || strings.ToLower(s) != s {
+			t.Fatalf("ParseOperationKey(%q) = %q, not a lowercase canonical UUIDv4 or UUIDv7", raw, key)
 		}
 		for i, c := range s {
 			isDash := i == 8 || i == 13 || i == 18 || i == 23

@@ -85,6 +85,10 @@ type Config struct {
 	Keep bool
 	// Quantity is the places of each reservation (1 if 0).
 	Quantity int
+	// Keys is the version of the operation keys the clients make: "v7"
+	// (time-ordered, as reservectl makes them; the default) or "v4"
+	// (random, as earlier clients and many other programs make them).
+	Keys string
 	// ReplayRatio is the share of intents that resend an intent the same
 	// client has already settled, in [0, 1].
 	ReplayRatio float64
@@ -126,6 +130,7 @@ type Result struct {
 	CreatedWorkshop bool          `json:"created_workshop"`
 	HiddenWorkshop  bool          `json:"hidden_workshop"`
 	Quantity        int           `json:"quantity"`
+	Keys            string        `json:"keys"`
 	Batch           int           `json:"batch,omitempty"`
 	ReplayRatio     float64       `json:"replay_ratio"`
 	LostAnswerRatio float64       `json:"lost_answer_ratio"`
@@ -199,7 +204,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	c, res := newClient(cfg)
-	res.Clients, res.Quantity, res.Batch = cfg.Clients, cfg.Quantity, cfg.Batch
+	res.Clients, res.Quantity, res.Batch, res.Keys = cfg.Clients, cfg.Quantity, cfg.Batch, cfg.Keys
 	res.LatencyOf = "request"
 	if cfg.Batch > 0 {
 		res.LatencyOf = fmt.Sprintf("batch of %d", cfg.Batch)
@@ -254,6 +259,9 @@ func withDefaults(cfg Config) (Config, error) {
 	if cfg.Quantity == 0 {
 		cfg.Quantity = 1
 	}
+	if cfg.Keys == "" {
+		cfg.Keys = "v7"
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -277,6 +285,8 @@ func withDefaults(cfg Config) (Config, error) {
 		err = fmt.Errorf("workshop %w", engine.ValidateWorkshopID(cfg.Workshop))
 	case cfg.Batch < 0 || cfg.Batch > engine.MaxBatchItems:
 		err = fmt.Errorf("batch must be from 1 to %d reservations, not %d", engine.MaxBatchItems, cfg.Batch)
+	case cfg.Keys != "v7" && cfg.Keys != "v4":
+		err = fmt.Errorf("keys must be v7 or v4, not %q", cfg.Keys)
 	case cfg.Quantity < 1 || cfg.Quantity > createdCapacity:
 		err = fmt.Errorf("quantity must be from 1 to %d, not %d", createdCapacity, cfg.Quantity)
 	case cfg.BaseURL != "":
@@ -434,7 +444,7 @@ func (r *run) worker(ctx context.Context, id int) {
 			}
 			continue
 		}
-		key := engine.OperationKey(uuid.NewString())
+		key := newKey(r.cfg.Keys)
 		var first []byte
 		if rng.Float64() < r.cfg.LostAnswerRatio {
 			res, err := send(key) // The answer is "lost": only counted.
@@ -532,7 +542,7 @@ func (r *run) batchWorker(ctx context.Context, id int) {
 		}
 		items := make([]client.BatchItem, r.cfg.Batch)
 		for i := range items {
-			items[i] = client.BatchItem{Key: engine.OperationKey(uuid.NewString()), Request: req}
+			items[i] = client.BatchItem{Key: newKey(r.cfg.Keys), Request: req}
 		}
 		var first []client.Result
 		if rng.Float64() < r.cfg.LostAnswerRatio {
@@ -760,4 +770,12 @@ func (r *run) verify(res Result) error {
 		errs = append(errs, fmt.Errorf("%d intents were refused with %s", n, code))
 	}
 	return fmt.Errorf("%w: %w", ErrVerification, errors.Join(errs...))
+}
+
+// newKey makes an operation key of the version keys names ("v7" or "v4").
+func newKey(keys string) engine.OperationKey {
+	if keys == "v4" {
+		return engine.OperationKey(uuid.NewString())
+	}
+	return engine.OperationKey(uuid.Must(uuid.NewV7()).String())
 }

@@ -33,7 +33,19 @@ func benchEngine(b *testing.B, opts boltstore.Options) *engine.Engine {
 	return eng
 }
 
+// keys returns n new operation keys as reservectl and the pages make
+// them: time-ordered UUIDv7s.
 func keys(n int) []engine.OperationKey {
+	ks := make([]engine.OperationKey, n)
+	for i := range ks {
+		ks[i] = engine.OperationKey(uuid.Must(uuid.NewV7()).String())
+	}
+	return ks
+}
+
+// randomKeys returns n random UUIDv4 operation keys, as earlier clients and
+// many other programs make them.
+func randomKeys(n int) []engine.OperationKey {
 	ks := make([]engine.OperationKey, n)
 	for i := range ks {
 		ks[i] = engine.OperationKey(uuid.NewString())
@@ -101,6 +113,13 @@ func BenchmarkReserveSerial(b *testing.B) {
 func BenchmarkReserveParallel64(b *testing.B) {
 	eng := benchEngine(b, boltstore.Options{})
 	runClients(b, benchClients, reserveNew(eng, keys(b.N), "bench"))
+}
+
+// BenchmarkReserveParallel64RandomKeys is BenchmarkReserveParallel64 with
+// random UUIDv4 keys.
+func BenchmarkReserveParallel64RandomKeys(b *testing.B) {
+	eng := benchEngine(b, boltstore.Options{})
+	runClients(b, benchClients, reserveNew(eng, randomKeys(b.N), "bench"))
 }
 
 // BenchmarkReserveParallel64NoGroupCommit is the same load with one commit
@@ -195,11 +214,21 @@ func cleanupHot1M() {
 // BenchmarkBatch100Parallel16 is 16 clients making batches of 100 new
 // reservations on one workshop through the engine alone (no HTTP), sharing
 // group commits; one op is one batch, reservations/s counts items and the
-// percentiles are those of a batch.
+// percentiles are those of a batch. What limits it is the group committer:
+// its items per second.
 func BenchmarkBatch100Parallel16(b *testing.B) {
+	benchBatches(b, keys(b.N*100))
+}
+
+// BenchmarkBatch100Parallel16RandomKeys is BenchmarkBatch100Parallel16 with
+// random UUIDv4 keys.
+func BenchmarkBatch100Parallel16RandomKeys(b *testing.B) {
+	benchBatches(b, randomKeys(b.N*100))
+}
+
+func benchBatches(b *testing.B, ks []engine.OperationKey) {
 	const items = 100
 	eng := benchEngine(b, boltstore.Options{})
-	ks := keys(b.N * items)
 	runClients(b, 16, func(i int) error {
 		entries := make([]engine.BatchEntry, items)
 		for j := range entries {
@@ -218,4 +247,10 @@ func BenchmarkBatch100Parallel16(b *testing.B) {
 // enginetest.ListBenchRecords reservations and of a fresh one.
 func BenchmarkLists(b *testing.B) {
 	enginetest.BenchmarkLists(b, mustOpen(b, boltstore.Options{}))
+}
+
+// BenchmarkDecisionsWithHistory measures decisions of an actor with a long
+// history against a fresh one's.
+func BenchmarkDecisionsWithHistory(b *testing.B) {
+	enginetest.BenchmarkDecisionsWithHistory(b, mustOpen(b, boltstore.Options{}))
 }

@@ -30,7 +30,7 @@ import (
 // and their versions"); a version that changes a stored format adds its row
 // there, an upgrade step and a test on records as the earlier version wrote
 // them (testdata/schema*.dump).
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // The buckets, declared once and created by Open.
 var (
@@ -56,6 +56,8 @@ var (
 	bucketReservationsByWorkshop = []byte("reservations_by_workshop") // workshop 0x00 actor 0x00 reservation id.
 	bucketHoldsByWorkshop        = []byte("holds_by_workshop")        // workshop 0x00 actor 0x00 hold id.
 
+	bucketKeyedActors = []byte("actors_time_keyed") // Actors with a receipt or tombstone of a time-ordered key (tx.go).
+
 	allBuckets = [][]byte{bucketMeta, bucketWorkshops, bucketReservations, bucketReceipts, bucketTokens,
 		bucketTombstones, bucketEvents, bucketPending,
 		bucketReceiptsByTime, bucketTombstonesByTime,
@@ -67,6 +69,7 @@ var (
 		bucketProfiles,
 		bucketUnrouted, bucketWebhookEndpoints, bucketDeliveries, bucketDeliveriesByState, bucketDeliveriesDue,
 		bucketWaitEntries, bucketWaitingEntries, bucketWaitEntriesByWorkshop, bucketWaitEntriesByActor,
+		bucketKeyedActors,
 	}
 
 	keySchema = []byte("schema")
@@ -242,7 +245,9 @@ func createSchema(tx *bolt.Tx, path string) error {
 // the index of unrouted events empty: every event it holds counts as
 // routed, so no event decided before the upgrade is sent to a webhook
 // endpoint or by mail. A file written before version 11 gets the buckets
-// of waiting list entries and their indexes empty: it has no entries.
+// of waiting list entries and their indexes empty: it has no entries. A
+// file written before version 12 gets the bucket of actors with a receipt
+// of a time-ordered key empty: it has no receipt stored in that form.
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -438,7 +443,7 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex, verifyDeliveryIndexes, waitEntryActors.verify, verifyWaitIndexes} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex, verifyDeliveryIndexes, waitEntryActors.verify, verifyWaitIndexes, verifyKeyedActors} {
 			more, err := verify(t)
 			if err != nil {
 				return err

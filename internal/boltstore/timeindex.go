@@ -53,18 +53,20 @@ var tombstoneTimes = timeIndexed[engine.Tombstone]{
 // at ns Unix nanoseconds.
 func timePrefix(ns int64) uint64 { return uint64(ns) ^ (1 << 63) }
 
-// timeEntry is the index key of the record with key k created at at.
+// timeEntry is the index key of the record with key k created at at. It
+// names the record by its position (positionOf), whatever the form of k.
 func timeEntry(at time.Time, k []byte) []byte {
-	e := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(k)), timePrefix(at.UnixNano()))
-	return append(e, k...)
+	p := positionOf(k)
+	e := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(p)), timePrefix(at.UnixNano()))
+	return append(e, p...)
 }
 
-// splitTimeEntry is the inverse of timeEntry.
+// splitTimeEntry is the inverse of timeEntry: it returns the record's key.
 func splitTimeEntry(e []byte) (ns int64, k []byte, ok bool) {
 	if len(e) < 8 {
 		return 0, nil, false
 	}
-	return int64(binary.BigEndian.Uint64(e) ^ (1 << 63)), e[8:], true
+	return int64(binary.BigEndian.Uint64(e) ^ (1 << 63)), recordOf(e[8:]), true
 }
 
 // lookup reads the record with key k.
@@ -162,7 +164,7 @@ func (ix timeIndexed[R]) scanNewest(t *tx, from engine.TimePosition, fn func(R) 
 		prefix = binary.BigEndian.AppendUint64(nil, timePrefix(from.At.UnixNano()))
 		start := prefix
 		if from.Actor != "" || from.Key != "" {
-			start = append(bytes.Clone(prefix), receiptKey(from.Actor, from.Key)...)
+			start = append(bytes.Clone(prefix), positionKey(from.Actor, from.Key)...)
 		}
 		k, _ = c.Seek(start)
 	}

@@ -1,7 +1,6 @@
 package boltstore
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -39,24 +38,6 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 		b.FillPercent = appendOnlyFill
 	}
 	return b
-}
-
-// receiptKey is actor 0x00 key; actor names cannot contain 0x00.
-func receiptKey(actor string, key engine.OperationKey) []byte {
-	k := make([]byte, 0, len(actor)+1+len(key))
-	k = append(k, actor...)
-	k = append(k, 0)
-	return append(k, key...)
-}
-
-// splitReceiptKey is the inverse of receiptKey.
-func splitReceiptKey(k []byte) (actor string, key engine.OperationKey, ok bool) {
-	for i, c := range k {
-		if c == 0 {
-			return string(k[:i]), engine.OperationKey(k[i+1:]), true
-		}
-	}
-	return "", "", false
 }
 
 // read returns the named bucket for reading, or nil when the file lacks it:
@@ -205,6 +186,9 @@ func (t *tx) PutReceipt(r engine.Receipt) error {
 	if err := receiptTimes.put(t, k, r); err != nil {
 		return err
 	}
+	if err := t.markKeyed(r.Actor, r.OperationKey); err != nil {
+		return err
+	}
 	return t.putRaw(bucketReceipts, k, raw)
 }
 
@@ -261,22 +245,6 @@ func (t *tx) DeleteReceipt(actor string, key engine.OperationKey) error {
 	return t.deleteRaw(bucketReceipts, k)
 }
 
-// HasReceiptsOf seeks the actor's range (actor 0x00 …) in the receipts
-// and the tombstones, which their keys order by actor.
-func (t *tx) HasReceiptsOf(actor string) (bool, error) {
-	prefix := receiptKey(actor, "")
-	for _, name := range [][]byte{bucketReceipts, bucketTombstones} {
-		b := t.read(name)
-		if b == nil {
-			continue
-		}
-		if k, _ := b.Cursor().Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone, bool, error) {
 	var r tombstoneJSON
 	ok, err := t.get(bucketTombstones, receiptKey(actor, key), &r)
@@ -286,6 +254,9 @@ func (t *tx) Tombstone(actor string, key engine.OperationKey) (engine.Tombstone,
 func (t *tx) PutTombstone(r engine.Tombstone) error {
 	k := receiptKey(r.Actor, r.OperationKey)
 	if err := tombstoneTimes.put(t, k, r); err != nil {
+		return err
+	}
+	if err := t.markKeyed(r.Actor, r.OperationKey); err != nil {
 		return err
 	}
 	return t.put(bucketTombstones, k, encodeTombstone(r))

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/bench"
 )
 
@@ -77,6 +78,48 @@ func TestSignedOutPageExplainsSignIn(t *testing.T) {
 	}
 	if n := tb.sentPosts(); n != 0 {
 		t.Errorf("the page sent %d reservation requests, want none", n)
+	}
+}
+
+// TestSignedOutPagesAskNothingThatFails: a tab without a session asks the
+// daemon nothing that it knows will fail. Neither page asks whose session
+// the tab has (the daemon reads no cookies, so the answer could only be
+// 401), every answer the tab gets is a success, each page describes
+// itself for search engines, and a login link still signs the same tab
+// in, after which the page does ask.
+func TestSignedOutPagesAskNothingThatFails(t *testing.T) {
+	d := startDaemon(t)
+	tb := openTab(t, d)
+	tb.openSignedOut()
+	tb.do("open /admin", chromedp.Navigate(d.url+"/admin"))
+	tb.until("the organizer's page's sign-in explanation", `!document.getElementById("signin").hidden`)
+	tb.do("back to the page for reserving", chromedp.Navigate(d.url+"/"))
+	tb.poll("the sign-in explanation", `!document.getElementById("signin").hidden`)
+	signInMethods := 0
+	for _, a := range tb.answersSoFar() {
+		if a.status >= 400 {
+			t.Errorf("signed out, %s", a)
+		}
+		if a.url == d.url+api.PathSignIn && a.status == 200 {
+			signInMethods++
+		}
+	}
+	if signInMethods != 2 {
+		t.Errorf("the tab saw %d answers to GET %s, want the 2 of the page's two loads: %v", signInMethods, api.PathSignIn, tb.answersSoFar())
+	}
+	if got := d.requests(t, "GET "+api.PathWhoAmI); sum(got) != 0 {
+		t.Errorf("whoami reached the daemon from a tab without a session: %v", got)
+	}
+	for _, path := range []string{"/", "/admin"} {
+		tb.do("open "+path, chromedp.Navigate(d.url+path))
+		if desc := eval[string](tb, `document.querySelector('meta[name="description"]').content`); len(desc) < 40 {
+			t.Errorf("%s has the description %q, want one that says what the page is for", path, desc)
+		}
+	}
+
+	tb.signIn("")
+	if got := d.requests(t, "GET "+api.PathWhoAmI); got["ok"] != 1 || sum(got) != 1 {
+		t.Errorf("whoami after the sign-in: %v, want one request answered ok", got)
 	}
 }
 

@@ -29,10 +29,23 @@ type tab struct {
 	mu       sync.Mutex
 	problems []string // Console errors, exceptions, failed asset loads.
 	types    map[network.RequestID]network.ResourceType
+	methods  map[network.RequestID]string
 	posts    int               // Reservation POSTs the page sent.
 	cancels  int               // Cancellation POSTs the page sent.
 	cookies  []string          // The Cookie header of each of them.
 	paused   []fetch.RequestID // Requests held by the Fetch domain.
+	answers  []answer          // Every answer the page got, in order.
+}
+
+// answer is one HTTP answer that the page got.
+type answer struct {
+	method, url string
+	status      int64
+	kind        network.ResourceType
+}
+
+func (a answer) String() string {
+	return fmt.Sprintf("%s %s (%s) answered %d", a.method, a.url, a.kind, a.status)
 }
 
 // openTab opens a tab for d. When the test ends, it fails the test for any
@@ -43,7 +56,7 @@ func openTab(t *testing.T, d *daemon) *tab {
 	needBrowser(t)
 	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	tb := &tab{t: t, d: d, types: map[network.RequestID]network.ResourceType{}}
+	tb := &tab{t: t, d: d, types: map[network.RequestID]network.ResourceType{}, methods: map[network.RequestID]string{}}
 	if err := chromedp.Listen(ctx, tb.event); err != nil {
 		t.Fatalf("open a tab: %v", err)
 	}
@@ -75,15 +88,16 @@ func (tb *tab) event(ev any) {
 		}
 		tb.problems = append(tb.problems, "uncaught exception: "+text)
 	case *log.EventEntryAdded:
-		// The browser logs every API answer >= 400 (a 401 before sign-in, a
-		// 409 unavailable) as an error of the network; the page handles
-		// those. Any other error entry is a problem.
+		// The browser logs every API answer >= 400 (a 401 for a session
+		// that has ended, a 409 unavailable) as an error of the network;
+		// the page handles those. Any other error entry is a problem.
 		e := ev.Entry
 		if e.Level == log.EntryLevelError && !(e.Source == log.EntrySourceNetwork && tb.types[e.NetworkRequestID] == network.ResourceTypeFetch) {
 			tb.problems = append(tb.problems, fmt.Sprintf("console %s error: %s (%s)", e.Source, e.Text, e.URL))
 		}
 	case *network.EventRequestWillBeSent:
 		tb.types[ev.RequestID] = ev.Type
+		tb.methods[ev.RequestID] = ev.Request.Method
 		if ev.Request.Method == "POST" && strings.HasSuffix(ev.Request.URL, api.PathReservations) {
 			tb.posts++
 		}
@@ -95,6 +109,7 @@ func (tb *tab) event(ev any) {
 			tb.cookies = append(tb.cookies, c)
 		}
 	case *network.EventResponseReceived:
+		tb.answers = append(tb.answers, answer{method: tb.methods[ev.RequestID], url: ev.Response.URL, status: ev.Response.Status, kind: ev.Type})
 		if ev.Type != network.ResourceTypeFetch && ev.Response.Status >= 400 {
 			tb.problems = append(tb.problems, fmt.Sprintf("%s %s answered %d", ev.Type, ev.Response.URL, ev.Response.Status))
 		}
@@ -133,6 +148,13 @@ func (tb *tab) problemsSoFar() []string {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	return append([]string(nil), tb.problems...)
+}
+
+// answersSoFar returns the answers the page got so far.
+func (tb *tab) answersSoFar() []answer {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	return append([]answer(nil), tb.answers...)
 }
 
 // sentPosts returns how many reservation POSTs the page has sent.

@@ -45,7 +45,10 @@ func (s *slot) args() []string {
 	r := s.r
 	args := []string{"serve", "--listen", s.addr, "--socket", s.socket, "--log-format", "json", "--no-demo",
 		"--notify-url", r.sink.url, "--receipt-retention", receiptRetention.String(), "--shutdown-timeout", "5s",
-		"--delivery-min-backoff", "200ms"}
+		"--delivery-min-backoff", "200ms",
+		// The sink answers at once; short attempts and leases let the
+		// deliveries a killed daemon claimed go out again within seconds.
+		"--delivery-timeout", "2s", "--delivery-lease", "8s"}
 	if r.cfg.Store == "postgres" {
 		return append(args, "--store", "postgres", "--dsn", r.dsn)
 	}

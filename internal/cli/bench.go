@@ -23,6 +23,9 @@ that send new reservations of --quantity places, each with its own operation
 key, for --duration or until --count intents were sent, over --server (TCP,
 with --token) or the Unix socket.
 
+Operation keys are UUIDv7, as reservectl makes them for every intent; --keys v4
+sends random UUIDv4 keys instead, as earlier clients did.
+
 --replay-ratio is the share of intents that resend one of the client's
 settled intents (the answer must be the first answer, marked as a replay);
 --lost-answer-ratio is the share of new intents whose first answer is
@@ -101,6 +104,7 @@ authoritative answer, it says so and exits 1.`,
 	cmd.RegisterFlagCompletionFunc("workshop", completeWorkshops(env))
 	f.BoolVar(&cfg.Keep, "keep", false, "list the workshop bench creates (default: created hidden)")
 	f.IntVar(&cfg.Quantity, "quantity", 1, "places per reservation")
+	f.StringVar(&cfg.Keys, "keys", "v7", "version of the operation keys: v7 (time-ordered, as reservectl makes them) or v4 (random)")
 	f.IntVar(&cfg.Batch, "batch", 0, "send batches of this many new reservations per request (0: single reservations)")
 	f.Float64Var(&cfg.ReplayRatio, "replay-ratio", 0, "share of intents that repeat a settled intent, 0 to 1")
 	f.Float64Var(&cfg.LostAnswerRatio, "lost-answer-ratio", 0, "share of new intents whose first answer is ignored and that are sent again, 0 to 1")
@@ -118,7 +122,7 @@ func printBench(w io.Writer, r bench.Result) {
 	}
 	o, v := r.Outcomes, r.Verification
 	fmt.Fprintf(w, "target        %s %s, %d clients, workshop %s (%s), quantity %d\n", r.Transport, r.Target, r.Clients, r.Workshop, created, r.Quantity)
-	fmt.Fprintf(w, "load          replay ratio %g, lost-answer ratio %g\n", r.ReplayRatio, r.LostAnswerRatio)
+	fmt.Fprintf(w, "load          replay ratio %g, lost-answer ratio %g, keys %s\n", r.ReplayRatio, r.LostAnswerRatio, r.Keys)
 	intents, per := fmt.Sprintf("%d intents", r.Intents), ""
 	if r.Batch > 0 {
 		intents = fmt.Sprintf("%d batches of %d", r.Intents, r.Batch)

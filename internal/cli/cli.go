@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/intent"
 	"github.com/reserve/reserve/internal/paths"
+	"github.com/reserve/reserve/internal/version"
 )
 
 // The environment variables behind the global flags.
@@ -156,6 +158,8 @@ Exit status:
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.Version = version.String()
+	root.SetVersionTemplate(version.Template("reservectl"))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%v (see '%s --help')", err, cmd.CommandPath())
 	})
@@ -171,7 +175,7 @@ Exit status:
 	f.StringVar(&env.socket, "socket", paths.Socket(), "Unix socket of the local reserved (env "+EnvSocket+")")
 	f.StringVar(&env.server, "server", "", "base URL of a reserved reached over TCP, e.g. http://127.0.0.1:8080 (env "+EnvServer+")")
 	f.StringVar(&env.token, "token", "", "bearer token for --server (env "+EnvToken+")")
-	f.StringVar(&env.tokenFile, "token-file", "", "read the bearer token for --server from this file, which keeps it out of the process list (env "+EnvTokenFile+")")
+	f.StringVar(&env.tokenFile, "token-file", "", "read the bearer token for --server from this file (or pipe), which keeps it out of the process list; a file its group or others may read or write is refused (env "+EnvTokenFile+")")
 	f.StringVar(&env.state, "state", statePath, "state file of the pending intent (env "+EnvState+")")
 	f.DurationVar(&env.timeout, "timeout", defaultTimeout, "how long to wait for each answer from reserved")
 	f.BoolVar(&env.json, "json", false, "print results as JSON")
@@ -248,13 +252,19 @@ const maxTokenFile = 4096
 
 // readTokenFile returns the one token that the file at path holds (white
 // space around it, such as a final newline, is dropped). The file may be a
-// pipe, as a shell's process substitution makes.
+// pipe, as a shell's process substitution makes. A regular file that its
+// group or others may read or write is refused, as ssh refuses such a
+// private key: whoever can read the token can act as its actor, and
+// whoever can change it can make the command act as another.
 func readTokenFile(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if err := checkTokenFileMode(f, path); err != nil {
+		return "", err
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w", path, err)
@@ -264,6 +274,22 @@ func readTokenFile(path string) (string, error) {
 		return "", fmt.Errorf("%s must hold one bearer token and nothing else", path)
 	}
 	return tok, nil
+}
+
+// checkTokenFileMode refuses a regular file with permissions for its
+// group or others. Systems without Unix permissions are not checked.
+func checkTokenFileMode(f *os.File, path string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if mode := fi.Mode(); mode.IsRegular() && mode.Perm()&0o077 != 0 {
+		return fmt.Errorf("%s has mode %04o, which lets others than its owner read or change it: a bearer token must be private; run chmod 600 %s", path, mode.Perm(), path)
+	}
+	return nil
 }
 
 // serverID returns the normalised name of the daemon the flags select, as

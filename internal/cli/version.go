@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"io"
 	"runtime"
 
@@ -16,6 +15,9 @@ type versionJSON struct {
 	Version  string `json:"version"`
 	Go       string `json:"go"`
 	Revision string `json:"revision"`
+	// RevisionTime is the time of the revision's commit, when the build
+	// recorded one.
+	RevisionTime string `json:"revision_time,omitempty"`
 }
 
 // newVersionCmd returns "version", which asks no daemon.
@@ -26,14 +28,16 @@ func newVersionCmd(env *commandEnv) *cobra.Command {
 		Long: `version prints the version of reservectl and the Go release it was built
 with, and on a second line the version control revision it was built from
 ("-modified" when the tree had uncommitted changes, "unknown" when the build
-recorded none); it sends nothing. 'reserved version' prints the daemon's.`,
+recorded none) and the time of its commit; it sends nothing. 'reservectl
+--version' prints the same, 'reserved version' the daemon's.`,
 		Example: `  reservectl version
+  reservectl --version
   reservectl --json version`,
 		Args: noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			v := versionJSON{Program: "reservectl", Version: version.String(), Go: runtime.Version(), Revision: version.RevisionLabel()}
+			v := versionJSON{Program: "reservectl", Version: version.String(), Go: runtime.Version(), Revision: version.RevisionLabel(), RevisionTime: version.Time()}
 			return env.print(v, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "%s\nrevision %s\n", version.Line("reservectl"), v.Revision)
+				_, err := io.WriteString(w, version.Text("reservectl"))
 				return err
 			})
 		},

@@ -22,6 +22,8 @@ func TestBadRetentionLeavesNothing(t *testing.T) {
 		{"NegativeRetention", []string{"--receipt-retention", "-1s"}, "--receipt-retention must not be negative"},
 		{"ZeroDeliveryBackoff", []string{"--delivery-min-backoff", "0s"}, "--delivery-min-backoff must be positive, not 0s"},
 		{"NegativeDeliveryAge", []string{"--delivery-max-age", "-1h"}, "--delivery-max-age must be positive, not -1h0m0s"},
+		{"ZeroDeliveryTimeout", []string{"--delivery-timeout", "0s"}, "--delivery-timeout must be positive, not 0s"},
+		{"LeaseWithinTimeout", []string{"--delivery-timeout", "10s", "--delivery-lease", "15s"}, "--delivery-lease 15s must exceed --delivery-timeout 10s by more than 5s"},
 		{"BackoffBeyondAge", []string{"--delivery-min-backoff", "2h", "--delivery-max-age", "1h"}, "--delivery-min-backoff 2h0m0s is longer than --delivery-max-age 1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,16 +9,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reserve/reserve/internal/server/servertest"
 )
 
-// TestBuildInfo builds reserved, from a new repository of this checkout's
-// tree, with version control stamping (which GOFLAGS may turn off) and
-// finds the revision, marked -modified while a tracked file is changed, in
-// `reserved version`, and the revision of the clean tree in the metric
+// TestBuildInfo builds reserved and reservectl, from a new repository of
+// this checkout's tree, with version control stamping (which GOFLAGS may
+// turn off) and finds the revision, marked -modified while a tracked file
+// is changed, and the time of its commit in `version` and `--version` of
+// both, and the revision of the clean tree in the metric
 // reserved_build_info.
 func TestBuildInfo(t *testing.T) {
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
@@ -66,6 +69,12 @@ func TestBuildInfo(t *testing.T) {
 	git("add", "-A")
 	git("commit", "--quiet", "-m", "tree")
 	head := git("rev-parse", "HEAD")
+	// The go command records the commit time in UTC, to the second.
+	unix, err := strconv.ParseInt(git("show", "-s", "--format=%ct", "HEAD"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := time.Unix(unix, 0).UTC().Format(time.RFC3339)
 	bin := filepath.Join(t.TempDir(), "reserved")
 	build := func(want string) {
 		t.Helper()
@@ -89,8 +98,12 @@ func TestBuildInfo(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			if len(lines) != 2 || !strings.HasPrefix(lines[0], program+" ") || lines[1] != "revision "+want {
-				t.Errorf("%s version = %q, want a version line and \"revision %s\"", program, out, want)
+			if line := "revision " + want + " (committed " + committed + ")"; len(lines) != 2 || !strings.HasPrefix(lines[0], program+" ") || lines[1] != line {
+				t.Errorf("%s version = %q, want a version line and %q", program, out, line)
+			}
+			flag, err := exec.Command(exe, "--version").Output()
+			if err != nil || string(flag) != string(out) {
+				t.Errorf("%s --version = %q, %v; want what %s version prints, %q", program, flag, err, program, out)
 			}
 		}
 	}

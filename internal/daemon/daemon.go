@@ -81,7 +81,7 @@ Without a subcommand it runs "serve".`,
   reserved check --db ~/.local/share/reserved/reserved.db
   reserved serve --store postgres --dsn postgres://reserve@db.example/reserve
   reserved migrate --from-db reserved.db --to-dsn postgres://reserve@db.example/reserve
-  reserved version`,
+  reserved version                           # also: reserved --version`,
 		Args:          noArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -91,6 +91,8 @@ Without a subcommand it runs "serve".`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.Version = version.String()
+	root.SetVersionTemplate(version.Template("reserved"))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, err: err}
 	})
@@ -114,9 +116,8 @@ func newVersionCmd(stdout io.Writer) *cobra.Command {
 		Example: "  reserved version",
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			fmt.Fprintln(stdout, version.Line("reserved"))
-			fmt.Fprintln(stdout, "revision "+version.RevisionLabel())
-			return nil
+			_, err := io.WriteString(stdout, version.Text("reserved"))
+			return err
 		},
 	}
 }

@@ -19,11 +19,15 @@ import (
 type deliveryFlags struct {
 	minBackoff time.Duration
 	maxAge     time.Duration
+	timeout    time.Duration
+	lease      time.Duration
 }
 
 func (f *deliveryFlags) register(fs *pflag.FlagSet) {
-	fs.DurationVar(&f.minBackoff, "delivery-min-backoff", delivery.DefaultMinBackoff, "wait before the first retry of a delivery that failed temporarily (a webhook endpoint's 408, 429 or 5xx answer or none within 10s, a mail server's 4xx reply, a connection that failed); each further retry waits twice as long, up to an hour, plus up to a quarter more at random, and at least what a Retry-After header asks")
+	fs.DurationVar(&f.minBackoff, "delivery-min-backoff", delivery.DefaultMinBackoff, "wait before the first retry of a delivery that failed temporarily (a webhook endpoint's 408, 429 or 5xx answer or none within --delivery-timeout, a mail server's 4xx reply, a connection that failed); each further retry waits twice as long, up to an hour, plus up to a quarter more at random, and at least what a Retry-After header asks")
 	fs.DurationVar(&f.maxAge, "delivery-max-age", delivery.DefaultMaxAge, "how long a delivery that keeps failing temporarily is retried, from when its event happened (or an operator sent it again); then it fails for good and stays in the delivery view, where an operator may send it again, e.g. --delivery-max-age 24h")
+	fs.DurationVar(&f.timeout, "delivery-timeout", delivery.DefaultTimeout, "how long one attempt of a delivery may take (a webhook endpoint's answer, a mail server's session) before it counts as failed temporarily")
+	fs.DurationVar(&f.lease, "delivery-lease", delivery.DefaultLease, "how long a daemon's claim on a delivery keeps it from every other daemon of the store; a daemon killed while sending leaves its claims, and they are sent again once they ran out. It must exceed --delivery-timeout by more than 5s, e.g. --delivery-timeout 3s --delivery-lease 10s for receivers that answer fast")
 }
 
 // check refuses backoffs the dispatcher cannot keep. serve checks them
@@ -36,6 +40,10 @@ func (f *deliveryFlags) check() error {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--delivery-max-age must be positive, not %v", f.maxAge)}
 	case f.minBackoff > f.maxAge:
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--delivery-min-backoff %v is longer than --delivery-max-age %v: no delivery would ever be retried", f.minBackoff, f.maxAge)}
+	case f.timeout <= 0:
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--delivery-timeout must be positive, not %v", f.timeout)}
+	case f.lease <= f.timeout+delivery.LeaseMargin:
+		return &exitError{code: ExitUsage, err: fmt.Errorf("--delivery-lease %v must exceed --delivery-timeout %v by more than %v, the time to record an attempt", f.lease, f.timeout, delivery.LeaseMargin)}
 	}
 	return nil
 }
@@ -51,7 +59,7 @@ func (f *deliveryFlags) start(ctx context.Context, eng *engine.Engine, waker *de
 		channels[engine.ChannelMail] = mail
 	}
 	d, err := delivery.New(delivery.Config{Engine: eng, Channels: channels, MinBackoff: f.minBackoff, MaxAge: f.maxAge,
-		Waker: waker, Now: now, Logger: logger})
+		Timeout: f.timeout, Lease: f.lease, Waker: waker, Now: now, Logger: logger})
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}
 	}

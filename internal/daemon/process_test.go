@@ -70,7 +70,8 @@ type proc struct {
 
 // env returns a minimal environment confined to dir, plus extra.
 func env(dir string, extra ...string) []string {
-	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, extra...)
+	// No configuration file of the machine's is read.
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RESERVED_CONFIG="}, extra...)
 }
 
 // launch starts reserved with args and env, without waiting for it.

@@ -25,6 +25,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/failpoint"
 	"github.com/reserve/reserve/internal/faults"
+	"github.com/reserve/reserve/internal/flagconfig"
 	"github.com/reserve/reserve/internal/logs"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
@@ -81,6 +82,10 @@ type serveOptions struct {
 	// Whether the caps were given, rather than defaults that may be
 	// lowered to fit the open file limit.
 	maxTCPGiven, maxSocketGiven bool
+	// config is the configuration file, and configured says what was
+	// taken from it and from the environment.
+	config     string
+	configured flagconfig.Result
 }
 
 // The defaults of --rate-limit and --rate-burst, per actor that is not an
@@ -144,7 +149,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.noGroupCommit, "no-group-commit", false, "commit every reservation on its own instead of sharing commits (for comparisons)")
 	f.DurationVar(&o.headerTimeout, "read-header-timeout", server.ReadHeaderTimeout, "how long a client may take to send a request's header before the connection is closed")
 	f.DurationVar(&o.writeTimeout, "write-timeout", server.WriteTimeout, "how long an answer may take to be written before the connection is closed, e.g. --write-timeout 30s; only a client that does not read its answers reaches it (a backup gets more time while its client reads)")
-	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC; -1 turns collection off (a non-empty GOGC in the environment wins unless this flag is given)")
+	f.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "garbage collector target: heap growth in percent between collections, as GOGC; -1 turns collection off (a non-empty GOGC in the environment wins unless this flag is given, also by its variable or the configuration file)")
 	f.IntVar(&o.committerNice, "committer-nice", defaultCommitterNice, "nice value (-20 to 19, lower runs sooner) of the bolt store's group committer thread on Linux; negative values need CAP_SYS_NICE (root has it) or a matching RLIMIT_NICE, without which it keeps the daemon's priority; 0 leaves it alone")
 	f.BoolVar(&o.acceptRollback, "accept-rollback", false, "bolt: when one of the database's two meta pages is damaged, serve the older transaction the intact one records and lose the newest (its reservations, receipts and changes) instead of refusing to start; only when no backup can be restored, e.g. reserved serve --db reserved.db --accept-rollback")
 	f.IntVar(&o.maxTCPConns, "max-tcp-connections", defaultMaxTCPConns, fmt.Sprintf("most connections the TCP listener holds at once, e.g. --max-tcp-connections 512; at the cap the one idle longest is closed to admit a new one, with none idle the one waiting longest for its first request header, and with every one busy with a request the new one; together with --max-socket-connections it must fit in the open file limit (RLIMIT_NOFILE) less %d files kept for the database and others, or the defaults are lowered to fit", fdReserve))
@@ -153,6 +158,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.Float64Var(&o.rateLimit, "rate-limit", defaultRateLimit, "API requests a second that each actor that is not an admin may send on average, e.g. --rate-limit 20; more are answered 429 rate_limited with Retry-After, undecided, which clients send again after it; requests without credentials get ten times this per client address; 0 turns the limit off")
 	f.IntVar(&o.rateBurst, "rate-burst", defaultRateBurst, "API requests each actor that is not an admin may send at once, beyond --rate-limit, e.g. --rate-burst 40; requests without credentials get ten times this per client address; 0 turns the limit off")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this loopback address, e.g. 127.0.0.1:6060 (for profiling only); other addresses are refused, Host headers are checked as on a loopback --listen (--allowed-host), and the command line (/debug/pprof/cmdline) is not served")
+	f.StringVar(&o.config, "config", DefaultConfigFile, "read settings from this file, one a line as name = value, the name a flag's without its dashes (e.g. max-tcp-connections = 512); a flag given wins over its environment variable, which wins over the file; the default file is read only where it exists, --config '' reads none")
+	flagconfig.Annotate(f, EnvPrefix)
 }
 
 func newServeCmd(stderr io.Writer) *cobra.Command {
@@ -176,12 +183,22 @@ that is empty, not a reserved database, or damaged is refused with exit
 status 2 and left as it is. A database one of whose two meta pages is damaged
 would open at the older transaction and lose the newest one: that is refused
 too, unless --accept-rollback. A damaged page met while serving stops the
-daemon with exit status 2 instead of serving from a damaged file.`,
+daemon with exit status 2 instead of serving from a damaged file.
+
+Every flag can also be set by its environment variable, RESERVED_ and the
+flag's name in upper case with '-' as '_' (each flag's help names it), or
+in the configuration file --config names (by default ` + DefaultConfigFile + `,
+read only where it exists): one setting a line, "name = value" with the
+flag's name without its dashes, and '#' at the start of a comment line. A
+flag given wins over its variable, the variable over the file, the file
+over the default. An unknown setting or a bad value in either stops the
+daemon with exit status 2 before it starts.`,
 		Example: `  reserved serve
   reserved serve --db /var/lib/reserved/reserved.db --listen :8080 --log-format json
   reserved serve --listen '' --socket /run/reserved/reserved.sock --socket-mode 0660
   reserved serve --db /var/lib/reserved/reserved.db --accept-rollback   # lose the newest transaction of a damaged meta page
   reserved serve --max-tcp-connections 8192 --max-socket-connections 512   # needs an open file limit of 8832
+  RESERVED_LOG_FORMAT=json reserved serve --config /etc/reserved/test.conf
   curl --unix-socket /tmp/reserved-$(id -u).sock http://local/api/v1/whoami`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -192,9 +209,14 @@ daemon with exit status 2 instead of serving from a damaged file.`,
 	return cmd
 }
 
-// run sets the garbage collector target and serves; both `reserved` and
-// `reserved serve` run it.
+// run gives the flags the command line did not set their values from the
+// environment and the configuration file, checks them, sets the garbage
+// collector target and serves; both `reserved` and `reserved serve` run
+// it.
 func (o *serveOptions) run(cmd *cobra.Command, stderr io.Writer) error {
+	if err := o.configure(cmd); err != nil {
+		return err
+	}
 	if o.gcPercent < -1 {
 		return &exitError{code: ExitUsage, err: fmt.Errorf("--gc-percent must be at least 0, or -1 to turn collection off, not %d", o.gcPercent)}
 	}
@@ -253,6 +275,9 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	logger, err := newLogger(o.logFormat, o.logLevel, stderr)
 	if err != nil {
 		return &exitError{code: ExitUsage, err: err}
+	}
+	if c := o.configured; c.File != "" {
+		logger.Info("read settings from the configuration file", "config", c.File, "settings", c.FromFile)
 	}
 	adminGIDs, err := o.adminGIDs()
 	if err != nil {

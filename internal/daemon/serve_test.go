@@ -303,6 +303,7 @@ func TestTuning(t *testing.T) {
 		{"RateDefault", nil, nil, "rate_limit", 50},
 		{"BurstDefault", nil, nil, "rate_burst", 100},
 		{"RateGiven", nil, []string{"--rate-limit", "2.5"}, "rate_limit", 2.5},
+		{"RateFromEnvironment", []string{"RESERVED_RATE_LIMIT=7"}, nil, "rate_limit", 7},
 		{"RateOffByBurst", nil, []string{"--rate-burst", "0"}, "rate_limit", 0},
 		{"BurstOffByRate", nil, []string{"--rate-limit", "0"}, "rate_burst", 0},
 	} {

@@ -44,9 +44,9 @@ const (
 	DefaultStatsEvery   = 5 * time.Second
 )
 
-// leaseMargin is what a claim keeps beyond an attempt's Timeout for
-// recording the attempt.
-const leaseMargin = 5 * time.Second
+// LeaseMargin is what a claim keeps beyond an attempt's Timeout for
+// recording the attempt: a Lease must exceed Timeout by more.
+const LeaseMargin = 5 * time.Second
 
 // maxPollBackoff bounds the wait after store failures in a row.
 const maxPollBackoff = 5 * time.Second
@@ -166,14 +166,14 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg.MaxBackoff = max(cfg.MaxBackoff, cfg.MinBackoff)
 	setDefault(&cfg.Timeout, DefaultTimeout)
 	setDefault(&cfg.Poll, DefaultPoll)
-	setDefault(&cfg.Lease, max(DefaultLease, cfg.Timeout+3*leaseMargin))
+	setDefault(&cfg.Lease, max(DefaultLease, cfg.Timeout+3*LeaseMargin))
 	setDefault(&cfg.PerDestination, DefaultPerDestination)
 	setDefault(&cfg.MaxInFlight, DefaultMaxInFlight)
 	setDefault(&cfg.MaxWaiting, DefaultMaxWaiting)
 	setDefault(&cfg.Batch, DefaultBatch)
 	setDefault(&cfg.StoreTimeout, DefaultStoreTimeout)
 	setDefault(&cfg.StatsEvery, DefaultStatsEvery)
-	if cfg.Lease <= cfg.Timeout+leaseMargin {
+	if cfg.Lease <= cfg.Timeout+LeaseMargin {
 		return nil, fmt.Errorf("delivery: a lease of %v leaves an attempt of up to %v no time to be recorded", cfg.Lease, cfg.Timeout)
 	}
 	if cfg.MinBackoff > cfg.MaxAge {
@@ -359,7 +359,7 @@ func laneOf(d engine.Delivery) string {
 // lane's deliveries wait in the order they were claimed, so their
 // claims run out in that order too.
 func (d *Dispatcher) deferOverdue(ctx context.Context) {
-	latest := d.cfg.Now().Add(d.cfg.Timeout + leaseMargin) // Claims must last beyond it.
+	latest := d.cfg.Now().Add(d.cfg.Timeout + LeaseMargin) // Claims must last beyond it.
 	var deferred []outcome
 	for key, l := range d.lanes {
 		for len(l.waiting) > 0 && !l.waiting[0].Delivery.NextAttemptAt.After(latest) {

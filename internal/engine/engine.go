@@ -88,8 +88,8 @@ func checkActorKey(actor string, key OperationKey) error {
 	if err := ValidateActor(actor); err != nil {
 		return Errorf(CodeUnauthenticated, "%v", err)
 	}
-	if !isCanonicalUUIDv4(string(key)) {
-		return Errorf(CodeInvalidIdempotencyKey, "operation key %q is not a lowercase canonical UUIDv4", truncate(string(key), 80))
+	if !IsOperationKey(key) {
+		return Errorf(CodeInvalidIdempotencyKey, "operation key %q is not %s", truncate(string(key), 80), KeyForm)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 // their codes in package api.
 const (
 	// CodeInvalidIdempotencyKey means the operation key is not a lowercase
-	// canonical UUIDv4.
+	// canonical UUIDv4 or UUIDv7.
 	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
 	// CodeRequestContract means the body breaks the request contract.
 	CodeRequestContract = "request_contract"

@@ -1,43 +1,72 @@
 package engine
 
-import "github.com/reserve/reserve/internal/clip"
+import (
+	"fmt"
 
-// OperationKey is the client's random UUIDv4 for one business intent, in its
-// lowercase canonical form. The zero value is not a valid key.
+	"github.com/google/uuid"
+
+	"github.com/reserve/reserve/internal/clip"
+)
+
+// OperationKey is the client's UUID for one business intent, in its
+// lowercase canonical form: a random UUIDv4, or a UUIDv7, whose first 48
+// bits are the time it was made in Unix milliseconds and whose other bits
+// are random. Both are equally valid; a time-ordered key lets a store keep
+// the receipts of one moment next to each other. The zero value is not a
+// valid key.
 type OperationKey string
 
-// IsOperationKey reports whether k has the form of an operation key: a
-// lowercase canonical UUIDv4, without the quotes a header may add.
-func IsOperationKey(k OperationKey) bool { return isCanonicalUUIDv4(string(k)) }
+// KeyForm is how an operation key must be written, for error messages.
+const KeyForm = "a lowercase canonical UUIDv4 or UUIDv7 (xxxxxxxx-xxxx-Vxxx-[89ab]xxx-xxxxxxxxxxxx, V = 4 or 7)"
 
-// isCanonicalUUIDv4 reports whether s matches
-// ^[a-f0-9]{8}-[a-f0-9]{4}-4[a-f0-9]{3}-[89ab][a-f0-9]{3}-[a-f0-9]{12}$.
-func isCanonicalUUIDv4(s string) bool {
+// IsOperationKey reports whether k has the form of an operation key: a
+// lowercase canonical UUIDv4 or UUIDv7, without the quotes a header may add.
+func IsOperationKey(k OperationKey) bool { return keyVersion(string(k)) != 0 }
+
+// IsTimeOrdered reports whether k is a UUIDv7 operation key, whose text
+// sorts by the millisecond it was made.
+func (k OperationKey) IsTimeOrdered() bool { return keyVersion(string(k)) == 7 }
+
+// NewOperationKey returns a fresh operation key for a new intent: a UUIDv7,
+// so that the receipts of keys made at nearly the same time are stored next
+// to each other.
+func NewOperationKey() (OperationKey, error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("make an operation key: %w", err)
+	}
+	return OperationKey(u.String()), nil
+}
+
+// keyVersion returns 4 or 7 if s matches
+// ^[a-f0-9]{8}-[a-f0-9]{4}-[47][a-f0-9]{3}-[89ab][a-f0-9]{3}-[a-f0-9]{12}$,
+// and 0 otherwise.
+func keyVersion(s string) int {
 	if len(s) != 36 {
-		return false
+		return 0
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch i {
 		case 8, 13, 18, 23:
 			if c != '-' {
-				return false
+				return 0
 			}
 		case 14:
-			if c != '4' {
-				return false
+			if c != '4' && c != '7' {
+				return 0
 			}
 		case 19:
 			if c != '8' && c != '9' && c != 'a' && c != 'b' {
-				return false
+				return 0
 			}
 		default:
 			if !isLowerHex(c) {
-				return false
+				return 0
 			}
 		}
 	}
-	return true
+	return int(s[14] - '0')
 }
 
 func isLowerHex(c byte) bool {

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/strictjson"
@@ -238,8 +236,9 @@ const (
 )
 
 // Record is where one operation stands: the operation key (a lowercase
-// canonical UUIDv4) sent as Idempotency-Key with every attempt, how many
-// sends were begun, each counted before it starts, and its authoritative
+// canonical UUIDv7, or a UUIDv4 in a journal of an earlier reservectl)
+// sent as Idempotency-Key with every attempt, how many sends were begun,
+// each counted before it starts, and its authoritative
 // outcome O once there is one. The intent of the state file and every row
 // of an import plan hold one; O is the outcome as that file records it.
 type Record[O Settlement[O]] struct {
@@ -354,14 +353,9 @@ type Outcome struct {
 	SettledAt time.Time `json:"settled_at"`
 }
 
-// NewKey returns a fresh random operation key: a lowercase canonical UUIDv4.
-func NewKey() (engine.OperationKey, error) {
-	u, err := uuid.NewRandom()
-	if err != nil {
-		return "", fmt.Errorf("new operation key: %w", err)
-	}
-	return engine.OperationKey(u.String()), nil
-}
+// NewKey returns a fresh operation key: a UUIDv7 (engine.NewOperationKey),
+// whose receipt the daemon stores next to those of the moment it was made.
+func NewKey() (engine.OperationKey, error) { return engine.NewOperationKey() }
 
 // New returns a fresh open intent of the given kind with a new operation key.
 // It checks the kind, the payload, the server (see SocketServer and
@@ -658,7 +652,7 @@ func (in *Intent) validate(saved bool) error {
 		return errors.New("member \"operation\" is missing")
 	}
 	if !engine.IsOperationKey(in.Key) {
-		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv4", in.Key)
+		return fmt.Errorf("operation key %q is not a lowercase canonical UUIDv7 or UUIDv4", in.Key)
 	}
 	if len(in.Payload) == 0 {
 		return errors.New("member \"payload\" is missing")

@@ -11,7 +11,7 @@ import (
 func (s *Server) getOperation(w http.ResponseWriter, r *http.Request, who engine.Principal) error {
 	key := engine.OperationKey(r.PathValue("key"))
 	if !engine.IsOperationKey(key) {
-		return engine.Errorf(engine.CodeInvalidIdempotencyKey, "operation key %q in the path is not a lowercase canonical UUIDv4 (xxxxxxxx-xxxx-4xxx-[89ab]xxx-xxxxxxxxxxxx)", engine.Truncate(string(key), 80))
+		return engine.Errorf(engine.CodeInvalidIdempotencyKey, "operation key %q in the path is not %s", engine.Truncate(string(key), 80), engine.KeyForm)
 	}
 	infoOf(r).opKey = string(key)
 	rec, err := s.eng.Operation(r.Context(), who.Actor, key)

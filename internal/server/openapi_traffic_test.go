@@ -434,7 +434,10 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 		return fmt.Sprintf(`{"key":%q,"workshop":%q,"quantity":%d}`, key, workshop, q)
 	}
 	kb := uuid.NewString()
-	batch(h.Alice, `{"items":[`+item(kb, "go-basics", 1)+`,`+item(kb, "go-basics", 1)+`,`+item(k1, demo, 2)+`,`+item("nope", demo, 1)+`,{"key":"x"}]}`, http.StatusOK)
+	// Items that are no BatchItem are refused one by one in a 200.
+	mixed := jsonCall(h.Alice, http.MethodPost, api.PathBatches, "", `{"items":[`+item(kb, "go-basics", 1)+`,`+item(kb, "go-basics", 1)+`,`+item(k1, demo, 2)+`,`+item("nope", demo, 1)+`,{"key":"x"}]}`)
+	mixed.partlyRefused = true
+	tr.do("POST /api/v1/batches", mixed, http.StatusOK)
 	batch(h.Alice, `{"atomic":true,"items":[`+item(uuid.NewString(), "go-basics", 1)+`,`+item(uuid.NewString(), "no-such", 1)+`]}`, http.StatusConflict)
 	batch(h.Alice, `{"items":[]}`, http.StatusUnprocessableEntity)
 	batch(h.Alice, `{"items":[`+strings.Repeat(item(kb, "go-basics", 1)+",", api.MaxBatchBytes/40)+item(kb, "go-basics", 1)+`]}`, http.StatusRequestEntityTooLarge)
@@ -638,6 +641,8 @@ func TestOpenAPIMatchesTraffic(t *testing.T) {
 	for _, asset := range []struct{ route, path string }{{"GET /{$}", "/"}, {"GET /app.js", "/app.js"}, {"GET /answers.js", "/answers.js"}, {"GET /common.js", "/common.js"}, {"GET /style.css", "/style.css"}, {"GET /favicon.svg", "/favicon.svg"},
 		{"GET /admin", "/admin"}, {"GET /admin.js", "/admin.js"}, {"GET /admin.css", "/admin.css"}} {
 		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path}, http.StatusOK)
+		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path, header: http.Header{"If-None-Match": {`"elsewhere"`}}}, http.StatusOK)
+		tr.do(asset.route, call{via: viaNoToken, method: http.MethodGet, path: asset.path, header: http.Header{"If-None-Match": {"*"}}}, http.StatusNotModified)
 		tr.do(asset.route, call{via: viaSocket, method: http.MethodGet, path: asset.path}, http.StatusNotFound)
 	}
 	loginRoute, sessionsRoute, endRoute, linksRoute := "GET "+api.PathLogin, "POST "+api.PathSessions, "DELETE "+api.PathCurrentSession, "POST "+api.PathLoginLinks

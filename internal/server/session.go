@@ -8,7 +8,6 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/web"
 )
 
 // SessionTTL is how long a browser session lasts after its sign-in.
@@ -58,9 +57,9 @@ func sessionOf(r *http.Request) string {
 // be told from one that another page caused. Browsers send Fetch metadata
 // only to potentially trustworthy origins (https, localhost, loopback
 // addresses), so a listener reached over plain HTTP on another address
-// never sees the header. The form needs such a secure context anyway (it
-// makes its operation keys with crypto.randomUUID, which browsers offer
-// only there), and every browser that runs it there sends the header.
+// never sees the header. The form is meant for such a secure context
+// anyway (its session and its intents are kept in sessionStorage of one
+// origin), and every browser that runs it there sends the header.
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
 	if err := tcpOnly(r); err != nil {
 		return err
@@ -77,7 +76,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, _ engine.Prin
 		infoOf(r).code = engine.CodeForbidden
 		return writePage(w, http.StatusForbidden, loginCrossSitePage)
 	}
-	http.ServeFileFS(w, r, web.Assets, "index.html")
+	staticFileNamed("index.html").serve(w, r, false) // No-store: nothing to revalidate.
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
-	"github.com/reserve/reserve/web"
 )
 
 // contentSecurityPolicy allows the form only its own scripts, styles and
@@ -34,16 +33,23 @@ func (s *Server) webRoutes() []route {
 	}
 }
 
-// asset serves one file of the embedded form. The files change only with
-// the binary, so browsers revalidate them on every load instead of caching
-// an old app.js across an upgrade.
+// asset serves one file of the embedded pages (see staticFile.serve):
+// compressed with gzip for browsers that accept it, with a strong ETag,
+// and Cache-Control no-cache, so a browser keeps its copy but asks at
+// every load whether it is still the current one; while it is, the answer
+// is a 304 without a body. The files keep their names across versions
+// (the routes are part of the described API, and a page loads its
+// scripts by name), so revalidation, not a lifetime, is what makes a
+// browser load the new app.js together with the new index.html after an
+// upgrade.
 func (s *Server) asset(name string) handlerFunc {
+	f := staticFileNamed(name)
 	return func(w http.ResponseWriter, r *http.Request, _ engine.Principal) error {
 		if err := tcpOnly(r); err != nil {
 			return err
 		}
 		w.Header().Set("Cache-Control", "no-cache")
-		http.ServeFileFS(w, r, web.Assets, name)
+		f.serve(w, r, true)
 		return nil
 	}
 }

@@ -1,17 +1,21 @@
 package server_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/server/servertest"
+	"github.com/reserve/reserve/web"
 )
 
 // browserClient sends raw requests over TCP like a browser would, without
@@ -22,6 +26,14 @@ var browserClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Requ
 // body and returns the answer and its body.
 func browserDo(t *testing.T, h *servertest.Harness, method, path string, header http.Header, body string) (*http.Response, string) {
 	t.Helper()
+	resp, data := clientDo(t, browserClient, h, method, path, header, body)
+	return resp, string(data)
+}
+
+// clientDo sends one request with client to the harness's TCP listener
+// with header and body and returns the answer and its body.
+func clientDo(t *testing.T, client *http.Client, h *servertest.Harness, method, path string, header http.Header, body string) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, h.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +41,7 @@ func browserDo(t *testing.T, h *servertest.Harness, method, path string, header 
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := browserClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -38,7 +50,7 @@ func browserDo(t *testing.T, h *servertest.Harness, method, path string, header 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp, string(data)
+	return resp, data
 }
 
 // loginCode gets a login link over the socket for actor ("" for the
@@ -314,4 +326,142 @@ func TestBrowserSession(t *testing.T) {
 			t.Errorf("whoami with alice's token after a sign-out attempt with it: %d %s", resp.StatusCode, body)
 		}
 	})
+}
+
+// plainClient sends requests as they are: unlike browserClient's
+// transport, it neither asks for gzip by itself nor decompresses answers,
+// so the tests see the representation the daemon chose.
+var plainClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+
+// assetDo sends one request for a file of the pages with header and
+// returns the answer and its body exactly as sent.
+func assetDo(t *testing.T, h *servertest.Harness, method, path string, header http.Header) (*http.Response, []byte) {
+	t.Helper()
+	return clientDo(t, plainClient, h, method, path, header, "")
+}
+
+// gunzip decompresses a gzip body.
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("the gzip body does not decompress: %v", err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatalf("the gzip body does not decompress: %v", err)
+	}
+	return out
+}
+
+// TestWebAssetsCachedAndCompressed: every file of the pages comes with a
+// strong ETag and Cache-Control no-cache; a request naming its ETag in
+// If-None-Match gets 304 without a body; a browser that accepts gzip gets
+// the file compressed (with an ETag of its own), any other request the
+// file as it is, and both say Vary: Accept-Encoding. HEAD answers the
+// header fields of GET.
+func TestWebAssetsCachedAndCompressed(t *testing.T) {
+	h := servertest.Start(t, servertest.Options{})
+	etags := map[string]string{}
+	for path, name := range map[string]string{
+		"/": "index.html", "/app.js": "app.js", "/answers.js": "answers.js", "/common.js": "common.js", "/style.css": "style.css",
+		"/favicon.svg": "favicon.svg", "/admin": "admin.html", "/admin.js": "admin.js", "/admin.css": "admin.css",
+	} {
+		file, err := web.Assets.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, body := assetDo(t, h, http.MethodGet, path, nil)
+		etag := plain.Header.Get("ETag")
+		if plain.StatusCode != http.StatusOK || !bytes.Equal(body, file) || plain.Header.Get("Content-Encoding") != "" {
+			t.Fatalf("GET %s without Accept-Encoding: %d, Content-Encoding %q, %d bytes; want 200 and %s as it is (%d bytes)",
+				path, plain.StatusCode, plain.Header.Get("Content-Encoding"), len(body), name, len(file))
+		}
+		if !strings.HasPrefix(etag, `"`) || !strings.HasSuffix(etag, `"`) || len(etag) < 18 || plain.Header.Get("Cache-Control") != "no-cache" {
+			t.Errorf("GET %s: ETag %q, Cache-Control %q; want a strong ETag and no-cache", path, etag, plain.Header.Get("Cache-Control"))
+		}
+		if other, ok := etags[etag]; ok {
+			t.Errorf("%s and %s have the same ETag %s", path, other, etag)
+		}
+		etags[etag] = path
+		if again, _ := assetDo(t, h, http.MethodGet, path, nil); again.Header.Get("ETag") != etag {
+			t.Errorf("GET %s again: ETag %q, want the same %q", path, again.Header.Get("ETag"), etag)
+		}
+
+		// A copy the browser has is revalidated with a 304 and no body,
+		// also when it is one of several tags or compared weakly.
+		for _, inm := range []string{etag, `"other", ` + etag, "W/" + etag} {
+			resp, body := assetDo(t, h, http.MethodGet, path, http.Header{"If-None-Match": {inm}})
+			if resp.StatusCode != http.StatusNotModified || len(body) != 0 || resp.Header.Get("ETag") != etag || resp.Header.Get("Cache-Control") != "no-cache" {
+				t.Errorf("GET %s with If-None-Match %s: %d, %d bytes, ETag %q, Cache-Control %q; want 304, no body, the same ETag and no-cache",
+					path, inm, resp.StatusCode, len(body), resp.Header.Get("ETag"), resp.Header.Get("Cache-Control"))
+			}
+		}
+		if resp, body := assetDo(t, h, http.MethodGet, path, http.Header{"If-None-Match": {`"outdated"`}}); resp.StatusCode != http.StatusOK || !bytes.Equal(body, file) {
+			t.Errorf("GET %s with an outdated If-None-Match: %d, %d bytes; want 200 and the file", path, resp.StatusCode, len(body))
+		}
+
+		// HEAD: the header fields of GET, no body.
+		head, body := assetDo(t, h, http.MethodHead, path, nil)
+		if head.StatusCode != http.StatusOK || len(body) != 0 || head.Header.Get("ETag") != etag || head.Header.Get("Content-Length") != strconv.Itoa(len(file)) {
+			t.Errorf("HEAD %s: %d, %d bytes, ETag %q, Content-Length %q; want 200, no body, ETag %s and Content-Length %d",
+				path, head.StatusCode, len(body), head.Header.Get("ETag"), head.Header.Get("Content-Length"), etag, len(file))
+		}
+		if resp, _ := assetDo(t, h, http.MethodHead, path, http.Header{"If-None-Match": {etag}}); resp.StatusCode != http.StatusNotModified {
+			t.Errorf("HEAD %s with If-None-Match of its ETag: %d, want 304", path, resp.StatusCode)
+		}
+
+		// gzip for a browser that accepts it, when it makes the file smaller.
+		zipped, zbody := assetDo(t, h, http.MethodGet, path, http.Header{"Accept-Encoding": {"gzip, deflate, br, zstd"}})
+		if len(file) < 200 && zipped.Header.Get("Content-Encoding") == "" {
+			continue // Too small to shrink: sent as it is.
+		}
+		zetag := zipped.Header.Get("ETag")
+		if zipped.StatusCode != http.StatusOK || zipped.Header.Get("Content-Encoding") != "gzip" || !bytes.Equal(gunzip(t, zbody), file) {
+			t.Fatalf("GET %s accepting gzip: %d, Content-Encoding %q; want 200 and %s compressed with gzip", path, zipped.StatusCode, zipped.Header.Get("Content-Encoding"), name)
+		}
+		if len(zbody) >= len(file) || zipped.Header.Get("Content-Length") != strconv.Itoa(len(zbody)) {
+			t.Errorf("GET %s accepting gzip: %d bytes (Content-Length %q) for a file of %d", path, len(zbody), zipped.Header.Get("Content-Length"), len(file))
+		}
+		for _, resp := range []*http.Response{plain, zipped, head} {
+			if resp.Header.Get("Vary") != "Accept-Encoding" {
+				t.Errorf("%s %s: Vary %q, want Accept-Encoding", resp.Request.Method, path, resp.Header.Get("Vary"))
+			}
+		}
+		if !strings.HasPrefix(zetag, `"`) || zetag == etag || zipped.Header.Get("Cache-Control") != "no-cache" {
+			t.Errorf("GET %s accepting gzip: ETag %q (the file's is %q), Cache-Control %q; want a strong ETag of its own and no-cache", path, zetag, etag, zipped.Header.Get("Cache-Control"))
+		}
+		resp, body := assetDo(t, h, http.MethodGet, path, http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {zetag}})
+		if resp.StatusCode != http.StatusNotModified || len(body) != 0 || resp.Header.Get("Content-Encoding") != "" || resp.Header.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("GET %s accepting gzip, If-None-Match of the gzip ETag: %d, %d bytes, Content-Encoding %q, Vary %q; want 304 without a body",
+				path, resp.StatusCode, len(body), resp.Header.Get("Content-Encoding"), resp.Header.Get("Vary"))
+		}
+		// The gzip copy's tag does not revalidate the file as it is.
+		if resp, _ := assetDo(t, h, http.MethodGet, path, http.Header{"If-None-Match": {zetag}}); resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s without gzip, If-None-Match of the gzip ETag: %d, want 200", path, resp.StatusCode)
+		}
+		for _, ae := range []string{"identity", "br", "gzip;q=0", "gzip;q=0, *", "*;q=0", "deflate, gzip;q=0.000"} {
+			if resp, body := assetDo(t, h, http.MethodGet, path, http.Header{"Accept-Encoding": {ae}}); resp.Header.Get("Content-Encoding") != "" || !bytes.Equal(body, file) {
+				t.Errorf("GET %s with Accept-Encoding %q: Content-Encoding %q; want the file as it is", path, ae, resp.Header.Get("Content-Encoding"))
+			}
+		}
+		for _, ae := range []string{"GZIP", "br;q=1, gzip;q=0.5", "*", "x-gzip"} {
+			if resp, body := assetDo(t, h, http.MethodGet, path, http.Header{"Accept-Encoding": {ae}}); resp.Header.Get("Content-Encoding") != "gzip" || !bytes.Equal(gunzip(t, body), file) {
+				t.Errorf("GET %s with Accept-Encoding %q: Content-Encoding %q; want gzip", path, ae, resp.Header.Get("Content-Encoding"))
+			}
+		}
+	}
+
+	// The login page: the form's page, compressed too, but no-store and
+	// without a validator.
+	resp, body := assetDo(t, h, http.MethodGet, api.PathLogin+"?code=x", http.Header{"Sec-Fetch-Site": {"none"}, "Accept-Encoding": {"gzip"}})
+	index, _ := web.Assets.ReadFile("index.html")
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "gzip" || !bytes.Equal(gunzip(t, body), index) ||
+		resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("ETag") != "" || resp.Header.Get("Vary") != "Accept-Encoding" {
+		t.Errorf("login page accepting gzip: %d, Content-Encoding %q, Cache-Control %q, ETag %q, Vary %q; want index.html in gzip, no-store, no ETag",
+			resp.StatusCode, resp.Header.Get("Content-Encoding"), resp.Header.Get("Cache-Control"), resp.Header.Get("ETag"), resp.Header.Get("Vary"))
+	}
+	if resp, body := assetDo(t, h, http.MethodHead, api.PathLogin+"?code=x", http.Header{"Sec-Fetch-Site": {"none"}}); resp.StatusCode != http.StatusOK || len(body) != 0 || resp.Header.Get("Content-Length") != strconv.Itoa(len(index)) {
+		t.Errorf("HEAD of the login page: %d, %d bytes, Content-Length %q; want 200, no body, %d", resp.StatusCode, len(body), resp.Header.Get("Content-Length"), len(index))
+	}
 }

@@ -6,6 +6,7 @@ package version
 import (
 	"runtime"
 	"runtime/debug"
+	"strconv"
 )
 
 // Version is the version the programs report; a release build sets it
@@ -35,19 +36,29 @@ func Line(program string) string {
 // information; revision is "" when the build recorded none (go build
 // -buildvcs=false, or outside a checkout).
 func Revision() (revision string, modified bool) {
+	return buildSetting("vcs.revision"), buildSetting("vcs.modified") == "true"
+}
+
+// Time returns the time of the commit the program was built from, as the
+// build information records it (RFC 3339, in UTC), or "" when it recorded
+// none.
+func Time() string {
+	return buildSetting("vcs.time")
+}
+
+// buildSetting returns the value of a setting of the build information,
+// "" when it has none.
+func buildSetting(key string) string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "", false
+		return ""
 	}
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
+		if s.Key == key {
+			return s.Value
 		}
 	}
-	return revision, modified
+	return ""
 }
 
 // RevisionLabel is Revision as one string: the revision, with
@@ -62,4 +73,21 @@ func RevisionLabel() string {
 		return revision + "-modified"
 	}
 	return revision
+}
+
+// Text is what a program prints for its version (its version command and
+// --version): Line, and on a second line the revision, with the time of
+// its commit when the build recorded one.
+func Text(program string) string {
+	text := Line(program) + "\nrevision " + RevisionLabel()
+	if t := Time(); t != "" {
+		text += " (committed " + t + ")"
+	}
+	return text + "\n"
+}
+
+// Template is Text as a text/template (cobra's version template, behind
+// --version) that prints it as it is.
+func Template(program string) string {
+	return "{{printf \"%s\" " + strconv.Quote(Text(program)) + "}}"
 }

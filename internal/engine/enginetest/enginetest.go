@@ -197,7 +197,17 @@ func (h *harness) engineOn(store engine.Store) *engine.Engine {
 
 var reservedBody = regexp.MustCompile(`^\{"status":"reserved","reservation_id":"[0-9a-f]{32}","workshop":"[a-z][a-z0-9-]+","quantity":[0-9]+\}$`)
 
-func newKey() engine.OperationKey { return engine.OperationKey(uuid.NewString()) }
+// newKey returns a fresh operation key: a random UUIDv4 and a time-ordered
+// UUIDv7 in turn, so that every test of the suite stores receipts of both
+// kinds of key, which a store may keep in different places.
+func newKey() engine.OperationKey {
+	if keyTurn.Add(1)%2 == 0 {
+		return engine.OperationKey(uuid.NewString())
+	}
+	return engine.OperationKey(uuid.Must(uuid.NewV7()).String())
+}
+
+var keyTurn atomic.Uint64
 
 func (h *harness) workshop(id string, capacity, maxQuantity int) engine.Workshop {
 	h.t.Helper()

@@ -93,3 +93,49 @@ func BenchmarkLists(b *testing.B, store engine.Store) {
 		}
 	})
 }
+
+// BenchmarkDecisionsWithHistory measures one reservation decision of an
+// actor with ListBenchRecords reservations in the workshop it reserves in
+// ("busy") and of one with none ("fresh"), in a workshop without a limit
+// per person and in one with a limit (high enough for both), whose check
+// reads the actor's records in the workshop. A decision whose cost does
+// not grow with an actor's history costs about the same for both.
+func BenchmarkDecisionsWithHistory(b *testing.B, store engine.Store) {
+	ctx := context.Background()
+	eng := engine.New(store)
+	for _, w := range []struct {
+		id  string
+		max int
+	}{{"history-open", 0}, {"history-limited", 2 * ListBenchRecords}} {
+		// The limit is set once the history is made, which it would make
+		// slow to make.
+		spec := engine.WorkshopSpec{Capacity: 1_000_000_000, MaxQuantity: 1}
+		if _, _, err := eng.PutWorkshop(ctx, w.id, spec, nil); err != nil {
+			b.Fatal(err)
+		}
+		const step = 5000
+		for done := 0; done < ListBenchRecords; done += step {
+			items := make([]engine.BatchItem, step)
+			for i := range items {
+				items[i] = engine.BatchItem{Actor: "busy", Key: newKey(), Request: engine.Request{Workshop: w.id, Quantity: 1}}
+			}
+			if _, err := eng.ReserveBatch(ctx, items); err != nil {
+				b.Fatal(err)
+			}
+		}
+		spec.Schedule.MaxPerPerson = w.max
+		if _, _, err := eng.PutWorkshop(ctx, w.id, spec, nil); err != nil {
+			b.Fatal(err)
+		}
+		for _, actor := range []string{"fresh", "busy"} {
+			b.Run(w.id+"/"+actor, func(b *testing.B) {
+				for b.Loop() {
+					out, err := eng.Reserve(ctx, actor, newKey(), engine.Request{Workshop: w.id, Quantity: 1})
+					if err != nil || out.Answer.Status != engine.StatusReserved {
+						b.Fatalf("reserve as %s in %s = %+v, %v", actor, w.id, out.Answer, err)
+					}
+				}
+			})
+		}
+	}
+}
