@@ -269,7 +269,7 @@ func withDefaults(cfg Config) (Config, error) {
 		cfg.ProgressInterval = time.Second
 	}
 	if cfg.wait == nil {
-		cfg.wait = sleep
+		cfg.wait = client.Sleep
 	}
 	var err error
 	switch {
@@ -678,18 +678,6 @@ func (o *Outcomes) add(p Outcomes) {
 			o.Rejected = map[string]int64{}
 		}
 		o.Rejected[code] += n
-	}
-}
-
-// sleep waits d, or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

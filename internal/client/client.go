@@ -415,7 +415,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, header http.
 		}
 		sleep := c.wait
 		if sleep == nil {
-			sleep = sleepCtx
+			sleep = Sleep
 		}
 		if sleep(ctx, wait) != nil {
 			return resp, data, nil
@@ -432,8 +432,10 @@ func rateLimited(resp *http.Response, body []byte) bool {
 	return p != nil && p.Code == api.CodeRateLimited
 }
 
-// sleepCtx waits d, or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx is done and returns its error: the wait
+// before a request is sent again after its answer's Retry-After, here and
+// in the bench.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
