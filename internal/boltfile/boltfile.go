@@ -19,6 +19,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
 )
 
 // The constants of bbolt's file format.
@@ -198,6 +202,18 @@ func CheckSize(size int64, m Meta) error {
 // reached twice, or a page both in use and listed as free. It finds every
 // fault that makes bbolt panic or fault while it walks the tree; damage to
 // the bytes of a stored value is not visible at this level.
+//
+// When r is an *os.File on a Unix system, Verify reads the pages through a
+// read-only memory map of the file, which it unmaps before it returns, so
+// that a page costs neither a system call nor a copy; otherwise, or when the
+// file cannot be mapped, it reads each page with r.ReadAt. A read that
+// faults because the file was cut short meanwhile is an error, not a crash.
+// It walks independent subtrees (the top-level buckets, and the children of
+// a branch page whose children are branch pages) on up to
+// runtime.GOMAXPROCS goroutines at once. Which damage such a walk meets
+// first depends on their timing, so when it meets any, Verify walks again on
+// one goroutine, in key order, and reports the first damage that walk meets:
+// the same, whatever the timing.
 func Verify(r io.ReaderAt, size int64, m Meta) error {
 	if !m.Valid() {
 		return fmt.Errorf("meta page %d %v", m.Page, m.Err)
@@ -205,80 +221,259 @@ func Verify(r io.ReaderAt, size int64, m Meta) error {
 	if err := CheckSize(size, m); err != nil {
 		return err
 	}
-	w := &walker{r: r, pageSize: m.PageSize, pgid: m.Pgid, used: newBitset(m.Pgid), free: newBitset(m.Pgid)}
-	w.used.set(0)
-	w.used.set(1)
-	if m.Freelist != NoFreelist {
-		if err := w.freelist(m.Freelist); err != nil {
-			return err
-		}
+	data, unmap := mapPages(r, m)
+	defer unmap()
+	workers := runtime.GOMAXPROCS(0)
+	err := walk(r, data, m, workers)
+	if err != nil && workers > 1 {
+		err = walk(r, data, m, 1)
 	}
-	_, err := w.tree(m.Root, 0, nil, nil, "the root bucket", "the meta page")
 	return err
 }
 
-// walker walks the pages of one meta page.
-type walker struct {
-	r        io.ReaderAt
-	pageSize int
-	pgid     uint64
-	used     bitset // Pages reached so far, with their overflow pages.
-	free     bitset // Pages the freelist lists.
-	bufs     [][]byte
+// walk walks the pages that meta m reaches on up to workers goroutines,
+// reading them from data, the file's pages 0 to m.Pgid-1 mapped, or from r
+// when data is nil, and returns the first damage it met.
+func walk(r io.ReaderAt, data []byte, m Meta, workers int) error {
+	s := &state{r: r, data: data, pageSize: m.PageSize, pgid: m.Pgid, used: newBitset(m.Pgid), free: newBitset(m.Pgid)}
+	if workers > 1 {
+		s.slots = make(chan struct{}, workers)
+		s.slots <- struct{}{} // This goroutine's.
+	}
+	w := &walker{state: s}
+	err := s.guard(func() error {
+		s.used.set(0)
+		s.used.set(1)
+		if m.Freelist != NoFreelist {
+			if err := w.freelist(m.Freelist); err != nil {
+				return err
+			}
+		}
+		_, _, err := w.tree(m.Root, 0, nil, nil, rootBucket, place{})
+		return err
+	})
+	if err != nil {
+		s.fail(err)
+	}
+	// Every walker has ended: each waits for those it started.
+	return s.err
 }
 
-// page reads page id, which from (a phrase such as "branch page 7") names,
-// with its overflow pages, into the buffer of depth depth, checks that it
-// identifies itself as id, has type flags want and fits in the file, marks
-// it reached and returns its bytes, its element count and its type flags.
-func (w *walker) page(id uint64, depth int, from string, want ...uint16) ([]byte, int, uint16, error) {
+// rootBucket names the root bucket, whose keys are the top-level buckets.
+const rootBucket = "the root bucket"
+
+// errStopped ends a walker after another one met damage.
+var errStopped = errors.New("stopped: another walker met damage")
+
+// state is what the walkers of one walk share.
+type state struct {
+	r        io.ReaderAt
+	data     []byte // Pages 0 to pgid-1 of the file, mapped; nil to read them from r.
+	pageSize int
+	pgid     uint64
+	used     bitset // Pages reached so far, with their overflow pages; set atomically.
+	free     bitset // Pages the freelist lists, all set before the tree is walked.
+	// slots holds a token for each walker that runs; without it (nil) one
+	// goroutine walks everything.
+	slots   chan struct{}
+	stopped atomic.Bool // Set when a walker met damage, so that the others stop.
+	errOnce sync.Once
+	err     error // The damage met first; read once every walker has ended.
+}
+
+// fail records err, the damage a walker met, unless another one recorded
+// its own first, and stops every walker.
+func (s *state) fail(err error) {
+	if err != errStopped {
+		s.errOnce.Do(func() { s.err = err })
+	}
+	s.stopped.Store(true)
+}
+
+// guard runs fn with memory faults turned into panics and returns a fault
+// as an error: reading a mapped page faults when the file was cut short
+// after it was mapped.
+func (s *state) guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			f, ok := p.(interface{ Addr() uintptr })
+			if !ok {
+				panic(p)
+			}
+			err = fmt.Errorf("reading the file faulted at address %#x, as it does when the file is cut short while it is read", f.Addr())
+		}
+	}()
+	return fn()
+}
+
+// walker walks a part of the tree on one goroutine.
+type walker struct {
+	*state
+	bufs  [][]byte    // Without a map: the page read at each depth.
+	elems [][]element // The elements parsed at each depth.
+}
+
+// group is the walkers that one page started on goroutines of their own.
+type group struct {
+	wg sync.WaitGroup
+	n  int
+}
+
+// spawn runs fn on a walker of its own, on a new goroutine, if a slot is
+// free, and reports whether it did; the caller waits for g before it
+// returns, also when it returns early.
+func (w *walker) spawn(g *group, fn func(*walker) error) bool {
+	if w.slots == nil {
+		return false
+	}
+	select {
+	case w.slots <- struct{}{}:
+	default:
+		return false
+	}
+	g.n++
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer func() { <-w.slots }()
+		child := &walker{state: w.state}
+		if err := w.guard(func() error { return fn(child) }); err != nil {
+			w.fail(err)
+		}
+	}()
+	return true
+}
+
+// wait waits for the walkers of g, leaving this walker's slot to another
+// one meanwhile.
+func (w *walker) wait(g *group) {
+	if g.n == 0 {
+		return
+	}
+	<-w.slots
+	g.wg.Wait()
+	w.slots <- struct{}{}
+	g.n = 0
+}
+
+// leave is deferred by a page that starts walkers: when the page returns
+// before it waited for them (damage, or a fault), the walkers are stopped
+// and waited for, so that none reads the file after Verify returned.
+func (w *walker) leave(g *group) {
+	if g.n > 0 {
+		w.stopped.Store(true)
+		w.wait(g)
+	}
+}
+
+// keep returns key, or a copy of it when it lies in a buffer that the next
+// page read overwrites.
+func (w *walker) keep(key []byte) []byte {
+	if w.data != nil {
+		return key
+	}
+	return bytes.Clone(key)
+}
+
+// place names a page, or a bucket's inline page, in the message of damage
+// found on it, such as "branch page 7 of bucket \"x\"". It is formatted
+// only when damage is reported.
+type place struct {
+	kind   int // One of the kinds below; the zero value is the meta page.
+	id     uint64
+	bucket string
+}
+
+const (
+	kindMeta = iota
+	kindBranch
+	kindLeaf
+	kindInline
+)
+
+func (p place) String() string {
+	switch p.kind {
+	case kindBranch:
+		return fmt.Sprintf("branch page %d of %s", p.id, p.bucket)
+	case kindLeaf:
+		return fmt.Sprintf("leaf page %d of %s", p.id, p.bucket)
+	case kindInline:
+		return "the inline page of " + p.bucket
+	}
+	return "the meta page"
+}
+
+// page reads page id, which from names, with its overflow pages, checks
+// that it identifies itself as id, is a freelist page (freelist) or else a
+// branch or leaf page and fits in the file, marks it reached and returns
+// its bytes, its element count and its type flags. Without a map it reads
+// into the buffer of depth depth.
+func (w *walker) page(id uint64, depth int, from place, freelist bool) ([]byte, int, uint16, error) {
+	if w.stopped.Load() {
+		return nil, 0, 0, errStopped
+	}
 	if id < 2 || id >= w.pgid {
 		return nil, 0, 0, fmt.Errorf("%s points to page %d, outside pages 2 to %d", from, id, w.pgid-1)
 	}
-	for len(w.bufs) <= depth {
-		w.bufs = append(w.bufs, make([]byte, w.pageSize))
+	ps := w.pageSize
+	var p []byte
+	if w.data != nil {
+		p = w.data[int(id)*ps : int(id+1)*ps]
+	} else {
+		for len(w.bufs) <= depth {
+			w.bufs = append(w.bufs, nil)
+		}
+		if cap(w.bufs[depth]) < ps {
+			w.bufs[depth] = make([]byte, ps)
+		}
+		p = w.bufs[depth][:ps]
+		if err := w.read(p, id); err != nil {
+			return nil, 0, 0, err
+		}
 	}
-	buf := w.bufs[depth][:w.pageSize]
-	if err := w.read(buf, id); err != nil {
-		return nil, 0, 0, err
-	}
-	self, flags := order.Uint64(buf[0:]), order.Uint16(buf[8:])
-	count, overflow := int(order.Uint16(buf[10:])), uint64(order.Uint32(buf[12:]))
+	self, flags := order.Uint64(p[0:]), order.Uint16(p[8:])
+	count, overflow := int(order.Uint16(p[10:])), uint64(order.Uint32(p[12:]))
 	if self != id {
 		return nil, 0, 0, fmt.Errorf("page %d, which %s points to, identifies itself as page %d", id, from, self)
 	}
-	typeOK := false
-	for _, f := range want {
-		typeOK = typeOK || flags == f
-	}
-	if !typeOK {
-		return nil, 0, 0, fmt.Errorf("page %d, which %s points to, has type flags %#x, not those of a %s page", id, from, flags, typeName(want))
+	if freelist && flags != flagFreelist || !freelist && flags != flagBranch && flags != flagLeaf {
+		kind := "branch or leaf"
+		if freelist {
+			kind = "freelist"
+		}
+		return nil, 0, 0, fmt.Errorf("page %d, which %s points to, has type flags %#x, not those of a %s page", id, from, flags, kind)
 	}
 	if overflow >= w.pgid-id {
 		return nil, 0, 0, fmt.Errorf("page %d claims %d overflow pages, beyond the last page %d", id, overflow, w.pgid-1)
 	}
 	for i := id; i <= id+overflow; i++ {
-		if w.used.has(i) {
-			return nil, 0, 0, fmt.Errorf("page %d, which %s points to, is reached twice", i, from)
-		}
+		// No page is both: freelist refuses to list a page reached before
+		// it, and the tree is walked after it.
 		if w.free.has(i) {
 			return nil, 0, 0, fmt.Errorf("page %d, which %s points to, is in use but listed as free", i, from)
 		}
-		w.used.set(i)
+		// Of two walkers that reach a page, the second finds it set.
+		if w.used.testAndSet(i) {
+			return nil, 0, 0, fmt.Errorf("page %d, which %s points to, is reached twice", i, from)
+		}
 	}
 	if overflow > 0 {
-		size := (int(overflow) + 1) * w.pageSize
+		size := (int(overflow) + 1) * ps
+		if w.data != nil {
+			return w.data[int(id)*ps : int(id)*ps+size], count, flags, nil
+		}
 		if cap(w.bufs[depth]) < size {
 			grown := make([]byte, size)
-			copy(grown, buf)
+			copy(grown, p)
 			w.bufs[depth] = grown
 		}
-		buf = w.bufs[depth][:size]
-		if err := w.read(buf[w.pageSize:], id+1); err != nil {
+		p = w.bufs[depth][:size]
+		if err := w.read(p[ps:], id+1); err != nil {
 			return nil, 0, 0, err
 		}
 	}
-	return buf, count, flags, nil
+	return p, count, flags, nil
 }
 
 // read fills buf from the start of page id.
@@ -293,19 +488,9 @@ func (w *walker) read(buf []byte, id uint64) error {
 	return fmt.Errorf("read page %d: %w", id, err)
 }
 
-func typeName(flags []uint16) string {
-	switch {
-	case len(flags) == 1 && flags[0] == flagFreelist:
-		return "freelist"
-	case len(flags) == 1 && flags[0] == flagLeaf:
-		return "leaf"
-	}
-	return "branch or leaf"
-}
-
 // freelist reads the freelist page id and records the pages it lists.
 func (w *walker) freelist(id uint64) error {
-	p, count, _, err := w.page(id, 0, "the meta page", flagFreelist)
+	p, count, _, err := w.page(id, 0, place{}, true)
 	if err != nil {
 		return err
 	}
@@ -343,41 +528,54 @@ type element struct {
 	child uint64 // Branch elements.
 }
 
-// elements parses the count elements of the branch or leaf page p (a page
-// of the file, or a bucket's inline page) and checks that each lies in p.
-func elements(p []byte, count int, branch bool, what string) ([]element, error) {
-	if uint64(count)*elementSize > uint64(len(p)-pageHeaderSize) {
-		return nil, fmt.Errorf("%s claims %d elements, more than fit in its %d bytes", what, count, len(p))
+// elements parses the elements of page p into the walker's slice of depth
+// depth, which the next page of that depth reuses.
+func (w *walker) elements(p []byte, count, depth int, branch bool, what place) ([]element, error) {
+	for len(w.elems) <= depth {
+		w.elems = append(w.elems, nil)
 	}
-	elems := make([]element, count)
-	for i := range elems {
+	elems, err := elements(w.elems[depth][:0], p, count, branch, what)
+	w.elems[depth] = elems
+	return elems, err
+}
+
+// elements appends the count elements of the branch or leaf page p (a page
+// of the file, or a bucket's inline page) to dst and checks that each lies
+// in p.
+func elements(dst []element, p []byte, count int, branch bool, what place) ([]element, error) {
+	if uint64(count)*elementSize > uint64(len(p)-pageHeaderSize) {
+		return dst, fmt.Errorf("%s claims %d elements, more than fit in its %d bytes", what, count, len(p))
+	}
+	for i := range count {
 		off := pageHeaderSize + elementSize*i
 		e := p[off : off+elementSize]
+		var el element
 		var pos, ksize, vsize uint64
 		if branch {
 			pos, ksize = uint64(order.Uint32(e[0:])), uint64(order.Uint32(e[4:]))
-			elems[i].child = order.Uint64(e[8:])
+			el.child = order.Uint64(e[8:])
 		} else {
-			elems[i].flags = order.Uint32(e[0:])
+			el.flags = order.Uint32(e[0:])
 			pos, ksize, vsize = uint64(order.Uint32(e[4:])), uint64(order.Uint32(e[8:])), uint64(order.Uint32(e[12:]))
-			if elems[i].flags&^leafFlagBucket != 0 {
-				return nil, fmt.Errorf("%s: element %d has unknown flags %#x", what, i, elems[i].flags)
+			if el.flags&^leafFlagBucket != 0 {
+				return dst, fmt.Errorf("%s: element %d has unknown flags %#x", what, i, el.flags)
 			}
 		}
 		start := uint64(off) + pos
 		if start+ksize+vsize > uint64(len(p)) {
-			return nil, fmt.Errorf("%s: element %d lies outside the page (at %d, %d+%d bytes, of %d)", what, i, start, ksize, vsize, len(p))
+			return dst, fmt.Errorf("%s: element %d lies outside the page (at %d, %d+%d bytes, of %d)", what, i, start, ksize, vsize, len(p))
 		}
-		elems[i].key = p[start : start+ksize]
-		elems[i].value = p[start+ksize : start+ksize+vsize]
+		el.key = p[start : start+ksize]
+		el.value = p[start+ksize : start+ksize+vsize]
+		dst = append(dst, el)
 	}
-	return elems, nil
+	return dst, nil
 }
 
 // keyOrder checks element i's key against the key before it (or the
 // subtree's lower bound, for the first) and the subtree's exclusive upper
 // bound, as bbolt's consistency check does.
-func keyOrder(what string, i int, key, prev, max []byte) error {
+func keyOrder(what place, i int, key, prev, max []byte) error {
 	if i == 0 && prev != nil && bytes.Compare(prev, key) > 0 {
 		return fmt.Errorf("%s: the first key %x is below its parent's %x", what, key, prev)
 	}
@@ -391,49 +589,106 @@ func keyOrder(what string, i int, key, prev, max []byte) error {
 }
 
 // tree walks the subtree of bucket at page id, whose keys lie in
-// [min, max), and returns its last key.
-func (w *walker) tree(id uint64, depth int, min, max []byte, bucket, from string) ([]byte, error) {
-	p, count, flags, err := w.page(id, depth, from, flagBranch, flagLeaf)
+// [min, max), and returns its last key and whether page id is a branch
+// page.
+func (w *walker) tree(id uint64, depth int, min, max []byte, bucket string, from place) ([]byte, bool, error) {
+	p, count, flags, err := w.page(id, depth, from, false)
+	if err != nil {
+		return nil, false, err
+	}
+	if flags == flagBranch {
+		last, err := w.branch(p, id, count, depth, min, max, bucket)
+		return last, true, err
+	}
+	last, err := w.leaf(p, count, depth, min, max, bucket, place{kind: kindLeaf, id: id, bucket: bucket})
+	return last, false, err
+}
+
+// branch checks the elements of the branch page p, page id, and walks its
+// children, whose keys lie in [min, max). It walks them in order, but hands
+// a child to another walker while one is free once the first child turned
+// out to be a branch page too (a subtree of many pages, worth a goroutine).
+// The first key of a child handed on is checked against the last key of the
+// child before it once both have been walked.
+func (w *walker) branch(p []byte, id uint64, count, depth int, min, max []byte, bucket string) ([]byte, error) {
+	what := place{kind: kindBranch, id: id, bucket: bucket}
+	if count == 0 {
+		return nil, fmt.Errorf("%s has no elements", what)
+	}
+	elems, err := w.elements(p, count, depth, true, what)
 	if err != nil {
 		return nil, err
 	}
-	if flags == flagBranch {
-		what := fmt.Sprintf("branch page %d of %s", id, bucket)
-		if count == 0 {
-			return nil, fmt.Errorf("%s has no elements", what)
+	var (
+		g        group
+		lasts    [][]byte // The last key of each child handed on.
+		deferred []int    // The elements checked once the children are walked.
+		branches bool     // The children are branch pages.
+	)
+	defer w.leave(&g)
+	running, known := min, true // The last key of the child before, if known.
+	for i, e := range elems {
+		if !known {
+			deferred = append(deferred, i)
+		} else if err := keyOrder(what, i, e.key, running, max); err != nil {
+			return nil, err
 		}
-		elems, err := elements(p, count, true, what)
+		childMax := max
+		if i+1 < len(elems) {
+			childMax = elems[i+1].key
+		}
+		if branches && w.slots != nil {
+			if lasts == nil {
+				lasts = make([][]byte, len(elems))
+			}
+			if w.spawn(&g, func(c *walker) error {
+				last, _, err := c.tree(e.child, depth+1, e.key, childMax, bucket, what)
+				lasts[i] = last
+				return err
+			}) {
+				known = false
+				continue
+			}
+		}
+		last, isBranch, err := w.tree(e.child, depth+1, e.key, childMax, bucket, what)
 		if err != nil {
 			return nil, err
 		}
-		running, last := min, []byte(nil)
-		for i, e := range elems {
-			if err := keyOrder(what, i, e.key, running, max); err != nil {
-				return nil, err
-			}
-			childMax := max
-			if i+1 < len(elems) {
-				childMax = elems[i+1].key
-			}
-			if last, err = w.tree(e.child, depth+1, e.key, childMax, bucket, what); err != nil {
-				return nil, err
-			}
-			running = last
-		}
-		return last, nil
+		running, known, branches = last, true, isBranch
 	}
-	what := fmt.Sprintf("leaf page %d of %s", id, bucket)
-	last, err := w.leaf(p, count, depth, min, max, bucket, what)
-	return last, err
+	if g.n > 0 {
+		w.wait(&g)
+		if w.stopped.Load() {
+			return nil, errStopped
+		}
+		for _, i := range deferred {
+			if err := keyOrder(what, i, elems[i].key, lasts[i-1], max); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !known {
+		return lasts[len(elems)-1], nil
+	}
+	return running, nil
 }
 
 // leaf checks the elements of the leaf page p and walks the buckets it
-// holds; it returns a copy of its last key.
-func (w *walker) leaf(p []byte, count, depth int, min, max []byte, bucket, what string) ([]byte, error) {
-	elems, err := elements(p, count, false, what)
+// holds; it returns its last key (a copy, without a map). A top-level
+// bucket is handed to another walker while one is free.
+func (w *walker) leaf(p []byte, count, depth int, min, max []byte, bucket string, what place) ([]byte, error) {
+	top := bucket == rootBucket
+	if !top {
+		if last, ok := plainLeaf(p, count, min, max); ok {
+			return w.keep(last), nil
+		}
+	}
+	elems, err := w.elements(p, count, depth, false, what)
 	if err != nil {
 		return nil, err
 	}
+	var g group
+	defer w.leave(&g)
 	running := min
 	for i, e := range elems {
 		if err := keyOrder(what, i, e.key, running, max); err != nil {
@@ -441,7 +696,7 @@ func (w *walker) leaf(p []byte, count, depth int, min, max []byte, bucket, what 
 		}
 		running = e.key
 		if e.flags&leafFlagBucket == 0 {
-			if bucket == "the root bucket" {
+			if top {
 				// bbolt keeps only buckets at the top level, and its
 				// Tx.ForEach dereferences each one as a bucket.
 				return nil, fmt.Errorf("%s: key %q of the root bucket is not a bucket", what, e.key)
@@ -449,14 +704,20 @@ func (w *walker) leaf(p []byte, count, depth int, min, max []byte, bucket, what 
 			continue
 		}
 		name := fmt.Sprintf("bucket %q", e.key)
-		if bucket != "the root bucket" {
+		if !top {
 			name = fmt.Sprintf("%s/%q", bucket, e.key)
 		}
 		if len(e.value) < bucketHeaderSize {
 			return nil, fmt.Errorf("%s: %s has a %d-byte header, not %d", what, name, len(e.value), bucketHeaderSize)
 		}
 		if root := order.Uint64(e.value); root != 0 {
-			if _, err := w.tree(root, depth+1, nil, nil, name, what); err != nil {
+			if top && w.spawn(&g, func(c *walker) error {
+				_, _, err := c.tree(root, depth+1, nil, nil, name, what)
+				return err
+			}) {
+				continue
+			}
+			if _, _, err := w.tree(root, depth+1, nil, nil, name, what); err != nil {
 				return nil, err
 			}
 			continue
@@ -465,23 +726,64 @@ func (w *walker) leaf(p []byte, count, depth int, min, max []byte, bucket, what 
 			return nil, err
 		}
 	}
+	if g.n > 0 {
+		w.wait(&g)
+		if w.stopped.Load() {
+			return nil, errStopped
+		}
+	}
 	if len(elems) == 0 {
 		return nil, nil
 	}
-	return bytes.Clone(running), nil
+	return w.keep(running), nil
+}
+
+// plainLeaf checks the leaf page p of count elements, whose keys lie in
+// [min, max), in one pass, and returns its last key and true when p holds
+// no bucket and is intact: the common case, at one comparison a key. It
+// returns false for any other page, which leaf then checks element by
+// element and bucket by bucket, in the order that names the first damage.
+// A leaf of the root bucket, which must hold nothing but buckets, is not
+// for it.
+func plainLeaf(p []byte, count int, min, max []byte) ([]byte, bool) {
+	if count == 0 || uint64(count)*elementSize > uint64(len(p)-pageHeaderSize) {
+		return nil, false
+	}
+	prev := min
+	for i := range count {
+		off := pageHeaderSize + elementSize*i
+		e := p[off : off+elementSize]
+		if order.Uint32(e[0:]) != 0 {
+			return nil, false
+		}
+		start := uint64(off) + uint64(order.Uint32(e[4:]))
+		ksize, vsize := uint64(order.Uint32(e[8:])), uint64(order.Uint32(e[12:]))
+		if start+ksize+vsize > uint64(len(p)) {
+			return nil, false
+		}
+		key := p[start : start+ksize]
+		if i == 0 && min != nil && bytes.Compare(min, key) > 0 || i > 0 && bytes.Compare(prev, key) >= 0 {
+			return nil, false
+		}
+		prev = key
+	}
+	if max != nil && bytes.Compare(prev, max) >= 0 {
+		return nil, false
+	}
+	return prev, true
 }
 
 // inline checks the page of a bucket stored inline in its parent's value:
 // a leaf page without sub-buckets, which is how bbolt writes one.
 func inline(p []byte, bucket string) error {
-	what := "the inline page of " + bucket
+	what := place{kind: kindInline, bucket: bucket}
 	if len(p) < pageHeaderSize {
 		return fmt.Errorf("%s is %d bytes, too short for a page header", what, len(p))
 	}
 	if flags := order.Uint16(p[8:]); flags != flagLeaf {
 		return fmt.Errorf("%s has type flags %#x, not those of a leaf page", what, flags)
 	}
-	elems, err := elements(p, int(order.Uint16(p[10:])), false, what)
+	elems, err := elements(nil, p, int(order.Uint16(p[10:])), false, what)
 	if err != nil {
 		return err
 	}
@@ -504,3 +806,9 @@ type bitset []uint64
 func newBitset(n uint64) bitset    { return make(bitset, (n+63)/64) }
 func (b bitset) has(i uint64) bool { return b[i/64]&(1<<(i%64)) != 0 }
 func (b bitset) set(i uint64)      { b[i/64] |= 1 << (i % 64) }
+
+// testAndSet adds i atomically and reports whether it was there already.
+func (b bitset) testAndSet(i uint64) bool {
+	mask := uint64(1) << (i % 64)
+	return atomic.OrUint64(&b[i/64], mask)&mask != 0
+}

@@ -127,7 +127,10 @@ func (s *Store) verifyPages(ctx context.Context) error {
 			m := boltfile.Meta{
 				PageSize: pageSize,
 				Root:     uint64(btx.Cursor().Bucket().Root()),
-				Freelist: boltfile.NoFreelist, // Open's first commit stops keeping one.
+				// bbolt does not tell which page holds the snapshot's
+				// freelist, so the walk covers the tree alone; Open
+				// checked the freelist the file had then.
+				Freelist: boltfile.NoFreelist,
 				Pgid:     uint64(btx.Size()) / uint64(pageSize),
 				Txid:     uint64(btx.ID()),
 			}

@@ -19,3 +19,11 @@ func BackupReserve(size int64) int64 { return backupReserve(size) }
 
 // MaxBackupReserve is the most free space a backup leaves.
 const MaxBackupReserve = maxBackupReserve
+
+// CloseAsKilled closes s without the commit with which Close keeps the list
+// of free pages, leaving the file as a process killed right after its last
+// commit leaves it.
+func CloseAsKilled(s *Store) error {
+	s.readOnly = true // keepFreelist writes nothing for a read-only store.
+	return s.Close()
+}

@@ -68,11 +68,12 @@ type prepared struct {
 // itself turns an empty file into a new database, opens a file whose newer
 // meta page is damaged at the older one, and panics or faults on damaged
 // data pages, also in the walk over every page that it makes at open to
-// rebuild its freelist. prepare creates a file only where none exists; it
-// refuses an empty file and one that is not a bbolt database, checks both
-// meta pages and refuses a damaged one unless opts.AcceptRollback allows
-// opening at the other, checks that the file holds every page the meta page
-// counts, and walks every page of the tree (boltfile.Verify).
+// rebuild its freelist when the file keeps none. prepare creates a file
+// only where none exists; it refuses an empty file and one that is not a
+// bbolt database, checks both meta pages and refuses a damaged one unless
+// opts.AcceptRollback allows opening at the other, checks that the file
+// holds every page the meta page counts, and walks every page of the tree
+// and the freelist (boltfile.Verify).
 //
 // It reads the file while holding bbolt's shared lock on it, taken by a
 // read-only bbolt open that reads nothing but the meta pages, so a running

@@ -24,6 +24,19 @@ import (
 // each in its own commit, and the operation key of the last one.
 func filled(t *testing.T, n int) (path string, last engine.OperationKey) {
 	t.Helper()
+	return fill(t, n, (*boltstore.Store).Close)
+}
+
+// filledAsKilled is filled, but the file is left as by a process killed
+// right after the last reservation's commit: its newest transaction is
+// that reservation's, and it keeps no list of free pages.
+func filledAsKilled(t *testing.T, n int) (path string, last engine.OperationKey) {
+	t.Helper()
+	return fill(t, n, boltstore.CloseAsKilled)
+}
+
+func fill(t *testing.T, n int, closeStore func(*boltstore.Store) error) (path string, last engine.OperationKey) {
+	t.Helper()
 	path = filepath.Join(t.TempDir(), "reserved.db")
 	s, err := boltstore.Open(path, boltstore.Options{})
 	if err != nil {
@@ -40,7 +53,7 @@ func filled(t *testing.T, n int) (path string, last engine.OperationKey) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := closeStore(s); err != nil {
 		t.Fatal(err)
 	}
 	return path, last
@@ -191,7 +204,7 @@ func TestOpenRefusesDamagedPages(t *testing.T) {
 // rewrites the damaged page.
 func TestMetaPageRollback(t *testing.T) {
 	ctx := context.Background()
-	path, last := filled(t, 3)
+	path, last := filledAsKilled(t, 3)
 	newest := boltfiletest.Newest(t, path)
 	boltfiletest.FlipMeta(t, path, newest.Page)
 	err := mustRefuse[*boltstore.DamageError](t, path, boltstore.Options{}, "")
