@@ -21,14 +21,15 @@ median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(
 
 # serve_daemon BIN DB SOCK PORT LOG [FLAGS...] starts BIN/reserved on DB,
 # with its socket at SOCK and TCP on 127.0.0.1:PORT, logging to LOG, waits
-# until the socket answers (at most a minute) and sets PID and TOKEN (an
+# until the socket answers (at most START_TIMEOUT seconds, a minute by
+# default) and sets PID and TOKEN (an
 # admin token).
 serve_daemon() {
   local bin=$1 db=$2 sock=$3 port=$4 log=$5
   shift 5
   "$bin/reserved" serve --db "$db" --socket "$sock" --listen "127.0.0.1:$port" --no-demo --log-format json "$@" 2>"$log" &
   PID=$!
-  local deadline=$((SECONDS + 60))
+  local deadline=$((SECONDS + ${START_TIMEOUT:-60}))
   until "$bin/reservectl" --socket "$sock" --timeout 1s whoami >/dev/null 2>&1; do
     if [ "$SECONDS" -ge "$deadline" ]; then
       echo "reserved on $db did not start; its log:" >&2
