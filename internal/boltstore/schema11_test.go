@@ -25,11 +25,10 @@ import (
 // restarted with --receipt-retention 1s, which turned those eleven
 // receipts into tombstones, and once more without it, and unix-postgres
 // was refused a place of go-basics: the one receipt of the file. Every
-// operation key is a UUIDv4, the only kind that version accepted.
-const (
-	schema11Hold  = "01a23793eb3778c0f9294fcff917a46f" // unix-root, go-basics × 1, open until 2026-12-03T16:26:10Z.
-	schema11Offer = "01a23793eb460dc45064a6e5f9ada64e" // The offer to unix-nobody, confirmed.
-)
+// operation key is a UUIDv4, the only kind that version accepted. The
+// open hold is unix-root's (01a23793eb3778c0f9294fcff917a46f, until
+// 2026-12-03T16:26:10Z); the offer to unix-nobody was
+// 01a23793eb460dc45064a6e5f9ada64e, confirmed.
 
 // schema11Receipt is the file's one receipt: unix-postgres refused a place
 // of the full go-basics.
