@@ -21,29 +21,13 @@ CLIENTS=${CLIENTS:-64}
 PORT=${PORT:-18182}
 LOAD=${LOAD:-}
 
-# build NAME REV builds both programs of revision REV into $OUT/NAME.
-build() {
-  local name=$1 rev=$2 src
-  if [ "$rev" = . ]; then
-    src=$PWD
-  else
-    src="$OUT/src-$name"
-    rm -rf "$src"
-    git worktree add -q --detach "$src" "$rev"
-  fi
-  (cd "$src" && go build -o "$OUT/$name/reserved" ./cmd/reserved && go build -o "$OUT/$name/reservectl" ./cmd/reservectl)
-  if [ "$rev" != . ]; then
-    git worktree remove --force "$src"
-  fi
-  echo "$name = $rev ($(git rev-parse --short "$( [ "$rev" = . ] && echo HEAD || echo "$rev")")$( [ "$rev" = . ] && ! git diff --quiet && echo ', modified'))"
-}
+# shellcheck source=docs/bench-lib.sh
+. docs/bench-lib.sh
 mkdir -p "$OUT"
 build A "$A"
 build B "$B"
 echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); load: ${LOAD:-new reservations}"
 
-# shellcheck source=docs/bench-lib.sh
-. docs/bench-lib.sh
 
 
 # run NAME ROUND starts build NAME on a fresh database, runs the bench

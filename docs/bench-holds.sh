@@ -22,26 +22,13 @@ DURATION=${DURATION:-75s}
 CLIENTS=${CLIENTS:-8}
 PORT=${PORT:-18183}
 
-# build NAME REV builds both programs of revision REV into $OUT/NAME.
-build() {
-  local name=$1 rev=$2 src=$PWD
-  if [ "$rev" != . ]; then
-    src="$OUT/src-$name"
-    rm -rf "$src"
-    mkdir -p "$src"
-    git archive "$rev" | tar -x -C "$src"
-  fi
-  (cd "$src" && go build -o "$OUT/$name/" ./cmd/reserved ./cmd/reservectl)
-  echo "$name = $rev ($(git rev-parse --short "$( [ "$rev" = . ] && echo HEAD || echo "$rev")"))"
-}
+# shellcheck source=docs/bench-lib.sh
+. docs/bench-lib.sh
 mkdir -p "$OUT"
 build A "$A"
 build B "$B"
 go build -o "$OUT/holdload" ./scripts/holdload
 echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-
-# shellcheck source=docs/bench-lib.sh
-. docs/bench-lib.sh
 
 # after JSON NAME prints a number of the part after the first deadline.
 after() { grep -o '"after_first_deadline":{[^}]*}' <<<"$1" | grep -o "\"$2\":[0-9.e+-]*" | cut -d: -f2; }

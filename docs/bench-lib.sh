@@ -40,3 +40,21 @@ serve_daemon() {
   done
   TOKEN=$("$bin/reservectl" --socket "$sock" admin token create --actor bench-admin --admin)
 }
+
+# build NAME REV builds both programs of revision REV (any git revision;
+# "." is the work tree) into $OUT/NAME and says which it built.
+build() {
+  local name=$1 rev=$2 src
+  if [ "$rev" = . ]; then
+    src=$PWD
+  else
+    src="$OUT/src-$name"
+    rm -rf "$src"
+    git worktree add -q --detach "$src" "$rev"
+  fi
+  (cd "$src" && go build -o "$OUT/$name/reserved" ./cmd/reserved && go build -o "$OUT/$name/reservectl" ./cmd/reservectl)
+  if [ "$rev" != . ]; then
+    git worktree remove --force "$src"
+  fi
+  echo "$name = $rev ($(git rev-parse --short "$( [ "$rev" = . ] && echo HEAD || echo "$rev")")$( [ "$rev" = . ] && ! git diff --quiet && echo ', modified'))"
+}

@@ -40,29 +40,13 @@ DROP_CACHES=${DROP_CACHES:-0}
 VARIANTS=${VARIANTS:-OLD:v4 NEW:v7 NEW:v4}
 export START_TIMEOUT=${START_TIMEOUT:-300}
 
+# shellcheck source=docs/bench-lib.sh
+. docs/bench-lib.sh
 mkdir -p "$OUT" "$SEED_DIR"
-# build NAME REV builds both programs of revision REV into $OUT/NAME.
-build() {
-  local name=$1 rev=$2 src
-  if [ "$rev" = . ]; then
-    src=$PWD
-  else
-    src="$OUT/src-$name"
-    rm -rf "$src"
-    git worktree add -q --detach "$src" "$rev"
-  fi
-  (cd "$src" && go build -o "$OUT/$name/reserved" ./cmd/reserved && go build -o "$OUT/$name/reservectl" ./cmd/reservectl)
-  if [ "$rev" != . ]; then
-    git worktree remove --force "$src"
-  fi
-  echo "$name = $rev"
-}
 build OLD "$OLD"
 build NEW "$NEW"
 echo "results in $OUT; $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# shellcheck source=docs/bench-lib.sh
-. docs/bench-lib.sh
 
 # seed SIZE makes $SEED_DIR/SIZE.db with OLD's reserved seed, from the next
 # smaller seeded size when there is one.
