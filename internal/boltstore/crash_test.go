@@ -66,6 +66,9 @@ func crashChild(path string) error {
 			for i := 0; ; i++ {
 				if i%5 != 4 { // Every fifth request retries the previous intent.
 					key = engine.OperationKey(uuid.NewString())
+					if i%2 == 0 { // Both kinds of key, which are stored apart.
+						key = engine.OperationKey(uuid.Must(uuid.NewV7()).String())
+					}
 					req = engine.Request{Workshop: "big", Quantity: 1 + i%2}
 					if i%3 == 0 {
 						req = engine.Request{Workshop: "small", Quantity: 1}
