@@ -18,8 +18,13 @@ import (
 )
 
 // PlanVersion is the version of the plan file's record. A plan of a higher
-// version is refused as written by a newer reservectl.
-const PlanVersion = 1
+// version is refused as written by a newer reservectl. Version 2 allows
+// UUIDv7 operation keys, which the plan's rows get: a reservectl of
+// version 1 refuses such a plan as newer instead of calling it corrupt
+// and advising to import the CSV as new intents, which would send decided
+// rows again under new keys. A plan of version 1 (UUIDv4 keys only) reads
+// as it is and is written as version 2 the next time it is saved.
+const PlanVersion = 2
 
 // PlanSuffix names the plan file next to its CSV: orders.csv gets
 // orders.csv.plan (and the lock orders.csv.plan.lock).
@@ -153,11 +158,11 @@ func (p *Plan) Compare(csvPath, planPath string, rows []Row) error {
 
 // validate checks a plan read from disk.
 func (p *Plan) validate() error {
-	if p.Version != PlanVersion {
-		if p.Version > PlanVersion {
-			return fmt.Errorf("plan version %d is newer than this reservectl understands (%d)", p.Version, PlanVersion)
-		}
-		return fmt.Errorf("plan version %d is not %d", p.Version, PlanVersion)
+	switch {
+	case p.Version > PlanVersion:
+		return fmt.Errorf("plan version %d is newer than this reservectl understands (%d)", p.Version, PlanVersion)
+	case p.Version < 1:
+		return fmt.Errorf("plan version %d is not one from 1 to %d", p.Version, PlanVersion)
 	}
 	if p.Server == "" || engine.ValidateActor(p.Actor) != nil {
 		return errors.New("plan lacks a valid server or actor")
@@ -267,12 +272,17 @@ func (f *PlanFile) Load() (*Plan, error) {
 	dec.DisallowUnknownFields()
 	var p Plan
 	err = dec.Decode(&p)
+	if err == nil && p.Version > PlanVersion {
+		// Not corrupt: moving it away would send its decided rows again.
+		return nil, fmt.Errorf("plan %s has version %d, newer than this reservectl understands (%d): use the reservectl that wrote it (left untouched)", f.path, p.Version, PlanVersion)
+	}
 	if err == nil {
 		err = p.validate()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("plan %s is corrupt: %v (left untouched; move it away to import the CSV as new intents)", f.path, err)
 	}
+	p.Version = PlanVersion // Saved again as this version.
 	return &p, nil
 }
 

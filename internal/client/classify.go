@@ -214,8 +214,14 @@ func problemOf(body []byte) *engine.Error {
 // decides reports whether a problem with code, answered with HTTP status,
 // decides its request; status 0 means the status is not known, and the
 // code alone decides then.
+//
+// invalid_idempotency_key decides nothing either: every client of this
+// package checks its keys before it sends them, so the refusal of one
+// means a daemon that does not accept that form of key (one from before
+// UUIDv7 keys, still serving during an upgrade), while another daemon of
+// the store may have decided an earlier send of the same key.
 func decides(status int, code string) bool {
-	if api.Undecided(code) {
+	if api.Undecided(code) || code == engine.CodeInvalidIdempotencyKey {
 		return false
 	}
 	return status == 0 || (status >= 400 && status < 500 && status != 408 && status != 429)

@@ -27,8 +27,13 @@ import (
 // Version 4 adds waiting lists: the reserve payload's member "waitlist",
 // its outcome status engine.StatusWaiting, and the kind KindLeaveWaitlist;
 // a record of an earlier version has none of them, reads as it is and is
-// written as version 4 the next time it is saved.
-const SchemaVersion = 4
+// written as version 4 the next time it is saved. Version 5 allows UUIDv7
+// operation keys, which NewKey makes: a reservectl of version 4 or
+// earlier refuses such a file as newer instead of calling it corrupt and
+// advising to start over, which would send a decided intent again under
+// a new key. A record of an earlier version reads as it is and is written
+// as version 5 the next time it is saved.
+const SchemaVersion = 5
 
 // waitlistSchemaVersion is the first record version that knows waiting
 // lists.
