@@ -48,7 +48,8 @@ type Tx interface {
 	ForEachAPIToken(fn func(TokenRecord) error) error
 
 	// ForEachWorkshop, ForEachReservation and ForEachReceipt visit every
-	// record in key order until fn returns an error, which they return.
+	// record until fn returns an error, which they return: in the order
+	// the store keeps them, which no caller may rely on.
 	ForEachWorkshop(fn func(Workshop) error) error
 	ForEachReservation(fn func(Reservation) error) error
 	ForEachReceipt(fn func(Receipt) error) error
