@@ -295,6 +295,25 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := o.delivery.check(); err != nil {
 		return err
 	}
+	// Tracing is set up before anything is created, so that a bad
+	// endpoint or ratio leaves nothing behind.
+	tracer, stopTracing, err := tracing.Start(tracing.Config{Endpoint: o.otlpEndpoint, SampleRatio: o.traceRatio, Service: "reserved", Version: version.String()})
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	o.tracer = tracer
+	if tracer != nil {
+		logger.Info("sending traces by OTLP/HTTP", "otlp_endpoint", o.otlpEndpoint, "trace_sample_ratio", o.traceRatio)
+	}
+	defer func() {
+		// Whatever is left is sent before the daemon exits, within
+		// the same bound as the requests in flight.
+		ctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			logger.Warn("could not send the last spans", "error", err)
+		}
+	}()
 	notifier, err := newServiceNotifier(logger)
 	if err != nil {
 		return err
@@ -312,20 +331,6 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	}
 	defer lns.close()
 	metrics := server.NewMetrics()
-	tracer, stopTracing, err := tracing.Start(tracing.Config{Endpoint: o.otlpEndpoint, SampleRatio: o.traceRatio, Service: "reserved", Version: version.String()})
-	if err != nil {
-		return &exitError{code: ExitUsage, err: err}
-	}
-	o.tracer = tracer
-	defer func() {
-		// Whatever is left is sent before the daemon exits, within
-		// the same bound as the requests in flight.
-		ctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
-		defer cancel()
-		if err := stopTracing(ctx); err != nil {
-			logger.Warn("could not send the last spans", "error", err)
-		}
-	}()
 	// Mail is checked before the store is opened, so that a refusal
 	// creates nothing.
 	mailer, err := o.mail.open(ctx, logger, metrics, lns.tcpAddr != "")

@@ -73,11 +73,11 @@ func Start(cfg Config) (*Tracer, func(context.Context) error, error) {
 		return nil, func(context.Context) error { return nil }, nil
 	}
 	if cfg.SampleRatio < 0 || cfg.SampleRatio > 1 {
-		return nil, nil, fmt.Errorf("trace sample ratio %v is not between 0 and 1", cfg.SampleRatio)
+		return nil, nil, fmt.Errorf("--trace-sample-ratio must be between 0 and 1, not %v", cfg.SampleRatio)
 	}
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, nil, fmt.Errorf("OTLP endpoint %q is not an http or https URL", cfg.Endpoint)
+		return nil, nil, fmt.Errorf("--otlp-endpoint %q is not an http or https URL, such as http://127.0.0.1:4318", cfg.Endpoint)
 	}
 	exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(u.JoinPath("v1", "traces").String()))
 	if err != nil {
