@@ -161,3 +161,24 @@ func TestTracingOffSendsNoTraceparent(t *testing.T) {
 		}
 	}
 }
+
+// A batch is traced as one decision, of operation "batch", in its
+// request's span.
+func TestTracingSpansOfABatch(t *testing.T) {
+	h, exp := tracedHarness(t)
+	body := fmt.Sprintf(`{"items":[{"key":%q,"workshop":%q,"quantity":1}]}`, uuid.NewString(), servertest.Workshop)
+	resp, out := send(t, h, call{via: h.Alice, method: http.MethodPost, path: "/api/v1/batches",
+		header: http.Header{"Content-Type": {api.MediaJSON}}, body: body})
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("batch: %d %s", resp.StatusCode, out)
+	}
+	spans := exp.GetSpans()
+	req := spanNamed(t, spans, tracing.SpanRequest)
+	dec := spanNamed(t, spans, tracing.SpanDecision)
+	if dec.Parent.SpanID() != req.SpanContext.SpanID() {
+		t.Errorf("the batch's decision is not the child of its request's span")
+	}
+	if got := attr(dec, tracing.AttrOperation); got != "batch" {
+		t.Errorf("the decision's operation is %q, want batch", got)
+	}
+}
