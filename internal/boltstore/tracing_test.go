@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -37,13 +36,7 @@ func TestCommitSpanCarriesItsCalls(t *testing.T) {
 			}
 		})
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for boltstore.QueuedUpdates(s) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d updates queued", boltstore.QueuedUpdates(s), n)
-		}
-		time.Sleep(time.Millisecond) // Polling a queue length, with a deadline.
-	}
+	waitQueued(t, s, n)
 	release()
 	wg.Wait()
 	close(callers)

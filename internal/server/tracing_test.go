@@ -17,12 +17,11 @@ import (
 
 // reserveCall is a reservation of one place of the harness's workshop.
 func reserveCall(via string, header http.Header) call {
-	h := http.Header{api.HeaderIdempotencyKey: {uuid.NewString()}, "Content-Type": {api.MediaJSON}}
+	c := reservationCall(via, uuid.NewString(), fmt.Sprintf(`{"workshop":%q,"quantity":1}`, servertest.Workshop))
 	for k, v := range header {
-		h[k] = v
+		c.header[k] = v
 	}
-	return call{via: via, method: http.MethodPost, path: api.PathReservations, header: h,
-		body: fmt.Sprintf(`{"workshop":%q,"quantity":1}`, servertest.Workshop)}
+	return c
 }
 
 // tracedHarness serves with a tracer whose spans are kept in memory, each
