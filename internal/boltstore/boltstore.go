@@ -643,6 +643,9 @@ func (s *Store) commit(batch []call) {
 		}
 		return
 	}
+	// Every call failed and was answered: the transaction committed
+	// nothing, and the span still ends.
+	span.EndCommit(nil)
 }
 
 // storeName names this store in the spans of its commits.

@@ -2,6 +2,7 @@ package boltstore_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -69,6 +70,23 @@ func TestCommitSpanCarriesItsCalls(t *testing.T) {
 		if !got[id] {
 			t.Errorf("caller %s is neither the commit's parent nor linked", id)
 		}
+	}
+}
+
+// TestCommitSpanEndsWhenEveryCallFails: a commit whose every call failed
+// committed nothing, and its span still ends.
+func TestCommitSpanEndsWhenEveryCallFails(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	s := mustOpen(t, boltstore.Options{Tracer: tracing.New(tp)})
+	refused := errors.New("refused")
+	if err := s.Update(context.Background(), func(engine.Tx) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("Update = %v, want %v", err, refused)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 || spans[0].Name != tracing.SpanCommit || attr(spans[0], tracing.AttrCalls) != "1" {
+		t.Fatalf("ended spans %v, want the one commit of 1 call", spans)
 	}
 }
 
