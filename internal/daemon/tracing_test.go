@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -91,6 +92,21 @@ func TestServeSendsSpansToOTLPEndpoint(t *testing.T) {
 	status, body, _, err := p.tcpClient(token).Reserve(ctx, engine.OperationKey(uuid.NewString()), demo)
 	if err != nil || status != http.StatusCreated {
 		t.Fatalf("reservation = %d %s %v", status, body, err)
+	}
+	// An answer continues the caller's trace and names its own span.
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hreq.Header.Set(tracing.HeaderParent, "00-"+traceID+"-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get(tracing.HeaderParent); !strings.HasPrefix(got, "00-"+traceID+"-") || strings.Contains(got, "00f067aa0ba902b7") {
+		t.Errorf("traceparent of the answer = %q, want a span of trace %s of its own", got, traceID)
 	}
 	servertest.Eventually(t, startTimeout, "the reservation's spans at the collector", func() bool {
 		ok, _ := col.has(tracing.SpanRequest, tracing.SpanDecision, tracing.SpanCommit)
