@@ -19,6 +19,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // SchemaVersion is the layout version this package writes and understands.
@@ -98,6 +99,10 @@ type Options struct {
 	// their callers return (for the daemon's metrics); without group
 	// commit calls is always 1.
 	OnCommit func(calls, batches int)
+	// Tracer, if not nil, gives each commit a span (tracing.SpanCommit)
+	// that carries the number of calls it committed, the child of the
+	// first call's span and linked to the others'. Nil costs nothing.
+	Tracer *tracing.Tracer
 	// ReadOnly opens the file without taking the writer's lock exclusively.
 	ReadOnly bool
 	// AcceptRollback lets Open proceed when one of the file's two meta
@@ -127,6 +132,7 @@ type Store struct {
 	group    bool
 	maxBatch int
 	onCommit func(calls, batches int)
+	tracer   *tracing.Tracer
 	calls    chan call
 	loopDone chan struct{}
 
@@ -154,6 +160,8 @@ type call struct {
 	fn    func(engine.Tx) error
 	err   chan error
 	items int // The items of a batch's Update (engine.BatchItems), else 0.
+	// caller is the span of the Update's context, when tracing is on.
+	caller tracing.Caller
 }
 
 // Open opens the database at path, or creates it (mode 0600) if path does
@@ -211,7 +219,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit,
+	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit, tracer: opts.Tracer,
 		created: pre.created, readOnly: opts.ReadOnly, rollback: pre.rollback, damaged: make(chan struct{})}
 	if s.group {
 		s.calls = make(chan call, opts.MaxBatch)
@@ -372,15 +380,23 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 	}
 	defer leave()
 	if !s.group {
+		var span tracing.Span
+		if s.tracer != nil {
+			span = s.tracer.Commit(storeName, []tracing.Caller{s.tracer.CallerOf(ctx)})
+		}
 		err := s.guarded(func() error {
 			return s.db.Update(func(btx *bolt.Tx) error { return s.safeCall(fn, &tx{b: btx}) })
 		})
+		span.EndCommit(err)
 		if err == nil && s.onCommit != nil {
 			s.onCommit(1, batches(engine.BatchItems(ctx)))
 		}
 		return err
 	}
 	c := call{fn: fn, err: make(chan error, 1), items: engine.BatchItems(ctx)}
+	if s.tracer != nil {
+		c.caller = s.tracer.CallerOf(ctx)
+	}
 	s.calls <- c
 	return <-c.err
 }
@@ -573,11 +589,16 @@ const maxCommitItems = 10_000
 // answered with its error (its writes were rolled back with the transaction)
 // and the others run again without it.
 func (s *Store) commit(batch []call) {
+	var span tracing.Span
+	if s.tracer != nil {
+		span = s.commitSpan(batch)
+	}
 	for len(batch) > 0 {
 		if damage := s.Damage(); damage != nil {
 			// Once damage is met the file is not touched again: every
 			// call of the batch gets the damage, and so does every call
 			// queued before it was met.
+			span.EndCommit(damage)
 			for _, c := range batch {
 				c.err <- damage
 			}
@@ -614,11 +635,30 @@ func (s *Store) commit(batch []call) {
 			}
 			s.onCommit(len(batch), n)
 		}
+		// Ended before anyone is answered too, so that a request's
+		// trace is whole once its answer is sent.
+		span.EndCommit(err)
 		for _, c := range batch {
 			c.err <- err
 		}
 		return
 	}
+	// Every call failed and was answered: the transaction committed
+	// nothing, and the span still ends.
+	span.EndCommit(nil)
+}
+
+// storeName names this store in the spans of its commits.
+const storeName = "bbolt"
+
+// commitSpan starts the span of the commit of batch, as it is when it
+// starts (calls that fail are answered and taken out later).
+func (s *Store) commitSpan(batch []call) tracing.Span {
+	callers := make([]tracing.Caller, len(batch))
+	for i, c := range batch {
+		callers[i] = c.caller
+	}
+	return s.tracer.Commit(storeName, callers)
 }
 
 // safeCall runs fn and turns a panic into an error, so one bad call cannot

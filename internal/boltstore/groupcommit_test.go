@@ -40,6 +40,18 @@ func holdWriter(t *testing.T, s *boltstore.Store) (release func()) {
 	return release
 }
 
+// waitQueued returns once n Updates wait in s's group committer's queue.
+func waitQueued(t *testing.T, s *boltstore.Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for boltstore.QueuedUpdates(s) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d updates queued", boltstore.QueuedUpdates(s), n)
+		}
+		time.Sleep(time.Millisecond) // Polling a queue length, with a deadline.
+	}
+}
+
 // within waits for ch up to a generous deadline; it proves that something
 // does not wait for a held lock, without measuring how fast it is.
 func within(t *testing.T, ch <-chan struct{}, what string) {
@@ -128,13 +140,7 @@ func commitSizes(t *testing.T, opts boltstore.Options, n int) []int {
 	// transaction whenever it gets the writer, so there is nothing to wait
 	// for. With it, wait until all n sit in the committer's queue.
 	if !opts.NoGroupCommit {
-		deadline := time.Now().Add(30 * time.Second)
-		for boltstore.QueuedUpdates(s) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("only %d of %d reservations queued", boltstore.QueuedUpdates(s), n)
-			}
-			time.Sleep(time.Millisecond) // Polling a queue length, with a deadline.
-		}
+		waitQueued(t, s, n)
 	}
 	release()
 	wg.Wait()

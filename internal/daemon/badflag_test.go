@@ -24,6 +24,8 @@ func TestBadRetentionLeavesNothing(t *testing.T) {
 		{"NegativeDeliveryAge", []string{"--delivery-max-age", "-1h"}, "--delivery-max-age must be positive, not -1h0m0s"},
 		{"ZeroDeliveryTimeout", []string{"--delivery-timeout", "0s"}, "--delivery-timeout must be positive, not 0s"},
 		{"LeaseWithinTimeout", []string{"--delivery-timeout", "10s", "--delivery-lease", "15s"}, "--delivery-lease 15s must exceed --delivery-timeout 10s by more than 5s"},
+		{"TraceRatioAboveOne", []string{"--otlp-endpoint", "http://127.0.0.1:4318", "--trace-sample-ratio", "2"}, "--trace-sample-ratio must be between 0 and 1, not 2"},
+		{"OTLPEndpointNoURL", []string{"--otlp-endpoint", "127.0.0.1:4318"}, `--otlp-endpoint "127.0.0.1:4318" is not an http or https URL`},
 		{"BackoffBeyondAge", []string{"--delivery-min-backoff", "2h", "--delivery-max-age", "1h"}, "--delivery-min-backoff 2h0m0s is longer than --delivery-max-age 1h0m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -29,6 +29,7 @@ import (
 	"github.com/reserve/reserve/internal/logs"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/tracing"
 	"github.com/reserve/reserve/internal/version"
 )
 
@@ -78,6 +79,9 @@ type serveOptions struct {
 	adminGroup      string
 	maxSocketConns  int
 	rateLimit       float64
+	otlpEndpoint    string
+	traceRatio      float64
+	tracer          *tracing.Tracer // Set by serve from otlpEndpoint; nil is tracing off.
 	rateBurst       int
 	// Whether the caps were given, rather than defaults that may be
 	// lowered to fit the open file limit.
@@ -157,6 +161,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.adminGroup, "admin-group", "", "members of this group (by name or gid; the peer's primary or a supplementary group, as the kernel recorded them when it connected) are admins on the Unix socket, besides root and the daemon's own user, e.g. --admin-group reserve-admin")
 	f.Float64Var(&o.rateLimit, "rate-limit", defaultRateLimit, "API requests a second that each actor that is not an admin may send on average, e.g. --rate-limit 20; more are answered 429 rate_limited with Retry-After, undecided, which clients send again after it; requests without credentials get ten times this per client address; 0 turns the limit off")
 	f.IntVar(&o.rateBurst, "rate-burst", defaultRateBurst, "API requests each actor that is not an admin may send at once, beyond --rate-limit, e.g. --rate-burst 40; requests without credentials get ten times this per client address; 0 turns the limit off")
+	f.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "send OpenTelemetry traces (a span for each HTTP request, engine decision and store commit) by OTLP/HTTP to this collector, e.g. --otlp-endpoint http://127.0.0.1:4318 (posted to /v1/traces); answers then carry the W3C traceparent of their request's span; empty turns tracing off")
+	f.Float64Var(&o.traceRatio, "trace-sample-ratio", 1, "with --otlp-endpoint, the share (0 to 1) of the traces begun here that are recorded, e.g. --trace-sample-ratio 0.1; a request with a traceparent follows its caller's decision")
 	f.StringVar(&o.pprofListen, "pprof-listen", "", "serve Go profiles (/debug/pprof/) without authentication on this loopback address, e.g. 127.0.0.1:6060 (for profiling only); other addresses are refused, Host headers are checked as on a loopback --listen (--allowed-host), and the command line (/debug/pprof/cmdline) is not served")
 	f.StringVar(&o.config, "config", DefaultConfigFile, "read settings from this file, one a line as name = value, the name a flag's without its dashes (e.g. max-tcp-connections = 512); a flag given wins over its environment variable, which wins over the file; the default file is read only where it exists, --config '' reads none")
 	flagconfig.Annotate(f, EnvPrefix)
@@ -289,6 +295,25 @@ func serve(ctx context.Context, o *serveOptions, stderr io.Writer) error {
 	if err := o.delivery.check(); err != nil {
 		return err
 	}
+	// Tracing is set up before anything is created, so that a bad
+	// endpoint or ratio leaves nothing behind.
+	tracer, stopTracing, err := tracing.Start(tracing.Config{Endpoint: o.otlpEndpoint, SampleRatio: o.traceRatio, Service: "reserved", Version: version.String()})
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	o.tracer = tracer
+	if tracer != nil {
+		logger.Info("sending traces by OTLP/HTTP", "otlp_endpoint", o.otlpEndpoint, "trace_sample_ratio", o.traceRatio)
+	}
+	defer func() {
+		// Whatever is left is sent before the daemon exits, within
+		// the same bound as the requests in flight.
+		ctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+		defer cancel()
+		if err := stopTracing(ctx); err != nil {
+			logger.Warn("could not send the last spans", "error", err)
+		}
+	}()
 	notifier, err := newServiceNotifier(logger)
 	if err != nil {
 		return err
@@ -504,7 +529,7 @@ func (lns *listeners) close() {
 // metrics; a damaged meta page is refused with what --accept-rollback
 // would lose, and a file served at its older meta page says so in the log.
 func (o *serveOptions) openStore(ctx context.Context, metrics *server.Metrics, logger *slog.Logger) (servedStore, error) {
-	store, err := o.store.openServed(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice, acceptRollback: o.acceptRollback})
+	store, err := o.store.openServed(ctx, storeOptions{noGroupCommit: o.noGroupCommit, onCommit: metrics.ObserveCommit, committerNice: o.committerNice, acceptRollback: o.acceptRollback, tracer: o.tracer})
 	if damaged := (*boltstore.DamageError)(nil); errors.As(err, &damaged) && damaged.Rollback != nil {
 		return store, &exitError{code: ExitUsage, err: fmt.Errorf("%w, or start with --accept-rollback to serve transaction %d and lose the newer one", damaged, damaged.Rollback.Txid)}
 	}
@@ -545,7 +570,7 @@ func (o *serveOptions) newEngine(store servedStore, waker *delivery.Waker, logge
 		injector = faults.New(logger)
 		engStore = injector.Store(engStore)
 	}
-	opts := []engine.Option{engine.WithClock(failpoint.Clock(time.Now))}
+	opts := []engine.Option{engine.WithClock(failpoint.Clock(time.Now)), engine.WithTracer(o.tracer)}
 	if store.exclusive {
 		opts = append(opts, engine.WithExclusiveStore())
 	}
@@ -581,6 +606,7 @@ func (o *serveOptions) serverConfig(eng *engine.Engine, store servedStore, injec
 		MaxTCPConns:       caps.tcp,
 		Backup:            store.backup,
 		RateLimit:         server.RateLimit{Rate: o.rateLimit, Burst: o.rateBurst},
+		Tracer:            o.tracer,
 	}
 	if tcpAddr != "" {
 		cfg.LoginBaseURL = server.BaseURL(tcpAddr)

@@ -18,6 +18,7 @@ import (
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/pgstore"
 	"github.com/reserve/reserve/internal/redact"
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // The environment variables of the store flags.
@@ -105,6 +106,7 @@ type storeOptions struct {
 	noGroupCommit bool                     // bolt: one commit per update.
 	onCommit      func(calls, batches int) // Told the size of every commit.
 	committerNice int                      // bolt: the group committer thread's nice value, 0 to leave it.
+	tracer        *tracing.Tracer          // bolt: a span for each commit; nil for none.
 	// acceptRollback, bolt: open a file one of whose meta pages is damaged
 	// at the older transaction the other records.
 	acceptRollback bool
@@ -171,7 +173,7 @@ func (f *storeFlags) openServed(ctx context.Context, o storeOptions) (servedStor
 		} else if err := os.MkdirAll(filepath.Dir(f.db), 0o700); err != nil {
 			return servedStore{}, fmt.Errorf("create database directory: %w", err)
 		}
-		st, err := boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice, InitialMmapSize: mmap, AcceptRollback: o.acceptRollback})
+		st, err := boltstore.Open(f.db, boltstore.Options{ReadOnly: o.readOnly, LockTimeout: time.Second, NoGroupCommit: o.noGroupCommit, OnCommit: o.onCommit, CommitterNice: o.committerNice, Tracer: o.tracer, InitialMmapSize: mmap, AcceptRollback: o.acceptRollback})
 		var damaged *boltstore.DamageError
 		var refused *boltstore.RefusedError
 		if errors.As(err, &damaged) || errors.As(err, &refused) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // MaxBatchItems bounds the items of one batch.
@@ -170,13 +172,24 @@ func (e *Engine) ReserveBatch(ctx context.Context, items []BatchItem) ([]Verdict
 // workshops in id order before it decides any item, so that batches over
 // the same workshops never wait for each other in a cycle (on PostgreSQL,
 // the row locks); then it decides each item as Reserve does.
-func (e *Engine) batch(ctx context.Context, items []BatchItem, invalid []error, atomic bool) (BatchResult, error) {
+func (e *Engine) batch(ctx context.Context, items []BatchItem, invalid []error, atomic bool) (out BatchResult, err error) {
+	if e.tracer != nil {
+		var span tracing.Span
+		ctx, span = e.tracer.Decision(ctx, "batch")
+		defer func() {
+			answer := "decided"
+			if out.Refused {
+				answer = "refused"
+			}
+			span.EndDecision(answer, err)
+		}()
+	}
 	if res, done, err := e.batchFromSnapshot(ctx, items, invalid, atomic); err != nil || done {
 		return res, err
 	}
 	workshops := batchWorkshops(items, invalid)
 	var res BatchResult
-	err := e.store.Update(context.WithValue(ctx, batchKey{}, len(items)), func(tx Tx) error {
+	err = e.store.Update(context.WithValue(ctx, batchKey{}, len(items)), func(tx Tx) error {
 		for _, id := range workshops {
 			if _, _, err := tx.Workshop(id); err != nil {
 				return fmt.Errorf("look up workshop %s: %w", id, err)

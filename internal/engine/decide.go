@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // Verdict is what a decision came to: the operation's Outcome, or a
@@ -113,10 +115,15 @@ func decide[T any](tx Tx, who Principal, key OperationKey, p payload, op operati
 // taking the writer; otherwise it decides in a write transaction, whose
 // verdict it returns as the outcome or the refusal. A failure that leaves
 // the operation undecided is wrapped with what, which names the operation.
-func operate[T any](e *Engine, ctx context.Context, who Principal, key OperationKey, p payload, op operation[T], what string) (Outcome, error) {
+func operate[T any](e *Engine, ctx context.Context, who Principal, key OperationKey, p payload, op operation[T], what string) (out Outcome, err error) {
+	if e.tracer != nil {
+		var span tracing.Span
+		ctx, span = e.tracer.Decision(ctx, string(p.kind))
+		defer func() { span.EndDecision(out.Answer.Status, err) }()
+	}
 	var v Verdict
 	found := false
-	err := e.store.View(ctx, func(tx Tx) error {
+	err = e.store.View(ctx, func(tx Tx) error {
 		var err error
 		v, found, err = lookUp(tx, who.Actor, key, p)
 		return err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // Engine makes every decision of reserve against a Store. It is safe for
@@ -25,6 +27,8 @@ type Engine struct {
 	// every Ping meanwhile shares; pingMu guards it.
 	pingMu sync.Mutex
 	ping   *pingRead
+	// tracer starts a span for each decision; nil is tracing off.
+	tracer *tracing.Tracer
 }
 
 // Option configures an Engine.
@@ -47,6 +51,10 @@ func WithExclusiveStore() Option { return func(e *Engine) { e.exclusive = true }
 // token (DefaultTokenCacheTTL unless given; tests shorten it). A revocation
 // on an engine without WithExclusiveStore waits this long.
 func WithTokenCacheTTL(d time.Duration) Option { return func(e *Engine) { e.tokens.ttl = d } }
+
+// WithTracer gives each decision of an idempotent operation a span
+// (tracing.SpanDecision) in the trace of the context it is asked in.
+func WithTracer(t *tracing.Tracer) Option { return func(e *Engine) { e.tracer = t } }
 
 // utcNow reads the clock in UTC.
 func (e *Engine) utcNow() time.Time { return e.now().UTC() }

@@ -15,6 +15,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // requestInfo collects what the request log line and the metrics need; the
@@ -142,7 +143,12 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		start := time.Now()
 		info := &requestInfo{id: requestID(r), route: "unmatched"}
 		w.Header().Set(api.HeaderRequestID, info.id)
-		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+		ctx := r.Context()
+		var span tracing.Span
+		if s.tracer != nil {
+			ctx, span = s.tracer.Request(r, w.Header())
+		}
+		r = r.WithContext(context.WithValue(ctx, infoKey{}, info))
 		sw := &statusWriter{ResponseWriter: w}
 		if r.ContentLength != 0 {
 			sw.body = &bodyReader{ReadCloser: r.Body, length: r.ContentLength}
@@ -161,6 +167,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			elapsed := time.Since(start)
 			outcome := info.outcomeOf(sw.status)
 			s.metrics.observe(info.route, outcome, elapsed)
+			span.EndRequest(info.route, sw.status, info.actor)
 			if !strings.HasPrefix(r.URL.Path, "/api/") {
 				return
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/reserve/reserve/internal/connlimit"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/framing"
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // Limits of every listener. MaxHeaderBytes bounds a request's header
@@ -45,6 +46,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics are served on /metrics. Nil creates a fresh set.
 	Metrics *Metrics
+	// Tracer gives each request a span (tracing.SpanRequest) that
+	// continues the trace of its W3C traceparent, and sends traceparent
+	// back. Nil is tracing off: no span and no header.
+	Tracer *tracing.Tracer
 	// DaemonUID is the uid whose socket peers are admins besides root.
 	DaemonUID int
 	// AdminGIDs are groups whose members are admins on the socket
@@ -96,6 +101,7 @@ type Server struct {
 	eng            *engine.Engine
 	log            *slog.Logger
 	metrics        *Metrics
+	tracer         *tracing.Tracer
 	daemonUID      int
 	adminGIDs      []uint32
 	lookupUsername func(uid uint32) (string, error)
@@ -129,6 +135,7 @@ func New(cfg Config) *Server {
 		eng:            cfg.Engine,
 		log:            cfg.Logger,
 		metrics:        cfg.Metrics,
+		tracer:         cfg.Tracer,
 		daemonUID:      cfg.DaemonUID,
 		adminGIDs:      cfg.AdminGIDs,
 		lookupUsername: cfg.LookupUsername,

@@ -27,6 +27,7 @@ import (
 	"github.com/reserve/reserve/internal/faults"
 	"github.com/reserve/reserve/internal/logs"
 	"github.com/reserve/reserve/internal/server"
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // The workshop every harness starts with.
@@ -56,6 +57,9 @@ type Options struct {
 	// RateLimit is the server's rate limit (server.Config.RateLimit);
 	// the zero value limits nothing.
 	RateLimit server.RateLimit
+	// Tracer, if set, traces the server, the engine and the store as the
+	// daemon does with an OTLP endpoint.
+	Tracer *tracing.Tracer
 }
 
 // Harness is a running server and its parts.
@@ -80,7 +84,7 @@ func Start(tb testing.TB, opts Options) *Harness {
 	tb.Helper()
 	ctx := context.Background()
 	metrics := server.NewMetrics()
-	store, err := boltstore.Open(filepath.Join(tb.TempDir(), "reserved.db"), boltstore.Options{OnCommit: metrics.ObserveCommit})
+	store, err := boltstore.Open(filepath.Join(tb.TempDir(), "reserved.db"), boltstore.Options{OnCommit: metrics.ObserveCommit, Tracer: opts.Tracer})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -100,13 +104,14 @@ func Start(tb testing.TB, opts Options) *Harness {
 		LookupUsername: opts.LookupUsername,
 		EmailSignIn:    opts.EmailSignIn,
 		RateLimit:      opts.RateLimit,
+		Tracer:         opts.Tracer,
 	}
 	var engStore engine.Store = store
 	if opts.FaultInjection {
 		injector := faults.New(logger)
 		cfg.Faults, engStore = injector, injector.Store(store)
 	}
-	var engOpts []engine.Option
+	engOpts := []engine.Option{engine.WithTracer(opts.Tracer)}
 	if opts.Clock != nil {
 		engOpts = append(engOpts, engine.WithClock(opts.Clock))
 	}
