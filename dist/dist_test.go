@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // need makes a test that cannot run without what (a tool, root) fail under
@@ -23,7 +25,9 @@ func need(t *testing.T, ok bool, what string) {
 	if os.Getenv("RESERVE_CI") != "" {
 		t.Fatalf("this test needs %s, and CI (RESERVE_CI) must run it", what)
 	}
-	t.Skipf("SKIPPED: this test needs %s (CI, with RESERVE_CI set, must run it)", what)
+	// The dependency is named by what up to its explanation in brackets.
+	dep, _, _ := strings.Cut(what, " (")
+	testskip.Missing(t, dep, "this test needs %s (CI, with RESERVE_CI set, must run it)", what)
 }
 
 func haveTool(name string) bool {

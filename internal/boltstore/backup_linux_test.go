@@ -10,6 +10,7 @@ import (
 
 	"github.com/reserve/reserve/internal/boltstore"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // TestBackupThatFillsTheDiskIs507: when the file system fills up while the
@@ -22,7 +23,7 @@ func TestBackupThatFillsTheDiskIs507(t *testing.T) {
 		if os.Getenv("RESERVE_CI") != "" {
 			t.Fatal("mounting a small file system needs root, and CI (RESERVE_CI) must run this test")
 		}
-		t.Skip("mounting a small file system needs root: run the tests as root to check a disk that fills up during a backup (CI, with RESERVE_CI set, must)")
+		testskip.Missing(t, "root", "mounting a small file system needs root: run the tests as root to check a disk that fills up during a backup (CI, with RESERVE_CI set, must)")
 	}
 	dir := t.TempDir()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=4m"); err != nil {

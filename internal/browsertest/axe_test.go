@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // axeScript is axe-core as `npm ci` installs it from axe/package.json and
@@ -46,7 +48,7 @@ func needAxe(t *testing.T) {
 	if os.Getenv("RESERVE_CI") != "" {
 		t.Fatalf("RESERVE_CI is set and the accessibility checks cannot run: %v", err)
 	}
-	t.Skipf("SKIPPING the accessibility checks: %v", err)
+	testskip.Missing(t, "axe-core", "the accessibility checks: %v", err)
 }
 
 // axeViolation is one rule axe-core found broken, with the nodes that

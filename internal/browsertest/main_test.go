@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/reserve/reserve/internal/testskip"
 	"github.com/reserve/reserve/internal/tools/testop/testoptest"
 )
 
@@ -111,5 +112,5 @@ func needBrowser(t *testing.T) {
 	if os.Getenv("RESERVE_CI") != "" {
 		t.Fatalf("RESERVE_CI is set and the browser tests cannot run: %v", browserErr)
 	}
-	t.Skipf("SKIPPING the real-browser tests of the form: %v", browserErr)
+	testskip.Missing(t, "Chromium", "the real-browser tests of the form: %v", browserErr)
 }

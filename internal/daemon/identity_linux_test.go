@@ -26,6 +26,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/paths"
 	"github.com/reserve/reserve/internal/paths/pathstest"
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // The tests of this file change what the user database says of one uid
@@ -73,7 +74,7 @@ func inMountNamespace(t *testing.T) bool {
 		if os.Getenv("RESERVE_CI") != "" {
 			t.Fatalf("%s, and CI (RESERVE_CI) must run this test", why)
 		}
-		t.Skipf("%s: run the tests as root to check that a socket peer's actor survives a rename, a removal and a failing user database (CI, with RESERVE_CI set, must)", why)
+		testskip.Missing(t, "root", "%s: run the tests as root to check that a socket peer's actor survives a rename, a removal and a failing user database (CI, with RESERVE_CI set, must)", why)
 	}
 	if os.Getuid() != 0 {
 		unavailable("mounting over /etc/passwd in a mount namespace of its own needs root")

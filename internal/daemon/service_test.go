@@ -20,6 +20,7 @@ import (
 	"github.com/reserve/reserve/internal/paths/pathstest"
 	"github.com/reserve/reserve/internal/pgstore/pgtest"
 	"github.com/reserve/reserve/internal/server/servertest"
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // notifySocket listens for the daemon's service manager notifications
@@ -155,7 +156,7 @@ func needSocketActivate(t *testing.T) string {
 	if os.Getenv("RESERVE_CI") != "" {
 		t.Fatalf("socket activation tests need systemd-socket-activate (package systemd), and CI (RESERVE_CI) must run them: %v", err)
 	}
-	t.Skipf("SKIPPING socket activation: systemd-socket-activate is not installed (%v); install systemd to run this test", err)
+	testskip.Missing(t, "systemd", "socket activation: systemd-socket-activate is not installed (%v); install systemd to run this test", err)
 	return ""
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // envPeerSocket makes the test binary act as a socket client instead of
@@ -56,7 +57,7 @@ func TestSocketPeerIsNotAdmin(t *testing.T) {
 		if os.Getenv("RESERVE_CI") != "" {
 			t.Fatal("running a client as another user needs root, and CI (RESERVE_CI) must run this test")
 		}
-		t.Skip("running a client as another user needs root")
+		testskip.Missing(t, "root", "running a client as another user needs root")
 	}
 	h := servertest.Start(t, servertest.Options{})
 	if err := os.Chmod(filepath.Dir(h.Socket), 0o755); err != nil {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // ForeignUID is the unprivileged user (nobody) the sockets and files are
@@ -33,7 +35,7 @@ func NeedRootFor(t testing.TB, doing, checks string) {
 	if os.Getenv("RESERVE_CI") != "" {
 		t.Fatalf("%s needs root, and CI (RESERVE_CI) must run this test", doing)
 	}
-	t.Skipf("SKIPPED: %s needs root: run the tests as root to check %s (CI, with RESERVE_CI set, must)", doing, checks)
+	testskip.Missing(t, "root", "%s needs root: run the tests as root to check %s (CI, with RESERVE_CI set, must)", doing, checks)
 }
 
 // Dir makes a new directory of mode dirMode (0o777|os.ModeSticky for one

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/reserve/reserve/internal/pgcluster"
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // New builds a primary with a synchronous standby for t and removes it
@@ -21,7 +22,7 @@ func New(t testing.TB) *pgcluster.Cluster {
 		if os.Getenv("RESERVE_CI") != "" {
 			t.Fatalf("%s builds PostgreSQL servers, and CI (RESERVE_CI) must run it: %v", t.Name(), err)
 		}
-		t.Skipf("SKIPPING %s: %v; run it as root on a machine with the postgresql package", t.Name(), err)
+		testskip.Missing(t, "PostgreSQL", "%s: %v; run it as root on a machine with the postgresql package", t.Name(), err)
 	}
 	c, err := pgcluster.New(context.Background(), bin, "", nil)
 	if err != nil {

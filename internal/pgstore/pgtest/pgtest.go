@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/reserve/reserve/internal/testskip"
 )
 
 // EnvDSN names the environment variable holding the test server's DSN.
@@ -46,7 +48,7 @@ func ServerDSN(tb testing.TB) string {
 	if os.Getenv("RESERVE_CI") != "" {
 		tb.Fatal("RESERVE_PG_DSN is not set, but RESERVE_CI is: CI must run the PostgreSQL tests, so .ci/run has to start PostgreSQL and export RESERVE_PG_DSN")
 	}
-	tb.Skip(SkipMessage)
+	testskip.Missing(tb, "PostgreSQL", "%s", SkipMessage)
 	return ""
 }
 
