@@ -59,7 +59,7 @@ func spanNamed(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.S
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
