@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -79,11 +78,13 @@ complete.`,
 				}
 				return nil
 			}
-			page, err := env.client().Attendees(ctx, id, f)
-			for err == nil && !given("limit") && page.NextCursor != "" {
-				var more api.AttendeePage
-				more, err = env.client().Attendees(ctx, id, engine.AttendeeFilter{Status: f.Status, Limit: engine.MaxListLimit, Cursor: page.NextCursor})
-				page.Attendees, page.NextCursor = append(page.Attendees, more.Attendees...), more.NextCursor
+			c := env.client()
+			page, err := c.Attendees(ctx, id, f)
+			if err == nil && !given("limit") {
+				page.Attendees, page.NextCursor, err = restOfPages(page.Attendees, page.NextCursor, func(cursor string) ([]engine.Attendee, string, error) {
+					more, err := c.Attendees(ctx, id, engine.AttendeeFilter{Status: f.Status, Limit: engine.MaxListLimit, Cursor: cursor})
+					return more.Attendees, more.NextCursor, err
+				})
 			}
 			if err != nil {
 				return fmt.Errorf("attendees of %s: %w", id, err)

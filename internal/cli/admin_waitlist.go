@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/engine"
 )
 
@@ -22,6 +21,20 @@ func (env *commandEnv) morePage(command, workshop, status string, limit int, cur
 	}
 	_, err := fmt.Fprintf(env.stdout, "more: %s\n", strings.Join(append(next, "--limit", strconv.Itoa(limit), "--cursor", cursor), " "))
 	return err
+}
+
+// restOfPages appends to items, the first page, every page after its
+// cursor next that fetch returns, until one has no cursor or fetch fails:
+// a list that the command was not asked to page.
+func restOfPages[T any](items []T, next string, fetch func(cursor string) ([]T, string, error)) ([]T, string, error) {
+	for next != "" {
+		more, cursor, err := fetch(next)
+		if err != nil {
+			return items, next, err
+		}
+		items, next = append(items, more...), cursor
+	}
+	return items, "", nil
 }
 
 // newAdminWaitlistCmd returns "admin waitlist".
@@ -67,10 +80,11 @@ next page. --json prints the list (or the page) as one JSON object.`,
 			defer cancel()
 			c := env.client()
 			page, err := c.WorkshopWaitlist(ctx, id, f)
-			for err == nil && !given("limit") && page.NextCursor != "" {
-				var more api.WaitlistPage
-				more, err = c.WorkshopWaitlist(ctx, id, engine.ListFilter{Status: f.Status, Limit: engine.MaxListLimit, Cursor: page.NextCursor})
-				page.Entries, page.NextCursor = append(page.Entries, more.Entries...), more.NextCursor
+			if err == nil && !given("limit") {
+				page.Entries, page.NextCursor, err = restOfPages(page.Entries, page.NextCursor, func(cursor string) ([]engine.WaitEntry, string, error) {
+					more, err := c.WorkshopWaitlist(ctx, id, engine.ListFilter{Status: f.Status, Limit: engine.MaxListLimit, Cursor: cursor})
+					return more.Entries, more.NextCursor, err
+				})
 			}
 			if err != nil {
 				return fmt.Errorf("waiting list of %s: %w", id, err)
