@@ -37,6 +37,18 @@ func hasReceiptsOf(t *testing.T, s *boltstore.Store, actor string) bool {
 	return has
 }
 
+// checksClean fails t, naming when, unless the engine's check at now and
+// the store's own check find nothing.
+func checksClean(t *testing.T, s *boltstore.Store, now time.Time, when string) {
+	t.Helper()
+	if findings, err := engine.CheckAt(context.Background(), s, now); err != nil || len(findings) != 0 {
+		t.Errorf("%s: engine check: %v, %v", when, findings, err)
+	}
+	if findings, err := s.Check(context.Background()); err != nil || len(findings) != 0 {
+		t.Errorf("%s: check: %v, %v", when, findings, err)
+	}
+}
+
 func checkClean(t *testing.T, s *boltstore.Store, when string) {
 	t.Helper()
 	if findings, err := s.Check(context.Background()); err != nil || len(findings) != 0 {

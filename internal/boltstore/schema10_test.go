@@ -192,12 +192,7 @@ func TestSchema10File(t *testing.T) {
 			}
 		}
 		wantEntries(s, when, entries...)
-		if findings, err := engine.CheckAt(ctx, s, now); err != nil || len(findings) != 0 {
-			t.Errorf("%s: engine check: %v, %v", when, findings, err)
-		}
-		if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
-			t.Errorf("%s: check: %v, %v", when, findings, err)
-		}
+		checksClean(t, s, now, when)
 	}
 
 	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})

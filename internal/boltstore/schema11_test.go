@@ -95,12 +95,7 @@ func TestSchema11File(t *testing.T) {
 				t.Errorf("%s: HasReceiptsOf(%s) = false", when, actor)
 			}
 		}
-		if findings, err := engine.CheckAt(ctx, s, now); err != nil || len(findings) != 0 {
-			t.Errorf("%s: engine check: %v, %v", when, findings, err)
-		}
-		if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
-			t.Errorf("%s: check: %v, %v", when, findings, err)
-		}
+		checksClean(t, s, now, when)
 	}
 
 	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})

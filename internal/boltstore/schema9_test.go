@@ -135,12 +135,7 @@ func TestSchema9File(t *testing.T) {
 				t.Errorf("%s: profile of %s = %+v, %v; want %+v", when, actor, p, err, want)
 			}
 		}
-		if findings, err := engine.CheckAt(ctx, s, now); err != nil || len(findings) != 0 {
-			t.Errorf("%s: engine check: %v, %v", when, findings, err)
-		}
-		if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
-			t.Errorf("%s: check: %v, %v", when, findings, err)
-		}
+		checksClean(t, s, now, when)
 	}
 	unrouted := func(s *boltstore.Store, when string) []engine.Event {
 		t.Helper()

@@ -281,12 +281,7 @@ func TestWaitlistRetention(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", when, err)
 		}
-		if findings, err := engine.CheckAt(ctx, s, now); err != nil || len(findings) != 0 {
-			t.Errorf("%s: engine check: %v, %v", when, findings, err)
-		}
-		if findings, err := s.Check(ctx); err != nil || len(findings) != 0 {
-			t.Errorf("%s: check: %v, %v", when, findings, err)
-		}
+		checksClean(t, s, now, when)
 	}
 	late(s, "after the expiry")
 	if err := s.Close(); err != nil {
