@@ -47,15 +47,23 @@ func actorEntry(actor, id string) []byte {
 // put writes the index entry of rec, stored under id, and removes the
 // entry of the record it replaces if that had another actor.
 func (ix actorIndexed[R]) put(t *tx, id string, rec R) error {
-	if raw := t.read(ix.records).Get([]byte(id)); raw != nil {
-		old, err := ix.decode([]byte(id), raw)
-		if err != nil {
+	var old R
+	raw := t.read(ix.records).Get([]byte(id))
+	if raw != nil {
+		var err error
+		if old, err = ix.decode([]byte(id), raw); err != nil {
 			return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
 		}
-		if prev := ix.actor(old); prev != ix.actor(rec) {
-			if err := t.deleteRaw(ix.index, actorEntry(prev, id)); err != nil {
-				return err
-			}
+	}
+	return ix.replace(t, id, rec, old, raw != nil)
+}
+
+// replace is put for a caller that has read the record rec replaces: old,
+// if had.
+func (ix actorIndexed[R]) replace(t *tx, id string, rec, old R, had bool) error {
+	if prev := ix.actor(old); had && prev != ix.actor(rec) {
+		if err := t.deleteRaw(ix.index, actorEntry(prev, id)); err != nil {
+			return err
 		}
 	}
 	return t.putRaw(ix.index, actorEntry(ix.actor(rec), id), []byte{})

@@ -47,7 +47,10 @@ const timeOrderedKeyLen = 36
 
 // timeOrdered reports whether key, which the engine has checked to be an
 // operation key (or is empty, as in a seek of an actor's range), is a
-// UUIDv7: its version digit is all that tells the two kinds apart.
+// UUIDv7: its version digit is all that tells the two kinds apart. It is
+// engine.OperationKey.IsTimeOrdered without checking the rest again, for
+// the writes and lookups of every decision; keys read from the file are
+// checked whole (splitReceiptKey).
 func timeOrdered(key engine.OperationKey) bool {
 	return len(key) == timeOrderedKeyLen && key[14] == '7'
 }
@@ -74,11 +77,7 @@ func splitReceiptKey(k []byte) (actor string, key engine.OperationKey, ok bool) 
 // of a random key and for bytes that are not a receipt key.
 func positionOf(k []byte) []byte {
 	if len(k) > 1+timeOrderedKeyLen && k[0] == 0 {
-		actor, key := k[1+timeOrderedKeyLen:], k[1:1+timeOrderedKeyLen]
-		p := make([]byte, 0, len(k))
-		p = append(p, actor...)
-		p = append(p, 0)
-		return append(p, key...)
+		return positionKey(string(k[1+timeOrderedKeyLen:]), engine.OperationKey(k[1:1+timeOrderedKeyLen]))
 	}
 	return k
 }

@@ -98,7 +98,7 @@ func (t *tx) PutWaitEntry(e engine.WaitEntry) error {
 			}
 		}
 	}
-	if err := waitEntryActors.put(t, e.ID, e); err != nil {
+	if err := waitEntryActors.replace(t, e.ID, e, old, had); err != nil {
 		return err
 	}
 	return t.putRaw(bucketWaitEntries, []byte(e.ID), encodeWaitEntry(e))

@@ -434,7 +434,11 @@ func checkHold(h *holdInfo, reservations map[string]*resInfo, add func(kind, for
 	// its entry, which answers nobody "held"; it may be released by its
 	// owner leaving the list, which answers "left".
 	offer := h.WaitEntry != ""
-	if wantMade := 1 - min(len(h.WaitEntry), 1); h.made != wantMade {
+	wantMade := 1
+	if offer {
+		wantMade = 0
+	}
+	if h.made != wantMade {
 		add(FindingHold, "hold %s (%s, key %s) is named by %d held answers, not %d", h.ID, h.Actor, h.OperationKey, h.made, wantMade)
 	}
 	wantConfirmed, wantReleased := 0, 0
@@ -446,7 +450,11 @@ func checkHold(h *holdInfo, reservations map[string]*resInfo, add func(kind, for
 			add(FindingHold, "hold %s was confirmed by key %s into reservation %s, which does not exist or is not that confirmation's", h.ID, h.SettleOperation, h.ReservationID)
 		}
 	case HoldReleased:
-		wantReleased = 1
+		// An offer released by its owner leaving the list has no
+		// released answer; one released by a release has one.
+		if !offer || h.released != 0 {
+			wantReleased = 1
+		}
 	case HoldHeld, HoldExpired:
 	default:
 		add(FindingHold, "hold %s has unknown state %q", h.ID, h.State)
@@ -461,9 +469,6 @@ func checkHold(h *holdInfo, reservations map[string]*resInfo, add func(kind, for
 	}
 	if h.State != HoldConfirmed && h.ReservationID != "" {
 		add(FindingHold, "hold %s is %s but names reservation %s", h.ID, h.State, h.ReservationID)
-	}
-	if offer && h.State == HoldReleased && h.released == 0 {
-		wantReleased = 0
 	}
 	if h.confirmed != wantConfirmed || h.released != wantReleased {
 		add(FindingHold, "hold %s is %s, with %d reserved confirmations and %d released answers", h.ID, h.State, h.confirmed, h.released)

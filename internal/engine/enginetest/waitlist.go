@@ -378,7 +378,7 @@ func testConcurrentWaitlist(t *testing.T, h *harness) {
 	var entries []engine.Principal
 	concurrently(20, func(i int) {
 		who := engine.Principal{Actor: fmt.Sprintf("late-%d", i)}
-		out, err := h.join(who, newKey(), "kiln", 1)
+		_, err := h.join(who, newKey(), "kiln", 1)
 		if err != nil {
 			t.Errorf("join %d: %v", i, err)
 			return
@@ -389,7 +389,6 @@ func testConcurrentWaitlist(t *testing.T, h *harness) {
 		if i < len(res) {
 			h.mustCancel(engine.Principal{Actor: fmt.Sprintf("early-%d", i)}, newKey(), res[i])
 		}
-		_ = out
 	})
 	h.mustCheckClean()
 	offered := 0
@@ -417,6 +416,12 @@ func testConcurrentWaitlist(t *testing.T, h *harness) {
 			t.Errorf("leave: %v", err)
 		}
 	})
+	// The places declined went on to the entries behind, and the
+	// workshop is full: three confirmed, two offered again.
+	h.mustCheckClean()
+	if w, err := h.eng.Workshop(h.ctx, "kiln"); err != nil || w.Reserved+w.Holding != 5 {
+		t.Errorf("kiln after the offers were taken or declined: %d reserved, %d held; want 5 in all (%v)", w.Reserved, w.Holding, err)
+	}
 }
 
 // testCheckFindsBrokenWaitlists: the check reports a waiting counter that
