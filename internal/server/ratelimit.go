@@ -82,9 +82,10 @@ func (l *limiter) take(key string) time.Duration {
 	b := l.buckets[key]
 	if b == nil {
 		if len(l.buckets) >= maxBuckets {
-			if l.sweep(now); len(l.buckets) >= maxBuckets {
-				return 0
-			}
+			// Full until the next sweep, one refill after the last: a
+			// flood of new callers does not make every request walk
+			// the buckets.
+			return 0
 		}
 		b = rate.NewLimiter(l.rate, l.burst)
 		l.buckets[key] = b

@@ -1,6 +1,8 @@
 package testskip_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/reserve/reserve/internal/testskip"
@@ -23,5 +25,33 @@ func TestParse(t *testing.T) {
 		if dep != c.dep || ok != c.ok {
 			t.Errorf("Parse(%q) = %q, %v; want %q, %v", c.line, dep, ok, c.dep, c.ok)
 		}
+	}
+}
+
+// recorder is a testing.TB that records a Fatal or a Skip instead of
+// ending the test.
+type recorder struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (r *recorder) Helper()           {}
+func (r *recorder) Fatal(args ...any) { r.fatal = fmt.Sprint(args...) }
+func (r *recorder) Skip(args ...any)  { r.skip = fmt.Sprint(args...) }
+
+// TestMissingFailsUnderCI: a skip for a missing dependency is a skip
+// without RESERVE_CI and a failure with it, so CI never counts it a pass.
+func TestMissingFailsUnderCI(t *testing.T) {
+	t.Setenv("RESERVE_CI", "")
+	r := &recorder{TB: t}
+	testskip.Missing(r, "PostgreSQL", "set %s", "RESERVE_PG_DSN")
+	if r.fatal != "" || r.skip != testskip.Prefix+"PostgreSQL: set RESERVE_PG_DSN" {
+		t.Errorf("without RESERVE_CI: fatal %q, skip %q; want the skip only", r.fatal, r.skip)
+	}
+	t.Setenv("RESERVE_CI", "1")
+	r = &recorder{TB: t}
+	testskip.Missing(r, "PostgreSQL", "set %s", "RESERVE_PG_DSN")
+	if r.skip != "" || !strings.Contains(r.fatal, testskip.Prefix+"PostgreSQL: set RESERVE_PG_DSN") {
+		t.Errorf("with RESERVE_CI: fatal %q, skip %q; want the failure only", r.fatal, r.skip)
 	}
 }

@@ -134,3 +134,19 @@ func TestExitStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestSkipsFailUnderCI: a skip for a missing dependency fails the run when
+// RESERVE_CI is set, and only then.
+func TestSkipsFailUnderCI(t *testing.T) {
+	in := `{"Action":"output","Package":"p","Test":"TestX","Output":"    x_test.go:1: SKIPPED for a missing dependency: PostgreSQL: no server\n"}
+{"Action":"skip","Package":"p","Test":"TestX"}
+{"Action":"pass","Package":"p","Elapsed":0.01}
+`
+	for _, ci := range []bool{false, true} {
+		var out bytes.Buffer
+		failed, err := summarize(strings.NewReader(in), &out, false, ci)
+		if err != nil || failed != ci {
+			t.Errorf("with RESERVE_CI %v: summarize = %v, %v; want %v, nil\n%s", ci, failed, err, ci, out.String())
+		}
+	}
+}
