@@ -181,26 +181,24 @@ func (o outcome) settlement() intent.Outcome {
 // delivered or skipped before a skip; 5 for an intent decided earlier
 // whose answer reserved no longer keeps; 75 while the outcome is unknown.
 func (o outcome) exitCode() int {
-	if engine.IsAdmissionRefusal(string(o.status)) {
-		return ExitRejected
+	spec, decided := engine.SpecOf(o.op, string(o.status))
+	if decided && spec.Effect != engine.EffectRefused {
+		return ExitReserved // The answer table says it had its effect.
 	}
 	switch o.status {
-	case engine.StatusReserved, engine.StatusCancelled, engine.StatusAlreadyCancelled, engine.StatusHeld, engine.StatusRequeued, engine.StatusSkipped,
-		engine.StatusWaiting, engine.StatusLeft, engine.StatusAlreadyLeft:
-		return ExitReserved
-	case engine.StatusReleased:
-		if o.op == intent.KindRelease {
-			return ExitReserved
-		}
-		return ExitRejected
+	case engine.StatusAlreadyCancelled, engine.StatusAlreadyLeft:
+		return ExitReserved // Refused, but the person is where they asked to be.
 	case engine.StatusUnavailable, engine.StatusExpired:
 		return ExitUnavailable
-	case engine.StatusAlreadyConfirmed, engine.StatusAlreadyReleased, engine.StatusAlreadyDelivered, engine.StatusAlreadySkipped, engine.StatusAlreadyReserved, intent.StatusRejected:
+	case intent.StatusRejected:
 		return ExitRejected
 	case intent.StatusAnswerExpired:
 		return ExitAnswerExpired
 	case intent.StatusOpen:
 		return ExitUnknown
+	}
+	if decided {
+		return ExitRejected // Every other refusal of the table.
 	}
 	return ExitFailure
 }
