@@ -31,7 +31,7 @@ import (
 // and their versions"); a version that changes a stored format adds its row
 // there, an upgrade step and a test on records as the earlier version wrote
 // them (testdata/schema*.dump).
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // The buckets, declared once and created by Open.
 var (
@@ -71,6 +71,7 @@ var (
 		bucketUnrouted, bucketWebhookEndpoints, bucketDeliveries, bucketDeliveriesByState, bucketDeliveriesDue,
 		bucketWaitEntries, bucketWaitingEntries, bucketWaitEntriesByWorkshop, bucketWaitEntriesByActor,
 		bucketKeyedActors,
+		bucketPlaces, bucketOpenHoldsByPerson,
 	}
 
 	keySchema = []byte("schema")
@@ -267,7 +268,9 @@ func createSchema(tx *bolt.Tx, path string) error {
 // endpoint or by mail. A file written before version 11 gets the buckets
 // of waiting list entries and their indexes empty: it has no entries. A
 // file written before version 12 gets the bucket of actors with a receipt
-// of a time-ordered key empty: it has no receipt stored in that form.
+// of a time-ordered key empty: it has no receipt stored in that form. The
+// counts of places by person and the list of open holds by person are
+// built for a file written before version 13 (or that lacks them).
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {
@@ -277,6 +280,7 @@ func initSchema(tx *bolt.Tx, path string) error {
 	rebuildActors := v < 4 || tx.Bucket(bucketReservationsByActor) == nil || tx.Bucket(bucketHoldsByActor) == nil
 	tokenIndex := v < 7 || tx.Bucket(bucketTokensByID) == nil
 	workshopIndexes := v < 8 || tx.Bucket(bucketReservationsByWorkshop) == nil || tx.Bucket(bucketHoldsByWorkshop) == nil
+	places := v < 13 || tx.Bucket(bucketPlaces) == nil || tx.Bucket(bucketOpenHoldsByPerson) == nil
 	if err := createBuckets(tx, path); err != nil {
 		return err
 	}
@@ -311,6 +315,11 @@ func initSchema(tx *bolt.Tx, path string) error {
 			return err
 		}
 		if err := holdWorkshops.build(tx, path); err != nil {
+			return err
+		}
+	}
+	if places {
+		if err := buildPlaces(tx, path); err != nil {
 			return err
 		}
 	}
@@ -471,7 +480,7 @@ func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
 func (s *Store) checkTimeIndexes(ctx context.Context) (findings []engine.Finding, err error) {
 	err = s.View(ctx, func(etx engine.Tx) error {
 		t := etx.(*tx)
-		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex, verifyDeliveryIndexes, waitEntryActors.verify, verifyWaitIndexes, verifyKeyedActors} {
+		for _, verify := range []func(*tx) ([]engine.Finding, error){receiptTimes.verify, tombstoneTimes.verify, reservationActors.verify, holdActors.verify, reservationWorkshops.verify, holdWorkshops.verify, verifyBindingIndex, verifyTokenIndex, verifyDeliveryIndexes, waitEntryActors.verify, verifyWaitIndexes, verifyKeyedActors, verifyPlaces} {
 			more, err := verify(t)
 			if err != nil {
 				return err

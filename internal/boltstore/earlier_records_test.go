@@ -44,13 +44,13 @@ func ReadDump(path string) (map[string]map[string]string, error) {
 }
 
 // TestEarlierRecordsEncodeAsBefore: every receipt, reservation, event,
-// hold and workshop as the releases of schema versions 7, 9, 10 and 11
-// wrote them, every delivery as the release of version 10 wrote it and
+// hold and workshop as the releases of schema versions 7, 9, 10, 11 and
+// 12 wrote them, every delivery as the release of version 10 wrote it and
 // every tombstone as those of versions 10 and 11 wrote them, encodes again to the same bytes, so that rewriting one (an
 // event marked delivered, a hold settled, say) changes nothing that
 // version wrote.
 func TestEarlierRecordsEncodeAsBefore(t *testing.T) {
-	for _, dump := range []string{"testdata/schema7.dump", "testdata/schema9.dump", "testdata/schema10.dump", "testdata/schema11.dump"} {
+	for _, dump := range []string{"testdata/schema7.dump", "testdata/schema9.dump", "testdata/schema10.dump", "testdata/schema11.dump", "testdata/schema12.dump"} {
 		records, err := ReadDump(dump)
 		if err != nil {
 			t.Fatal(err)

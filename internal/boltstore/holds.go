@@ -59,6 +59,9 @@ func (t *tx) PutHold(h engine.Hold) error {
 	if err := holdWorkshops.put(t, h.ID, h); err != nil {
 		return err
 	}
+	if err := t.putOpenHoldOfPerson(h, old, had); err != nil {
+		return err
+	}
 	return t.put(bucketHolds, []byte(h.ID), h)
 }
 

@@ -156,6 +156,13 @@ func (t *tx) Reservation(id string) (r engine.Reservation, ok bool, err error) {
 }
 
 func (t *tx) PutReservation(r engine.Reservation) error {
+	old, had, err := t.Reservation(r.ID)
+	if err != nil {
+		return err
+	}
+	if err := t.putReservationPlaces(r, old, had); err != nil {
+		return err
+	}
 	if err := reservationActors.put(t, r.ID, r); err != nil {
 		return err
 	}

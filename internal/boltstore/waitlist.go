@@ -101,6 +101,9 @@ func (t *tx) PutWaitEntry(e engine.WaitEntry) error {
 	if err := waitEntryActors.replace(t, e.ID, e, old, had); err != nil {
 		return err
 	}
+	if err := t.putWaitEntryPlaces(e, old, had); err != nil {
+		return err
+	}
 	return t.putRaw(bucketWaitEntries, []byte(e.ID), encodeWaitEntry(e))
 }
 

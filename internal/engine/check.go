@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/reserve/reserve/internal/failpoint"
@@ -36,6 +39,7 @@ const (
 	FindingSchedule         = "schedule_invalid"
 	FindingProfile          = "profile_invalid"
 	FindingDelivery         = "delivery_mismatch"
+	FindingPlaces           = "places_mismatch"
 )
 
 // answerRef is what Check needs of a receipt or of the tombstone that
@@ -86,7 +90,9 @@ type resInfo struct {
 // means the store keeps the promise "one intent, one effect". It also
 // reports bindings of subjects to actors that are not one to one: an actor
 // bound to two subjects, a subject bound twice, a binding to a name that is
-// not an actor name, and one that the lookup by actor does not find. The time of
+// not an actor name, and one that the lookup by actor does not find. It
+// reports places of an actor in a workshop (Tx.PlacesOf) that differ from
+// what its records add up to. The time of
 // the check is the daemon's clock (the wall clock, or in a failpoint build
 // the clock a reliability campaign moved).
 func Check(ctx context.Context, store Store) ([]Finding, error) {
@@ -218,6 +224,9 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 			checkHold(holds[id], reservations, add)
 		}
 		if err := checkWaitlists(tx, workshops, entries, waiting, add); err != nil {
+			return err
+		}
+		if err := checkPlaces(tx, now, reservations, holds, entries, add); err != nil {
 			return err
 		}
 		for id, w := range workshops {
@@ -626,6 +635,48 @@ func checkBindings(tx Tx, add func(kind, format string, args ...any)) error {
 		}
 		if !ok || got.Of() != b.Of() {
 			add(FindingBinding, "%s is bound to %s, but the lookup of actor %s finds %s (found: %t)", b.Of(), b.Actor, b.Actor, got.Of(), ok)
+		}
+	}
+	return nil
+}
+
+// checkPlaces compares what the store answers for the places of each
+// actor in each workshop they have records of (Tx.PlacesOf) with what the
+// records read add up to at now.
+func checkPlaces(tx Tx, now time.Time, reservations map[string]*resInfo, holds map[string]*holdInfo, entries map[string]*entryInfo, add func(kind, format string, args ...any)) error {
+	type person struct{ workshop, actor string }
+	want := map[person]Places{}
+	for _, r := range reservations {
+		p := want[person{r.Workshop, r.Actor}]
+		if !r.Cancelled() {
+			p.Reserved += r.Quantity
+		}
+		want[person{r.Workshop, r.Actor}] = p
+	}
+	for _, h := range holds {
+		p := want[person{h.Workshop, h.Actor}]
+		if h.Open() && h.ExpiresAt.After(now) {
+			p.Held += h.Quantity
+		}
+		want[person{h.Workshop, h.Actor}] = p
+	}
+	for _, e := range entries {
+		p := want[person{e.Workshop, e.Actor}]
+		if e.State == WaitWaiting {
+			p.Waiting += e.Quantity
+		}
+		want[person{e.Workshop, e.Actor}] = p
+	}
+	people := slices.SortedFunc(maps.Keys(want), func(a, b person) int {
+		return cmp.Or(cmp.Compare(a.workshop, b.workshop), cmp.Compare(a.actor, b.actor))
+	})
+	for _, who := range people {
+		got, err := tx.PlacesOf(who.workshop, who.actor, now)
+		if err != nil {
+			return fmt.Errorf("read the places of %s in workshop %s: %w", who.actor, who.workshop, err)
+		}
+		if w := want[who]; got != w {
+			add(FindingPlaces, "%s has %+v in workshop %q by the store's count, but %+v by the records", who.actor, got, who.workshop, w)
 		}
 	}
 	return nil

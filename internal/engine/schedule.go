@@ -212,60 +212,74 @@ func registrationRefusal(w Workshop, now time.Time) string {
 }
 
 // limitRefusal reports whether who asking for need more places of w goes
-// over w's limit per person at now, and how many places who has already:
-// the places of who's active reservations of w, of who's open holds of w
-// whose deadline has not passed, and of who's entries waiting on w's
-// waiting list. It reads who's reservations and holds of w only (the
-// store's index by workshop and actor), so their cost is who's history in
-// w, not w's nor who's elsewhere, and who's waiting list entries (the
-// index by actor), which are few.
+// over w's limit per person at now, and how many places who has already
+// (Tx.PlacesOf, whose cost does not grow with who's history).
 func limitRefusal(tx Tx, w Workshop, who string, need int, now time.Time) (Limit, bool, error) {
 	if w.MaxPerPerson == 0 {
 		return Limit{}, false, nil
 	}
-	already := 0
-	from := PersonPosition{Actor: who}
-	err := tx.ForEachReservationIn(w.ID, from, func(r Reservation) error {
-		if r.Actor != who {
+	places, err := tx.PlacesOf(w.ID, who, now)
+	if err != nil {
+		return Limit{}, false, fmt.Errorf("read the places of %s in workshop %s: %w", who, w.ID, err)
+	}
+	return limitOf(w, places.Total(), need)
+}
+
+// Places are the places one actor has in one workshop at one time, as a
+// limit per person counts them: those of the actor's active reservations,
+// of the actor's open holds whose deadline has not passed (an offer from
+// the waiting list is such a hold), and of the actor's entries waiting on
+// the workshop's waiting list (each is offered its places as a hold
+// without the limit being checked again).
+type Places struct {
+	Reserved, Held, Waiting int
+}
+
+// Total is the number of places p counts against a limit per person.
+func (p Places) Total() int { return p.Reserved + p.Held + p.Waiting }
+
+// CountPlaces finds Tx.PlacesOf by scanning actor's reservations and
+// holds of workshop (the store's index by workshop and actor) and actor's
+// waiting list entries (the index by actor): a cost that grows with
+// actor's history, for stores that keep nothing better and for checks of
+// those that do.
+func CountPlaces(tx Tx, workshop, actor string, now time.Time) (Places, error) {
+	var p Places
+	from := PersonPosition{Actor: actor}
+	err := tx.ForEachReservationIn(workshop, from, func(r Reservation) error {
+		if r.Actor != actor {
 			return errEnough
 		}
 		if !r.Cancelled() {
-			already += r.Quantity
+			p.Reserved += r.Quantity
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return Limit{}, false, fmt.Errorf("read the reservations of %s in workshop %s: %w", who, w.ID, err)
+		return Places{}, fmt.Errorf("read the reservations of %s in workshop %s: %w", actor, workshop, err)
 	}
-	err = tx.ForEachHoldIn(w.ID, from, func(h Hold) error {
-		if h.Actor != who {
+	err = tx.ForEachHoldIn(workshop, from, func(h Hold) error {
+		if h.Actor != actor {
 			return errEnough
 		}
 		if h.Open() && h.ExpiresAt.After(now) {
-			already += h.Quantity
+			p.Held += h.Quantity
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, errEnough) {
-		return Limit{}, false, fmt.Errorf("read the holds of %s in workshop %s: %w", who, w.ID, err)
+		return Places{}, fmt.Errorf("read the holds of %s in workshop %s: %w", actor, workshop, err)
 	}
-	// The places who waits for in w count too: each entry waiting is
-	// offered them as a hold, without the limit being checked again. An
-	// entry offered places is counted by its hold above. While nobody
-	// waits in w, there is nothing to read.
-	if w.Waiting == 0 {
-		return limitOf(w, already, need)
-	}
-	err = tx.ForEachWaitEntryOf(who, "", func(e WaitEntry) error {
-		if e.Workshop == w.ID && e.State == WaitWaiting {
-			already += e.Quantity
+	err = tx.ForEachWaitEntryOf(actor, "", func(e WaitEntry) error {
+		if e.Workshop == workshop && e.State == WaitWaiting {
+			p.Waiting += e.Quantity
 		}
 		return nil
 	})
 	if err != nil {
-		return Limit{}, false, fmt.Errorf("read the waiting list entries of %s: %w", who, err)
+		return Places{}, fmt.Errorf("read the waiting list entries of %s: %w", actor, err)
 	}
-	return limitOf(w, already, need)
+	return p, nil
 }
 
 // limitOf is the verdict of w's limit per person on need more places for

@@ -120,6 +120,14 @@ type Tx interface {
 	// right after the position {Actor: actor}.
 	ForEachReservationIn(workshop string, after PersonPosition, fn func(Reservation) error) error
 	ForEachHoldIn(workshop string, after PersonPosition, fn func(Hold) error) error
+	// PlacesOf returns the places actor has in workshop at now, as a limit
+	// per person counts them (Places). Stores keep what it needs in step
+	// with PutReservation, PutHold and PutWaitEntry, so its cost does not
+	// grow with actor's history: cancelled reservations, settled holds and
+	// entries no longer waiting are not visited. CountPlaces is the same
+	// answer found by scanning, for stores without such an index and for
+	// checks.
+	PlacesOf(workshop, actor string, now time.Time) (Places, error)
 	// DeleteWorkshop removes workshop id, if it exists; its reservations,
 	// holds and receipts stay.
 	DeleteWorkshop(id string) error

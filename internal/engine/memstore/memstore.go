@@ -690,3 +690,9 @@ func (t *tx) ForEachWaitEntryOf(actor, before string, fn func(engine.WaitEntry) 
 func (t *tx) ForEachWaitEntry(fn func(engine.WaitEntry) error) error {
 	return forEach(t.s.waitEntries, cmp.Compare[string], fn)
 }
+
+// PlacesOf scans: the memory store keeps no count of places, and is not
+// meant for histories long enough to need one.
+func (t *tx) PlacesOf(workshop, actor string, now time.Time) (engine.Places, error) {
+	return engine.CountPlaces(t, workshop, actor, now)
+}
