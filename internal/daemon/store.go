@@ -106,7 +106,7 @@ type storeOptions struct {
 	noGroupCommit bool                     // bolt: one commit per update.
 	onCommit      func(calls, batches int) // Told the size of every commit.
 	committerNice int                      // bolt: the group committer thread's nice value, 0 to leave it.
-	tracer        *tracing.Tracer          // bolt: a span for each commit; nil for none.
+	tracer        *tracing.Tracer          // A span for each commit; nil for none.
 	// acceptRollback, bolt: open a file one of whose meta pages is damaged
 	// at the older transaction the other records.
 	acceptRollback bool
@@ -193,7 +193,7 @@ func (f *storeFlags) openServed(ctx context.Context, o storeOptions) (servedStor
 			return servedStore{}, &exitError{code: ExitUsage, err: errors.New("--no-group-commit applies to the bolt store only")}
 		}
 		dsn := f.dsnOrEnv()
-		st, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: o.readOnly, OnCommit: o.onCommit})
+		st, err := pgstore.Open(ctx, dsn, pgstore.Options{NoMigrate: o.readOnly, OnCommit: o.onCommit, Tracer: o.tracer})
 		if err != nil {
 			// The driver's errors may quote the DSN, password and all.
 			return servedStore{}, redact.Error(err, dsn)

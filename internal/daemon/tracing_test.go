@@ -14,18 +14,29 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/reserve/reserve/internal/daemon"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/pgstore/pgtest"
 	"github.com/reserve/reserve/internal/server/servertest"
 	"github.com/reserve/reserve/internal/tracing"
 )
 
 // collector is an OTLP/HTTP trace receiver that keeps the names of the
-// spans posted to it.
+// spans posted to it, and the stores of the commit spans.
 type collector struct {
-	mu    sync.Mutex
-	posts int
-	spans map[string]int
-	bad   []string // What was wrong with a post.
+	mu     sync.Mutex
+	posts  int
+	spans  map[string]int
+	stores map[string]int
+	bad    []string // What was wrong with a post.
+}
+
+// newCollector starts a collector, stopped when the test ends.
+func newCollector(t *testing.T) (*collector, *httptest.Server) {
+	col := &collector{spans: map[string]int{}, stores: map[string]int{}}
+	ts := httptest.NewServer(col)
+	t.Cleanup(ts.Close)
+	return col, ts
 }
 
 func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,12 +65,32 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
 				c.spans[s.Name]++
+				for _, a := range s.Attributes {
+					if s.Name == tracing.SpanCommit && a.Key == tracing.AttrStore {
+						c.stores[a.Value.GetStringValue()]++
+					}
+				}
 			}
 		}
 	}
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 	w.Write(out)
+}
+
+// waitForSpans waits until the spans of a reservation, its commit by
+// store among them, have arrived, and checks that every post was good.
+func (c *collector) waitForSpans(t *testing.T, store string) {
+	t.Helper()
+	servertest.Eventually(t, startTimeout, "the reservation's spans at the collector", func() bool {
+		ok, _ := c.has(tracing.SpanRequest, tracing.SpanDecision, tracing.SpanCommit)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return ok && c.stores[store] > 0
+	})
+	if _, bad := c.has(); len(bad) > 0 {
+		t.Errorf("the collector got posts it could not take: %q", bad)
+	}
 }
 
 // has reports whether every one of names has arrived, and what was wrong.
@@ -78,9 +109,7 @@ func (c *collector) has(names ...string) (bool, []string) {
 // collector by OTLP/HTTP (protobuf on /v1/traces), and answers with a
 // traceparent.
 func TestServeSendsSpansToOTLPEndpoint(t *testing.T) {
-	col := &collector{spans: map[string]int{}}
-	ts := httptest.NewServer(col)
-	defer ts.Close()
+	col, ts := newCollector(t)
 	dir := t.TempDir()
 	p := start(t, dir, filepath.Join(servertest.ShortTempDir(t), "t.sock"), "--otlp-endpoint", ts.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
@@ -108,11 +137,20 @@ func TestServeSendsSpansToOTLPEndpoint(t *testing.T) {
 	if got := resp.Header.Get(tracing.HeaderParent); !strings.HasPrefix(got, "00-"+traceID+"-") || strings.Contains(got, "00f067aa0ba902b7") {
 		t.Errorf("traceparent of the answer = %q, want a span of trace %s of its own", got, traceID)
 	}
-	servertest.Eventually(t, startTimeout, "the reservation's spans at the collector", func() bool {
-		ok, _ := col.has(tracing.SpanRequest, tracing.SpanDecision, tracing.SpanCommit)
-		return ok
-	})
-	if _, bad := col.has(); len(bad) > 0 {
-		t.Errorf("the collector got posts it could not take: %q", bad)
+	col.waitForSpans(t, "bbolt")
+}
+
+// reserved on PostgreSQL with --otlp-endpoint posts the spans of a
+// reservation, with the commit span of the PostgreSQL store.
+func TestServeOnPostgresSendsSpansToOTLPEndpoint(t *testing.T) {
+	dsn, _ := pgtest.FreshSchema(t)
+	col, ts := newCollector(t)
+	p := startOnPostgres(t, dsn, filepath.Join(servertest.ShortTempDir(t), "t.sock"), "", "--otlp-endpoint", ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	status, body, _, err := p.socketClient().Reserve(ctx, engine.OperationKey(uuid.NewString()), engine.Request{Workshop: daemon.DemoWorkshop, Quantity: 1})
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("reservation = %d %s %v", status, body, err)
 	}
+	col.waitForSpans(t, "postgres")
 }

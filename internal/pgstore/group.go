@@ -55,6 +55,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // maxGroupCalls bounds the Updates of one group. Every decision that writes
@@ -91,6 +92,10 @@ type call struct {
 	fn    func(engine.Tx) error
 	items int
 	err   chan error
+	// attempt counts the runs of fn by its Update, this one included.
+	attempt int
+	// caller is the span of ctx, when tracing is on.
+	caller tracing.Caller
 }
 
 // grouper hands the calls of one kind (Updates, or Views) to transactions.
@@ -124,15 +129,19 @@ func (g *grouper) take(first *call) []*call {
 	return group
 }
 
-// grouped runs fn once, alone or in a group of g, and returns its error.
-func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) error) error {
+// grouped runs fn once, alone or in a group of g, and returns its error;
+// attempt counts fn's runs by its Update, this one included.
+func (s *Store) grouped(g *grouper, ctx context.Context, fn func(engine.Tx) error, attempt int) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c := &call{ctx: ctx, fn: fn, items: engine.BatchItems(ctx), err: make(chan error, 1)}
+	c := &call{ctx: ctx, fn: fn, items: engine.BatchItems(ctx), err: make(chan error, 1), attempt: attempt}
+	if s.tracer != nil && g.write {
+		c.caller = s.tracer.CallerOf(ctx)
+	}
 	g.mu.Lock()
 	if g.running < g.slots {
 		g.running++
@@ -204,10 +213,20 @@ func (s *Store) lead(g *grouper, group []*call) {
 func (s *Store) decide(g *grouper, calls []*call) {
 	if len(calls) == 1 {
 		c := calls[0]
+		var span tracing.Span
+		if s.tracer != nil && g.write {
+			span = s.commitSpan(calls)
+		}
 		err := s.runTx(c.ctx, g.opts, g.write, safe(c.fn))
 		if err == nil && g.write {
 			s.committed(calls)
 		}
+		if s.tracer != nil {
+			traceCollision(span, c, err)
+		}
+		// Ended before the answer, so that a request's trace is whole
+		// once its answer is sent.
+		span.EndCommit(err)
 		c.err <- err
 		return
 	}
@@ -226,6 +245,31 @@ func (s *Store) committed(calls []*call) {
 		}
 	}
 	s.onCommit(len(calls), batches)
+}
+
+// storeName names this store in the spans of its commits.
+const storeName = "postgres"
+
+// commitSpan starts the span of the transaction of calls, as they are when
+// it starts (a call whose decision fails stays counted).
+func (s *Store) commitSpan(calls []*call) tracing.Span {
+	callers := make([]tracing.Caller, len(calls))
+	attempt := 1
+	for i, c := range calls {
+		callers[i] = c.caller
+		attempt = max(attempt, c.attempt)
+	}
+	span := s.tracer.Commit(storeName, callers)
+	span.Attempt(attempt)
+	return span
+}
+
+// traceCollision records on span that c collided in its transaction, when
+// err, c's answer, is a collision.
+func traceCollision(span tracing.Span, c *call, err error) {
+	if code, ok := collision(err); ok {
+		span.Collision(c.attempt, code)
+	}
 }
 
 // safe returns fn with a panic turned into an error, so that one bad
@@ -327,6 +371,10 @@ func allDone(calls []*call) (context.Context, func()) {
 func (s *Store) runGroup(gr *grouper, calls []*call) {
 	ctx, stop := allDone(calls)
 	defer stop()
+	var span tracing.Span
+	if s.tracer != nil && gr.write {
+		span = s.commitSpan(calls)
+	}
 	members := make([]*member, len(calls))
 	want := &wanted{}
 	for i, c := range calls {
@@ -338,17 +386,23 @@ func (s *Store) runGroup(gr *grouper, calls []*call) {
 	// the group did not commit and the decision ran after one that wrote:
 	// then its error (an atomic batch refused for too few places, say) may
 	// rest on writes that never committed, and it is as undecided as they
-	// are.
+	// are. The group's span ends first, so that a request's trace is whole
+	// once its answer is sent.
+	answerOf := func(m *member, err error) error {
+		if m.err != nil && (err == nil || !m.afterWrites) {
+			return m.err
+		}
+		return err
+	}
 	answer := func(err error) {
-		for _, m := range members {
-			switch {
-			case m.err != nil && (err == nil || !m.afterWrites):
-				m.c.err <- m.err
-			case err != nil:
-				m.c.err <- err
-			default:
-				m.c.err <- nil
+		if s.tracer != nil {
+			for _, m := range members {
+				traceCollision(span, m.c, answerOf(m, err))
 			}
+		}
+		span.EndCommit(err)
+		for _, m := range members {
+			m.c.err <- answerOf(m, err)
 		}
 	}
 	conn, err := s.pool.Acquire(ctx)

@@ -49,6 +49,13 @@ func inOneGroup(t *testing.T, s *pgstore.Store, fns ...func(engine.Tx) error) []
 // lets the group run and one that waits for their errors.
 func queueGroup(t *testing.T, s *pgstore.Store, fns ...func(engine.Tx) error) (release func(), wait func() []error) {
 	t.Helper()
+	return queueGroupIn(t, s, nil, fns...)
+}
+
+// queueGroupIn is queueGroup with ctxs[i] the context of the Update of
+// fns[i], or with the test's context when ctxs is nil.
+func queueGroupIn(t *testing.T, s *pgstore.Store, ctxs []context.Context, fns ...func(engine.Tx) error) (release func(), wait func() []error) {
+	t.Helper()
 	released := make(chan struct{})
 	held := make(chan struct{})
 	leader := make(chan error, 1)
@@ -63,7 +70,11 @@ func queueGroup(t *testing.T, s *pgstore.Store, fns ...func(engine.Tx) error) (r
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns {
-		wg.Go(func() { errs[i] = s.Update(t.Context(), fn) })
+		ctx := t.Context()
+		if ctxs != nil {
+			ctx = ctxs[i]
+		}
+		wg.Go(func() { errs[i] = s.Update(ctx, fn) })
 		// Queued one after the other, the group decides them in this order.
 		pollUntil(t, 30*time.Second, fmt.Sprintf("Update %d queued", i), func() (bool, error) { return s.Queued() == i+1, nil })
 	}

@@ -72,6 +72,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/tracing"
 )
 
 // DefaultMaxAttempts is how often Update runs its function at most when
@@ -131,6 +132,16 @@ type Options struct {
 	// commit and how many of them were batches (engine.BatchItems), before
 	// their callers return (for the daemon's metrics).
 	OnCommit func(calls, batches int)
+	// Tracer, if not nil, gives each write transaction a span
+	// (tracing.SpanCommit), as the bbolt store does for its commits: it
+	// carries how many Updates the transaction took, is the child of the
+	// first one's span and links to the others', and ends before any of
+	// them is answered. It records the highest attempt among its Updates,
+	// an event for each Update that collided in it (and so runs again in a
+	// later transaction, with a span of its own), and the error of a
+	// transaction that committed nothing because it failed. Views have no
+	// span. Nil costs nothing.
+	Tracer *tracing.Tracer
 	// NoMigrate leaves the schema as it is and refuses a database whose
 	// schema version is not exactly SchemaVersion, for tools that must not
 	// change the database (reserved check).
@@ -144,6 +155,7 @@ type Store struct {
 	maxAttempts int
 	onRetry     func(int, error)
 	onCommit    func(calls, batches int)
+	tracer      *tracing.Tracer
 	groups      grouper // Updates.
 	views       grouper
 	closed      atomic.Bool
@@ -183,7 +195,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("PostgreSQL %s: %w", where, explainPooler(err))
 	}
-	s := &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, onCommit: opts.OnCommit, created: created, where: where}
+	s := &Store{pool: pool, maxAttempts: opts.MaxAttempts, onRetry: opts.OnRetry, onCommit: opts.OnCommit, tracer: opts.Tracer, created: created, where: where}
 	s.groups = grouper{opts: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, begin: "BEGIN ISOLATION LEVEL READ COMMITTED", write: true}
 	s.views = grouper{opts: pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
 	for _, g := range []*grouper{&s.groups, &s.views} {
@@ -249,7 +261,7 @@ func (s *Store) Update(ctx context.Context, fn func(engine.Tx) error) error {
 // update is Update without the classification of its error.
 func (s *Store) update(ctx context.Context, fn func(engine.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.grouped(&s.groups, ctx, fn)
+		err := s.grouped(&s.groups, ctx, fn, attempt)
 		if err == nil || !retryable(err) {
 			return err
 		}
@@ -270,7 +282,7 @@ func (s *Store) update(ctx context.Context, fn func(engine.Tx) error) error {
 // called before the transaction took its snapshot); its failures are
 // classified like Update's.
 func (s *Store) View(ctx context.Context, fn func(engine.Tx) error) error {
-	return s.classify(s.grouped(&s.views, ctx, fn))
+	return s.classify(s.grouped(&s.views, ctx, fn, 1))
 }
 
 // runTx runs fn once in a transaction of the given options and commits if
@@ -332,15 +344,22 @@ func outcome(err, stmtErr error) error {
 // retryable reports whether err is a collision with a concurrent
 // transaction that running the function again resolves.
 func retryable(err error) bool {
+	_, ok := collision(err)
+	return ok
+}
+
+// collision returns the SQLSTATE of err when it is a collision with a
+// concurrent transaction (see retryable).
+func collision(err error) (sqlstate string, ok bool) {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
-		return false
+		return "", false
 	}
 	switch pgErr.Code {
 	case codeSerializationFailure, codeDeadlockDetected, codeUniqueViolation:
-		return true
+		return pgErr.Code, true
 	}
-	return false
+	return "", false
 }
 
 // backoff waits a random time below min(backoffBase<<attempt, backoffCap),

@@ -7,12 +7,12 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/server/servertest"
 	"github.com/reserve/reserve/internal/tracing"
+	"github.com/reserve/reserve/internal/tracing/tracingtest"
 )
 
 // reserveCall is a reservation of one place of the harness's workshop.
@@ -28,13 +28,11 @@ func reserveCall(via string, header http.Header) call {
 // as soon as it ends.
 func tracedHarness(t *testing.T) (*servertest.Harness, *tracetest.InMemoryExporter) {
 	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	t.Cleanup(func() { tp.Shutdown(t.Context()) })
-	h := servertest.Start(t, servertest.Options{Tracer: tracing.New(tp)})
+	rec := tracingtest.New(t)
+	h := servertest.Start(t, servertest.Options{Tracer: rec.Tracer})
 	// Only the test's own requests: not the harness's setup.
-	exp.Reset()
-	return h, exp
+	rec.Exporter.Reset()
+	return h, rec.Exporter
 }
 
 // spanNamed returns the one span called name, failing unless there is
@@ -53,16 +51,6 @@ func spanNamed(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.S
 		t.Fatalf("%d spans named %s among %q, want 1", len(found), name, names)
 	}
 	return found[0]
-}
-
-// attr returns the value of s's attribute key, and "" when it has none.
-func attr(s tracetest.SpanStub, key string) string {
-	for _, a := range s.Attributes {
-		if string(a.Key) == key {
-			return a.Value.String()
-		}
-	}
-	return ""
 }
 
 // A reservation is traced as its request, the engine's decision in it and
@@ -100,7 +88,7 @@ func TestTracingSpansOfAReservation(t *testing.T) {
 		{com, tracing.AttrCalls, "1"},
 		{com, tracing.AttrStore, "bbolt"},
 	} {
-		if got := attr(c.span, c.key); got != c.want {
+		if got := tracingtest.Attr(c.span.Attributes, c.key); got != c.want {
 			t.Errorf("%s: %s = %q, want %q", c.span.Name, c.key, got, c.want)
 		}
 	}
@@ -177,7 +165,7 @@ func TestTracingSpansOfABatch(t *testing.T) {
 	if dec.Parent.SpanID() != req.SpanContext.SpanID() {
 		t.Errorf("the batch's decision is not the child of its request's span")
 	}
-	if got := attr(dec, tracing.AttrOperation); got != "batch" {
+	if got := tracingtest.Attr(dec.Attributes, tracing.AttrOperation); got != "batch" {
 		t.Errorf("the decision's operation is %q, want batch", got)
 	}
 }

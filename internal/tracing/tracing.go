@@ -35,6 +35,9 @@ const (
 	AttrOperation  = "reserve.operation"
 	AttrAnswer     = "reserve.answer"
 	AttrCalls      = "reserve.commit.calls"
+	AttrAttempt    = "reserve.commit.attempt"
+	AttrSQLState   = "db.response.status_code"
+	EventCollision = "collision"
 	AttrStore      = "reserve.store"
 	HeaderParent   = "traceparent"
 	scopeName      = "github.com/reserve/reserve"
@@ -188,6 +191,28 @@ func (t *Tracer) Commit(store string, callers []Caller) Span {
 	_, s := t.tracer.Start(ctx, SpanCommit, trace.WithLinks(links...),
 		trace.WithAttributes(attribute.String(AttrStore, store), attribute.Int(AttrCalls, len(callers))))
 	return Span{s}
+}
+
+// Attempt records on a commit's span the highest attempt among the calls
+// it carries: 1 when each runs its function for the first time, n when
+// one is the n-th run of a decision whose earlier transactions collided
+// with concurrent ones.
+func (s Span) Attempt(n int) {
+	if s.s == nil {
+		return
+	}
+	s.s.SetAttributes(attribute.Int(AttrAttempt, n))
+}
+
+// Collision records on a commit's span, as an event, that the call of the
+// given attempt collided in its transaction with a concurrent one (SQLSTATE
+// sqlstate: a unique violation, serialization failure or deadlock), and is
+// run again in a later transaction unless it has run out of attempts.
+func (s Span) Collision(attempt int, sqlstate string) {
+	if s.s == nil {
+		return
+	}
+	s.s.AddEvent(EventCollision, trace.WithAttributes(attribute.Int(AttrAttempt, attempt), attribute.String(AttrSQLState, sqlstate)))
 }
 
 // EndCommit ends a commit's span with its error, if any.

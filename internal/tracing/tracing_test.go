@@ -2,12 +2,17 @@ package tracing_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/reserve/reserve/internal/tracing"
 )
+
+// errOff is the error a commit ends with in TestOffCostsNothing, made
+// before it counts allocations.
+var errOff = errors.New("commit failed")
 
 // TestOffCostsNothing: a nil Tracer (tracing off) starts no span, leaves
 // the request's context and the answer's header as they were and
@@ -29,6 +34,10 @@ func TestOffCostsNothing(t *testing.T) {
 		}
 		c := tr.CallerOf(dctx)
 		tr.Commit("bbolt", nil).EndCommit(nil)
+		pg := tr.Commit("postgres", nil)
+		pg.Attempt(2)
+		pg.Collision(2, "40001")
+		pg.EndCommit(errOff)
 		_ = c
 		dec.EndDecision("reserved", nil)
 		span.EndRequest("POST /api/v1/reservations", 201, "alice")
