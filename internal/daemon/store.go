@@ -198,7 +198,9 @@ func (f *storeFlags) openServed(ctx context.Context, o storeOptions) (servedStor
 			// The driver's errors may quote the DSN, password and all.
 			return servedStore{}, redact.Error(err, dsn)
 		}
-		return servedStore{daemonStore: st}, nil
+		// Concurrent decisions share transactions while the database is
+		// busy (pgstore's group commit), always.
+		return servedStore{daemonStore: st, groupCommit: true}, nil
 	}
 	return servedStore{}, &exitError{code: ExitUsage, err: fmt.Errorf("--store %q: use bolt or postgres", kind)}
 }
