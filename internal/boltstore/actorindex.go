@@ -44,24 +44,15 @@ func actorEntry(actor, id string) []byte {
 	return append(e, id...)
 }
 
-// put writes the index entry of rec, stored under id, and removes the
-// entry of the record it replaces if that had another actor.
-func (ix actorIndexed[R]) put(t *tx, id string, rec R) error {
-	var old R
-	raw := t.read(ix.records).Get([]byte(id))
-	if raw != nil {
-		var err error
-		if old, err = ix.decode([]byte(id), raw); err != nil {
-			return fmt.Errorf("decode %s/%q: %w", ix.records, id, err)
-		}
-	}
-	return ix.replace(t, id, rec, old, raw != nil)
-}
-
-// replace is put for a caller that has read the record rec replaces: old,
-// if had.
+// replace writes the index entry of rec, stored under id, and removes the
+// entry of the record it replaces (old, if had) if that had another actor;
+// a record replaced by one of the same actor has its entry already.
 func (ix actorIndexed[R]) replace(t *tx, id string, rec, old R, had bool) error {
-	if prev := ix.actor(old); had && prev != ix.actor(rec) {
+	if had {
+		prev := ix.actor(old)
+		if prev == ix.actor(rec) {
+			return nil
+		}
 		if err := t.deleteRaw(ix.index, actorEntry(prev, id)); err != nil {
 			return err
 		}

@@ -53,10 +53,10 @@ func (t *tx) PutHold(h engine.Hold) error {
 			return err
 		}
 	}
-	if err := holdActors.put(t, h.ID, h); err != nil {
+	if err := holdActors.replace(t, h.ID, h, old, had); err != nil {
 		return err
 	}
-	if err := holdWorkshops.put(t, h.ID, h); err != nil {
+	if err := holdWorkshops.replace(t, h.ID, h, had); err != nil {
 		return err
 	}
 	if err := t.putOpenHoldOfPerson(h, old, had); err != nil {

@@ -163,10 +163,10 @@ func (t *tx) PutReservation(r engine.Reservation) error {
 	if err := t.putReservationPlaces(r, old, had); err != nil {
 		return err
 	}
-	if err := reservationActors.put(t, r.ID, r); err != nil {
+	if err := reservationActors.replace(t, r.ID, r, old, had); err != nil {
 		return err
 	}
-	if err := reservationWorkshops.put(t, r.ID, r); err != nil {
+	if err := reservationWorkshops.replace(t, r.ID, r, had); err != nil {
 		return err
 	}
 	return t.putRaw(bucketReservations, []byte(r.ID), encodeReservation(r))

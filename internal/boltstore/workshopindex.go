@@ -53,13 +53,15 @@ func (ix workshopIndexed[R]) entry(id string, rec R) []byte {
 	return workshopEntry(w, actor, id)
 }
 
-// put writes the index entry of rec, stored under id, unless it is there.
-func (ix workshopIndexed[R]) put(t *tx, id string, rec R) error {
-	e := ix.entry(id, rec)
-	if t.read(ix.index).Get(e) != nil {
+// replace writes the index entry of rec, stored under id, for a caller
+// that has read whether a record is already stored under id (had): the entry is written with the record's first
+// write, and a record's workshop and actor never change, so a record that
+// was there has its entry already and nothing is read or written.
+func (ix workshopIndexed[R]) replace(t *tx, id string, rec R, had bool) error {
+	if had {
 		return nil
 	}
-	return t.putRaw(ix.index, e, []byte{})
+	return t.putRaw(ix.index, ix.entry(id, rec), []byte{})
 }
 
 // forEachIn visits the records of workshop after position after, in order
