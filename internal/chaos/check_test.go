@@ -230,6 +230,40 @@ func TestOutboxSinkGetsReservationEventsOnly(t *testing.T) {
 	}
 }
 
+// hookBodies returns the body of each event of h, as a webhook endpoint
+// gets it.
+func hookBodies(h *history) map[string][][]byte {
+	got := map[string][][]byte{}
+	for _, ev := range h.final.Events {
+		got[ev.ID] = [][]byte{fmt.Appendf(nil, `{"type":%q,"data":{}}`, engine.WebhookType(ev.Type))}
+	}
+	return got
+}
+
+// createdOnly is an endpoint subscribed to new reservations only.
+var createdOnly = engine.WebhookEndpoint{ID: id(78), EventTypes: []string{engine.WebhookReservationCreated}}
+
+// TestCheckAcceptsWebhooksAsTheyMayArrive: an endpoint that refused some
+// attempts and got them again with the same body, and one subscribed to
+// some types that got those only (some after refusing them), are what a
+// campaign should see.
+func TestCheckAcceptsWebhooksAsTheyMayArrive(t *testing.T) {
+	h := valid()
+	all, created := hookBodies(h), map[string][][]byte{}
+	for _, ev := range h.final.Events {
+		if ev.Type == engine.EventReserved {
+			created[ev.ID] = all[ev.ID]
+		}
+	}
+	h.final.Hooks = []chaos.HookEndpoint{
+		{Endpoint: engine.WebhookEndpoint{ID: id(77)}, Received: all, Refused: all},
+		{Endpoint: createdOnly, Received: created, Refused: created},
+	}
+	if r := chaos.Check(h.ops, h.workshops()); len(r.Violations) != 0 {
+		t.Fatalf("violations: %v", r.Violations)
+	}
+}
+
 // TestCheckCatchesEachViolation breaks one promise at a time in the valid
 // history and expects the check that guards it, and only a violation, to
 // report it: a checker that cannot fail proves nothing.
@@ -291,6 +325,29 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 				got[ev.ID] = [][]byte{body, append(body, ' ')}
 			}
 			h.final.Hooks = []chaos.HookEndpoint{{Endpoint: engine.WebhookEndpoint{ID: id(77)}, Received: got}}
+		}},
+		{"webhook refused with another body than it was delivered with", chaos.CheckWebhooks, func(h *history) {
+			got := hookBodies(h)
+			first := h.final.Events[0].ID
+			refused := map[string][][]byte{first: {append(slices.Clone(got[first][0]), ' ')}}
+			h.final.Hooks = []chaos.HookEndpoint{{Endpoint: engine.WebhookEndpoint{ID: id(77)}, Received: got, Refused: refused}}
+		}},
+		{"webhook refused of an event the store does not have", chaos.CheckWebhooks, func(h *history) {
+			refused := map[string][][]byte{id(99): {[]byte(`{"type":"reservation.created","data":{}}`)}}
+			h.final.Hooks = []chaos.HookEndpoint{{Endpoint: engine.WebhookEndpoint{ID: id(77)}, Received: hookBodies(h), Refused: refused}}
+		}},
+		{"webhook of a type the endpoint did not subscribe to", chaos.CheckWebhooks, func(h *history) {
+			h.final.Hooks = []chaos.HookEndpoint{{Endpoint: createdOnly, Received: hookBodies(h)}}
+		}},
+		{"webhook refused of a type the endpoint did not subscribe to", chaos.CheckWebhooks, func(h *history) {
+			got, refused := hookBodies(h), map[string][][]byte{}
+			for _, ev := range h.final.Events {
+				if ev.Type != engine.EventReserved {
+					refused[ev.ID] = got[ev.ID]
+					delete(got, ev.ID)
+				}
+			}
+			h.final.Hooks = []chaos.HookEndpoint{{Endpoint: createdOnly, Received: got, Refused: refused}}
 		}},
 		{"webhook that did not verify", chaos.CheckWebhooks, func(h *history) {
 			h.final.HookBad = []string{"a delivery to /all that does not verify"}

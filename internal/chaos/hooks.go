@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -26,12 +27,14 @@ import (
 // /reservations only the reservations' own. It verifies the signature of
 // every delivery with the Standard Webhooks reference library, refuses a share of them
 // with a 503 so that the dispatchers' retries run, and records the bodies
-// each webhook-id arrived with on each path.
+// each webhook-id arrived with on each path, those it accepted and those
+// it refused apart.
 type hookSink struct {
 	mu        sync.Mutex
 	verifiers map[string]*standardwebhooks.Webhook
 	endpoints map[string]engine.WebhookEndpoint
 	bodies    map[string]map[string]map[[32]byte][]byte // path → webhook-id → body hash → body
+	refused   map[string]map[string]map[[32]byte][]byte // The same, of the attempts refused with a 503.
 	bad       []string
 	rng       *rand.Rand
 	srv       *http.Server
@@ -51,7 +54,8 @@ func newHookSink(seed uint64) (*hookSink, error) {
 		return nil, err
 	}
 	s := &hookSink{verifiers: map[string]*standardwebhooks.Webhook{}, endpoints: map[string]engine.WebhookEndpoint{},
-		bodies: map[string]map[string]map[[32]byte][]byte{}, rng: rand.New(rand.NewPCG(seed, 0x400c))}
+		bodies: map[string]map[string]map[[32]byte][]byte{}, refused: map[string]map[string]map[[32]byte][]byte{},
+		rng: rand.New(rand.NewPCG(seed, 0x400c))}
 	s.srv = &http.Server{Handler: s}
 	s.base = "http://" + ln.Addr().String()
 	go s.srv.Serve(ln)
@@ -105,27 +109,46 @@ func (s *hookSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
+	id := r.Header.Get("webhook-id")
 	if s.rng.IntN(8) == 0 {
+		record(s.refused, r.URL.Path, id, body)
 		http.Error(w, "try again", http.StatusServiceUnavailable)
 		return
 	}
-	id := r.Header.Get("webhook-id")
-	if s.bodies[r.URL.Path] == nil {
-		s.bodies[r.URL.Path] = map[string]map[[32]byte][]byte{}
-	}
-	if s.bodies[r.URL.Path][id] == nil {
-		s.bodies[r.URL.Path][id] = map[[32]byte][]byte{}
-	}
-	s.bodies[r.URL.Path][id][sha256.Sum256(body)] = body
+	record(s.bodies, r.URL.Path, id, body)
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// record adds body to the bodies webhook-id id arrived with at path.
+func record(bodies map[string]map[string]map[[32]byte][]byte, path, id string, body []byte) {
+	if bodies[path] == nil {
+		bodies[path] = map[string]map[[32]byte][]byte{}
+	}
+	if bodies[path][id] == nil {
+		bodies[path][id] = map[[32]byte][]byte{}
+	}
+	bodies[path][id][sha256.Sum256(body)] = body
+}
+
+// listed returns the bodies of each webhook-id at path.
+func listed(bodies map[string]map[string]map[[32]byte][]byte, path string) map[string][][]byte {
+	byID := map[string][][]byte{}
+	for id, bs := range bodies[path] {
+		for _, b := range bs {
+			byID[id] = append(byID[id], b)
+		}
+	}
+	return byID
+}
+
 // HookEndpoint is what the checks read of one of the sink's endpoints:
-// the endpoint as the daemons added it, and the bodies each webhook-id
-// arrived with.
+// the endpoint as the daemons added it, and the different bodies each
+// webhook-id arrived with: in the deliveries the sink accepted, and in
+// the attempts it refused.
 type HookEndpoint struct {
 	Endpoint engine.WebhookEndpoint
 	Received map[string][][]byte
+	Refused  map[string][][]byte
 }
 
 // snapshot returns the endpoints, what they received and the requests
@@ -135,13 +158,7 @@ func (s *hookSink) snapshot() ([]HookEndpoint, []string) {
 	defer s.mu.Unlock()
 	var hs []HookEndpoint
 	for _, path := range slices.Sorted(maps.Keys(s.endpoints)) {
-		h := HookEndpoint{Endpoint: s.endpoints[path], Received: map[string][][]byte{}}
-		for id, bodies := range s.bodies[path] {
-			for _, b := range bodies {
-				h.Received[id] = append(h.Received[id], b)
-			}
-		}
-		hs = append(hs, h)
+		hs = append(hs, HookEndpoint{Endpoint: s.endpoints[path], Received: listed(s.bodies, path), Refused: listed(s.refused, path)})
 	}
 	return hs, slices.Clone(s.bad)
 }
@@ -183,8 +200,10 @@ func (r *run) drainHooks(ctx context.Context, admin *client.Client) {
 
 // checkWebhooks checks that every committed event reached every endpoint
 // that subscribed to its type before it was written, at least once and
-// always with one body, which names the event; that no endpoint got an
-// event the store does not have; and that every delivery verified.
+// always with one body, which names the event, in the attempts the
+// endpoint refused too; that no endpoint was sent an event the store does
+// not have, or one of a type it did not subscribe to; and that every
+// delivery verified.
 func checkWebhooks(final Final) []Violation {
 	var vs []Violation
 	add := func(format string, args ...any) {
@@ -207,15 +226,28 @@ func checkWebhooks(final Final) []Violation {
 				add("event %s (%s) never reached endpoint %s (%s)", ev.ID, ev.Type, w.ID, w.URL)
 			}
 		}
-		for _, id := range slices.Sorted(maps.Keys(h.Received)) {
-			bodies := h.Received[id]
+		sent := map[string][][]byte{} // Accepted or refused: the different bodies.
+		for _, byID := range []map[string][][]byte{h.Received, h.Refused} {
+			for id, bodies := range byID {
+				for _, b := range bodies {
+					if !slices.ContainsFunc(sent[id], func(o []byte) bool { return bytes.Equal(o, b) }) {
+						sent[id] = append(sent[id], b)
+					}
+				}
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(sent)) {
+			bodies := sent[id]
 			ev, ok := events[id]
 			if !ok {
-				add("endpoint %s received webhook-id %s, which the store does not have", w.ID, id)
+				add("endpoint %s was sent webhook-id %s, which the store does not have", w.ID, id)
 				continue
 			}
+			if !w.Wants(ev.Type) {
+				add("endpoint %s, subscribed to %v, was sent event %s of type %s", w.ID, w.EventTypes, id, engine.WebhookType(ev.Type))
+			}
 			if len(bodies) > 1 {
-				add("endpoint %s received webhook-id %s with %d different bodies", w.ID, id, len(bodies))
+				add("endpoint %s was sent webhook-id %s with %d different bodies (accepted %d, refused %d)", w.ID, id, len(bodies), len(h.Received[id]), len(h.Refused[id]))
 			}
 			var body struct {
 				Type string `json:"type"`

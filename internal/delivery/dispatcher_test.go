@@ -412,6 +412,37 @@ func TestGivesUpAfterMaxAge(t *testing.T) {
 	}
 }
 
+// TestDefaultMaxAgeIs72Hours: without a MaxAge, a delivery that keeps
+// failing is retried for 72 hours from its event, as the webhook docs
+// and --delivery-max-age's default promise: an attempt whose retry
+// would come just before that is retried, one whose retry would come
+// just after it gives up.
+func TestDefaultMaxAgeIs72Hours(t *testing.T) {
+	if delivery.DefaultMaxAge != 72*time.Hour {
+		t.Errorf("DefaultMaxAge = %v, want 72h", delivery.DefaultMaxAge)
+	}
+	// Every wait is 1 s plus up to a quarter second.
+	f := newFixture(t, delivery.Config{MinBackoff: time.Second, MaxBackoff: time.Second})
+	r := newReceiver(t, status(http.StatusServiceUnavailable))
+	f.endpoint(r, "/hook")
+	f.run()
+	f.reserve("alice", 1)
+	since := f.pendingAfter(1).Since
+	horizon := since.Add(72 * time.Hour)
+	// At 72 h less 2 s the retry comes before 72 h - 0.75 s: still on.
+	f.clock.Set(horizon.Add(-2 * time.Second))
+	d := f.pendingAfter(2)
+	if d.NextAttemptAt.After(horizon) {
+		t.Fatalf("the retry at %v is after the horizon %v", d.NextAttemptAt, horizon)
+	}
+	// At 72 h less half a second it would come after 72 h: it gives up.
+	f.clock.Set(horizon.Add(-time.Second / 2))
+	d = f.only(engine.DeliveryFailed)
+	if d.Attempts != 3 || !strings.HasPrefix(d.LastError, "gave up after 3 attempts over 72h0m0s") {
+		t.Errorf("delivery %+v, want it given up after 3 attempts over 72h", d)
+	}
+}
+
 // TestFailingEventDelaysNoOther makes the first event's attempt hang and
 // the second's fail, and proves that a third, on the same endpoint, is
 // delivered meanwhile, without the clock moving.

@@ -296,7 +296,7 @@ func (c *MailChannel) calendar(job engine.DeliveryJob, method, status string, se
 		Attendee:  ical.Person{Name: job.Profile.DisplayName, Address: job.Delivery.Recipient},
 	}
 	if job.WorkshopFound {
-		ev.Start, ev.End = ws.StartsAt, ws.EndsAt
+		ev.Start, ev.End, ev.TimeZone = ws.StartsAt, ws.EndsAt, zone(ws.TimeZone)
 		ev.Summary, ev.Location, ev.Description = ws.Title, ws.Location, ws.Description
 	}
 	if c.cfg.PublicURL != "" {

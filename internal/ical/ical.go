@@ -4,12 +4,19 @@
 // and one VEVENT, its text escaped, its lines folded at 75 octets on
 // character boundaries, every line ended by CRLF.
 //
-// Times are written in UTC ("Z"), never with a TZID: a TZID needs a
-// VTIMEZONE that spells the zone's offset rules, which the standard
-// library does not expose and which clients match against their own zone
-// tables with different results, while an instant in UTC means the same
-// to every client, which shows it in the reader's own zone. A single
-// event, never repeated, loses nothing by it.
+// An event with a time zone has its start and end written as local times
+// of that zone, with its IANA name as TZID (DTSTART;TZID=Europe/Berlin:
+// 20261024T180000), and the calendar carries a VTIMEZONE of that name
+// which spells the zone's offsets around them: one STANDARD or DAYLIGHT
+// observance for each period of the zone from the one of the start to
+// the one of the end (time.Time.ZoneBounds finds them in Go's zone data),
+// each with its onset, the offsets before and after it, and the zone's
+// abbreviation. A client that knows the zone by its name places the event
+// as one that reads the VTIMEZONE does, and both show the workshop's own
+// wall-clock times. A local time that a change back to standard time
+// repeats means its first occurrence; an instant in the second one is
+// written in UTC. An event without a time zone has its times in UTC
+// ("Z"), which every client shows in the reader's own zone.
 //
 // It imports only the standard library.
 package ical
@@ -55,8 +62,13 @@ type Event struct {
 	// then ends when it starts), and Start may be zero only in a
 	// cancellation.
 	Start, End time.Time
-	Summary    string
-	Location   string
+	// TimeZone, if set and not UTC, is the zone Start and End are
+	// written in: local times named by its TZID, with a VTIMEZONE of its
+	// offsets around them. Its name must be an IANA name, not "Local".
+	// Nil or UTC: they are written in UTC.
+	TimeZone *time.Location
+	Summary  string
+	Location string
 	// Description may have several lines.
 	Description string
 	// URL, if set, is a page about the event.
@@ -99,6 +111,9 @@ func (c Calendar) Encode() ([]byte, error) {
 	case ev.Sequence < 0:
 		return nil, fmt.Errorf("SEQUENCE %d is negative", ev.Sequence)
 	}
+	if z := ev.TimeZone; z != nil && z != time.UTC && !isZoneName(z.String()) {
+		return nil, fmt.Errorf("the time zone %q has no IANA name such as Europe/Berlin", z)
+	}
 	for _, v := range []string{c.ProdID, ev.UID, ev.URL, ev.Organizer.Address, ev.Attendee.Address, ev.Status} {
 		if strings.ContainsFunc(v, isControl) {
 			return nil, fmt.Errorf("the value %q holds a control character", v)
@@ -110,15 +125,24 @@ func (c Calendar) Encode() ([]byte, error) {
 	w.line("VERSION", "2.0")
 	w.line("CALSCALE", "GREGORIAN")
 	w.line("METHOD", c.Method)
+	startParam, start := dateTime(ev.Start, ev.TimeZone)
+	endParam, end := dateTime(ev.End, ev.TimeZone)
+	if startParam != "" || endParam != "" {
+		last := ev.End
+		if last.IsZero() {
+			last = ev.Start
+		}
+		w.timeZone(ev.TimeZone, ev.Start, last)
+	}
 	w.line("BEGIN", "VEVENT")
 	w.line("UID", escape(ev.UID))
 	w.line("SEQUENCE", fmt.Sprint(ev.Sequence))
 	w.line("DTSTAMP", utc(ev.Stamp))
 	if !ev.Start.IsZero() {
-		w.line("DTSTART", utc(ev.Start))
+		w.line("DTSTART"+startParam, start)
 	}
 	if !ev.End.IsZero() {
-		w.line("DTEND", utc(ev.End))
+		w.line("DTEND"+endParam, end)
 	}
 	if ev.Summary != "" {
 		w.line("SUMMARY", escape(ev.Summary))
@@ -145,6 +169,113 @@ func (c Calendar) Encode() ([]byte, error) {
 
 // utc formats t as a UTC DATE-TIME (FORM #2).
 func utc(t time.Time) string { return t.UTC().Format("20060102T150405Z") }
+
+// localForm is the layout of a local DATE-TIME (FORM #1 and #3).
+const localForm = "20060102T150405"
+
+// dateTime returns the TZID parameter (";TZID=name", or "" for none) and
+// the value of a DATE-TIME property for t: its local time in zone (FORM
+// #3), or UTC (FORM #2) when zone is nil or UTC, or when t is the second
+// occurrence of a local time that a change back repeats, which a TZID
+// would name the first occurrence of.
+func dateTime(t time.Time, zone *time.Location) (param, value string) {
+	if t.IsZero() || zone == nil || zone == time.UTC {
+		return "", utc(t)
+	}
+	t = t.In(zone)
+	if repeated(t) {
+		return "", utc(t)
+	}
+	return ";TZID=" + zone.String(), t.Format(localForm)
+}
+
+// repeated reports whether t is the second occurrence of its local time:
+// within the span after a change that set the clocks back, whose local
+// times the period before it showed already.
+func repeated(t time.Time) bool {
+	onset, _ := t.ZoneBounds()
+	if onset.IsZero() {
+		return false
+	}
+	_, offset := t.Zone()
+	_, before := onset.Add(-time.Nanosecond).Zone()
+	return before > offset && t.Sub(onset) < time.Duration(before-offset)*time.Second
+}
+
+// isZoneName reports whether name can stand as a TZID unquoted and names
+// a zone of the IANA database (not "Local", nor a fixed zone without a
+// name).
+func isZoneName(name string) bool {
+	if name == "" || name == "Local" {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/_+-", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxObservances bounds the observances of a VTIMEZONE: an event that
+// spans more changes of its zone gets those of its first periods and that
+// of its end, which are all its start and end need.
+const maxObservances = 8
+
+// timeZone writes the VTIMEZONE of zone for an event from first to last:
+// an observance for each period of the zone from the one that holds first
+// to the one that holds last, each from its onset (a local time in the
+// offset before it) with the offsets before and after, its abbreviation,
+// and whether it is daylight saving time. A period that began with the
+// zone's records gets the onset 1601-01-01 and no change of offset.
+func (w *writer) timeZone(zone *time.Location, first, last time.Time) {
+	w.line("BEGIN", "VTIMEZONE")
+	w.line("TZID", zone.String())
+	t := first.In(zone)
+	for n := 1; ; n++ {
+		onset, end := t.ZoneBounds()
+		abbrev, offset := t.Zone()
+		before, since := offset, "16010101T000000"
+		if !onset.IsZero() {
+			_, before = onset.Add(-time.Nanosecond).Zone()
+			since = onset.In(time.FixedZone("", before)).Format(localForm)
+		}
+		kind := "STANDARD"
+		if t.IsDST() {
+			kind = "DAYLIGHT"
+		}
+		w.line("BEGIN", kind)
+		w.line("DTSTART", since)
+		w.line("TZOFFSETFROM", utcOffset(before))
+		w.line("TZOFFSETTO", utcOffset(offset))
+		w.line("TZNAME", escape(abbrev))
+		w.line("END", kind)
+		switch {
+		case end.IsZero() || last.Before(end):
+			w.line("END", "VTIMEZONE")
+			return
+		case n == maxObservances-1:
+			t = last.In(zone) // Skip to the period of the end.
+		default:
+			t = end
+		}
+	}
+}
+
+// utcOffset formats an offset in seconds east of UTC as a UTC-OFFSET:
+// +hhmm, with seconds only when it has some, and +0000 for none (-0000
+// is not allowed).
+func utcOffset(seconds int) string {
+	sign := "+"
+	if seconds < 0 {
+		sign, seconds = "-", -seconds
+	}
+	s := fmt.Sprintf("%s%02d%02d", sign, seconds/3600, seconds/60%60)
+	if seconds%60 != 0 {
+		s += fmt.Sprintf("%02d", seconds%60)
+	}
+	return s
+}
 
 // cn returns the CN parameter of a person's name, "" for none. A
 // parameter value is quoted, so it may hold commas, semicolons and

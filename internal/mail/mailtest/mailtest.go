@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -31,11 +32,13 @@ const waitTimeout = 30 * time.Second
 type Sink struct {
 	Addr string // The host:port it listens on.
 	Dir  string // Its maildir: messages land in Dir/new.
+	cmd  *exec.Cmd
 }
 
 // Start builds smtpsink, runs it with args (see its flags: --listen,
-// --tls-cert, --tls-key, --refuse, --refuse-count, --user, --password) on
-// a fresh directory until the test ends, and waits until it listens.
+// --tls-cert, --tls-key, --refuse, --refuse-count, --user, --password,
+// --stall) on a fresh directory until the test ends, and waits until it
+// listens.
 func Start(t testing.TB, args ...string) *Sink {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "smtpsink")
@@ -44,6 +47,7 @@ func Start(t testing.TB, args ...string) *Sink {
 	}
 	s := &Sink{Dir: t.TempDir()}
 	cmd := exec.Command(bin, append([]string{"--dir", s.Dir}, args...)...)
+	s.cmd = cmd
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +73,16 @@ func Start(t testing.TB, args ...string) *Sink {
 	return s
 }
 
-// Messages returns the messages the sink accepted, in the order of their
-// arrival.
+// Release sends the replies that --stall held back.
+func (s *Sink) Release(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Messages returns the messages the sink accepted (or, under --stall,
+// stored and holds the reply to), in the order of their arrival.
 func (s *Sink) Messages(t testing.TB) [][]byte {
 	t.Helper()
 	entries, err := os.ReadDir(filepath.Join(s.Dir, "new"))

@@ -5,8 +5,13 @@
 // With --tls-cert and --tls-key it offers STARTTLS; --refuse makes it
 // refuse the first --refuse-count messages at DATA with a reply code, to
 // test how a sender handles failures; with --user and --password it
-// offers AUTH PLAIN and takes mail only after it. It prints "listening ADDR" on
-// standard output once it accepts connections, and serves until killed.
+// offers AUTH PLAIN and takes mail only after it. --stall makes it store
+// the first --stall messages as usual and then hold its reply to each
+// (the sender waits for it, not knowing the message arrived) until the
+// sink gets SIGUSR1, which releases them with a 250: a test kills the
+// sender meanwhile, after the message reached the sink and before the
+// sender learned so. It prints "listening ADDR" on standard output once
+// it accepts connections, and serves until killed.
 //
 // It is a test tool: it imports nothing of reserve.
 package main
@@ -20,9 +25,11 @@ import (
 	"log"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/emersion/go-sasl"
@@ -45,6 +52,7 @@ func run() error {
 	refuseCount := flag.Int("refuse-count", 1, "how many messages --refuse refuses before accepting (-1: all)")
 	user := flag.String("user", "", "offer AUTH PLAIN and accept mail only from this user")
 	password := flag.String("password", "", "the password of --user")
+	stall := flag.Int("stall", 0, "store the first N messages, then hold the reply to each until the sink gets SIGUSR1")
 	flag.Parse()
 	if *dir == "" {
 		return fmt.Errorf("--dir is required")
@@ -56,6 +64,14 @@ func run() error {
 	}
 	b := &backend{dir: *dir, refuse: *refuse, refuseAll: *refuseCount < 0, user: *user, password: *password}
 	b.refusals.Store(int64(*refuseCount))
+	b.stalls.Store(int64(*stall))
+	b.release = make(chan struct{})
+	released := make(chan os.Signal, 1)
+	signal.Notify(released, syscall.SIGUSR1)
+	go func() {
+		<-released
+		close(b.release)
+	}()
 	s := smtp.NewServer(b)
 	s.Domain = "sink.test"
 	s.ReadTimeout, s.WriteTimeout = time.Minute, time.Minute
@@ -86,6 +102,8 @@ type backend struct {
 	password  string
 	refusals  atomic.Int64 // Refusals left, unless refuseAll.
 	seq       atomic.Int64
+	stalls    atomic.Int64  // Messages left whose reply is held.
+	release   chan struct{} // Closed at SIGUSR1: the held replies go out.
 }
 
 func (b *backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
@@ -158,5 +176,12 @@ func (s *session) Data(r io.Reader) error {
 	if err := os.WriteFile(tmp, msg.Bytes(), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(s.b.dir, "new", name))
+	if err := os.Rename(tmp, filepath.Join(s.b.dir, "new", name)); err != nil {
+		return err
+	}
+	if s.b.stalls.Add(-1) >= 0 {
+		log.Printf("stored %s and holds its reply until SIGUSR1", name)
+		<-s.b.release
+	}
+	return nil
 }
