@@ -1,8 +1,11 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/reserve/reserve/internal/engine"
 )
@@ -44,4 +47,59 @@ func (t *tx) PlacesOf(workshop, actor string, now time.Time) (engine.Places, err
 // PlacesOf is a read the group cannot fetch ahead.
 func (p *probeTx) PlacesOf(string, string, time.Time) (engine.Places, error) {
 	return engine.Places{}, errProbe
+}
+
+// placesMismatchSQL compares places_by_person with what the rows of
+// reservations and wait_entries add up to (the view places_of_rows, which
+// filled it), and returns each (workshop, actor) where they differ: the
+// counts stored (NULL without a row) and those of the rows (NULL when the
+// rows have no places there).
+const placesMismatchSQL = `SELECT coalesce(p.workshop, w.workshop), coalesce(p.actor, w.actor), p.reserved, p.waiting, w.reserved, w.waiting
+FROM places_by_person AS p FULL JOIN places_of_rows AS w ON w.workshop = p.workshop AND w.actor = p.actor
+WHERE p.reserved IS DISTINCT FROM w.reserved OR p.waiting IS DISTINCT FROM w.waiting
+ORDER BY 1, 2`
+
+// checkPlaces reports, as engine.FindingPlaces, every difference between
+// places_by_person and the rows it counts: a count that differs from
+// what the rows add up to, a row of the table where the rows have no
+// places, and a missing row. (engine.Check sees the first and the last
+// through PlacesOf; a row of the table for someone without records it
+// does not ask about.)
+func (s *Store) checkPlaces(ctx context.Context) ([]engine.Finding, error) {
+	var findings []engine.Finding
+	err := s.View(ctx, func(etx engine.Tx) error {
+		t := etx.(*tx)
+		findings = findings[:0]
+		if err := t.usable(); err != nil {
+			return err
+		}
+		if err := t.direct(); err != nil {
+			return err
+		}
+		rows, err := t.tx.Query(t.ctx, placesMismatchSQL)
+		if err != nil {
+			return t.fail(fmt.Errorf("compare places_by_person with the rows: %w", err))
+		}
+		type count struct{ reserved, waiting *int64 }
+		var workshop, actor string
+		var got, want count
+		_, err = pgx.ForEachRow(rows, []any{&workshop, &actor, &got.reserved, &got.waiting, &want.reserved, &want.waiting}, func() error {
+			var detail string
+			switch {
+			case got.reserved == nil:
+				detail = fmt.Sprintf("places_by_person lacks (%q, %q), whose rows add up to %d reserved and %d waiting", workshop, actor, *want.reserved, *want.waiting)
+			case want.reserved == nil:
+				detail = fmt.Sprintf("places_by_person (%q, %q) counts %d reserved and %d waiting, but the rows have no places there", workshop, actor, *got.reserved, *got.waiting)
+			default:
+				detail = fmt.Sprintf("places_by_person (%q, %q) counts %d reserved and %d waiting, but the rows add up to %d and %d", workshop, actor, *got.reserved, *got.waiting, *want.reserved, *want.waiting)
+			}
+			findings = append(findings, engine.Finding{Kind: engine.FindingPlaces, Detail: detail})
+			return nil
+		})
+		if err != nil {
+			return t.fail(fmt.Errorf("compare places_by_person with the rows: %w", err))
+		}
+		return nil
+	})
+	return findings, err
 }

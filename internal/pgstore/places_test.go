@@ -216,3 +216,59 @@ func TestMigration17CountsWritesDuringIt(t *testing.T) {
 	}
 	wantPlacesConsistent(t, s)
 }
+
+// TestCheckFindsBrokenPlaces: the store's check reports a count of
+// places_by_person that differs from the rows, a row for someone without
+// places, and a missing row; the engine's check sees the wrong count
+// through PlacesOf; and a write that would take away places the table
+// does not count fails instead of storing a wrong count.
+func TestCheckFindsBrokenPlaces(t *testing.T) {
+	ctx := t.Context()
+	s := mustOpen(t, pgstore.Options{})
+	eng := engine.New(s)
+	if _, _, err := eng.PutWorkshop(ctx, "clay", engine.WorkshopSpec{Capacity: 10, MaxQuantity: 2, Schedule: engine.Schedule{MaxPerPerson: 3}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	erin, err := eng.Reserve(ctx, "erin", newKey(t), engine.Request{Workshop: "clay", Quantity: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fay, err := eng.Reserve(ctx, "fay", newKey(t), engine.Request{Workshop: "clay", Quantity: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Hold(ctx, "erin", newKey(t), engine.HoldRequest{Workshop: "clay", Quantity: 1, TTLSeconds: 600}); err != nil {
+		t.Fatal(err)
+	}
+	wantPlacesConsistent(t, s)
+	for _, stmt := range []string{
+		"UPDATE places_by_person SET reserved = 1 WHERE workshop = 'clay' AND actor = 'erin'",
+		"INSERT INTO places_by_person (workshop, actor, reserved, waiting) VALUES ('clay', 'nobody', 0, 1)",
+		"DELETE FROM places_by_person WHERE workshop = 'clay' AND actor = 'fay'",
+	} {
+		if _, err := s.Pool().Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	findings, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(placesFindings(findings), "\n")
+	for _, want := range []string{
+		`places_by_person ("clay", "erin") counts 1 reserved and 0 waiting, but the rows add up to 2 and 0`,
+		`places_by_person ("clay", "nobody") counts 0 reserved and 1 waiting, but the rows have no places there`,
+		`places_by_person lacks ("clay", "fay"), whose rows add up to 1 reserved and 0 waiting`,
+		`erin has {Reserved:1 Held:1 Waiting:0} in workshop "clay" by the store's count, but {Reserved:2 Held:1 Waiting:0} by the records`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("check findings %q lack %q", got, want)
+		}
+	}
+	if _, err := eng.Cancel(ctx, engine.Principal{Actor: "fay"}, newKey(t), fay.Answer.ReservationID); err == nil || !strings.Contains(err.Error(), "no longer match") {
+		t.Errorf("fay's cancellation without a count of her places = %v; want it refused", err)
+	}
+	if _, err := eng.Cancel(ctx, engine.Principal{Actor: "erin"}, newKey(t), erin.Answer.ReservationID); err == nil || !strings.Contains(err.Error(), "places_by_person_reserved_check") {
+		t.Errorf("erin's cancellation of 2 places, counted 1 = %v; want it refused", err)
+	}
+}
