@@ -272,3 +272,51 @@ func TestCheckFindsBrokenPlaces(t *testing.T) {
 		t.Errorf("erin's cancellation of 2 places, counted 1 = %v; want it refused", err)
 	}
 }
+
+// TestPlacesOfInAGroup: in a group, PlacesOf sees the writes of the
+// decisions before it and of its own, and not those of a decision that
+// failed after it had read its places.
+func TestPlacesOfInAGroup(t *testing.T) {
+	s := mustOpen(t, pgstore.Options{MaxConns: 1})
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	active := engine.Reservation{ID: "r1", Actor: "ada", OperationKey: newKey(t), Workshop: "clay", Quantity: 2, CreatedAt: now}
+	cancelled := active
+	cancelled.CancelledAt, cancelled.CancelledBy, cancelled.CancelOperation = now, "ada", newKey(t)
+	entry := engine.WaitEntry{ID: "e1", Actor: "ada", OperationKey: newKey(t), Workshop: "clay", Quantity: 1, State: engine.WaitWaiting, CreatedAt: now}
+	var seen [4]engine.Places
+	errFailed := fmt.Errorf("decided to fail")
+	// write writes the records, then reads ada's places into seen[i].
+	write := func(i int, fail error, put func(engine.Tx) error) func(engine.Tx) error {
+		return func(tx engine.Tx) error {
+			if put != nil {
+				if err := put(tx); err != nil {
+					return err
+				}
+			}
+			var err error
+			if seen[i], err = tx.PlacesOf("clay", "ada", now); err != nil {
+				return err
+			}
+			return fail
+		}
+	}
+	errs := inOneGroup(t, s,
+		write(0, nil, func(tx engine.Tx) error { return tx.PutReservation(active) }),
+		write(1, errFailed, func(tx engine.Tx) error { return tx.PutWaitEntry(entry) }),
+		write(2, nil, nil),
+		write(3, nil, func(tx engine.Tx) error { return tx.PutReservation(cancelled) }),
+	)
+	for i, want := range []error{nil, errFailed, nil, nil} {
+		if errs[i] != want {
+			t.Errorf("decision %d: %v, want %v", i, errs[i], want)
+		}
+	}
+	for i, want := range []engine.Places{{Reserved: 2}, {Reserved: 2, Waiting: 1}, {Reserved: 2}, {}} {
+		if seen[i] != want {
+			t.Errorf("decision %d saw the places %+v, want %+v", i, seen[i], want)
+		}
+	}
+	if got := placesRows(t, s.Pool()); len(got) != 0 {
+		t.Errorf("places_by_person after the group = %q, want no row", got)
+	}
+}
