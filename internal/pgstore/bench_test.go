@@ -88,6 +88,14 @@ func BenchmarkLists(b *testing.B) {
 	enginetest.BenchmarkLists(b, mustOpenDSN(b, dsn, pgstore.Options{}))
 }
 
+// BenchmarkDecisionsWithHistory measures reservations of an actor with
+// enginetest.ListBenchRecords reservations in the workshop and of a fresh
+// one, in a workshop without and with a limit per person.
+func BenchmarkDecisionsWithHistory(b *testing.B) {
+	dsn, _ := pgtest.FreshSchema(b)
+	enginetest.BenchmarkDecisionsWithHistory(b, mustOpenDSN(b, dsn, pgstore.Options{}))
+}
+
 // BenchmarkReserveStatements counts what each new reservation asks the
 // server, through a counting proxy: the statements it runs and the round
 // trips it waits for, decided alone (one client) and in groups (8 clients
