@@ -88,6 +88,14 @@ func BenchmarkLists(b *testing.B) {
 	enginetest.BenchmarkLists(b, mustOpenDSN(b, dsn, pgstore.Options{}))
 }
 
+// BenchmarkDecisionsWithHistory measures reservations of an actor with
+// enginetest.ListBenchRecords reservations in the workshop and of a fresh
+// one, in a workshop without and with a limit per person.
+func BenchmarkDecisionsWithHistory(b *testing.B) {
+	dsn, _ := pgtest.FreshSchema(b)
+	enginetest.BenchmarkDecisionsWithHistory(b, mustOpenDSN(b, dsn, pgstore.Options{}))
+}
+
 // BenchmarkReserveStatements counts what each new reservation asks the
 // server, through a counting proxy: the statements it runs and the round
 // trips it waits for, decided alone (one client) and in groups (8 clients
@@ -108,6 +116,17 @@ func BenchmarkReserveStatements(b *testing.B) {
 	}
 }
 
+// countedEngine returns an engine on a store of one connection to a fresh
+// schema, through a proxy that counts what it asks the server, the
+// counts, and the schema's DSN without the proxy.
+func countedEngine(t *testing.T) (*engine.Engine, *pgtest.Counts, string) {
+	t.Helper()
+	dsn, _ := pgtest.FreshSchema(t)
+	proxy, through := pgtest.NewProxy(t, dsn)
+	counts := proxy.Count() // Before the store connects.
+	return engine.New(mustOpenDSN(t, through, pgstore.Options{MaxConns: 1})), counts, dsn
+}
+
 // plainReservationStatements is what a new reservation decided alone
 // asks the server, counted as BenchmarkReserveStatements counts: the
 // statements it runs and the round trips it waits for. Waiting lists
@@ -120,11 +139,8 @@ const plainReservationStatements, plainReservationRoundTrips = 14, 14
 // the server plainReservationStatements statements in as many round
 // trips: waiting lists cost nothing while nobody waits.
 func TestPlainReservationStatements(t *testing.T) {
-	dsn, _ := pgtest.FreshSchema(t)
-	proxy, through := pgtest.NewProxy(t, dsn)
-	counts := proxy.Count()
+	eng, counts, _ := countedEngine(t)
 	ctx := t.Context()
-	eng := engine.New(mustOpenDSN(t, through, pgstore.Options{MaxConns: 1}))
 	do := func(out engine.Outcome, err error) engine.Outcome {
 		t.Helper()
 		if err != nil {
@@ -163,6 +179,55 @@ func TestPlainReservationStatements(t *testing.T) {
 		}
 		if s, r := counts.Statements()-statements, counts.RoundTrips()-roundTrips; s != plainReservationStatements || r != plainReservationRoundTrips {
 			t.Errorf("a reservation of %s ran %d statements in %d round trips, want %d in %d", w, s, r, plainReservationStatements, plainReservationRoundTrips)
+		}
+	}
+}
+
+// limitedReservationStatements is what a new reservation of a workshop
+// with a limit per person, decided alone, asks the server: a plain
+// reservation's statements and the one that reads the places the person
+// has (PlacesOf), in as many round trips.
+const limitedReservationStatements, limitedReservationRoundTrips = plainReservationStatements + 1, plainReservationRoundTrips + 1
+
+// TestLimitedReservationStatements: a new reservation, decided alone, of
+// a workshop with a limit per person asks the server
+// limitedReservationStatements statements, as many for a person with no
+// history there as for one with 3,000 cancelled reservations, 3,000
+// released holds and 3,000 entries that left its waiting list; and a
+// reservation of a workshop without a limit still asks
+// plainReservationStatements.
+func TestLimitedReservationStatements(t *testing.T) {
+	eng, counts, dsn := countedEngine(t)
+	ctx := t.Context()
+	for w, limit := range map[string]int{"limited": 2, "plain": 0} {
+		if _, _, err := eng.PutWorkshop(ctx, w, engine.WorkshopSpec{Capacity: 100, MaxQuantity: 1, Schedule: engine.Schedule{MaxPerPerson: limit}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgstore.AddHistory(t, dsn, "limited", "busy", "a", 3000)
+	pgstore.AddHistory(t, dsn, "plain", "busy", "b", 3000)
+	reserve := func(actor, workshop string) {
+		t.Helper()
+		out, err := eng.Reserve(ctx, actor, newKey(t), engine.Request{Workshop: workshop, Quantity: 1})
+		if err != nil || out.Answer.Status != engine.StatusReserved {
+			t.Fatalf("%s's reservation of %s = %+v, %v", actor, workshop, out, err)
+		}
+	}
+	reserve("warm", "limited") // Prepares the statements of a reservation.
+	reserve("warm", "plain")
+	for _, c := range []struct {
+		actor, workshop        string
+		statements, roundTrips int64
+	}{
+		{"fresh", "limited", limitedReservationStatements, limitedReservationRoundTrips},
+		{"busy", "limited", limitedReservationStatements, limitedReservationRoundTrips},
+		{"fresh", "plain", plainReservationStatements, plainReservationRoundTrips},
+		{"busy", "plain", plainReservationStatements, plainReservationRoundTrips},
+	} {
+		statements, roundTrips := counts.Statements(), counts.RoundTrips()
+		reserve(c.actor, c.workshop)
+		if s, r := counts.Statements()-statements, counts.RoundTrips()-roundTrips; s != c.statements || r != c.roundTrips {
+			t.Errorf("a reservation of %s by %s ran %d statements in %d round trips, want %d in %d", c.workshop, c.actor, s, r, c.statements, c.roundTrips)
 		}
 	}
 }

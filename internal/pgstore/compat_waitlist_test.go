@@ -32,6 +32,16 @@ func migrationsThrough(t *testing.T, version int) []string {
 	return names
 }
 
+// fixtureAsOf returns the DSN of a schema as the migrations of versions 1
+// to version made it, holding the rows of testdata/schemaNN.sql, NN being
+// version.
+func fixtureAsOf(t *testing.T, version int) string {
+	t.Helper()
+	dsn := schemaAsOf(t, migrationsThrough(t, version)...)
+	loadFixture(t, dsn, fmt.Sprintf("schema%d.sql", version))
+	return dsn
+}
+
 // loadFixture runs the statements of testdata/name, one a line.
 func loadFixture(t *testing.T, dsn, name string) {
 	t.Helper()
@@ -99,8 +109,7 @@ func wantSQLState(t *testing.T, what string, err error, code string) {
 // as the store being unavailable, or a check violation for its receipt
 // expiry), and keeps writing the workshops and holds nobody waits for.
 func TestSchema15GetsWaitlists(t *testing.T) {
-	dsn := schemaAsOf(t, migrationsThrough(t, 15)...)
-	loadFixture(t, dsn, "schema15.sql")
+	dsn := fixtureAsOf(t, 15)
 	s := mustOpenDSN(t, dsn, pgstore.Options{})
 	wantAllVersions(t, s)
 	ctx := t.Context()

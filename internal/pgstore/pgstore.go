@@ -238,9 +238,18 @@ func (s *Store) Close() error {
 }
 
 // Check reports every broken invariant of the engine, read from one
-// snapshot.
+// snapshot, and then every count of places_by_person that the rows do not
+// bear out (see checkPlaces), read from another.
 func (s *Store) Check(ctx context.Context) ([]engine.Finding, error) {
-	return engine.Check(ctx, s)
+	findings, err := engine.Check(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	more, err := s.checkPlaces(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check the places by person: %w", err)
+	}
+	return append(findings, more...), nil
 }
 
 // Update implements engine.Store: it runs fn in a READ COMMITTED transaction,

@@ -212,6 +212,12 @@ type planNode struct {
 	IndexName string     `json:"Index Name"`
 	IndexCond string     `json:"Index Cond"`
 	Plans     []planNode `json:"Plans"`
+	// With ANALYZE: the rows the node returned per loop, its loops, and
+	// the rows it read and dropped.
+	ActualRows       float64 `json:"Actual Rows"`
+	ActualLoops      float64 `json:"Actual Loops"`
+	RemovedByFilter  float64 `json:"Rows Removed by Filter"`
+	RemovedByRecheck float64 `json:"Rows Removed by Index Recheck"`
 }
 
 // find returns the first node of the plan, depth first, that match selects.

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/reserve/reserve/internal/engine"
 )
@@ -117,11 +116,3 @@ func (p *probeTx) ForEachWaitEntryOf(string, string, func(engine.WaitEntry) erro
 	return errProbe
 }
 func (p *probeTx) ForEachWaitEntry(func(engine.WaitEntry) error) error { return errProbe }
-func (p *probeTx) PlacesOf(string, string, time.Time) (engine.Places, error) {
-	return engine.Places{}, errProbe
-}
-
-// PlacesOf scans for now.
-func (t *tx) PlacesOf(workshop, actor string, now time.Time) (engine.Places, error) {
-	return engine.CountPlaces(t, workshop, actor, now)
-}
