@@ -7,6 +7,11 @@
 // here first, with a bounds check on every byte, lets a program refuse such a
 // file with a clear message before bbolt touches it.
 //
+// The walk that verifies a file also finds its free pages (FreePages), and
+// PlanFreelist lays out a freelist of them and the meta page that names it,
+// for a file that keeps none: its caller writes them, so that bbolt reads
+// that list instead of walking every page again to rebuild it.
+//
 // The layout is bbolt's format version 2 (go.etcd.io/bbolt v1.4) in the
 // machine's byte order, the order bbolt writes. The package imports nothing
 // but the standard library.
@@ -72,6 +77,9 @@ type Meta struct {
 	Err error
 	// Magic reports whether the page carries bbolt's magic number.
 	Magic bool
+	// raw is the meta as read, the 64 bytes after the page header, when
+	// the file held them.
+	raw [metaSize]byte
 }
 
 // Valid reports whether the meta page is intact.
@@ -85,6 +93,7 @@ func parseMeta(n int, p []byte) Meta {
 		return m
 	}
 	b := p[pageHeaderSize : pageHeaderSize+metaSize]
+	copy(m.raw[:], b)
 	m.Magic = order.Uint32(b[0:]) == magic
 	m.PageSize = int(order.Uint32(b[8:]))
 	m.Root = order.Uint64(b[16:])
@@ -215,26 +224,34 @@ func CheckSize(size int64, m Meta) error {
 // one goroutine, in key order, and reports the first damage that walk meets:
 // the same, whatever the timing.
 func Verify(r io.ReaderAt, size int64, m Meta) error {
+	_, err := verify(r, size, m)
+	return err
+}
+
+// verify is Verify, and returns the pages the walk reached (see walk).
+func verify(r io.ReaderAt, size int64, m Meta) (bitset, error) {
 	if !m.Valid() {
-		return fmt.Errorf("meta page %d %v", m.Page, m.Err)
+		return nil, fmt.Errorf("meta page %d %v", m.Page, m.Err)
 	}
 	if err := CheckSize(size, m); err != nil {
-		return err
+		return nil, err
 	}
 	data, unmap := mapPages(r, m)
 	defer unmap()
 	workers := runtime.GOMAXPROCS(0)
-	err := walk(r, data, m, workers)
+	used, err := walk(r, data, m, workers)
 	if err != nil && workers > 1 {
-		err = walk(r, data, m, 1)
+		_, err = walk(r, data, m, 1)
 	}
-	return err
+	return used, err
 }
 
 // walk walks the pages that meta m reaches on up to workers goroutines,
 // reading them from data, the file's pages 0 to m.Pgid-1 mapped, or from r
-// when data is nil, and returns the first damage it met.
-func walk(r io.ReaderAt, data []byte, m Meta, workers int) error {
+// when data is nil, and returns the pages it reached (the meta pages, the
+// freelist and the tree, each with its overflow pages) and the first damage
+// it met.
+func walk(r io.ReaderAt, data []byte, m Meta, workers int) (bitset, error) {
 	s := &state{r: r, data: data, pageSize: m.PageSize, pgid: m.Pgid, used: newBitset(m.Pgid), free: newBitset(m.Pgid)}
 	if workers > 1 {
 		s.slots = make(chan struct{}, workers)
@@ -256,7 +273,7 @@ func walk(r io.ReaderAt, data []byte, m Meta, workers int) error {
 		s.fail(err)
 	}
 	// Every walker has ended: each waits for those it started.
-	return s.err
+	return s.used, s.err
 }
 
 // rootBucket names the root bucket, whose keys are the top-level buckets.

@@ -11,7 +11,8 @@ import (
 func WalkConcurrently(r io.ReaderAt, m Meta, workers int) error {
 	data, unmap := mapPages(r, m)
 	defer unmap()
-	return walk(r, data, m, workers)
+	_, err := walk(r, data, m, workers)
+	return err
 }
 
 // WalkCutShort maps the pages of m in f, calls cut, which shortens the
@@ -24,5 +25,6 @@ func WalkCutShort(f *os.File, m Meta, workers int, cut func()) (bool, error) {
 		return false, nil
 	}
 	cut()
-	return true, walk(f, data, m, workers)
+	_, err := walk(f, data, m, workers)
+	return true, err
 }

@@ -148,6 +148,10 @@ type Store struct {
 
 	readOnly bool      // Opened with Options.ReadOnly.
 	rollback *Rollback // Open accepted a rollback to the older meta page.
+	// wroteFreelist reports whether Open wrote a freelist to a file that
+	// kept none, and noFreelist why it did not, when it did not.
+	wroteFreelist bool
+	noFreelist    error
 
 	// damaged is closed, and damage set, when a transaction has met a
 	// damaged page; every transaction after it fails with damage.
@@ -184,7 +188,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	defer pre.release()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	bopts := &bolt.Options{
 		Timeout: opts.LockTimeout,
 		// Commits leave bbolt's list of free pages out of the file
 		// (NoFreelistSync): writing it takes 8 bytes for each free page,
@@ -196,15 +200,22 @@ func Open(path string, opts Options) (*Store, error) {
 		// find the free ones, which takes seconds on a file of millions
 		// of reservations. A file that keeps none, because a crash
 		// ended the process before Close or an earlier reserved wrote
-		// it, is walked. The map freelist finds a run of free pages of
-		// the length a commit needs without scanning them all.
+		// it, gets one written by a writing Open before bbolt reads it,
+		// from the walk that verified the file (openfreelist.go); bbolt
+		// walks it only when that is not possible, and when it is opened
+		// read-only. The map freelist finds a run of free pages of the
+		// length a commit needs without scanning them all.
 		FreelistType:   bolt.FreelistMapType,
 		NoFreelistSync: true,
 		ReadOnly:       opts.ReadOnly,
 		// A map larger than the file lets it grow without remapping, which
 		// would wait for every open read transaction.
 		InitialMmapSize: opts.initialMmapSize(),
-	})
+	}
+	if pre.freelist != nil {
+		bopts.OpenFile = pre.freelist.openFile(opts.LockTimeout)
+	}
+	db, err := bolt.Open(path, 0o600, bopts)
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, errInUse(path)
 	}
@@ -221,7 +232,10 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, path: path, group: !opts.NoGroupCommit && !opts.ReadOnly, maxBatch: opts.MaxBatch, onCommit: opts.OnCommit, tracer: opts.Tracer,
-		created: pre.created, readOnly: opts.ReadOnly, rollback: pre.rollback, damaged: make(chan struct{})}
+		created: pre.created, readOnly: opts.ReadOnly, rollback: pre.rollback, damaged: make(chan struct{}), noFreelist: pre.noFreelist}
+	if o := pre.freelist; o != nil {
+		s.wroteFreelist, s.noFreelist = o.wrote, o.skipped
+	}
 	if s.group {
 		s.calls = make(chan call, opts.MaxBatch)
 		s.loopDone = make(chan struct{})

@@ -33,6 +33,10 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if path := os.Getenv(freelistKillEnv); path != "" {
+		fmt.Fprintln(os.Stderr, "freelist kill child:", freelistKillChild(path))
+		os.Exit(1)
+	}
 	code := m.Run()
 	cleanupHot1M()
 	os.Exit(code)
@@ -92,19 +96,8 @@ func crashChild(path string) error {
 // proves after each kill that the file opens, Check is clean and every
 // reservation the writer reported as committed is there with its receipt.
 func TestCrashKill9(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "reserved.db")
-	s := mustOpenPath(t, path)
-	eng := engine.New(s)
+	path := crashWorkshops(t)
 	ctx := context.Background()
-	for id, capacity := range map[string]int{"big": 1_000_000, "small": 50} {
-		if _, _, err := eng.PutWorkshop(ctx, id, engine.WorkshopSpec{Capacity: capacity, MaxQuantity: 2}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
 	reported := map[string]string{} // reservation id → "actor key"
 	for cycle := 0; cycle < *crashCycles; cycle++ {
 		lines := runAndKill(t, path, rand.IntN(300))
@@ -146,6 +139,24 @@ func TestCrashKill9(t *testing.T) {
 		t.Fatal("the writer never reported a committed reservation, so nothing was proven")
 	}
 	t.Logf("%d kills, %d reported reservations verified", *crashCycles, len(reported))
+}
+
+// crashWorkshops returns a closed database with the workshops the crash
+// child reserves in.
+func crashWorkshops(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "reserved.db")
+	s := mustOpenPath(t, path)
+	eng := engine.New(s)
+	for id, capacity := range map[string]int{"big": 1_000_000, "small": 50} {
+		if _, _, err := eng.PutWorkshop(context.Background(), id, engine.WorkshopSpec{Capacity: capacity, MaxQuantity: 2}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // runAndKill starts the writer, kills it with SIGKILL after it reported

@@ -27,3 +27,15 @@ func CloseAsKilled(s *Store) error {
 	s.readOnly = true // keepFreelist writes nothing for a read-only store.
 	return s.Close()
 }
+
+// OpenFreelist reports whether Open wrote a freelist to a file that kept
+// none and, when it did not, why (nil when there was no reason to).
+func OpenFreelist(s *Store) (bool, error) { return s.wroteFreelist, s.noFreelist }
+
+// AfterFreelistPages makes a writing Open call fn between the sync of the
+// freelist pages it writes and the write of their meta page; the function
+// it returns undoes that.
+func AfterFreelistPages(fn func(path string)) (restore func()) {
+	afterFreelistPages = fn
+	return func() { afterFreelistPages = nil }
+}

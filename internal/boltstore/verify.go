@@ -62,6 +62,12 @@ type prepared struct {
 	created  bool      // prepare created the file.
 	rollback *Rollback // The file opens at its older meta page, as Options.AcceptRollback allows.
 	release  func()    // Releases prepare's lock on the file; call it once bbolt holds its own.
+	// freelist is the freelist a writing Open writes before bbolt opens
+	// the file, when it keeps none (openfreelist.go); nil otherwise.
+	freelist *openFreelist
+	// noFreelist says why a writing Open of a file that keeps no freelist
+	// leaves it to bbolt's walk; nil when it does not.
+	noFreelist error
 }
 
 // prepare makes sure that bbolt opens path as it is or refuses it: bbolt
@@ -73,7 +79,9 @@ type prepared struct {
 // bbolt database, checks both meta pages and refuses a damaged one unless
 // opts.AcceptRollback allows opening at the other, checks that the file
 // holds every page the meta page counts, and walks every page of the tree
-// and the freelist (boltfile.Verify).
+// and the freelist (boltfile.Verify). For a writing Open of a file that
+// keeps no freelist it plans one from the pages that walk found free, once
+// the file proved to be a reserved database that Open will not refuse.
 //
 // It reads the file while holding bbolt's shared lock on it, taken by a
 // read-only bbolt open that reads nothing but the meta pages, so a running
@@ -115,7 +123,7 @@ func prepare(path string, opts Options) (prepared, error) {
 	// Without the lock (bbolt refused the meta pages) the file is read all
 	// the same, to say what is wrong with it; bbolt took the lock for that
 	// refusal, so no writer was using the file then.
-	if err := pre.verify(path, opts.AcceptRollback); err != nil {
+	if err := pre.verify(path, opts.AcceptRollback, !opts.ReadOnly && !pre.created); err != nil {
 		pre.release()
 		return pre, err
 	}
@@ -123,11 +131,19 @@ func prepare(path string, opts Options) (prepared, error) {
 		// The file passed, yet bbolt refused it.
 		return pre, fmt.Errorf("open database %s: %w", path, lockErr)
 	}
+	if pre.freelist != nil {
+		// Open refuses such a file, which must then stay as it is. A
+		// read transaction needs no freelist.
+		if err := lock.View(func(tx *bolt.Tx) error { _, err := checkSchema(tx, path); return err }); err != nil {
+			pre.freelist, pre.noFreelist = nil, err
+		}
+	}
 	return pre, nil
 }
 
-// verify reads the meta pages of path and walks the tree bbolt would open.
-func (pre *prepared) verify(path string, acceptRollback bool) error {
+// verify reads the meta pages of path and walks the tree bbolt would open;
+// with plan, it plans the freelist of a file that keeps none.
+func (pre *prepared) verify(path string, acceptRollback, plan bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("open database %s: %w", path, err)
@@ -162,9 +178,22 @@ func (pre *prepared) verify(path string, acceptRollback bool) error {
 		}
 		pre.rollback = r
 	}
-	if err := boltfile.Verify(f, st.Size(), m); err != nil {
+	if !plan || m.Freelist != boltfile.NoFreelist {
+		if err := boltfile.Verify(f, st.Size(), m); err != nil {
+			return &DamageError{Path: path, Detail: err.Error()}
+		}
+		return nil
+	}
+	free, err := boltfile.FreePages(f, st.Size(), m)
+	if err != nil {
 		return &DamageError{Path: path, Detail: err.Error()}
 	}
+	p, err := boltfile.PlanFreelist(m, free)
+	if err != nil {
+		pre.noFreelist = err
+		return nil
+	}
+	pre.freelist = &openFreelist{plan: p, metas: metas, walked: m, file: st}
 	return nil
 }
 

@@ -6,9 +6,12 @@ package boltfiletest
 
 import (
 	"encoding/binary"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/reserve/reserve/internal/boltfile"
 )
@@ -246,4 +249,84 @@ func FlipMeta(tb testing.TB, path string, n int) {
 	}
 	b[0] ^= 0x01
 	writeAt(tb, path, b, off)
+}
+
+// Freelist reads the freelist page that meta m names and returns the ids it
+// lists and the pages it occupies (the page and its overflow pages).
+func Freelist(tb testing.TB, path string, m boltfile.Meta) (ids, pages []uint64) {
+	tb.Helper()
+	if m.Freelist == boltfile.NoFreelist {
+		tb.Fatalf("meta page %d of %s names no freelist", m.Page, path)
+	}
+	p := ReadPage(tb, path, m.Freelist)
+	if flags := order.Uint16(p[8:]); flags != 0x10 {
+		tb.Fatalf("page %d of %s has flags %#x, not a freelist's", m.Freelist, path, flags)
+	}
+	overflow := uint64(order.Uint32(p[12:]))
+	for i := range overflow + 1 {
+		pages = append(pages, m.Freelist+i)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	p = make([]byte, (overflow+1)*uint64(m.PageSize))
+	if _, err := f.ReadAt(p, int64(m.Freelist)*int64(m.PageSize)); err != nil {
+		tb.Fatal(err)
+	}
+	start, n := 16, uint64(order.Uint16(p[10:]))
+	if n == 0xFFFF {
+		start, n = 24, order.Uint64(p[16:])
+	}
+	for i := range n {
+		ids = append(ids, order.Uint64(p[start+8*int(i):]))
+	}
+	return ids, pages
+}
+
+// RewriteMeta lets change alter the 64 bytes of meta page n after its
+// header (magic, version, page size, flags, root, sequence, freelist,
+// pgid, txid) and writes them back with a correct checksum.
+func RewriteMeta(tb testing.TB, path string, n int, change func(meta []byte)) {
+	tb.Helper()
+	ps := Newest(tb, path).PageSize
+	p := ReadPage(tb, path, 0)
+	if n == 1 {
+		p = ReadPage(tb, path, 1)
+	}
+	meta := p[16 : 16+64]
+	change(meta)
+	h := fnv.New64a()
+	h.Write(meta[:56])
+	order.PutUint64(meta[56:], h.Sum64())
+	writeAt(tb, path, meta, int64(n)*int64(ps)+16)
+}
+
+// BboltFree opens path read-only in bbolt with its freelist loaded, which
+// walks every page when the file keeps no freelist and reads the freelist
+// page when it does, and returns the pages bbolt counts as free.
+func BboltFree(tb testing.TB, path string, typ bolt.FreelistType) []uint64 {
+	tb.Helper()
+	db, err := bolt.Open(path, 0, &bolt.Options{ReadOnly: true, PreLoadFreelist: true, FreelistType: typ})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var free []uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		for id := 2; ; id++ {
+			info, err := tx.Page(id)
+			if err != nil || info == nil {
+				return err
+			}
+			if info.Type == "free" {
+				free = append(free, uint64(id))
+			}
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return free
 }
