@@ -365,7 +365,7 @@ func checkDeliveries(tx Tx, events map[string]string, add func(kind, format stri
 				add(FindingDelivery, "delivery %s is %s but listed as %s", d.ID, d.State, state)
 			case !known:
 				add(FindingDelivery, "delivery %s is of event %s, which does not exist", d.ID, d.EventID)
-			case d.ID != DeliveryIDOf(d.EventID, dest) || !slices.Contains(channels, d.Channel):
+			case d.ID != DeliveryIDOf(d.EventID, dest) || !slices.Contains(DeliveryChannels, d.Channel):
 				add(FindingDelivery, "delivery %s is not the delivery of event %s through %s to %q", d.ID, d.EventID, d.Channel, dest)
 			case d.Channel == ChannelReminder && !reminderEventTypes[typ]:
 				add(FindingDelivery, "delivery %s reminds of event %s (%s), which has no hold to remind of", d.ID, d.EventID, typ)

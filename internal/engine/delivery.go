@@ -46,8 +46,8 @@ const (
 	ChannelReminder = "reminder"
 )
 
-// channels are the channels a delivery may go through.
-var channels = []string{ChannelWebhook, ChannelMail, ChannelReminder}
+// DeliveryChannels are the channels a delivery may go through.
+var DeliveryChannels = []string{ChannelWebhook, ChannelMail, ChannelReminder}
 
 // Delivery is one event on its way to one destination: a webhook endpoint
 // or a person's mailbox. Its ID is the event's id and the destination's,
@@ -164,10 +164,13 @@ var reminderEventTypes = map[string]bool{EventHoldCreated: true, EventWaitlistOf
 // earlier than halfway through its hold, since one sooner would follow
 // the mail that named the deadline so closely that it would tell nothing
 // new, and one due before the hold was made would be no reminder at all.
-// The due time depends only on the event and the lead, so routing the
-// event again after a crash schedules the same reminder.
+// A hold lasts its time to live from the second it was made in (its
+// deadline is a whole second), so that is the length compared: a hold of
+// two hours gets the reminder of a one-hour lead. The due time depends
+// only on the event and the lead, so routing the event again after a
+// crash schedules the same reminder.
 func reminderDue(ev Event, lead time.Duration) (time.Time, bool) {
-	if lead <= 0 || !reminderEventTypes[ev.Type] || ev.HoldExpiresAt.IsZero() || ev.HoldExpiresAt.Sub(ev.CreatedAt) < 2*lead {
+	if lead <= 0 || !reminderEventTypes[ev.Type] || ev.HoldExpiresAt.IsZero() || ev.HoldExpiresAt.Sub(ev.CreatedAt.Truncate(time.Second)) < 2*lead {
 		return time.Time{}, false
 	}
 	return ev.HoldExpiresAt.Add(-lead).Truncate(time.Microsecond), true
