@@ -71,7 +71,8 @@ type Delivery struct {
 	Attempts  int       `json:"attempts"`
 	CreatedAt time.Time `json:"created_at"`
 	// Since starts the time a pending delivery is retried for: when it
-	// was made, or when an operator sent it again.
+	// was made (a reminder: when it is due), or when an operator sent it
+	// again.
 	Since time.Time `json:"since"`
 	// NextAttemptAt is when a pending delivery is due; while an attempt
 	// is under way, when that attempt's claim runs out.
