@@ -31,7 +31,7 @@ import (
 // and their versions"); a version that changes a stored format adds its row
 // there, an upgrade step and a test on records as the earlier version wrote
 // them (testdata/schema*.dump).
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // The buckets, declared once and created by Open.
 var (
@@ -284,7 +284,11 @@ func createSchema(tx *bolt.Tx, path string) error {
 // file written before version 12 gets the bucket of actors with a receipt
 // of a time-ordered key empty: it has no receipt stored in that form. The
 // counts of places by person and the list of open holds by person are
-// built for a file written before version 13 (or that lacks them).
+// built for a file written before version 13 (or that lacks them). A file
+// written before version 14 needs no step: its hold events are read as
+// they are, without their holds' deadlines, so they get no reminder, and
+// only the mark keeps an older reserved, which would not know what to do
+// with a reminder, from opening it.
 func initSchema(tx *bolt.Tx, path string) error {
 	v, err := checkSchema(tx, path)
 	if err != nil {

@@ -518,6 +518,15 @@ const (
 	recordEventHoldPayload = 4
 )
 
+// The format bytes of a hold's event that names its hold's deadline, new
+// in schema version 14: format 5 is format 3 and format 6 is format 4,
+// each followed by the deadline. A hold's event of an earlier version
+// keeps format 3 or 4, and reads with no deadline.
+const (
+	recordEventHoldDeadlineMembers = 5
+	recordEventHoldDeadlinePayload = 6
+)
+
 // encodeEvent lays out an event whose payload is built from its members,
 // and built the same from the members it reads back, as:
 //
@@ -536,6 +545,11 @@ const (
 // followed by
 //
 //	bytes hold id
+//
+// and, when it names its hold's deadline, with format 5 (for 3) or 6 (for
+// 4), followed by that too:
+//
+//	bytes hold id | varint deadline (Unix ns)
 func encodeEvent(e engine.Event) ([]byte, error) {
 	readBack := time.Unix(0, e.CreatedAt.UnixNano()).UTC()
 	members := !e.StoredPayload() && e.Owner != "" && e.Quantity >= 0 && readBack.Equal(e.CreatedAt) && e.CreatedAt.Location() == time.UTC
@@ -567,13 +581,21 @@ func encodeEvent(e engine.Event) ([]byte, error) {
 }
 
 // appendHold turns b, the layout of e without a hold, into the layout of
-// a hold's event of format, when e names a hold.
+// a hold's event of format, when e names a hold, or of the format two
+// above it, when e names its hold's deadline too. A deadline beyond the
+// years that Unix nanoseconds in an int64 hold is left out (the event
+// then has no reminder).
 func appendHold(b []byte, e engine.Event, format byte) []byte {
 	if e.HoldID == "" {
 		return b
 	}
 	b[0] = format
-	return appendBytes(b, []byte(e.HoldID))
+	b = appendBytes(b, []byte(e.HoldID))
+	if at := e.HoldExpiresAt; !at.IsZero() && time.Unix(0, at.UnixNano()).Equal(at) {
+		b[0] = format + 2
+		b = binary.AppendVarint(b, at.UnixNano())
+	}
+	return b
 }
 
 // appendDelivered appends whether e was delivered and when.
@@ -607,8 +629,9 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 		return e.WithStoredPayload(j.Payload), err
 	}
 	d := decoder{b: raw}
-	format := d.formatOf(recordFormat1, recordEventMembers, recordEventHoldMembers, recordEventHoldPayload)
-	members := format == recordEventMembers || format == recordEventHoldMembers
+	format := d.formatOf(recordFormat1, recordEventMembers, recordEventHoldMembers, recordEventHoldPayload,
+		recordEventHoldDeadlineMembers, recordEventHoldDeadlinePayload)
+	members := format == recordEventMembers || format == recordEventHoldMembers || format == recordEventHoldDeadlineMembers
 	e.ID = string(key)
 	e.Type = string(d.bytes())
 	e.ReservationID = string(d.bytes())
@@ -639,10 +662,13 @@ func decodeEvent(key, raw []byte) (engine.Event, error) {
 	if !members {
 		e = e.WithStoredPayload(d.bytes())
 	}
-	if format == recordEventHoldMembers || format == recordEventHoldPayload {
+	if format >= recordEventHoldMembers {
 		if e.HoldID = string(d.bytes()); e.HoldID == "" {
 			d.fail(errors.New("hold event without a hold id"))
 		}
+	}
+	if format >= recordEventHoldDeadlineMembers {
+		e.HoldExpiresAt = time.Unix(0, d.varint()).UTC()
 	}
 	return e, d.end()
 }

@@ -490,6 +490,9 @@ func FuzzDecodeEvent(f *testing.F) {
 	h := holdEvent(engine.EventHoldConfirmed)
 	f.Add(mustEncodeEvent(h))                                         // Format 3: a hold's members.
 	f.Add(mustEncodeEvent(h.WithStoredPayload([]byte(`{"id":"h"}`)))) // Format 4: a hold's payload as it is.
+	h.HoldExpiresAt = h.CreatedAt.Add(time.Hour)
+	f.Add(mustEncodeEvent(h))                                         // Format 5: a hold's members and deadline.
+	f.Add(mustEncodeEvent(h.WithStoredPayload([]byte(`{"id":"h"}`)))) // Format 6: a hold's payload as it is and its deadline.
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ev, err := decodeEvent([]byte("e"), raw)
 		if err != nil || !inNanos(ev.CreatedAt) || !inNanos(ev.DeliveredAt) && ev.Delivered() {
@@ -500,7 +503,7 @@ func FuzzDecodeEvent(f *testing.F) {
 			return
 		}
 		again, err := decodeEvent([]byte("e"), mustEncodeEvent(ev))
-		if err != nil || !bytes.Equal(payloadOf(t, again), want) || again.Type != ev.Type || again.ReservationID != ev.ReservationID || again.HoldID != ev.HoldID ||
+		if err != nil || !bytes.Equal(payloadOf(t, again), want) || again.Type != ev.Type || again.ReservationID != ev.ReservationID || again.HoldID != ev.HoldID || !again.HoldExpiresAt.Equal(ev.HoldExpiresAt) ||
 			again.Actor != ev.Actor || again.OperationKey != ev.OperationKey || !again.CreatedAt.Equal(ev.CreatedAt) || !again.DeliveredAt.Equal(ev.DeliveredAt) {
 			t.Fatalf("re-encoding changed the event: %+v vs %+v (%v)", ev, again, err)
 		}

@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -67,6 +68,45 @@ func TestHoldEventRecord(t *testing.T) {
 		raw[0] = format
 		if _, err := decodeEvent([]byte(e.ID), appendBytes(raw, nil)); err == nil {
 			t.Errorf("format %d event without a hold id decoded", format)
+		}
+	}
+}
+
+// TestHoldEventDeadlineRecord: a hold's event that names its hold's
+// deadline is format 5 (format 3 followed by the deadline), or format 6
+// with its payload kept (format 4 followed by it), and reads back with
+// it; the payload is the same as without it. A deadline that Unix
+// nanoseconds cannot hold is left out (format 3), and a format 5 record
+// cut before its deadline is refused.
+func TestHoldEventDeadlineRecord(t *testing.T) {
+	for _, typ := range []string{engine.EventHoldCreated, engine.EventWaitlistOffered, engine.EventHoldExpired} {
+		e := holdEvent(typ)
+		e.HoldExpiresAt = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		without := e
+		without.HoldExpiresAt = time.Time{}
+		raw := mustEncodeEvent(e)
+		want := binary.AppendVarint(append([]byte{recordEventHoldDeadlineMembers}, mustEncodeEvent(without)[1:]...), e.HoldExpiresAt.UnixNano())
+		if !bytes.Equal(raw, want) {
+			t.Fatalf("%s event = %x, want format 3 followed by the deadline: %x", typ, raw, want)
+		}
+		checkRoundTrip(t, []byte(e.ID), e, mustEncodeEvent, decodeEvent)
+		if got, _ := decodeEvent([]byte(e.ID), raw); !bytes.Equal(payloadOf(t, got), payloadOf(t, without)) {
+			t.Errorf("%s payload with the deadline = %s, want %s", typ, payloadOf(t, got), payloadOf(t, without))
+		}
+		kept := e
+		kept.Owner, kept.Workshop, kept.Quantity = "", "", 0
+		kept = kept.WithStoredPayload(payloadOf(t, e))
+		if raw := mustEncodeEvent(kept); raw[0] != recordEventHoldDeadlinePayload {
+			t.Fatalf("%s event with its payload kept stored as format %d, want %d", typ, raw[0], recordEventHoldDeadlinePayload)
+		}
+		checkRoundTrip(t, []byte(e.ID), kept, mustEncodeEvent, decodeEvent)
+		if _, err := decodeEvent([]byte(e.ID), raw[:len(raw)-1]); err == nil {
+			t.Errorf("%s event cut in its deadline decoded", typ)
+		}
+		far := e
+		far.HoldExpiresAt = time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
+		if raw := mustEncodeEvent(far); raw[0] != recordEventHoldMembers {
+			t.Errorf("%s event with a deadline in 2300 stored as format %d, want %d without it", typ, raw[0], recordEventHoldMembers)
 		}
 	}
 }

@@ -57,14 +57,17 @@ By default the pending deliveries; --failed (--state failed) those that
 failed for good, which need an operator: send one again with
 "reservectl admin delivery retry ID" once its receiver is fixed, or give
 it up with "reservectl admin delivery skip ID". --state is one of
-` + strings.Join(deliveryStates(), ", ") + `; --channel is webhook or mail;
---endpoint names a webhook endpoint (see "reservectl admin webhook list").
+` + strings.Join(deliveryStates(), ", ") + `; --channel is ` + strings.Join(engine.DeliveryChannels, ", ") + ` (a
+reminder is the mail sent shortly before a hold's deadline; one not
+needed, its hold settled by then, is skipped, saying why); --endpoint
+names a webhook endpoint (see "reservectl admin webhook list").
 
 At most --limit deliveries are shown (default ` + strconv.Itoa(defaultDeliveryPage) + `, at most ` + strconv.Itoa(engine.MaxDeliveryPage) + `); when there
 are more, the last line names the --after of the next page. --json prints
 the page as one JSON object.`,
 		Example: `  reservectl admin deliveries --failed
   reservectl admin deliveries --state pending --channel mail
+  reservectl admin deliveries --state skipped --channel reminder
   reservectl admin deliveries --failed --endpoint 0195c1d2e3f4a5b6c7d8e9f0a1b2c3d4
   reservectl --json admin deliveries --state delivered --limit 500`,
 		Args: noArgs,
@@ -81,10 +84,10 @@ the page as one JSON object.`,
 				f.State = engine.DeliveryState(state)
 			}
 			switch {
-			case f.Channel != "" && f.Channel != engine.ChannelWebhook && f.Channel != engine.ChannelMail:
-				return usageErrorf("nothing sent: --channel %q is not a channel: use %s or %s", f.Channel, engine.ChannelWebhook, engine.ChannelMail)
-			case f.Endpoint != "" && f.Channel == engine.ChannelMail:
-				return usageErrorf("nothing sent: --endpoint selects webhook deliveries, which --channel %s has none of: leave one of them out", engine.ChannelMail)
+			case f.Channel != "" && !slices.Contains(engine.DeliveryChannels, f.Channel):
+				return usageErrorf("nothing sent: --channel %q is not a channel: use one of %s", f.Channel, strings.Join(engine.DeliveryChannels, ", "))
+			case f.Endpoint != "" && f.Channel != "" && f.Channel != engine.ChannelWebhook:
+				return usageErrorf("nothing sent: --endpoint selects webhook deliveries, which --channel %s has none of: leave one of them out", f.Channel)
 			case f.Limit < 1 || f.Limit > engine.MaxDeliveryPage:
 				return usageErrorf("nothing sent: --limit must be from 1 to %d, not %d", engine.MaxDeliveryPage, f.Limit)
 			}
@@ -100,7 +103,7 @@ the page as one JSON object.`,
 	fl := cmd.Flags()
 	fl.BoolVar(&failed, "failed", false, "list the deliveries that failed for good (--state failed)")
 	fl.StringVar(&state, "state", "", "which deliveries: "+strings.Join(deliveryStates(), ", ")+" (default pending)")
-	fl.StringVar(&f.Channel, "channel", "", "only the deliveries through this channel: webhook or mail")
+	fl.StringVar(&f.Channel, "channel", "", "only the deliveries through this channel: "+strings.Join(engine.DeliveryChannels, ", "))
 	fl.StringVar(&f.Endpoint, "endpoint", "", "only the deliveries to this webhook endpoint (its id)")
 	fl.IntVar(&f.Limit, "limit", defaultDeliveryPage, fmt.Sprintf("at most this many deliveries (1 to %d)", engine.MaxDeliveryPage))
 	fl.StringVar(&f.After, "after", "", "continue after the page that printed this cursor")

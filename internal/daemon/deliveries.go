@@ -50,15 +50,17 @@ func (f *deliveryFlags) check() error {
 
 // start runs the dispatcher of deliveries until the returned stop is
 // called. It always runs, since webhook endpoints may be added at any
-// time; mail is routed and sent only when mail is not nil. waker is the
-// one the engine's store wakes when it commits an event.
-func (f *deliveryFlags) start(ctx context.Context, eng *engine.Engine, waker *delivery.Waker, mail delivery.Channel, metrics *server.Metrics, logger *slog.Logger) (stop func(), err error) {
+// time; mail is routed and sent only when mail is not nil, and with it
+// the reminders of holds, due holdReminder before their deadlines (none
+// when 0). waker is the one the engine's store wakes when it commits an
+// event.
+func (f *deliveryFlags) start(ctx context.Context, eng *engine.Engine, waker *delivery.Waker, mail delivery.Channel, holdReminder time.Duration, metrics *server.Metrics, logger *slog.Logger) (stop func(), err error) {
 	now := failpoint.Clock(time.Now) // The engine's clock.
 	channels := map[string]delivery.Channel{engine.ChannelWebhook: delivery.NewWebhook(now)}
 	if mail != nil {
 		channels[engine.ChannelMail] = mail
 	}
-	d, err := delivery.New(delivery.Config{Engine: eng, Channels: channels, MinBackoff: f.minBackoff, MaxAge: f.maxAge,
+	d, err := delivery.New(delivery.Config{Engine: eng, Channels: channels, HoldReminder: holdReminder, MinBackoff: f.minBackoff, MaxAge: f.maxAge,
 		Timeout: f.timeout, Lease: f.lease, Waker: waker, Now: now, Logger: logger})
 	if err != nil {
 		return nil, &exitError{code: ExitUsage, err: err}

@@ -25,7 +25,14 @@ type mailFlags struct {
 	from         string
 	emailSignIn  string
 	minBackoff   time.Duration
+	holdReminder time.Duration
 }
+
+// defaultHoldReminder is how long before the deadline of a hold or an
+// offer its reminder is mailed: long enough to come back to a payment
+// or a decision left for later, short enough to come when it matters.
+// A hold shorter than twice this gets no reminder.
+const defaultHoldReminder = time.Hour
 
 func (f *mailFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.smtp, "smtp", "", "send mail through this SMTP server, smtp://[user[:password]@]host[:port] (port 25 by default); STARTTLS is required unless the host is a loopback address; prefer --smtp-password-file to a password in the URL, which other users may see in the process list")
@@ -33,6 +40,7 @@ func (f *mailFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.from, "mail-from", "", "sender address of the daemon's mail, e.g. 'Reserve <reserve@example.org>'")
 	fs.StringVar(&f.emailSignIn, "email-sign-in", "off", "who may sign in to the form by a link mailed to them: off, open (any address), or domains:example.org,example.com; needs --smtp, --mail-from and --listen")
 	fs.DurationVar(&f.minBackoff, "mail-min-backoff", mail.DefaultMinBackoff, "wait before the first retry of a mail that failed temporarily (a 4xx reply, a connection error); each further retry waits twice as long, up to 5m")
+	fs.DurationVar(&f.holdReminder, "mail-hold-reminder", defaultHoldReminder, "mail a person this long before the deadline of their hold or offer a reminder, unless it was confirmed, released or declined by then; a hold shorter than twice this gets none, e.g. --mail-hold-reminder 10m for holds of half an hour; 0 mails none")
 }
 
 // mailer is the daemon's running mail: the queue and the sign-in by email
@@ -69,6 +77,9 @@ func (f *mailFlags) open(ctx context.Context, logger *slog.Logger, metrics *serv
 	policy, err := server.ParseEmailPolicy(f.emailSignIn)
 	if err != nil {
 		return nil, usage(err)
+	}
+	if f.holdReminder < 0 {
+		return nil, usage(fmt.Errorf("--mail-hold-reminder must be 0 (no reminders) or positive, not %v", f.holdReminder))
 	}
 	if f.smtp == "" {
 		if policy.Enabled() {
@@ -112,6 +123,6 @@ func (f *mailFlags) open(ctx context.Context, logger *slog.Logger, metrics *serv
 	if policy.Enabled() {
 		m.signIn = &server.EmailSignIn{Policy: policy, Mailer: q, From: *from}
 	}
-	logger.Info("sending mail", "smtp", srv.String(), "mail_from", from.String(), "email_sign_in", f.emailSignIn)
+	logger.Info("sending mail", "smtp", srv.String(), "mail_from", from.String(), "email_sign_in", f.emailSignIn, "mail_hold_reminder", f.holdReminder)
 	return m, nil
 }

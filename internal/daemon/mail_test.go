@@ -284,6 +284,7 @@ func TestMailFlagsRefused(t *testing.T) {
 		{[]string{"--smtp", "smtps://u:s3cret-pw@127.0.0.1:1", "--mail-from", "a@example.org"}, "the scheme must be smtp://"},
 		{[]string{"--smtp", "smtp://127.0.0.1:1", "--mail-from", "not an address"}, "--mail-from"},
 		{[]string{"--mail-from", "a@example.org"}, "need --smtp"},
+		{[]string{"--mail-hold-reminder", "-1m"}, "--mail-hold-reminder must be 0 (no reminders) or positive"},
 	} {
 		dir := t.TempDir()
 		p := launch(t, env(dir), serveArgs(dir, filepath.Join(servertest.ShortTempDir(t), "s.sock"), tc.args...)...)

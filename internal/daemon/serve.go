@@ -646,7 +646,7 @@ func (o *serveOptions) startBackground(ctx context.Context, eng *engine.Engine, 
 		return func() {}, err
 	}
 	stops = append(stops, stopOutbox)
-	stopDeliveries, err := o.delivery.start(ctx, eng, waker, mail, metrics, logger)
+	stopDeliveries, err := o.delivery.start(ctx, eng, waker, mail, o.mail.holdReminder, metrics, logger)
 	if err != nil {
 		stop()
 		return func() {}, err

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,6 +31,31 @@ var failpointBuild = sync.OnceValues(func() (chaos.Binaries, error) {
 	}
 	return chaos.Build(filepath.Join("..", ".."), dir)
 })
+
+// armFailpoint arms the failpoint point of a failpoint build that serves
+// GOFAIL_HTTP at addr with the gofail term, e.g. `return("kill")`.
+func armFailpoint(t *testing.T, addr, point, term string) {
+	t.Helper()
+	putNoContent(t, "http://"+addr+"/"+point, strings.NewReader(term), "arm "+point)
+}
+
+// putNoContent PUTs body to url, and fails t, saying what it did, unless
+// the answer is 204 No Content.
+func putNoContent(t *testing.T, url string, body io.Reader, what string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%s: %s", what, resp.Status)
+	}
+}
 
 // TestWaitlistOfferSurvivesKill9 kills reserved with SIGKILL between a
 // cancellation that frees the place of a full workshop with two people
@@ -114,18 +140,7 @@ func testOfferSurvivesKill9(t *testing.T, bin, point string) {
 		// it meets is the cancellation's.
 		fail := freeAddr(t)
 		p = launchWith("GOFAIL_HTTP=" + fail)
-		req, err := http.NewRequest(http.MethodPut, "http://"+fail+"/"+point, strings.NewReader("panic"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("arm %s: %s", point, resp.Status)
-		}
+		armFailpoint(t, fail, point, "panic")
 	case failpoint.ServerAfterCommit:
 		p = launchWith("GOFAIL_FAILPOINTS=" + point + `=return("kill")`)
 	default:

@@ -101,18 +101,7 @@ func (r *webhookRecv) configure(t *testing.T, path string, b recvBehaviour) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPut, r.url+"/_paths"+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("configure %s: %s", path, resp.Status)
-	}
+	putNoContent(t, r.url+"/_paths"+path, bytes.NewReader(body), "configure "+path)
 }
 
 // lines returns the requests recorded so far.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/failpoint"
 )
 
 // Defaults of Config.
@@ -70,12 +72,18 @@ type Config struct {
 	// Engine routes events, claims deliveries and records attempts.
 	// Required.
 	Engine *engine.Engine
-	// Channels send the deliveries, by engine.ChannelWebhook and
-	// engine.ChannelMail. A channel that is missing (mail on a daemon
-	// without SMTP) is neither routed to nor sent through: its
-	// deliveries routed by another daemon are deferred like failed
-	// attempts, until they give up.
+	// Channels send the deliveries, by engine.ChannelWebhook,
+	// engine.ChannelMail and engine.ChannelReminder; the mail channel
+	// sends the reminders too unless another is given for them. A channel
+	// that is missing (mail on a daemon without SMTP) is neither routed
+	// to nor sent through: its deliveries routed by another daemon are
+	// deferred like failed attempts, until they give up.
 	Channels map[string]Channel
+	// HoldReminder is how long before the deadline of a new hold or an
+	// offer its reminder is due (engine.RouteOptions.HoldReminder), on a
+	// daemon with a reminder channel; 0 routes none (the reminders
+	// another daemon routed are still sent).
+	HoldReminder time.Duration
 	// MinBackoff is the wait before the first retry; each further retry
 	// waits twice as long, up to MaxBackoff, plus up to a quarter more
 	// at random (additive jitter: never less than the schedule).
@@ -144,9 +152,9 @@ type lane struct {
 
 // metrics are the dispatcher's Prometheus metrics.
 type metrics struct {
-	pending, failed prometheus.Gauge
-	oldestAge       prometheus.GaugeFunc
-	attempts        *prometheus.CounterVec
+	pending, failed, scheduled prometheus.Gauge
+	oldestAge                  prometheus.GaugeFunc
+	attempts                   *prometheus.CounterVec
 	// oldest is the creation time of the oldest pending delivery, in
 	// Unix nanoseconds, 0 when none is pending.
 	oldest atomic.Int64
@@ -159,6 +167,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	if cfg.Channels[engine.ChannelWebhook] == nil {
 		return nil, errors.New("delivery: no webhook channel")
+	}
+	if mail := cfg.Channels[engine.ChannelMail]; mail != nil && cfg.Channels[engine.ChannelReminder] == nil {
+		cfg.Channels = maps.Clone(cfg.Channels)
+		cfg.Channels[engine.ChannelReminder] = mail
 	}
 	setDefault(&cfg.MinBackoff, DefaultMinBackoff)
 	setDefault(&cfg.MaxAge, DefaultMaxAge)
@@ -192,7 +204,11 @@ func New(cfg Config) (*Dispatcher, error) {
 	d.metrics = metrics{
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "reserved_deliveries_pending",
-			Help: "Deliveries (webhooks, mail) not delivered yet and still tried, as last counted (every few seconds).",
+			Help: "Deliveries (webhooks, mail) not delivered yet and still tried, as last counted (every few seconds); reminders before their time are not counted (reserved_deliveries_scheduled).",
+		}),
+		scheduled: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "reserved_deliveries_scheduled",
+			Help: "Deliveries waiting for a time of their own, never attempted yet: the reminders of holds before their time, as last counted.",
 		}),
 		failed: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "reserved_deliveries_failed",
@@ -205,7 +221,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	d.metrics.oldestAge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "reserved_delivery_oldest_pending_age_seconds",
-		Help: "Age of the oldest pending delivery, 0 when none is pending (its creation time as last counted).",
+		Help: "How long the pending delivery that has waited longest has been waiting since it was made, sent again by an operator or, a reminder, came due; 0 when none is pending (as last counted).",
 	}, func() float64 {
 		oldest := d.metrics.oldest.Load()
 		if oldest == 0 {
@@ -224,7 +240,7 @@ func setDefault[T int | time.Duration](v *T, def T) {
 
 // Collectors returns the dispatcher's metrics for registration.
 func (d *Dispatcher) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{d.metrics.pending, d.metrics.failed, d.metrics.oldestAge, d.metrics.attempts}
+	return []prometheus.Collector{d.metrics.pending, d.metrics.failed, d.metrics.scheduled, d.metrics.oldestAge, d.metrics.attempts}
 }
 
 // Run routes and sends deliveries until ctx ends. Attempts in flight
@@ -309,7 +325,7 @@ func (d *Dispatcher) look(ctx context.Context, mustPass bool) (more bool, err er
 // be more of either.
 func (d *Dispatcher) pass(ctx context.Context) (more bool, err error) {
 	err = d.storeCall(ctx, func(ctx context.Context) (err error) {
-		_, more, err = d.cfg.Engine.RouteEvents(ctx, d.cfg.Batch, engine.RouteOptions{Mail: d.cfg.Channels[engine.ChannelMail] != nil})
+		_, more, err = d.cfg.Engine.RouteEvents(ctx, d.cfg.Batch, d.routeOptions())
 		return err
 	})
 	if err != nil {
@@ -345,11 +361,25 @@ func (d *Dispatcher) pass(ctx context.Context) (more bool, err error) {
 	return more || len(jobs) == d.cfg.Batch, nil
 }
 
+// routeOptions says what the events are routed to: mail and reminders
+// when this daemon has their channels.
+func (d *Dispatcher) routeOptions() engine.RouteOptions {
+	opts := engine.RouteOptions{Mail: d.cfg.Channels[engine.ChannelMail] != nil}
+	if opts.Mail && d.cfg.Channels[engine.ChannelReminder] != nil {
+		opts.HoldReminder = d.cfg.HoldReminder
+	}
+	return opts
+}
+
 // laneOf returns the destination of d: its webhook endpoint, or its
-// channel.
+// channel; a reminder goes to the mail server as every mail does, so it
+// shares the mail's lane.
 func laneOf(d engine.Delivery) string {
-	if d.Channel == engine.ChannelWebhook {
+	switch d.Channel {
+	case engine.ChannelWebhook:
 		return engine.ChannelWebhook + " " + d.Endpoint
+	case engine.ChannelReminder:
+		return engine.ChannelMail
 	}
 	return d.Channel
 }
@@ -431,6 +461,7 @@ func (d *Dispatcher) send(ctx context.Context, job engine.DeliveryJob) {
 	res := d.cfg.Channels[job.Delivery.Channel].Send(actx, job)
 	timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 	cancel()
+	failpoint.Hit(failpoint.DeliveryBeforeFinish)
 	if ctx.Err() != nil {
 		return
 	}
@@ -544,6 +575,7 @@ func (d *Dispatcher) count(ctx context.Context) {
 	}
 	d.metrics.pending.Set(float64(s.Pending))
 	d.metrics.failed.Set(float64(s.Failed))
+	d.metrics.scheduled.Set(float64(s.Scheduled))
 	oldest := int64(0)
 	if !s.OldestPending.IsZero() {
 		oldest = s.OldestPending.UnixNano()

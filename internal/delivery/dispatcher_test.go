@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -154,7 +155,9 @@ func newFixture(t *testing.T, cfg delivery.Config) *fixture {
 		t.Fatal(err)
 	}
 	cfg.Engine, cfg.Now, cfg.Waker = eng, clk.Now, waker
-	cfg.Channels = map[string]delivery.Channel{engine.ChannelWebhook: delivery.NewWebhook(nil)}
+	channels := map[string]delivery.Channel{engine.ChannelWebhook: delivery.NewWebhook(nil)}
+	maps.Copy(channels, cfg.Channels)
+	cfg.Channels = channels
 	if cfg.Poll == 0 {
 		cfg.Poll = 5 * time.Millisecond
 	}
@@ -647,4 +650,77 @@ func TestIdleDispatcherWritesNothing(t *testing.T) {
 	if n := f.store.updates.Load() - updates; n != 0 {
 		t.Errorf("the idle dispatcher wrote %d times", n)
 	}
+}
+
+// mailbox is a mail channel that takes every mail it is handed.
+type mailbox struct {
+	mu   sync.Mutex
+	jobs []engine.DeliveryJob
+}
+
+func (m *mailbox) Send(_ context.Context, job engine.DeliveryJob) delivery.Result {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.jobs = append(m.jobs, job)
+	return delivery.Result{Delivered: true}
+}
+
+// got returns the channel and hold of every mail handed to m, in order.
+func (m *mailbox) got() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var got []string
+	for _, j := range m.jobs {
+		got = append(got, j.Delivery.Channel+" "+j.Event.HoldID)
+	}
+	return got
+}
+
+// TestRemindersGoOutByMail: with a mail channel and HoldReminder, a new
+// hold's event is routed to its mail and a reminder, which waits as
+// scheduled until the lead before the deadline and then goes out through
+// the mail channel, counted under channel reminder; the reminder of a
+// hold confirmed before then is not sent.
+func TestRemindersGoOutByMail(t *testing.T) {
+	box := &mailbox{}
+	f := newFixture(t, delivery.Config{Channels: map[string]delivery.Channel{engine.ChannelMail: box}, HoldReminder: 10 * time.Minute, StatsEvery: time.Millisecond})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(f.d.Collectors()...)
+	if err := f.eng.KeepVerifiedEmail(f.ctx, "alice", "alice@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	var holds []engine.Answer
+	for range 2 {
+		out, err := f.eng.Hold(f.ctx, "alice", engine.OperationKey(uuid.NewString()), engine.HoldRequest{Workshop: "kiln", Quantity: 1, TTLSeconds: 3600})
+		if err != nil || out.Answer.Status != engine.StatusHeld {
+			t.Fatalf("hold: %+v, %v", out, err)
+		}
+		holds = append(holds, out.Answer)
+	}
+	open, confirmed := holds[0], holds[1]
+	f.run()
+	eventually(t, "the holds' mails sent and the reminders counted", func() bool {
+		return len(box.got()) == 2 && gathered(t, reg, "reserved_deliveries_scheduled") == 2 && gathered(t, reg, "reserved_deliveries_pending") == 0
+	})
+	if _, err := f.eng.Confirm(f.ctx, engine.Principal{Actor: "alice"}, engine.OperationKey(uuid.NewString()), confirmed.HoldID); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Set(open.ExpiresAt.Add(-10 * time.Minute))
+	eventually(t, "the reminders due", func() bool {
+		return len(box.got()) == 4 && len(f.deliveries(engine.DeliverySkipped)) == 1
+	})
+	// The holds' mails, the confirmation's (of a reservation: no hold),
+	// and the open hold's reminder, in any order.
+	got := slices.Sorted(slices.Values(box.got()))
+	want := []string{engine.ChannelMail + " ", engine.ChannelMail + " " + confirmed.HoldID, engine.ChannelMail + " " + open.HoldID, engine.ChannelReminder + " " + open.HoldID}
+	if slices.Sort(want); !slices.Equal(got, want) {
+		t.Fatalf("mails %q, want %q", got, want)
+	}
+	if skipped := f.deliveries(engine.DeliverySkipped); len(skipped) != 1 || !strings.Contains(skipped[0].LastError, "confirmed") {
+		t.Fatalf("skipped deliveries %+v, want the confirmed hold's reminder", skipped)
+	}
+	eventually(t, "the gauges counted again", func() bool {
+		return gathered(t, reg, "reserved_deliveries_scheduled") == 0 &&
+			gathered(t, reg, "reserved_delivery_attempts_total", "channel", engine.ChannelReminder, "result", "delivered") == 1
+	})
 }

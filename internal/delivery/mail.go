@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -49,9 +50,10 @@ type HoldLookup interface {
 // is chosen).
 //
 // Every attempt of a delivery sends the same message: the Message-ID is
-// made from the event's id, the Date is the event's time, the MIME
-// boundaries are made from the event's id, so that a resend after a crash
-// is the same bytes. (Its text is built from the workshop and the
+// made from the event's id and the channel (a reminder is another mail
+// than its event's own), the Date is the event's time (a reminder's, the
+// time it came due), the MIME boundaries are made from the event's id,
+// so that a resend after a crash is the same bytes. (Its text is built from the workshop and the
 // person's profile when it is sent: a workshop changed between two
 // attempts is told as it stands then, under the same Message-ID.) A
 // confirmation of a workshop with a start carries an invitation
@@ -97,7 +99,7 @@ const prodID = "-//reserve//reserved//EN"
 // there was one.
 func (c *MailChannel) Send(ctx context.Context, job engine.DeliveryJob) Result {
 	d := job.Delivery
-	if d.Channel != engine.ChannelMail || d.Recipient == "" {
+	if d.Channel != engine.ChannelMail && d.Channel != engine.ChannelReminder || d.Recipient == "" {
 		return Result{Permanent: true, Err: fmt.Sprintf("delivery %s is not a mail to an address", d.ID)}
 	}
 	m, refusal, err := c.message(ctx, job)
@@ -151,7 +153,13 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 	var intro []string
 	var facts []line
 	var cal *ical.Calendar
-	switch ev.Type {
+	// kind is the mail's: its event's type, or, for a reminder, the
+	// reminder of it, a mail of its own.
+	kind := ev.Type
+	if job.Delivery.Channel == engine.ChannelReminder {
+		kind = reminderOf(ev.Type)
+	}
+	switch kind {
 	case engine.EventReserved:
 		subject = fmt.Sprintf(w.reservedSubject, title)
 		intro = []string{fmt.Sprintf(w.reserved, places, named)}
@@ -209,8 +217,23 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 			intro = []string{fmt.Sprintf(w.offerUntil, named, places, w.instant(deadline.In(loc), ws.TimeZone))}
 		}
 		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
+	case reminderOf(engine.EventHoldCreated), reminderOf(engine.EventWaitlistOffered):
+		// The engine claimed the reminder with its hold, open then.
+		deadline := cmp.Or(job.Hold.ExpiresAt, ev.HoldExpiresAt)
+		if deadline.IsZero() {
+			return mail.Message{}, fmt.Sprintf("the reminder of hold %s has no deadline to remind of", ev.HoldID), nil
+		}
+		until := w.instant(deadline.In(loc), ws.TimeZone)
+		if ev.Type == engine.EventWaitlistOffered {
+			subject = fmt.Sprintf(w.offerReminderSubject, title)
+			intro = []string{fmt.Sprintf(w.offerReminder, named, places, until)}
+		} else {
+			subject = fmt.Sprintf(w.reminderSubject, title)
+			intro = []string{fmt.Sprintf(w.reminder, places, named, until)}
+		}
+		facts = append(facts, line{Text: w.holdLabel + ev.HoldID})
 	default:
-		return mail.Message{}, fmt.Sprintf("events of type %q have no mail", ev.Type), nil
+		return mail.Message{}, fmt.Sprintf("events of type %q have no %s", ev.Type, job.Delivery.Channel), nil
 	}
 
 	greeting := w.hello
@@ -233,7 +256,7 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 	}
 	// The description helps who is to come: it goes with a confirmation
 	// and a new hold, not with their ends.
-	if job.WorkshopFound && ws.Description != "" && (ev.Type == engine.EventReserved || ev.Type == engine.EventHoldCreated) {
+	if job.WorkshopFound && ws.Description != "" && (kind == engine.EventReserved || kind == engine.EventHoldCreated) {
 		var p paragraph
 		for l := range strings.Lines(ws.Description) {
 			p = append(p, line{Text: strings.TrimRight(l, "\r\n")})
@@ -270,9 +293,12 @@ func (c *MailChannel) message(ctx context.Context, job engine.DeliveryJob) (mail
 		Text:      plainText(paragraphs),
 		HTML:      html,
 		Lang:      lang,
-		MessageID: c.messageID(ev.ID),
+		MessageID: c.messageID(ev.ID, job.Delivery.Channel),
 		Date:      ev.CreatedAt,
 		Boundary:  boundarySeed(ev.ID),
+	}
+	if job.Delivery.Channel == engine.ChannelReminder {
+		m.Date, m.Boundary = job.Delivery.Since, boundarySeed(ev.ID+" "+engine.ChannelReminder)
 	}
 	if cal != nil {
 		data, err := cal.Encode()
@@ -340,9 +366,14 @@ func (c *MailChannel) openDeadline(ctx context.Context, ev engine.Event, ended s
 	return h.ExpiresAt, "", nil
 }
 
+// reminderOf names the reminder of an event of type eventType, as the
+// kind of a mail.
+func reminderOf(eventType string) string { return engine.ChannelReminder + " " + eventType }
+
 // messageID returns the Message-ID (without its brackets) of the mail of
-// event id: the id, when it is safe in a Message-ID, else its digest.
-func (c *MailChannel) messageID(eventID string) string {
+// event id through channel (mail, reminder): the id, when it is safe in a
+// Message-ID, else its digest, then the channel.
+func (c *MailChannel) messageID(eventID, channel string) string {
 	left := eventID
 	if left == "" || strings.ContainsFunc(left, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
@@ -350,7 +381,7 @@ func (c *MailChannel) messageID(eventID string) string {
 		sum := sha256.Sum256([]byte(eventID))
 		left = hex.EncodeToString(sum[:16])
 	}
-	return left + "." + engine.ChannelMail + "@" + c.domain
+	return left + "." + channel + "@" + c.domain
 }
 
 // boundarySeed returns the seed of the MIME boundaries of the mail of

@@ -7,8 +7,9 @@ import (
 
 // wording is what the mails say in one language. The sentences take, in
 // order: the places ("2 places"), the workshop's quoted title, and the
-// hold's deadline; the offer takes the title before the places (and
-// then the offer's deadline), its expiry the places first again.
+// hold's deadline; the offer and its reminder take the title before the
+// places (and then the offer's deadline), its expiry the places first
+// again.
 type wording struct {
 	hello, helloName string
 
@@ -18,6 +19,8 @@ type wording struct {
 	expiredSubject, expired                     string
 	offerSubject, offer, offerUntil             string
 	offerExpiredSubject, offerExpired           string
+	reminderSubject, reminder                   string
+	offerReminderSubject, offerReminder         string
 	calendarAttached, noDate, calendarCancelled string
 	gone                                        string
 
@@ -54,6 +57,11 @@ var wordings = map[string]*wording{
 
 		offerExpiredSubject: "Offer expired: %s",
 		offerExpired:        "the offer of %s in %s from the waiting list was not accepted in time and has run out, so no reservation came of it; the places went on to the next person waiting. If you still want places, you can join the waiting list again.",
+
+		reminderSubject:      "Your hold ends soon: %s",
+		reminder:             "your hold of %s in %s lasts until %s. Confirm it before then to turn it into a reservation; otherwise it expires and the places are given to others. If you have confirmed or released it in the meantime, nothing more is needed.",
+		offerReminderSubject: "Your offer from the waiting list ends soon: %s",
+		offerReminder:        "the waiting list of %s still offers you %s, until %s. Accept the offer on the page before then to turn it into a reservation; after that it goes to the next person waiting. If you have accepted or declined it in the meantime, nothing more is needed.",
 
 		calendarAttached:  "The workshop is attached as a calendar entry. Should the reservation be cancelled, the mail about it updates that entry in your calendar.",
 		noDate:            "The workshop has no date yet, so no calendar entry is attached.",
@@ -99,6 +107,11 @@ var wordings = map[string]*wording{
 
 		offerExpiredSubject: "Angebot abgelaufen: %s",
 		offerExpired:        "das Angebot der Warteliste über %s für %s wurde nicht rechtzeitig angenommen und ist abgelaufen; eine Reservierung ist daraus nicht entstanden, die Plätze gingen an die nächste Person auf der Liste. Wenn Sie weiterhin Plätze möchten, können Sie sich erneut auf die Warteliste setzen.",
+
+		reminderSubject:      "Ihre Vormerkung läuft bald ab: %s",
+		reminder:             "Ihre Vormerkung über %s für %s gilt noch bis %s. Bestätigen Sie sie bis dahin, damit daraus eine Reservierung wird; sonst verfällt sie und die Plätze gehen an andere. Falls Sie sie inzwischen bestätigt oder freigegeben haben, ist nichts weiter zu tun.",
+		offerReminderSubject: "Ihr Angebot von der Warteliste läuft bald ab: %s",
+		offerReminder:        "die Warteliste für %s bietet Ihnen %s noch bis %s an. Nehmen Sie das Angebot bis dahin auf der Seite an, damit daraus eine Reservierung wird; danach geht es an die nächste Person auf der Liste. Falls Sie es inzwischen angenommen oder abgelehnt haben, ist nichts weiter zu tun.",
 
 		calendarAttached:  "Der Workshop ist als Kalendereintrag angehängt. Wird die Reservierung storniert, aktualisiert die Mail darüber diesen Eintrag in Ihrem Kalender.",
 		noDate:            "Für den Workshop steht noch kein Termin fest, daher ist kein Kalendereintrag angehängt.",

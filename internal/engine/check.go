@@ -190,9 +190,9 @@ func CheckAt(ctx context.Context, store Store, now time.Time) ([]Finding, error)
 		}); err != nil {
 			return err
 		}
-		events := map[string]bool{}
+		events := map[string]string{} // The type of each event, by id.
 		if err := tx.ForEachEvent(func(ev Event) error {
-			events[ev.ID] = true
+			events[ev.ID] = ev.Type
 			checkEvent(ev, reservations, holds, add)
 			return nil
 		}); err != nil {
@@ -340,31 +340,35 @@ func checkHoldEvent(ev Event, holds map[string]*holdInfo, add func(kind, format 
 		add(FindingOrphanEvent, "event %s (%s) names hold %s of %s, but the hold is %s's", ev.ID, ev.Type, h.ID, ev.Owner, h.Actor)
 	case state != "any" && h.State != state:
 		add(FindingOrphanEvent, "event %s says hold %s was %s, but it is stored as %s", ev.ID, h.ID, state, h.State)
+	case !ev.HoldExpiresAt.IsZero() && !ev.HoldExpiresAt.Equal(h.ExpiresAt):
+		add(FindingOrphanEvent, "event %s (%s) says hold %s lasts until %s, but it lasts until %s", ev.ID, ev.Type, h.ID,
+			ev.HoldExpiresAt.UTC().Format(time.RFC3339), h.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 }
 
 // checkDeliveries reports a delivery of an event that does not exist, one
-// whose id is not its event's and destination's, one listed under a state
-// it is not in (or twice), and a pending one without a due time or a
-// settled one without the time it was settled. (The stores check their own
-// indexes of due deliveries.)
-func checkDeliveries(tx Tx, events map[string]bool, add func(kind, format string, args ...any)) error {
+// whose id is not its event's and destination's, a reminder of an event
+// whose hold gets none, one listed under a state it is not in (or
+// twice), and a pending one without a due time or a settled one without
+// the time it was settled. (The stores check their own indexes of due
+// deliveries.)
+func checkDeliveries(tx Tx, events map[string]string, add func(kind, format string, args ...any)) error {
 	seen := map[string]DeliveryState{}
 	for _, state := range DeliveryStates {
 		err := tx.ForEachDeliveryIn(state, "", func(d Delivery) error {
-			dest := d.Endpoint
-			if d.Channel == ChannelMail {
-				dest = ChannelMail
-			}
+			dest := DestinationOf(d)
+			typ, known := events[d.EventID]
 			switch prev, twice := seen[d.ID]; {
 			case twice:
 				add(FindingDelivery, "delivery %s is listed as %s and as %s", d.ID, prev, state)
 			case d.State != state:
 				add(FindingDelivery, "delivery %s is %s but listed as %s", d.ID, d.State, state)
-			case !events[d.EventID]:
+			case !known:
 				add(FindingDelivery, "delivery %s is of event %s, which does not exist", d.ID, d.EventID)
-			case d.ID != DeliveryIDOf(d.EventID, dest) || (d.Channel != ChannelWebhook && d.Channel != ChannelMail):
+			case d.ID != DeliveryIDOf(d.EventID, dest) || !slices.Contains(DeliveryChannels, d.Channel):
 				add(FindingDelivery, "delivery %s is not the delivery of event %s through %s to %q", d.ID, d.EventID, d.Channel, dest)
+			case d.Channel == ChannelReminder && !reminderEventTypes[typ]:
+				add(FindingDelivery, "delivery %s reminds of event %s (%s), which has no hold to remind of", d.ID, d.EventID, typ)
 			case state == DeliveryPending && d.NextAttemptAt.IsZero():
 				add(FindingDelivery, "pending delivery %s has no time for its next attempt", d.ID)
 			case state != DeliveryPending && d.DoneAt.IsZero():

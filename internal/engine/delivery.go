@@ -36,7 +36,18 @@ const (
 	ChannelWebhook = "webhook"
 	// ChannelMail is a mail to the person the event is about.
 	ChannelMail = "mail"
+	// ChannelReminder is a mail to the person a new hold or an offer is
+	// for, reminding them of its deadline shortly before it, while the
+	// hold is still open: the event's second mail, made when the event
+	// is routed and due at the deadline less a lead
+	// (RouteOptions.HoldReminder). When it comes due, a hold that was
+	// confirmed, released or has expired needs no reminder: it is
+	// skipped then (ClaimDueDeliveries), not sent.
+	ChannelReminder = "reminder"
 )
+
+// DeliveryChannels are the channels a delivery may go through.
+var DeliveryChannels = []string{ChannelWebhook, ChannelMail, ChannelReminder}
 
 // Delivery is one event on its way to one destination: a webhook endpoint
 // or a person's mailbox. Its ID is the event's id and the destination's,
@@ -60,7 +71,8 @@ type Delivery struct {
 	Attempts  int       `json:"attempts"`
 	CreatedAt time.Time `json:"created_at"`
 	// Since starts the time a pending delivery is retried for: when it
-	// was made, or when an operator sent it again.
+	// was made (a reminder: when it is due), or when an operator sent it
+	// again.
 	Since time.Time `json:"since"`
 	// NextAttemptAt is when a pending delivery is due; while an attempt
 	// is under way, when that attempt's claim runs out.
@@ -77,14 +89,23 @@ type Delivery struct {
 const MaxDeliveryErrorLen = 500
 
 // DeliveryIDOf returns the id of the delivery of event eventID to
-// destination: a webhook endpoint's id, or "mail".
+// destination: a webhook endpoint's id, "mail" or "reminder".
 func DeliveryIDOf(eventID, destination string) string { return eventID + "-" + destination }
 
+// DestinationOf returns the destination of d that its id names: its
+// webhook endpoint's id, or its channel (mail, reminder).
+func DestinationOf(d Delivery) string {
+	if d.Channel == ChannelWebhook {
+		return d.Endpoint
+	}
+	return d.Channel
+}
+
 // IsDeliveryID reports whether s has the form of a delivery id: an event
-// id, "-", and a webhook endpoint's id or "mail".
+// id, "-", and a webhook endpoint's id, "mail" or "reminder".
 func IsDeliveryID(s string) bool {
 	event, dest, ok := strings.Cut(s, "-")
-	return ok && IsReservationID(event) && (dest == ChannelMail || IsReservationID(dest))
+	return ok && IsReservationID(event) && (dest == ChannelMail || dest == ChannelReminder || IsReservationID(dest))
 }
 
 // mailEventTypes are the event types a person gets a mail for: a hold's
@@ -125,13 +146,43 @@ const routeStep = 64
 type RouteOptions struct {
 	// Mail routes mails, for a daemon that can send them.
 	Mail bool
+	// HoldReminder, when positive (and with Mail), routes the event of a
+	// new hold or of an offer, besides its mail, to a reminder
+	// (ChannelReminder) due this long before the hold's deadline; see
+	// reminderDue for the holds that get none.
+	HoldReminder time.Duration
+}
+
+// reminderEventTypes are the event types whose hold gets a reminder: a
+// new hold and an offer from a waiting list, whose mails name the
+// deadline by which the person has to act.
+var reminderEventTypes = map[string]bool{EventHoldCreated: true, EventWaitlistOffered: true}
+
+// reminderDue returns when the reminder of ev, the event of a new hold or
+// an offer, is due: lead before its hold's deadline. There is none (false)
+// without a lead, without a deadline in the event (one an earlier version
+// wrote), or for a hold shorter than twice the lead: a reminder comes no
+// earlier than halfway through its hold, since one sooner would follow
+// the mail that named the deadline so closely that it would tell nothing
+// new, and one due before the hold was made would be no reminder at all.
+// A hold lasts its time to live from the second it was made in (its
+// deadline is a whole second), so that is the length compared: a hold of
+// two hours gets the reminder of a one-hour lead. The due time depends
+// only on the event and the lead, so routing the event again after a
+// crash schedules the same reminder.
+func reminderDue(ev Event, lead time.Duration) (time.Time, bool) {
+	if lead <= 0 || !reminderEventTypes[ev.Type] || ev.HoldExpiresAt.IsZero() || ev.HoldExpiresAt.Sub(ev.CreatedAt.Truncate(time.Second)) < 2*lead {
+		return time.Time{}, false
+	}
+	return ev.HoldExpiresAt.Add(-lead).Truncate(time.Microsecond), true
 }
 
 // RouteEvents makes the deliveries of up to limit events that were not
 // routed yet: one per webhook endpoint that wants the event's type and
 // was added before the event was written, and (with opts.Mail) a mail
 // when the person it is about has a verified address and the type has a
-// mail. Each event's
+// mail, and a reminder when opts.HoldReminder gives the event's hold
+// one. Each event's
 // deliveries are written, and the event marked routed, in one
 // transaction, so an event is routed once: a crash before the commit
 // routes it again from the start, and a second daemon skips (or waits
@@ -183,12 +234,14 @@ func (e *Engine) RouteEvents(ctx context.Context, limit int, opts RouteOptions) 
 
 // routeEvent writes the deliveries of ev and marks it routed.
 func routeEvent(tx Tx, ev Event, endpoints []WebhookEndpoint, opts RouteOptions) error {
-	add := func(d Delivery) error {
+	// add writes d, due at due: a reminder's retries are counted from
+	// its own time (Since), every other delivery's from its event's.
+	add := func(d Delivery, due time.Time) error {
 		if _, exists, err := tx.Delivery(d.ID); err != nil || exists {
 			return err
 		}
 		d.EventID, d.EventType, d.State = ev.ID, ev.Type, DeliveryPending
-		d.CreatedAt, d.Since, d.NextAttemptAt = ev.CreatedAt, ev.CreatedAt, ev.CreatedAt
+		d.CreatedAt, d.Since, d.NextAttemptAt = ev.CreatedAt, due, due
 		if err := tx.PutDelivery(d); err != nil {
 			return fmt.Errorf("add delivery %s: %w", d.ID, err)
 		}
@@ -198,7 +251,7 @@ func routeEvent(tx Tx, ev Event, endpoints []WebhookEndpoint, opts RouteOptions)
 		if !w.Wants(ev.Type) || ev.CreatedAt.Before(w.CreatedAt) {
 			continue
 		}
-		if err := add(Delivery{ID: DeliveryIDOf(ev.ID, w.ID), Channel: ChannelWebhook, Endpoint: w.ID}); err != nil {
+		if err := add(Delivery{ID: DeliveryIDOf(ev.ID, w.ID), Channel: ChannelWebhook, Endpoint: w.ID}, ev.CreatedAt); err != nil {
 			return err
 		}
 	}
@@ -208,8 +261,13 @@ func routeEvent(tx Tx, ev Event, endpoints []WebhookEndpoint, opts RouteOptions)
 			return err
 		}
 		if ok {
-			if err := add(Delivery{ID: DeliveryIDOf(ev.ID, ChannelMail), Channel: ChannelMail, Recipient: addr}); err != nil {
+			if err := add(Delivery{ID: DeliveryIDOf(ev.ID, ChannelMail), Channel: ChannelMail, Recipient: addr}, ev.CreatedAt); err != nil {
 				return err
+			}
+			if due, ok := reminderDue(ev, opts.HoldReminder); ok {
+				if err := add(Delivery{ID: DeliveryIDOf(ev.ID, ChannelReminder), Channel: ChannelReminder, Recipient: addr}, due); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -234,6 +292,9 @@ type DeliveryJob struct {
 	WorkshopFound bool
 	// Profile is the profile of the person a mail goes to (its language).
 	Profile Profile
+	// Hold is the hold a reminder (ChannelReminder) reminds of, as it
+	// stood when the reminder was claimed: open then.
+	Hold Hold
 }
 
 // ClaimDueDeliveries claims up to limit pending deliveries that are due,
@@ -241,14 +302,17 @@ type DeliveryJob struct {
 // lease, so that no other dispatcher (another daemon on the same
 // database) sends it meanwhile, and one whose sender was killed is sent
 // again once the lease runs out. The sender reports the attempt with
-// FinishDelivery.
+// FinishDelivery. A claimed reminder whose hold is no longer open (it
+// was confirmed or released, or its deadline has come) is not returned:
+// it is stored as skipped, saying why, since nobody needs reminding.
 func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.Duration) ([]DeliveryJob, error) {
 	var claimed []Delivery
+	var now time.Time
 	err := e.store.Update(ctx, func(tx Tx) error {
 		claimed = claimed[:0]
 		// Microseconds, the precision every store keeps, so that
 		// FinishDelivery recognizes its claim by its time.
-		now := e.utcNow().Truncate(time.Microsecond)
+		now = e.utcNow().Truncate(time.Microsecond)
 		var due []Delivery
 		err := tx.ForEachDueDelivery(now, func(d Delivery) error {
 			if len(due) >= limit {
@@ -281,17 +345,25 @@ func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.D
 	// workshops in the order of the deliveries, and two daemons claiming
 	// at once could lock them in opposite orders. A claim whose read
 	// fails is sent again once its lease runs out.
+	//
+	// A reminder's hold is read there too, and whether it is still open
+	// is judged at the claim's time: a hold settled between then and the
+	// sending (a confirmation in the same seconds) may still be
+	// reminded of, which the reminder's text allows for.
 	jobs := make([]DeliveryJob, 0, len(claimed))
-	var orphans []Delivery
+	var unsent []unsentDelivery
 	err = e.store.View(ctx, func(tx Tx) error {
-		jobs, orphans = jobs[:0], orphans[:0]
+		jobs, unsent = jobs[:0], unsent[:0]
 		for _, d := range claimed {
 			job, err := readJob(tx, d)
+			var gone *goneError
 			switch {
-			case errors.Is(err, errNoEvent):
-				orphans = append(orphans, d)
+			case errors.As(err, &gone):
+				unsent = append(unsent, unsentDelivery{d, Attempt{State: DeliveryFailed, Error: gone.why}})
 			case err != nil:
 				return err
+			case d.Channel == ChannelReminder && job.Hold.StateAt(now) != HoldHeld:
+				unsent = append(unsent, unsentDelivery{d, Attempt{State: DeliverySkipped, Error: reminderNotNeeded(job.Hold, now)}})
 			default:
 				jobs = append(jobs, job)
 			}
@@ -301,19 +373,38 @@ func (e *Engine) ClaimDueDeliveries(ctx context.Context, limit int, lease time.D
 	if err != nil {
 		return nil, fmt.Errorf("read the claimed deliveries: %w", err)
 	}
-	// A delivery whose event is gone can never be sent: it fails, and
-	// stays in the view (reserved check names it), instead of failing
-	// every claim it is part of.
-	for _, d := range orphans {
-		if err := e.FinishDelivery(ctx, d, Attempt{State: DeliveryFailed, Error: "its event " + d.EventID + " does not exist"}); err != nil {
+	// A delivery whose event (or a reminder whose hold) is gone can never
+	// be sent: it fails, and stays in the view (reserved check names it),
+	// instead of failing every claim it is part of.
+	for _, u := range unsent {
+		if err := e.FinishDelivery(ctx, u.d, u.attempt); err != nil {
 			return nil, err
 		}
 	}
 	return jobs, nil
 }
 
-// errNoEvent is readJob's error for a delivery whose event does not exist.
-var errNoEvent = errors.New("the delivery's event does not exist")
+// unsentDelivery is a claimed delivery that is not sent, and how its
+// attempt ends.
+type unsentDelivery struct {
+	d       Delivery
+	attempt Attempt
+}
+
+// goneError is readJob's error for a delivery that can never be sent,
+// because a record it is about does not exist; why says which.
+type goneError struct{ why string }
+
+func (e *goneError) Error() string { return e.why }
+
+// reminderNotNeeded says why the reminder of h, which is not open at now,
+// is not sent.
+func reminderNotNeeded(h Hold, now time.Time) string {
+	if state := h.StateAt(now); state != HoldExpired {
+		return fmt.Sprintf("not needed: hold %s was %s at %s, before its reminder was due", h.ID, state, h.SettledAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("not needed: hold %s expired at %s, before its reminder went out", h.ID, h.ExpiresAt.UTC().Format(time.RFC3339))
+}
 
 // DeliveryWork reports, from a read transaction, what a dispatcher has
 // to do: whether events wait to be routed, and when the first pending
@@ -355,9 +446,16 @@ func readJob(tx Tx, d Delivery) (DeliveryJob, error) {
 		return DeliveryJob{}, fmt.Errorf("look up event %s: %w", d.EventID, err)
 	}
 	if !ok {
-		return DeliveryJob{}, fmt.Errorf("delivery %s is of event %s: %w", d.ID, d.EventID, errNoEvent)
+		return DeliveryJob{}, &goneError{"its event " + d.EventID + " does not exist"}
 	}
 	job.Event = ev
+	if d.Channel == ChannelReminder {
+		if job.Hold, ok, err = tx.Hold(ev.HoldID); err != nil {
+			return DeliveryJob{}, fmt.Errorf("look up hold %s: %w", ev.HoldID, err)
+		} else if !ok {
+			return DeliveryJob{}, &goneError{"its hold " + ev.HoldID + " does not exist"}
+		}
+	}
 	if d.Channel == ChannelWebhook {
 		if job.Endpoint, job.EndpointFound, err = tx.WebhookEndpoint(d.Endpoint); err != nil {
 			return DeliveryJob{}, fmt.Errorf("look up webhook endpoint %s: %w", d.Endpoint, err)
@@ -368,7 +466,7 @@ func readJob(tx Tx, d Delivery) (DeliveryJob, error) {
 			return DeliveryJob{}, fmt.Errorf("look up workshop %s: %w", ev.Workshop, err)
 		}
 	}
-	if d.Channel == ChannelMail && ev.Owner != "" {
+	if d.Channel != ChannelWebhook && ev.Owner != "" {
 		if job.Profile, _, err = tx.Profile(ev.Owner); err != nil {
 			return DeliveryJob{}, fmt.Errorf("look up the profile of %s: %w", ev.Owner, err)
 		}
@@ -498,9 +596,15 @@ func (e *Engine) Deliveries(ctx context.Context, who Principal, f DeliveryFilter
 
 // DeliveryStats is what the metrics say of the deliveries.
 type DeliveryStats struct {
+	// Pending counts the pending deliveries but the scheduled ones.
 	Pending, Failed int
-	// OldestPending is when the oldest pending delivery was made (zero
-	// when none is pending).
+	// Scheduled counts the pending deliveries that wait for a time of
+	// their own and were never attempted: reminders before their time.
+	Scheduled int
+	// OldestPending is the earliest Since of a pending delivery that is
+	// not scheduled: when the one that has waited longest was made, sent
+	// again by an operator or, a reminder, came due (zero when none is
+	// pending).
 	OldestPending time.Time
 }
 
@@ -508,11 +612,16 @@ type DeliveryStats struct {
 // and failed deliveries.
 func (e *Engine) CountDeliveries(ctx context.Context) (DeliveryStats, error) {
 	var s DeliveryStats
+	now := e.utcNow()
 	err := e.store.View(ctx, func(tx Tx) error {
 		s = DeliveryStats{}
 		if err := tx.ForEachDeliveryIn(DeliveryPending, "", func(d Delivery) error {
-			if s.Pending == 0 || d.CreatedAt.Before(s.OldestPending) {
-				s.OldestPending = d.CreatedAt
+			if d.Attempts == 0 && d.NextAttemptAt.After(now) {
+				s.Scheduled++
+				return nil
+			}
+			if s.Pending == 0 || d.Since.Before(s.OldestPending) {
+				s.OldestPending = d.Since
 			}
 			s.Pending++
 			return nil

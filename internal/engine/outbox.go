@@ -55,6 +55,12 @@ type Event struct {
 	Owner        string
 	Workshop     string
 	Quantity     int
+	// HoldExpiresAt is the deadline of the hold of a hold event, which
+	// never changes once the hold is made: routing schedules the
+	// reminder of a new hold or an offer by it (RouteOptions.HoldReminder)
+	// without reading the hold. It is not part of the payload, and it is
+	// the zero time in an event that an earlier version wrote.
+	HoldExpiresAt time.Time
 	// stored, if not nil, is the payload as a store kept it.
 	stored []byte
 }
@@ -114,7 +120,7 @@ func addEvent(tx Tx, id, typ string, res Reservation, actor string, key Operatio
 // actor's operation key (none for an expiry, which nobody asked for).
 func addHoldEvent(tx Tx, id, typ string, h Hold, actor string, key OperationKey, now time.Time) error {
 	return putEvent(tx, Event{ID: id, Type: typ, HoldID: h.ID, ReservationID: h.ReservationID, Actor: actor, OperationKey: key,
-		CreatedAt: now, Owner: h.Actor, Workshop: h.Workshop, Quantity: h.Quantity})
+		CreatedAt: now, Owner: h.Actor, Workshop: h.Workshop, Quantity: h.Quantity, HoldExpiresAt: h.ExpiresAt})
 }
 
 // putEvent inserts ev into the outbox of tx.

@@ -27,10 +27,14 @@ const (
 	// ImportBeforeCheckpoint is after the answers to a batch of import
 	// rows came in and before the plan that records them is rewritten.
 	ImportBeforeCheckpoint = "importBeforeCheckpoint"
+	// DeliveryBeforeFinish is after a delivery's channel sent it (a
+	// webhook endpoint answered, the mail server took a mail) and before
+	// the attempt is recorded.
+	DeliveryBeforeFinish = "deliveryBeforeFinish"
 )
 
 // Points lists every point of reserve's own code.
-var Points = []string{ServerAfterCommit, OutboxBeforeMark, ImportBeforeCheckpoint}
+var Points = []string{ServerAfterCommit, OutboxBeforeMark, ImportBeforeCheckpoint, DeliveryBeforeFinish}
 
 // EnvClock names the environment variable with the clock file of a
 // failpoint build: a file holding a Go duration (e.g. "25h") by which the

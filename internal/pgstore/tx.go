@@ -119,16 +119,17 @@ func (z zeroIntIfNull) ScanInt64(v pgtype.Int8) error {
 var events = table[engine.Event]{
 	name: "events",
 	columns: []string{"id", "type", "reservation_id", "hold_id", "actor", "operation_key", "owner", "workshop", "quantity",
-		"payload", "created_at", "delivered_at"},
+		"payload", "created_at", "delivered_at", "hold_expires_at"},
 	keys: 1,
 	values: func(e engine.Event) []any {
 		payload, _ := e.Payload() // The engine adds no event whose payload it cannot encode.
 		return []any{e.ID, e.Type, e.ReservationID, nullString(e.HoldID), e.Actor, string(e.OperationKey),
-			nullString(e.Owner), nullString(e.Workshop), nullInt(e.Quantity), payload, e.CreatedAt, deliveredAt(e)}
+			nullString(e.Owner), nullString(e.Workshop), nullInt(e.Quantity), payload, e.CreatedAt, deliveredAt(e), nullTime(e.HoldExpiresAt)}
 	},
 	dests: func(e *engine.Event) []any {
 		return []any{&e.ID, &e.Type, &e.ReservationID, emptyIfNull{&e.HoldID}, &e.Actor, &e.OperationKey,
-			emptyIfNull{&e.Owner}, emptyIfNull{&e.Workshop}, zeroIntIfNull{&e.Quantity}, storedPayload{e}, &e.CreatedAt, zeroIfNull{&e.DeliveredAt}}
+			emptyIfNull{&e.Owner}, emptyIfNull{&e.Workshop}, zeroIntIfNull{&e.Quantity}, storedPayload{e}, &e.CreatedAt, zeroIfNull{&e.DeliveredAt},
+			zeroIfNull{&e.HoldExpiresAt}}
 	},
 }
 

@@ -10,9 +10,6 @@ import (
 	"github.com/reserve/reserve/internal/engine"
 )
 
-// deliveryChannels are the channels the delivery view filters by.
-var deliveryChannels = []string{engine.ChannelWebhook, engine.ChannelMail}
-
 // maxDeliveryCursor bounds the query parameter "after", a delivery's id.
 const maxDeliveryCursor = 200
 
@@ -54,10 +51,10 @@ func deliveryFilter(r *http.Request) (engine.DeliveryFilter, error) {
 			states[i] = string(st)
 		}
 		return bad("query parameter %q must be one of %s, not %q", api.QueryState, strings.Join(states, ", "), engine.Truncate(string(f.State), 40))
-	case f.Channel != "" && !slices.Contains(deliveryChannels, f.Channel):
-		return bad("query parameter %q must be one of %s, not %q", api.QueryChannel, strings.Join(deliveryChannels, ", "), engine.Truncate(f.Channel, 40))
-	case f.Endpoint != "" && f.Channel == engine.ChannelMail:
-		return bad("query parameter %q selects webhook deliveries, which channel %s has none of: leave one of them out", api.QueryEndpoint, engine.ChannelMail)
+	case f.Channel != "" && !slices.Contains(engine.DeliveryChannels, f.Channel):
+		return bad("query parameter %q must be one of %s, not %q", api.QueryChannel, strings.Join(engine.DeliveryChannels, ", "), engine.Truncate(f.Channel, 40))
+	case f.Endpoint != "" && f.Channel != "" && f.Channel != engine.ChannelWebhook:
+		return bad("query parameter %q selects webhook deliveries, which channel %s has none of: leave one of them out", api.QueryEndpoint, f.Channel)
 	case len(f.Endpoint) > maxDeliveryCursor:
 		return bad("query parameter %q must be a webhook endpoint's id, at most %d characters", api.QueryEndpoint, maxDeliveryCursor)
 	case len(f.After) > maxDeliveryCursor:

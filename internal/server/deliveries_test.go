@@ -267,8 +267,9 @@ func TestDeliveryView(t *testing.T) {
 
 	for query, names := range map[string]string{
 		"?state=gone":  `"state" must be one of pending, failed, delivered, skipped`,
-		"?channel=sms": `"channel" must be one of webhook, mail`,
-		"?channel=mail&endpoint=" + failed.Endpoint: `"endpoint"`,
+		"?channel=sms": `"channel" must be one of webhook, mail, reminder`,
+		"?channel=reminder&endpoint=" + failed.Endpoint: `"endpoint"`,
+		"?channel=mail&endpoint=" + failed.Endpoint:     `"endpoint"`,
 		"?limit=0":                           `"limit"`,
 		"?limit=501":                         `"limit"`,
 		"?limit=x":                           `"limit"`,
@@ -282,6 +283,37 @@ func TestDeliveryView(t *testing.T) {
 	}
 	resp, _, body = list(h.Alice, "")
 	wantProblem(t, resp, body, http.StatusForbidden, engine.CodeForbidden)
+}
+
+// TestDeliveryViewOfReminders: the view lists a hold's reminder under
+// channel reminder, pending, due the lead before the deadline, apart
+// from the hold's mail under channel mail.
+func TestDeliveryViewOfReminders(t *testing.T) {
+	t.Parallel()
+	h, _ := memHarness(t, newTestClock())
+	ctx := context.Background()
+	if err := h.Engine.KeepVerifiedEmail(ctx, "alice", "alice@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	held, err := h.Engine.Hold(ctx, "alice", engine.OperationKey(uuid.NewString()), engine.HoldRequest{Workshop: servertest.Workshop, Quantity: 1, TTLSeconds: 7200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Engine.RouteEvents(ctx, 100, engine.RouteOptions{Mail: true, HoldReminder: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for channel, due := range map[string]time.Time{engine.ChannelReminder: held.Answer.ExpiresAt.Add(-time.Hour), engine.ChannelMail: {}} {
+		resp, body := send(t, h, call{via: h.Admin, method: http.MethodGet, path: api.PathDeliveries + "?channel=" + channel})
+		var page api.DeliveryPage
+		if err := json.Unmarshal(body, &page); err != nil || resp.StatusCode != http.StatusOK || len(page.Deliveries) != 1 {
+			t.Fatalf("GET deliveries?channel=%s = %d %s", channel, resp.StatusCode, body)
+		}
+		d := page.Deliveries[0]
+		if d.Channel != channel || d.ID != d.EventID+"-"+channel || d.Recipient != "alice@example.org" || d.State != engine.DeliveryPending ||
+			!due.IsZero() && !d.NextAttemptAt.Equal(due) {
+			t.Errorf("GET deliveries?channel=%s = %s; want one pending delivery to alice, due at %s", channel, body, due)
+		}
+	}
 }
 
 // correctionCall is a retry or skip of a delivery (path) under key.

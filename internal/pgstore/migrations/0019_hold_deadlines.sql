@@ -1,0 +1,12 @@
+-- 0019_hold_deadlines adds to the events of holds the deadline of their
+-- hold, which never changes once the hold is made: routing schedules the
+-- reminder of a new hold or an offer (a delivery of channel 'reminder',
+-- due shortly before the deadline) by it without reading the hold, which
+-- in a write transaction would lock the row of the hold's workshop that
+-- every decision on the workshop takes. The column is nullable, so
+-- adding it rewrites no table. It is NULL in the events stored before,
+-- and in those a daemon of an earlier version writes while this one
+-- migrates: their holds get no reminder. A daemon of an earlier version
+-- that claims a reminder another daemon routed has no channel for it and
+-- puts it off like a failed attempt; a daemon of this version sends it.
+ALTER TABLE events ADD COLUMN hold_expires_at TIMESTAMPTZ NULL;
