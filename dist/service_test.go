@@ -85,9 +85,11 @@ func TestServiceRunsUnderSystemd(t *testing.T) {
 	if who.Actor != "unix-root" || !who.Admin {
 		t.Errorf("whoami as root on the socket = %+v, want unix-root, an admin", who)
 	}
-	if out := m.systemctl(t, "show", "-P", "ActiveState", "reserved.service"); out != "active" {
-		t.Fatalf("after it answered, reserved.service is %q, want active (READY=1)\n%s", out, m.logs())
-	}
+	// READY=1 is sent once both listeners serve, so a first answer may
+	// come before systemd has read it; the state must follow soon.
+	m.eventually(t, "reserved.service active (READY=1) after it answered", func() bool {
+		return m.systemctl(t, "show", "-P", "ActiveState", "reserved.service") == "active"
+	})
 	for _, probe := range []string{api.PathLive, api.PathReady, api.PathMetrics} {
 		if resp, body, err := local.Do(ctx, http.MethodGet, probe, nil, nil); err != nil || resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s on the socket: %v %s", probe, err, body)
