@@ -171,7 +171,9 @@ var reminderEventTypes = map[string]bool{EventHoldCreated: true, EventWaitlistOf
 // only on the event and the lead, so routing the event again after a
 // crash schedules the same reminder.
 func reminderDue(ev Event, lead time.Duration) (time.Time, bool) {
-	if lead <= 0 || !reminderEventTypes[ev.Type] || ev.HoldExpiresAt.IsZero() || ev.HoldExpiresAt.Sub(ev.CreatedAt.Truncate(time.Second)) < 2*lead {
+	// Half the hold's length is compared with the lead, since twice a
+	// lead of more than half the largest Duration would wrap around.
+	if lead <= 0 || !reminderEventTypes[ev.Type] || ev.HoldExpiresAt.IsZero() || ev.HoldExpiresAt.Sub(ev.CreatedAt.Truncate(time.Second))/2 < lead {
 		return time.Time{}, false
 	}
 	return ev.HoldExpiresAt.Add(-lead).Truncate(time.Microsecond), true
