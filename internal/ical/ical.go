@@ -232,8 +232,26 @@ func (w *writer) timeZone(zone *time.Location, first, last time.Time) {
 	w.line("BEGIN", "VTIMEZONE")
 	w.line("TZID", zone.String())
 	t := first.In(zone)
-	for n := 1; ; n++ {
+	var prev time.Time // The onset of the observance written last.
+	for n := 0; ; {
 		onset, end := t.ZoneBounds()
+		if !end.IsZero() && !end.After(t) {
+			// On the last day of a leap year, in the years Go computes
+			// from the zone's rules, ZoneBounds ends the period at the
+			// start of that day; it goes on into the next year at least.
+			end = time.Date(t.UTC().Year()+1, 1, 1, 0, 0, 0, 0, time.UTC).In(zone)
+		}
+		if n > 0 && onset.Equal(prev) {
+			// The period of the observance written last, reached again
+			// past such a day.
+			if end.IsZero() || last.Before(end) {
+				w.line("END", "VTIMEZONE")
+				return
+			}
+			t = end
+			continue
+		}
+		prev, n = onset, n+1
 		abbrev, offset := t.Zone()
 		before, since := offset, "16010101T000000"
 		if !onset.IsZero() {
