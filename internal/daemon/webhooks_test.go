@@ -216,13 +216,17 @@ func (s hookStore) hooked(t *testing.T, workshops map[string]engine.WorkshopSpec
 const webhookKills = 4
 
 // hookTimeout and hookLease are the --delivery-timeout and
-// --delivery-lease of TestWebhooksKill9's daemons: its receiver answers at
-// once, and the claims a killed daemon leaves run out after 8 s instead of
-// the default 30 s.
+// --delivery-lease of the daemons that the kill -9 tests run against
+// webhookrecv, which answers at once: the claims a killed daemon leaves run
+// out after 8 s instead of the default 30 s.
 const (
 	hookTimeout = 2 * time.Second
 	hookLease   = 8 * time.Second
 )
+
+// quickDeliveries are the delivery flags of those daemons: retries after
+// 50 ms, attempts of hookTimeout at most, and claims of hookLease.
+var quickDeliveries = []string{"--delivery-min-backoff", "50ms", "--delivery-timeout", hookTimeout.String(), "--delivery-lease", hookLease.String()}
 
 // TestWebhooksKill9 reserves, cancels, holds, confirms and releases with
 // several clients while reserved, delivering every event to a webhook
@@ -257,9 +261,7 @@ func testWebhooksKill9(t *testing.T, s hookStore) {
 	endpoint := s.hooked(t, workshops, rcv, map[string]recvBehaviour{"/kill": {Fail: 40, Gone: 15}})["/kill"]
 	socket := filepath.Join(servertest.ShortTempDir(t), "w.sock")
 	addr := freeAddr(t)
-	// The receiver answers at once, so short attempts suffice, and the
-	// claims of each killed daemon run out within seconds.
-	args := []string{"--no-demo", "--delivery-min-backoff", "50ms", "--delivery-timeout", hookTimeout.String(), "--delivery-lease", hookLease.String()}
+	args := append([]string{"--no-demo"}, quickDeliveries...)
 	ctx := context.Background()
 	p := s.start(t, socket, addr, args...)
 	admin := p.socketClient()
