@@ -74,7 +74,7 @@
   const OPS_PREFIX = "reserve.ops."; // + actor: {"<kind>:<target>": operation}.
   const LOGIN_PATH = "/login";
   const LIST_LIMIT = 50;
-  const WAIT_POLL_MS = 5000; // How often the lists are read while an entry waits or is offered places.
+  const WAIT_POLL_MS = 5000; // How often the lists are read while an entry waits or is offered places; see waitPoll.
   const RATE_LIMITED_SENDS = 4; // Sends of one operation while the daemon answers rate_limited (see post).
   const MAX_RATE_LIMITED_WAIT_S = 30; // The longest Retry-After the page waits before it sends again.
 
@@ -669,12 +669,12 @@
 
   // tick renders the lists' countdowns every second and, while an entry of
   // the actor's waits or is offered places, reads the lists again every
-  // WAIT_POLL_MS: an offer is made when someone else frees places, and it
+  // waitPoll(): an offer is made when someone else frees places, and it
   // lasts only until its deadline. The form itself is left alone.
   function tick() {
     renderLists();
     const live = state.wait.entries.some((e) => e.state === "waiting" || e.state === "offered");
-    if (!live || state.polling || state.sending || Date.now() - state.polledAt < WAIT_POLL_MS) return;
+    if (!live || state.polling || state.sending || Date.now() - state.polledAt < waitPoll()) return;
     state.polling = true;
     Promise.all([loadWorkshops(true), loadMine(), loadWait()]).then(() => {
       state.polling = false;
@@ -682,6 +682,15 @@
       renderActions();
       renderLists();
     });
+  }
+
+  // waitPoll returns how often tick reads the lists while an entry waits
+  // or is offered places: WAIT_POLL_MS, unless a test set
+  // window.reserveWaitPollMs (a positive whole number of ms) to shorten it;
+  // nothing else sets it, and it is read at every tick.
+  function waitPoll() {
+    const ms = window.reserveWaitPollMs;
+    return Number.isInteger(ms) && ms > 0 ? ms : WAIT_POLL_MS;
   }
 
   // offerSignIn asks the daemon which sign-in methods it offers (GET

@@ -1,12 +1,16 @@
 package browsertest_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -121,6 +125,24 @@ func (tb *tab) waitEntryState(id, state string) {
 	tb.poll("entry "+id+" "+state, fmt.Sprintf(`(() => { const li = document.getElementById("entry-%s"); return li !== null && li.dataset.state === %q; })()`, id, state))
 }
 
+// waitPollMS is how often the pages of the tests that wait for an offer
+// read their lists again while an entry waits or is offered places; the
+// page's own 5 s would make each change seen up to 5 s late.
+const waitPollMS = 200
+
+// pollWaitFast makes every page the tab loads from now on read its lists
+// every waitPollMS (window.reserveWaitPollMs, which app.js reads at every
+// tick of its countdowns, once a second).
+func (tb *tab) pollWaitFast() {
+	tb.t.Helper()
+	tb.do("read the lists every "+strconv.Itoa(waitPollMS)+" ms", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: "window.reserveWaitPollMs = " + strconv.Itoa(waitPollMS) + ";",
+		})
+		return err
+	}))
+}
+
 // offerLine returns the line of entry id that states its offer, "" when it
 // shows none.
 func (tb *tab) offerLine(id string) string {
@@ -140,6 +162,7 @@ func TestWaitlistJoinOfferAccept(t *testing.T) {
 	d := startDaemon(t)
 	bobs := d.fullWorkshop(t, pottery, "Pottery", 600)
 	tb := openTab(t, d)
+	tb.pollWaitFast()
 	tb.signIn("alice")
 	tb.choose(pottery, 1)
 	js := tb.joinState()
@@ -229,9 +252,11 @@ func TestWaitlistDeclinePassesOfferOn(t *testing.T) {
 	d := startDaemon(t)
 	bobs := d.fullWorkshop(t, pottery, "Pottery", 600)
 	alice := openTab(t, d)
+	alice.pollWaitFast()
 	alice.signIn("alice")
 	first := alice.join(pottery)
 	carol := openTab(t, d)
+	carol.pollWaitFast()
 	carol.signIn("carol")
 	carol.choose(pottery, 1)
 	if js := carol.joinState(); js.JoinHidden || js.Availability != "0 of 1 places free · 1 waiting" ||

@@ -169,28 +169,48 @@ func TestBackupUnderLoadRestoresRecordedKeys(t *testing.T) {
 // backupSeeded is how many reservations seedBackupDatabase makes.
 const backupSeeded = 13_000
 
-// seedBackupDatabase fills a new database at path with backupSeeded reservations
-// before a daemon opens it. It maps only the file while it writes, so that
-// the file ends at the 16 MiB that bbolt maps for it, most of them
-// in use: its snapshot is larger than what the loopback sockets of a backup
-// buffer, and a thousand or two more reservations make it outgrow a map of
-// its size.
+// seedBackupDatabase writes at path a new database with backupSeeded
+// reservations, before a daemon opens it. It was seeded while bbolt mapped
+// only the file, so that the file ends at the 16 MiB that bbolt maps for it,
+// most of them in use: its snapshot is larger than what the loopback
+// sockets of a backup buffer, and a thousand or two more reservations make
+// it outgrow a map of its size.
 func seedBackupDatabase(t *testing.T, path string) {
 	t.Helper()
-	st, err := boltstore.Open(path, boltstore.Options{InitialMmapSize: -1})
+	data, err := backupSeed()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("seed the backup database: %v", err)
 	}
-	if err := seed.Run(context.Background(), engine.New(st), seed.Plan{Workshops: []string{"seeded"}, PerWorkshop: backupSeeded}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if size := fileSize(t, path); size != 16<<20 {
 		t.Fatalf("the seeded database has %d bytes, want the 16 MiB of its map", size)
 	}
 }
+
+// backupSeed returns the database of seedBackupDatabase, seeded once per
+// test binary: seeding takes seconds under the race detector.
+var backupSeed = sync.OnceValues(func() ([]byte, error) {
+	dir, err := os.MkdirTemp("", "backup-seed")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "reserved.db")
+	st, err := boltstore.Open(path, boltstore.Options{InitialMmapSize: -1})
+	if err != nil {
+		return nil, err
+	}
+	if err := seed.Run(context.Background(), engine.New(st), seed.Plan{Workshops: []string{"seeded"}, PerWorkshop: backupSeeded}); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+})
 
 // mappedBytes returns how many bytes of the file at path process pid has
 // mapped, from /proc/PID/maps.

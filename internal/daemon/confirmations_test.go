@@ -13,6 +13,7 @@ import (
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
 	"github.com/reserve/reserve/internal/mail/mailtest"
+	"github.com/reserve/reserve/internal/server/servertest"
 )
 
 // TestConfirmationMailsFromTheDaemon: a person signed in by email
@@ -89,8 +90,10 @@ func TestConfirmationMailsFromTheDaemon(t *testing.T) {
 			t.Errorf("delivered to %q", to)
 		}
 	}
-	page, err := p.socketClient().Deliveries(ctx, engine.DeliveryFilter{State: engine.DeliveryDelivered, Channel: engine.ChannelMail})
-	if err != nil || len(page.Deliveries) != 2 {
-		t.Fatalf("delivered mail deliveries: %+v, %v", page, err)
-	}
+	// The daemon marks a delivery delivered once the mail server has
+	// accepted the mail, a moment after the sink has it.
+	servertest.Eventually(t, time.Minute, "both mail deliveries delivered", func() bool {
+		page, err := p.socketClient().Deliveries(ctx, engine.DeliveryFilter{State: engine.DeliveryDelivered, Channel: engine.ChannelMail})
+		return err == nil && len(page.Deliveries) == 2
+	})
 }

@@ -30,10 +30,14 @@ import (
 // run out: the same mail, byte for byte, under the same Message-ID, and
 // the same webhook-id with the same body, the one built from the stored
 // event; both are then delivered, after two attempts. It runs on a bolt
-// file and on PostgreSQL.
+// file and on PostgreSQL, both at once: each waits for its claims to run
+// out most of its time.
 func TestDeliveriesKilledMidAttempt(t *testing.T) {
 	for _, s := range hookStores {
-		t.Run(s.name, func(t *testing.T) { testDeliveriesKilledMidAttempt(t, s.make(t)) })
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			testDeliveriesKilledMidAttempt(t, s.make(t))
+		})
 	}
 }
 

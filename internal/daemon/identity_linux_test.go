@@ -84,7 +84,7 @@ func inMountNamespace(t *testing.T) bool {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(self, "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), mountNSEnv+"=1", reservedBinEnv+"="+reservedBin, pureGoBinEnv+"="+pureGoReserved(t))
+	cmd.Env = append(os.Environ(), pathstest.QuickRaceExit(), mountNSEnv+"=1", reservedBinEnv+"="+reservedBin, pureGoBinEnv+"="+pureGoReserved(t))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	out, err := cmd.CombinedOutput()
 	if ee := (*exec.ExitError)(nil); err != nil && !errors.As(err, &ee) {
@@ -254,7 +254,7 @@ func (h *identityHarness) asGhost(role string, args ...string) (code int, stdout
 	h.t.Helper()
 	cmd := exec.Command(h.bin, args...)
 	cmd.Dir = h.home
-	cmd.Env = []string{roleEnv + "=" + role, "PATH=" + os.Getenv("PATH"), "HOME=" + h.home,
+	cmd.Env = []string{roleEnv + "=" + role, "PATH=" + os.Getenv("PATH"), "HOME=" + h.home, pathstest.QuickRaceExit(),
 		paths.EnvSocket + "=" + h.p.socket, cli.EnvState + "=" + filepath.Join(h.home, "intent.json")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: ghostUID, Gid: ghostUID}}
 	var out, errOut bytes.Buffer

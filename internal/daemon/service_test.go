@@ -174,8 +174,10 @@ func activated(t *testing.T, dir string, listeners []string, args ...string) *pr
 
 // triggerActivation connects to the first listener, or sends a datagram
 // to it, which makes systemd-socket-activate exec its program. The
-// connection waits in the listener's backlog and is closed when the test
-// ends.
+// connection is closed at once: it waits in the listener's backlog all
+// the same, and the program reads its end. Kept open, it would be a
+// connection that never sends a request, which the daemon's graceful stop
+// waits 5 s for.
 func triggerActivation(t *testing.T, p *proc, listeners []string) {
 	t.Helper()
 	network, addr := "unix", ""
@@ -200,10 +202,10 @@ func triggerActivation(t *testing.T, p *proc, listeners []string) {
 		if err != nil {
 			return false
 		}
-		t.Cleanup(func() { c.Close() })
 		if network == "unixgram" {
 			c.Write([]byte("x"))
 		}
+		c.Close()
 		return true
 	})
 }

@@ -274,7 +274,7 @@ func (o *otherUsers) peerCmd(t *testing.T, uid, gid int, role, socket string) *e
 	home := o.userDir(t, fmt.Sprintf("home-%d-%s-%d", uid, role, len(o.peers)), uid, 0o700)
 	cmd := exec.Command(o.test, "-test.run=^TestSocketSlotsPeer$")
 	cmd.Dir = home
-	cmd.Env = []string{"HOME=" + home, "TMPDIR=" + home, "PATH=" + os.Getenv("PATH"), peerEnv + "=" + socket, peerRole + "=" + role}
+	cmd.Env = []string{"HOME=" + home, "TMPDIR=" + home, "PATH=" + os.Getenv("PATH"), pathstest.QuickRaceExit(), peerEnv + "=" + socket, peerRole + "=" + role}
 	return as(cmd, uid, gid)
 }
 

@@ -125,7 +125,7 @@ func testOfferSurvivesKill9(t *testing.T, bin, point string) {
 	}
 
 	socket := filepath.Join(servertest.ShortTempDir(t), "s.sock")
-	args := serveArgs(dir, socket, "--no-demo", "--delivery-min-backoff", "50ms")
+	args := serveArgs(dir, socket, append([]string{"--no-demo"}, quickDeliveries...)...)
 	launchWith := func(extra ...string) *proc {
 		p := launchProgram(t, env(dir, extra...), bin, args...)
 		p.socket = socket

@@ -204,6 +204,19 @@ func (s hookStore) hooked(t *testing.T, workshops map[string]engine.WorkshopSpec
 // webhookKills is how often TestWebhooksKill9 kills the daemon.
 const webhookKills = 4
 
+// hookTimeout and hookLease are the --delivery-timeout and
+// --delivery-lease of the daemons that the kill -9 tests run against
+// webhookrecv, which answers at once: the claims a killed daemon leaves run
+// out after 8 s instead of the default 30 s.
+const (
+	hookTimeout = 2 * time.Second
+	hookLease   = 8 * time.Second
+)
+
+// quickDeliveries are the delivery flags of those daemons: retries after
+// 50 ms, attempts of hookTimeout at most, and claims of hookLease.
+var quickDeliveries = []string{"--delivery-min-backoff", "50ms", "--delivery-timeout", hookTimeout.String(), "--delivery-lease", hookLease.String()}
+
 // TestWebhooksKill9 reserves, cancels, holds, confirms and releases with
 // several clients while reserved, delivering every event to a webhook
 // endpoint that answers its first requests 500, the next ones 410 and
@@ -218,10 +231,13 @@ const webhookKills = 4
 // delivered to it; and neither a 410 nor a 200 is followed by another
 // request with the same webhook-id unless the daemon was killed in
 // between (before it could record the answer) and the claim of its
-// attempt ran out. It runs on a bolt file and on PostgreSQL.
+// attempt ran out. It runs on a bolt file and on PostgreSQL, both at once.
 func TestWebhooksKill9(t *testing.T) {
 	for _, s := range hookStores {
-		t.Run(s.name, func(t *testing.T) { testWebhooksKill9(t, s.make(t)) })
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			testWebhooksKill9(t, s.make(t))
+		})
 	}
 }
 
@@ -234,7 +250,7 @@ func testWebhooksKill9(t *testing.T, s hookStore) {
 	endpoint := s.hooked(t, workshops, rcv, map[string]recvBehaviour{"/kill": {Fail: 40, Gone: 15}})["/kill"]
 	socket := filepath.Join(servertest.ShortTempDir(t), "w.sock")
 	addr := freeAddr(t)
-	args := []string{"--no-demo", "--delivery-min-backoff", "50ms"}
+	args := append([]string{"--no-demo"}, quickDeliveries...)
 	ctx := context.Background()
 	p := s.start(t, socket, addr, args...)
 	admin := p.socketClient()
@@ -327,7 +343,7 @@ func testWebhooksKill9(t *testing.T, s hookStore) {
 			// delivery sent again.
 			prev := ls[i-1]
 			if (prev.Status == http.StatusOK || prev.Status == http.StatusGone) &&
-				(l.ReceivedAt.Sub(prev.ReceivedAt) < delivery.DefaultTimeout ||
+				(l.ReceivedAt.Sub(prev.ReceivedAt) < hookTimeout ||
 					!slices.ContainsFunc(kills, func(k time.Time) bool { return k.After(prev.ReceivedAt) && k.Before(l.ReceivedAt) })) {
 				t.Errorf("event %s was answered %d at %v and sent again at %v, without a kill whose claim ran out in between",
 					ev.ID, prev.Status, prev.ReceivedAt, l.ReceivedAt)

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/reserve/reserve/internal/intent"
+	"github.com/reserve/reserve/internal/paths/pathstest"
 )
 
 var crashKills = flag.Int("intent.kills", 25, "how many times TestCrashDuringSaves kills the writer")
@@ -117,9 +118,7 @@ func startHelper(t *testing.T, name, path string) *child {
 		t.Fatal(err)
 	}
 	c := &child{cmd: exec.Command(exe)}
-	c.cmd.Env = append(os.Environ(), helperEnv+"="+name, helperPathEnv+"="+path,
-		// The race detector otherwise lingers a second in every exit.
-		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	c.cmd.Env = append(os.Environ(), helperEnv+"="+name, helperPathEnv+"="+path, pathstest.QuickRaceExit())
 	c.cmd.Stderr = &c.stderr
 	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

@@ -172,6 +172,7 @@ func TestClosedStoreIsUnavailable(t *testing.T) {
 // give up within a generous deadline with store_unavailable, because the
 // outcome is unknown, instead of keeping the connection for ever.
 func TestHungCommitIsBounded(t *testing.T) {
+	t.Parallel() // It waits for its bound most of its time.
 	dsn, _ := pgtest.FreshSchema(t)
 	proxy, via := pgtest.NewProxy(t, dsn)
 	s := mustOpenDSN(t, via, pgstore.Options{MaxConns: 1})
@@ -188,6 +189,7 @@ func TestHungCommitIsBounded(t *testing.T) {
 	select {
 	case err := <-done:
 		wantUnavailable(t, "an Update whose COMMIT hung", err)
+		proxy.Cut() // Resets the hung connection, which the store's Close would wait for.
 	case <-time.After(time.Minute):
 		proxy.Cut() // Ends the COMMIT, so that the store can close.
 		t.Fatal("Update still waits for the COMMIT on a hung connection after a minute")
@@ -200,6 +202,7 @@ func TestHungCommitIsBounded(t *testing.T) {
 // Every Update of the group must give up within a
 // generous deadline with store_unavailable.
 func TestHungGroupCommitIsBounded(t *testing.T) {
+	t.Parallel() // It waits for its bound most of its time.
 	dsn, _ := pgtest.FreshSchema(t)
 	proxy, via := pgtest.NewProxy(t, dsn)
 	// One connection: a queued Update cannot run alone, however slowly
@@ -228,6 +231,7 @@ func TestHungGroupCommitIsBounded(t *testing.T) {
 		for i, err := range errs {
 			wantUnavailable(t, fmt.Sprintf("Update %d of a group whose COMMIT hung", i), err)
 		}
+		proxy.Cut() // Resets the hung connection, which the store's Close would wait for.
 	case <-time.After(time.Minute):
 		proxy.Cut() // Ends the COMMIT, so that the store can close.
 		t.Fatal("a group still waits for its COMMIT on a hung connection after a minute")

@@ -16,6 +16,7 @@ import (
 	"github.com/reserve/reserve/internal/api"
 	"github.com/reserve/reserve/internal/client"
 	"github.com/reserve/reserve/internal/engine"
+	"github.com/reserve/reserve/internal/paths/pathstest"
 	"github.com/reserve/reserve/internal/server"
 	"github.com/reserve/reserve/internal/server/servertest"
 	"github.com/reserve/reserve/internal/testskip"
@@ -76,7 +77,7 @@ func TestSocketPeerIsNotAdmin(t *testing.T) {
 
 	const uid = 65534
 	cmd := exec.Command(bin, "-test.run=^$")
-	cmd.Env = []string{envPeerSocket + "=" + h.Socket}
+	cmd.Env = []string{envPeerSocket + "=" + h.Socket, pathstest.QuickRaceExit()}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {

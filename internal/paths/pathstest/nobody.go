@@ -27,7 +27,7 @@ func RunAsNobody(t *testing.T, run string, env ...string) {
 	bin := CopyTestBinary(t, dir)
 	cmd := exec.Command(bin, "-test.run="+run, "-test.v")
 	cmd.Dir = dir
-	cmd.Env = append([]string{"TMPDIR=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Env = append([]string{"TMPDIR=" + dir, "HOME=" + dir, "PATH=" + os.Getenv("PATH"), QuickRaceExit()}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: ForeignUID, Gid: ForeignUID}}
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: ") || strings.Contains(string(out), "--- SKIP") {
@@ -53,4 +53,13 @@ func CopyTestBinary(t testing.TB, dir string) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// QuickRaceExit is the variable GORACE as the environment sets it, plus
+// atexit_sleep_ms=0, in the form NAME=value for a command's environment. A
+// program built with the race detector, as the test binary is under
+// go test -race, otherwise lingers a second at every exit; the tests that
+// run copies of the test binary, often many times, give them this.
+func QuickRaceExit() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
