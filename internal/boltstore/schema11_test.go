@@ -98,32 +98,14 @@ func TestSchema11File(t *testing.T) {
 		checksClean(t, s, now, when)
 	}
 
-	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	same(ro, "read-only")
-	ro.Close()
-	if v := schemaOf(t, path); v != 11 {
-		t.Fatalf("schema version after a read-only open = %d, want 11", v)
-	}
-
-	s := mustOpenPath(t, path)
-	same(s, "after the upgrade")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if v := schemaOf(t, path); v != boltstore.SchemaVersion {
-		t.Errorf("schema version after a writing open = %d, want %d, which a reserved of version 11 refuses", v, boltstore.SchemaVersion)
-	}
-	sameRecords(t, path, records, "meta")
+	upgradeKeepsRecords(t, path, 11, records, same)
 	if got := bucketOf(t, path, "actors_time_keyed"); got == nil || len(got) != 0 {
 		t.Errorf("actors_time_keyed after the upgrade = %q, want it empty", got)
 	}
 
 	// unix-postgres cancels go-basics, unix-nobody takes the place under
 	// a UUIDv7 key, and a new actor is refused one under another.
-	s = mustOpenPath(t, path)
+	s := mustOpenPath(t, path)
 	eng := engine.New(s, clock)
 	const cancelKey = "c7192c0f-49f7-4cd6-9fb7-1b8192a3b4c3"
 	cancelled, err := eng.Cancel(ctx, engine.Principal{Actor: "unix-postgres"}, cancelKey, "01a23793eba80085c61cffa51966c45d")
@@ -164,7 +146,7 @@ func TestSchema11File(t *testing.T) {
 		sameRecords(t, path, map[string]map[string]string{bucket: records[bucket]}, "")
 	}
 
-	ro, err = boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,27 +84,9 @@ func TestSchema13File(t *testing.T) {
 		checksClean(t, s, now, when)
 	}
 
-	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	same(ro, "read-only")
-	ro.Close()
-	if v := schemaOf(t, path); v != 13 {
-		t.Fatalf("schema version after a read-only open = %d, want 13", v)
-	}
+	upgradeKeepsRecords(t, path, 13, records, same)
 
 	s := mustOpenPath(t, path)
-	same(s, "after the upgrade")
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if v := schemaOf(t, path); v != boltstore.SchemaVersion {
-		t.Errorf("schema version after a writing open = %d, want %d, which a reserved of version 13 refuses", v, boltstore.SchemaVersion)
-	}
-	sameRecords(t, path, records, "meta")
-
-	s = mustOpenPath(t, path)
 	eng := engine.New(s, clock)
 	route := func() int {
 		t.Helper()

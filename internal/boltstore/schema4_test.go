@@ -154,6 +154,34 @@ func TestSchema4File(t *testing.T) {
 
 // sameRecords fails unless every record of want, in every bucket but
 // except, is in the file at path byte for byte.
+// upgradeKeepsRecords opens the file at path, which schema version from
+// wrote with records, read-only and then for writing, and calls same with
+// each store: the read-only open leaves the version as it was, the writing
+// one upgrades it to this version, and neither changes a record but the
+// meta bucket.
+func upgradeKeepsRecords(t *testing.T, path string, from uint64, records map[string]map[string]string, same func(*boltstore.Store, string)) {
+	t.Helper()
+	ro, err := boltstore.Open(path, boltstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(ro, "read-only")
+	ro.Close()
+	if v := schemaOf(t, path); v != from {
+		t.Fatalf("schema version after a read-only open = %d, want %d", v, from)
+	}
+
+	s := mustOpenPath(t, path)
+	same(s, "after the upgrade")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := schemaOf(t, path); v != boltstore.SchemaVersion {
+		t.Errorf("schema version after a writing open = %d, want %d, which a reserved of version %d refuses", v, boltstore.SchemaVersion, from)
+	}
+	sameRecords(t, path, records, "meta")
+}
+
 func sameRecords(t *testing.T, path string, want map[string]map[string]string, except string) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
