@@ -33,7 +33,6 @@ const failovers = 5
 // check` is clean, and every answer while no primary served was 503
 // store_unavailable with Retry-After: never a 500, never a decided refusal.
 func TestPostgresFailover(t *testing.T) {
-	t.Parallel()
 	cluster := pgclustertest.New(t)
 	dsn := cluster.DSN()
 	ctx := context.Background()
