@@ -24,8 +24,18 @@ summary_flags=()
 for arg in "$@"; do
   case "$arg" in -v | -v=true | -test.v | -test.v=true) summary_flags=(-v) ;; esac
 done
+# go test runs at most -p packages at a time (one per CPU), in the order
+# they are named: the slowest are named first, so that none of them starts
+# last and keeps the run going alone at the end. -parallel bounds the tests
+# of a package that run at once (those that call t.Parallel); most of them
+# wait on daemons, databases and timeouts rather than compute, so at least
+# 4 run at once even on 2 CPUs.
+slowest=$(go list ./internal/daemon ./internal/browsertest ./internal/pgstore ./dist ./internal/boltstore .)
+packages=$(printf '%s\n' "$slowest"; go list ./... | grep -vxF "$slowest")
+cpus=$(getconf _NPROCESSORS_ONLN)
 set +e
-go test -json -race -count=1 "$@" ./... | "$summary_dir/testsummary" "${summary_flags[@]}"
+# shellcheck disable=SC2086 # $packages is one import path per word.
+go test -json -race -count=1 -parallel $((cpus > 4 ? cpus : 4)) "$@" $packages | "$summary_dir/testsummary" "${summary_flags[@]}"
 statuses=("${PIPESTATUS[@]}")
 set -e
 if [ "${statuses[0]}" != 0 ]; then

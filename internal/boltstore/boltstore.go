@@ -649,8 +649,15 @@ func (s *Store) commit(batch []call) {
 			continue
 		}
 		if failed >= 0 {
-			batch[failed].err <- failErr
+			c := batch[failed]
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
+			if len(batch) == 0 {
+				// Every call failed: the transaction committed nothing,
+				// and the span ends before the last call is answered,
+				// as below.
+				span.EndCommit(nil)
+			}
+			c.err <- failErr
 			continue
 		}
 		// Told before anyone is answered, so that whoever has an answer
@@ -670,9 +677,6 @@ func (s *Store) commit(batch []call) {
 		}
 		return
 	}
-	// Every call failed and was answered: the transaction committed
-	// nothing, and the span still ends.
-	span.EndCommit(nil)
 }
 
 // storeName names this store in the spans of its commits.

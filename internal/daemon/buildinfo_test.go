@@ -24,6 +24,7 @@ import (
 // both, and the revision of the clean tree in the metric
 // reserved_build_info.
 func TestBuildInfo(t *testing.T) {
+	t.Parallel()
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		if os.Getenv("RESERVE_CI") != "" {

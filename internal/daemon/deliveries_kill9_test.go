@@ -33,6 +33,7 @@ import (
 // file and on PostgreSQL, both at once: each waits for its claims to run
 // out most of its time.
 func TestDeliveriesKilledMidAttempt(t *testing.T) {
+	t.Parallel()
 	for _, s := range hookStores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

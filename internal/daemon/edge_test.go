@@ -497,6 +497,7 @@ func TestConnectionFloodWithinOpenFileLimit(t *testing.T) {
 // timeout and lock every other client out at the cap. A request whose body
 // was read keeps its connection for the next request.
 func TestUnsentBodyDoesNotHoldTheConnection(t *testing.T) {
+	t.Parallel()
 	const cap = 4
 	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap))
 	for i := range cap + 2 {
@@ -569,6 +570,7 @@ func TestEarlyRefusalAnswerArrives(t *testing.T) {
 // timeout, not for as long as it likes, so such clients cannot keep the
 // TCP listener's connections busy at the cap.
 func TestUnreadAnswersDoNotHoldTheConnection(t *testing.T) {
+	t.Parallel()
 	const cap = 4
 	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap), "--write-timeout", "2s")
 	requests := strings.Repeat("GET /api/v1/openapi.yaml HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 3000)
@@ -609,6 +611,7 @@ func TestUnreadAnswersDoNotHoldTheConnection(t *testing.T) {
 // take, not for the whole read timeout, so such requests cannot keep the
 // TCP listener's connections busy at the cap.
 func TestSlowBodyDoesNotHoldTheConnection(t *testing.T) {
+	t.Parallel()
 	const cap = 4
 	p, token, _ := startAbused(t, "--max-tcp-connections", strconv.Itoa(cap))
 	for i := range cap {

@@ -375,6 +375,7 @@ func testCert(t *testing.T, ip net.IP) (certFile, keyFile string) {
 // daemon's clock has passed its 15 minutes, while one a second younger
 // still does. It runs a failpoint build of reserved, whose clock a file shifts.
 func TestMailedLinkExpires(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "reserved-failpoint")
 	if out, err := exec.Command("go", "build", "-tags", "failpoint", "-o", bin, "github.com/reserve/reserve/cmd/reserved").CombinedOutput(); err != nil {
 		t.Fatalf("build reserved with failpoints: %v\n%s", err, out)

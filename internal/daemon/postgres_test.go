@@ -122,6 +122,7 @@ func TestMultiDaemonPostgres(t *testing.T) {
 // TestMultiDaemonBehindPgBouncer is TestMultiDaemonPostgres with the daemons
 // connected through PgBouncer in transaction pooling mode.
 func TestMultiDaemonBehindPgBouncer(t *testing.T) {
+	t.Parallel()
 	multiDaemon(t, pgtest.BouncerDSN(t))
 }
 

@@ -25,6 +25,11 @@ var reservedBin string
 // which then builds none.
 const reservedBinEnv = "RESERVE_TEST_RESERVED_BIN"
 
+// TestMain builds reserved once for the tests. The tests that spend most
+// of their time waiting (for a lease, a timeout, a build) call t.Parallel,
+// so that they wait together once the others have run; the tests that
+// measure how fast the daemon answers under load, or that the daemons
+// leave a hung PostgreSQL soon (TestPostgresFailover), do not.
 func TestMain(m *testing.M) {
 	if role := os.Getenv(roleEnv); role != "" {
 		os.Exit(runRole(role))

@@ -29,6 +29,7 @@ import (
 // mail follows the reminder. It runs a failpoint build of reserved,
 // whose clock a file moves and whose kill an HTTP request arms.
 func TestHoldRemindersFromTheDaemon(t *testing.T) {
+	t.Parallel()
 	bin, err := failpointBuild()
 	if err != nil {
 		t.Fatalf("build reserved with failpoints: %v", err)

@@ -24,6 +24,7 @@ import (
 // still 409 operation_conflict; GET /api/v1/operations reports the expiry;
 // and reserved check finds the database consistent.
 func TestRetentionTombstonesEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	socket := filepath.Join(servertest.ShortTempDir(t), "r.sock")
 	p := start(t, dir, socket, "--no-demo", "--receipt-retention", "1s")

@@ -364,6 +364,7 @@ func TestAdminGroupUnknown(t *testing.T) {
 // watchdog pings stop, each missed one logged; once the database is back,
 // the pings and /readyz's 200 return.
 func TestWatchdogAndReadyzFollowPostgres(t *testing.T) {
+	t.Parallel()
 	for _, outage := range []string{"Cut", "Stall"} {
 		t.Run(outage, func(t *testing.T) {
 			dsn, _ := pgtest.FreshSchema(t)

@@ -109,6 +109,7 @@ func (c *collector) has(names ...string) (bool, []string) {
 // collector by OTLP/HTTP (protobuf on /v1/traces), and answers with a
 // traceparent.
 func TestServeSendsSpansToOTLPEndpoint(t *testing.T) {
+	t.Parallel()
 	col, ts := newCollector(t)
 	dir := t.TempDir()
 	p := start(t, dir, filepath.Join(servertest.ShortTempDir(t), "t.sock"), "--otlp-endpoint", ts.URL)
@@ -143,6 +144,7 @@ func TestServeSendsSpansToOTLPEndpoint(t *testing.T) {
 // reserved on PostgreSQL with --otlp-endpoint posts the spans of a
 // reservation, with the commit span of the PostgreSQL store.
 func TestServeOnPostgresSendsSpansToOTLPEndpoint(t *testing.T) {
+	t.Parallel()
 	dsn, _ := pgtest.FreshSchema(t)
 	col, ts := newCollector(t)
 	p := startOnPostgres(t, dsn, filepath.Join(servertest.ShortTempDir(t), "t.sock"), "", "--otlp-endpoint", ts.URL)

@@ -68,6 +68,7 @@ func putNoContent(t *testing.T, url string, body io.Reader, what string) {
 // person waiting; the second waits at position 1; `reserved check` finds
 // nothing; and the webhook endpoint gets the offer's event under one id.
 func TestWaitlistOfferSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	bin, err := failpointBuild()
 	if err != nil {
 		t.Fatalf("build reserved with failpoints: %v", err)

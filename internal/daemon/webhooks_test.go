@@ -233,6 +233,7 @@ var quickDeliveries = []string{"--delivery-min-backoff", "50ms", "--delivery-tim
 // between (before it could record the answer) and the claim of its
 // attempt ran out. It runs on a bolt file and on PostgreSQL, both at once.
 func TestWebhooksKill9(t *testing.T) {
+	t.Parallel()
 	for _, s := range hookStores {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,13 +1,18 @@
 package pgtest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // EnvBouncerDSN names the environment variable holding the DSN of a
@@ -44,9 +49,32 @@ func BouncerDSN(tb testing.TB) string {
 	rand.Read(raw[:])
 	db := "reserve_test_" + hex.EncodeToString(raw[:])
 	Exec(tb, server, "CREATE DATABASE "+db)
-	// FORCE ends the server connections that PgBouncer keeps to it.
-	tb.Cleanup(func() { Exec(tb, server, "DROP DATABASE "+db+" WITH (FORCE)") })
+	tb.Cleanup(func() { dropDatabase(tb, server, db) })
 	return WithParams(tb, WithDatabase(tb, bouncer, db), map[string]string{"default_query_exec_mode": "exec"})
+}
+
+// dropDatabase drops database db of the server of dsn with FORCE, which
+// ends the server connections that PgBouncer keeps to it. FORCE refuses
+// (SQLSTATE 42501) when the database has a process that the test's role
+// may not end: an autovacuum worker, which the tests' many writes call in.
+// Then it tries again until the worker has moved on, for a minute at most.
+func dropDatabase(tb testing.TB, dsn, db string) {
+	tb.Helper()
+	ctx := context.Background()
+	conn := connect(tb, dsn)
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := conn.Exec(ctx, "DROP DATABASE "+db+" WITH (FORCE)")
+		var pgErr *pgconn.PgError
+		if err == nil {
+			return
+		}
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" || !strings.Contains(pgErr.Message, "role whose process is being terminated") || time.Now().After(deadline) {
+			tb.Fatalf("DROP DATABASE %s WITH (FORCE): %v", db, err)
+		}
+		time.Sleep(100 * time.Millisecond) // The worker's own time: there is nothing to wait on.
+	}
 }
 
 // AnnounceBouncer prints BouncerSkipMessage to stderr when the tests through

@@ -77,15 +77,21 @@ func WithParams(tb testing.TB, dsn string, params map[string]string) string {
 // Exec runs a statement on a connection of its own to dsn.
 func Exec(tb testing.TB, dsn string, sql string, args ...any) {
 	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn := connect(tb, dsn)
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// connect opens a connection to dsn, which the caller closes.
+func connect(tb testing.TB, dsn string) *pgx.Conn {
+	tb.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
 	if err != nil {
 		tb.Fatalf("connect to %s: %v", EnvDSN, err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
+	return conn
 }
 
 // FreshSchema creates an empty schema that is dropped when the test ends,
