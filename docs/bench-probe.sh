@@ -7,16 +7,20 @@
 #
 #   docs/bench-probe.sh [OUT_DIR]     # ROUNDS=5 DURATION=10s LOAD="--clients 64"
 #   LOAD="--clients 16 --batch 100" docs/bench-probe.sh
+#   PROBE_FLAGS="--commit batch" docs/bench-probe.sh   # bbolt's db.Batch
+#   DAEMON_FLAGS="--log-level warn" docs/bench-probe.sh # no request log
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-$(mktemp -d /tmp/reserve-probe.XXXXXX)}
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-10s}
 LOAD=${LOAD:---clients 64}
+PROBE_FLAGS=${PROBE_FLAGS:-}
+DAEMON_FLAGS=${DAEMON_FLAGS:-}
 PORT=${PORT:-18184}
 mkdir -p "$OUT/bin"
 go build -o "$OUT/bin/" ./cmd/reserved ./cmd/reservectl ./scripts/bareprobe
-echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); load: $LOAD"
+echo "results in $OUT; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg); load: $LOAD; probe: ${PROBE_FLAGS:-the default committer}; daemon: ${DAEMON_FLAGS:-defaults}"
 
 # shellcheck source=docs/bench-lib.sh
 . docs/bench-lib.sh
@@ -36,14 +40,16 @@ bench() {
 rm -f "$OUT"/*.rps "$OUT"/*.p99
 for round in $(seq "$ROUNDS"); do
   rm -f "$OUT/probe.db"
-  "$OUT/bin/bareprobe" --db "$OUT/probe.db" --listen "127.0.0.1:$PORT" 2>"$OUT/probe.log" &
+  # shellcheck disable=SC2086 # PROBE_FLAGS is a list of flags.
+  "$OUT/bin/bareprobe" --db "$OUT/probe.db" --listen "127.0.0.1:$PORT" $PROBE_FLAGS 2>"$OUT/probe.log" &
   PID=$!
   until curl -s -o /dev/null "http://127.0.0.1:$PORT/api/v1/workshops/probe"; do sleep 0.05; done
   TOKEN=any
   bench probe "$round"
   stop_daemon
   rm -f "$OUT/probe.db" "$OUT/daemon.db"
-  serve_daemon "$OUT/bin" "$OUT/daemon.db" "$OUT/daemon.sock" "$PORT" "$OUT/daemon-$round.log"
+  # shellcheck disable=SC2086 # DAEMON_FLAGS is a list of flags.
+  serve_daemon "$OUT/bin" "$OUT/daemon.db" "$OUT/daemon.sock" "$PORT" "$OUT/daemon-$round.log" $DAEMON_FLAGS
   "$OUT/bin/reservectl" --socket "$OUT/daemon.sock" admin workshop set probe --capacity 1000000000 --max-quantity 100 >/dev/null
   bench daemon "$round"
   stop_daemon
