@@ -620,6 +620,14 @@ func (s *Store) commit(batch []call) {
 	if s.tracer != nil {
 		span = s.commitSpan(batch)
 	}
+	// The calls that failed are answered once the span has ended, like the
+	// others, so that a caller's trace is whole once it has its answer.
+	var failures []failure
+	defer func() {
+		for _, f := range failures {
+			f.c.err <- f.err
+		}
+	}()
 	for len(batch) > 0 {
 		if damage := s.Damage(); damage != nil {
 			// Once damage is met the file is not touched again: every
@@ -649,15 +657,8 @@ func (s *Store) commit(batch []call) {
 			continue
 		}
 		if failed >= 0 {
-			c := batch[failed]
+			failures = append(failures, failure{batch[failed], failErr})
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
-			if len(batch) == 0 {
-				// Every call failed: the transaction committed nothing,
-				// and the span ends before the last call is answered,
-				// as below.
-				span.EndCommit(nil)
-			}
-			c.err <- failErr
 			continue
 		}
 		// Told before anyone is answered, so that whoever has an answer
@@ -677,6 +678,15 @@ func (s *Store) commit(batch []call) {
 		}
 		return
 	}
+	// Every call failed: the transaction committed nothing, and the span
+	// still ends.
+	span.EndCommit(nil)
+}
+
+// failure is a call whose function failed, and its error.
+type failure struct {
+	c   call
+	err error
 }
 
 // storeName names this store in the spans of its commits.

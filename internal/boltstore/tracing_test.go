@@ -79,3 +79,37 @@ func TestCommitSpanEndsWhenEveryCallFails(t *testing.T) {
 		t.Fatalf("ended spans %v, want the one commit of 1 call", spans)
 	}
 }
+
+// TestCommitSpanEndsBeforeAnyCallIsAnswered: every caller of a group
+// commit, the ones whose call failed as well as the ones committed, finds
+// the commit's span ended once its Update returns, so that its trace is
+// whole when it answers.
+func TestCommitSpanEndsBeforeAnyCallIsAnswered(t *testing.T) {
+	rec := tracingtest.New(t)
+	s := mustOpen(t, boltstore.Options{Tracer: rec.Tracer})
+	release := holdWriter(t, s)
+	refused := errors.New("refused")
+	fns := []func(engine.Tx) error{
+		func(engine.Tx) error { return refused },
+		func(engine.Tx) error { return refused },
+		func(engine.Tx) error { return nil },
+	}
+	seen := make(chan int, len(fns))
+	var wg sync.WaitGroup
+	for _, fn := range fns {
+		wg.Go(func() {
+			s.Update(context.Background(), fn)
+			seen <- len(rec.Named(tracing.SpanCommit))
+		})
+	}
+	waitQueued(t, s, len(fns))
+	release()
+	wg.Wait()
+	close(seen)
+	for n := range seen {
+		// The held writer's commit, then the one the queued Updates shared.
+		if n != 2 {
+			t.Errorf("a caller was answered with %d commit spans ended, want 2", n)
+		}
+	}
+}
