@@ -55,9 +55,9 @@ func BouncerDSN(tb testing.TB) string {
 
 // dropDatabase drops database db of the server of dsn with FORCE, which
 // ends the server connections that PgBouncer keeps to it. FORCE refuses
-// (SQLSTATE 42501) when the database has a process that the test's role
-// may not end: an autovacuum worker, which the tests' many writes call in.
-// Then it tries again until the worker has moved on, for a minute at most.
+// when the database has a process that the test's role may not end: an
+// autovacuum worker, which the tests' many writes call in. Then it tries
+// again until the worker has moved on, for a minute at most.
 func dropDatabase(tb testing.TB, dsn, db string) {
 	tb.Helper()
 	ctx := context.Background()
@@ -66,15 +66,26 @@ func dropDatabase(tb testing.TB, dsn, db string) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, err := conn.Exec(ctx, "DROP DATABASE "+db+" WITH (FORCE)")
-		var pgErr *pgconn.PgError
 		if err == nil {
 			return
 		}
-		if !errors.As(err, &pgErr) || pgErr.Code != "42501" || !strings.Contains(pgErr.Message, "role whose process is being terminated") || time.Now().After(deadline) {
+		if !refusedToEndAProcess(err) || time.Now().After(deadline) {
 			tb.Fatalf("DROP DATABASE %s WITH (FORCE): %v", db, err)
 		}
 		time.Sleep(100 * time.Millisecond) // The worker's own time: there is nothing to wait on.
 	}
+}
+
+// refusedToEndAProcess reports whether err is FORCE's refusal to end a
+// process of the database: SQLSTATE 42501 raised where the server ends
+// them. The function's name, which the server reports untranslated, tells
+// it from other refusals of the same SQLSTATE (a role that does not own
+// the database); the message does not, as it changed in PostgreSQL 16
+// ("permission denied to terminate process", the role in the detail) and
+// follows the server's lc_messages.
+func refusedToEndAProcess(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501" && pgErr.Routine == "TerminateOtherDBBackends"
 }
 
 // AnnounceBouncer prints BouncerSkipMessage to stderr when the tests through
