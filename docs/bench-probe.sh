@@ -43,7 +43,14 @@ for round in $(seq "$ROUNDS"); do
   # shellcheck disable=SC2086 # PROBE_FLAGS is a list of flags.
   "$OUT/bin/bareprobe" --db "$OUT/probe.db" --listen "127.0.0.1:$PORT" $PROBE_FLAGS 2>"$OUT/probe.log" &
   PID=$!
-  until curl -s -o /dev/null "http://127.0.0.1:$PORT/api/v1/workshops/probe"; do sleep 0.05; done
+  until curl -s -o /dev/null "http://127.0.0.1:$PORT/api/v1/workshops/probe"; do
+    if ! kill -0 "$PID" 2>/dev/null; then
+      echo "bareprobe ${PROBE_FLAGS} exited before it served; its log:" >&2
+      cat "$OUT/probe.log" >&2
+      exit 1
+    fi
+    sleep 0.05
+  done
   TOKEN=any
   bench probe "$round"
   stop_daemon
