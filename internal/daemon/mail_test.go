@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -376,16 +375,16 @@ func testCert(t *testing.T, ip net.IP) (certFile, keyFile string) {
 // still does. It runs a failpoint build of reserved, whose clock a file shifts.
 func TestMailedLinkExpires(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "reserved-failpoint")
-	if out, err := exec.Command("go", "build", "-tags", "failpoint", "-o", bin, "github.com/reserve/reserve/cmd/reserved").CombinedOutput(); err != nil {
-		t.Fatalf("build reserved with failpoints: %v\n%s", err, out)
+	bin, err := failpointBuild()
+	if err != nil {
+		t.Fatalf("build reserved with failpoints: %v", err)
 	}
 	s := mailtest.Start(t)
 	clock := filepath.Join(t.TempDir(), "clock")
 	dir := t.TempDir()
 	sock := filepath.Join(servertest.ShortTempDir(t), "s.sock")
 	args := serveArgs(dir, sock, "--smtp", "smtp://"+s.Addr, "--mail-from", "reserve@example.org", "--email-sign-in", "open")
-	p := launchProgram(t, env(dir, "RESERVED_FAILPOINT_CLOCK="+clock), bin, args...)
+	p := launchProgram(t, env(dir, "RESERVED_FAILPOINT_CLOCK="+clock), bin.Reserved, args...)
 	p.socket = sock
 	p.waitServing(t)
 	signInByEmail(t, p, `{"email":"late@example.org"}`)
