@@ -23,9 +23,14 @@ import (
 )
 
 // failpointBuild builds reserved with reserve's failpoints and bbolt's
-// once per test binary.
+// once per test binary, into the directory of reservedBin, which TestMain
+// removes when the tests end.
 var failpointBuild = sync.OnceValues(func() (chaos.Binaries, error) {
-	dir, err := os.MkdirTemp("", "reserved-failpoint-")
+	parent := os.TempDir()
+	if reservedBin != "" {
+		parent = filepath.Dir(reservedBin)
+	}
+	dir, err := os.MkdirTemp(parent, "reserved-failpoint-")
 	if err != nil {
 		return chaos.Binaries{}, err
 	}
