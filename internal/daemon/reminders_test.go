@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,9 +92,15 @@ func TestHoldRemindersFromTheDaemon(t *testing.T) {
 	if err != nil || len(reminders.Deliveries) != 2 {
 		t.Fatalf("pending reminders = %+v, %v; want both holds'", reminders, err)
 	}
-	for _, d := range reminders.Deliveries {
-		if due := open.ExpiresAt.Add(-5 * time.Minute); d.NextAttemptAt.Sub(due).Abs() > time.Second || d.Recipient != "ada@example.org" {
-			t.Errorf("reminder %+v; want it due 5 minutes before the deadline, at about %s", d, due)
+	// Each hold's reminder is due 5 minutes before that hold's deadline;
+	// the second hold was asked for after the first, so its deadline is
+	// the same or later.
+	dues := []engine.Delivery{reminders.Deliveries[0], reminders.Deliveries[1]}
+	slices.SortFunc(dues, func(a, b engine.Delivery) int { return a.NextAttemptAt.Compare(b.NextAttemptAt) })
+	for i, deadline := range []time.Time{open.ExpiresAt, confirmed.ExpiresAt} {
+		d, due := dues[i], deadline.Add(-5*time.Minute)
+		if d.NextAttemptAt.Sub(due).Abs() > time.Second || d.Recipient != "ada@example.org" {
+			t.Errorf("reminder %+v; want it due 5 minutes before its hold's deadline, at about %s", d, due)
 		}
 	}
 	armFailpoint(t, failAddr, failpoint.DeliveryBeforeFinish, `return("kill")`)
