@@ -253,7 +253,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	failures := 0
 	var counted time.Time
 	nextLook := time.Now() // When to look for work next.
-	mustPass := true       // Whether to route and claim without looking first.
+	// Whether to route and claim without looking first: after a wake,
+	// when there is work for certain. The first look reads first, so that
+	// a daemon started with nothing to deliver writes nothing (a commit
+	// that changes nothing still writes to the file).
+	mustPass := false
 	for {
 		d.releaseFinished()
 		if time.Since(counted) >= d.cfg.StatsEvery {

@@ -652,6 +652,22 @@ func TestIdleDispatcherWritesNothing(t *testing.T) {
 	}
 }
 
+// TestDispatcherStartedIdleWritesNothing proves that a dispatcher started
+// on a store with nothing to route or claim writes nothing either: its
+// first look at the store reads, like every later one. A commit that
+// changes nothing still writes a new meta page to a bbolt file.
+func TestDispatcherStartedIdleWritesNothing(t *testing.T) {
+	f := newFixture(t, delivery.Config{})
+	r := newReceiver(t, status(http.StatusOK))
+	f.endpoint(r, "/hook")
+	updates, views := f.store.updates.Load(), f.store.views.Load()
+	f.run()
+	eventually(t, "twenty looks for work", func() bool { return f.store.views.Load() >= views+20 })
+	if n := f.store.updates.Load() - updates; n != 0 {
+		t.Errorf("the dispatcher started with nothing to do wrote %d times", n)
+	}
+}
+
 // mailbox is a mail channel that takes every mail it is handed.
 type mailbox struct {
 	mu   sync.Mutex
