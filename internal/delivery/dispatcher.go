@@ -308,16 +308,16 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // dispatcher writes nothing.
 func (d *Dispatcher) look(ctx context.Context, mustPass bool) (more bool, err error) {
 	if !mustPass {
-		var unrouted bool
+		var unrouted, pending bool
 		var firstDue time.Time
 		err := d.storeCall(ctx, func(ctx context.Context) (err error) {
-			unrouted, firstDue, err = d.cfg.Engine.DeliveryWork(ctx)
+			unrouted, pending, firstDue, err = d.cfg.Engine.DeliveryWork(ctx)
 			return err
 		})
 		if err != nil {
 			return false, err
 		}
-		if !unrouted && (firstDue.IsZero() || firstDue.After(d.cfg.Now())) {
+		if !unrouted && (!pending || firstDue.After(d.cfg.Now())) {
 			return false, nil
 		}
 	}

@@ -740,3 +740,38 @@ func TestRemindersGoOutByMail(t *testing.T) {
 			gathered(t, reg, "reserved_delivery_attempts_total", "channel", engine.ChannelReminder, "result", "delivered") == 1
 	})
 }
+
+// TestDispatcherStartedClaimsBesideUndatedDelivery proves that a pending
+// delivery with no time for its next attempt (which Check reports, and
+// which a claim takes as due at once) hides no due delivery from a
+// dispatcher started on the store: it looks, finds both due, and sends
+// both, although nothing wakes it.
+func TestDispatcherStartedClaimsBesideUndatedDelivery(t *testing.T) {
+	f := newFixture(t, delivery.Config{})
+	r := newReceiver(t, status(http.StatusOK))
+	f.endpoint(r, "/hook")
+	f.reserve("alice", 1)
+	f.reserve("bob", 1)
+	if _, _, err := f.eng.RouteEvents(f.ctx, 10, engine.RouteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pending := f.deliveries(engine.DeliveryPending)
+	if len(pending) != 2 {
+		t.Fatalf("%d deliveries pending, want 2", len(pending))
+	}
+	undated := pending[1]
+	undated.NextAttemptAt = time.Time{}
+	if err := f.store.Update(f.ctx, func(tx engine.Tx) error { return tx.PutDelivery(undated) }); err != nil {
+		t.Fatal(err)
+	}
+	// A dispatcher of its own, as a daemon started on the store has: the
+	// writes above woke the fixture's, and nothing wakes this one.
+	d, err := delivery.New(delivery.Config{Engine: f.eng, Channels: map[string]delivery.Channel{engine.ChannelWebhook: delivery.NewWebhook(nil)},
+		Now: f.clock.Now, Poll: 5 * time.Millisecond, Lease: f.lease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.d = d
+	f.run()
+	eventually(t, "both deliveries delivered", func() bool { return len(f.deliveries(engine.DeliveryDelivered)) == 2 })
+}

@@ -409,15 +409,18 @@ func reminderNotNeeded(h Hold, now time.Time) string {
 }
 
 // DeliveryWork reports, from a read transaction, what a dispatcher has
-// to do: whether events wait to be routed, and when the first pending
-// delivery is due (the zero time when none is pending). An idle
+// to do: whether events wait to be routed, whether any delivery is
+// pending, and when the first pending one is due. A pending delivery
+// with no time for its next attempt (which Check reports) comes first,
+// with firstDue zero: a claim takes it as due at once, so it must not
+// read as "none pending" and hide the due deliveries behind it. An idle
 // dispatcher asks it instead of routing and claiming, which are writes.
-func (e *Engine) DeliveryWork(ctx context.Context) (unrouted bool, firstDue time.Time, err error) {
+func (e *Engine) DeliveryWork(ctx context.Context) (unrouted, pending bool, firstDue time.Time, err error) {
 	// Every delivery is due before then: a century on, which every
 	// store's times can hold.
 	horizon := e.utcNow().AddDate(100, 0, 0)
 	err = e.store.View(ctx, func(tx Tx) error {
-		unrouted, firstDue = false, time.Time{}
+		unrouted, pending, firstDue = false, false, time.Time{}
 		err := tx.ForEachUnroutedEvent(func(Event) error {
 			unrouted = true
 			return errEnough
@@ -426,7 +429,7 @@ func (e *Engine) DeliveryWork(ctx context.Context) (unrouted bool, firstDue time
 			return fmt.Errorf("read unrouted events: %w", err)
 		}
 		err = tx.ForEachDueDelivery(horizon, func(d Delivery) error {
-			firstDue = d.NextAttemptAt
+			pending, firstDue = true, d.NextAttemptAt
 			return errEnough
 		})
 		if err != nil && !errors.Is(err, errEnough) {
@@ -435,9 +438,9 @@ func (e *Engine) DeliveryWork(ctx context.Context) (unrouted bool, firstDue time
 		return nil
 	})
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("look for delivery work: %w", err)
+		return false, false, time.Time{}, fmt.Errorf("look for delivery work: %w", err)
 	}
-	return unrouted, firstDue, nil
+	return unrouted, pending, firstDue, nil
 }
 
 // readJob reads what sending d needs.
