@@ -645,10 +645,19 @@ func TestIdleDispatcherWritesNothing(t *testing.T) {
 	// work without finding any.
 	views := f.store.views.Load()
 	eventually(t, "the first looks for work", func() bool { return f.store.views.Load() >= views+10 })
+	writesNothing(t, f, func() {}, "the idle dispatcher")
+}
+
+// writesNothing runs start and then fails t, naming who, if the store
+// saw a write from then until twenty more reads (looks for work) were
+// made.
+func writesNothing(t *testing.T, f *fixture, start func(), who string) {
+	t.Helper()
 	updates, views := f.store.updates.Load(), f.store.views.Load()
+	start()
 	eventually(t, "twenty looks for work", func() bool { return f.store.views.Load() >= views+20 })
 	if n := f.store.updates.Load() - updates; n != 0 {
-		t.Errorf("the idle dispatcher wrote %d times", n)
+		t.Errorf("%s wrote %d times", who, n)
 	}
 }
 
@@ -660,12 +669,7 @@ func TestDispatcherStartedIdleWritesNothing(t *testing.T) {
 	f := newFixture(t, delivery.Config{})
 	r := newReceiver(t, status(http.StatusOK))
 	f.endpoint(r, "/hook")
-	updates, views := f.store.updates.Load(), f.store.views.Load()
-	f.run()
-	eventually(t, "twenty looks for work", func() bool { return f.store.views.Load() >= views+20 })
-	if n := f.store.updates.Load() - updates; n != 0 {
-		t.Errorf("the dispatcher started with nothing to do wrote %d times", n)
-	}
+	writesNothing(t, f, func() { f.run() }, "the dispatcher started with nothing to do")
 }
 
 // mailbox is a mail channel that takes every mail it is handed.
